@@ -1,0 +1,31 @@
+// Command meshbench measures what a service mesh costs. main only builds the
+// process state from the OS and hands it to cli.Run.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/meshbench/meshbench/internal/cli"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	env := &cli.Env{
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		Getenv:      os.Getenv,
+		Now:         time.Now,
+		Signals:     sigs,
+		StdoutIsTTY: term.IsTerminal(int(os.Stdout.Fd())),
+		StderrIsTTY: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+	os.Exit(cli.Run(context.Background(), env, os.Args[1:]))
+}

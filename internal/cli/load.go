@@ -1,0 +1,308 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/results"
+)
+
+type loadFlags struct {
+	rate        string
+	max         bool
+	duration    time.Duration
+	warmup      time.Duration
+	timeout     time.Duration
+	connections int
+	maxQueue    int
+	method      string
+	headers     []string
+	body        string
+	bodyFile    string
+	host        string
+	tcpSize     int
+	http2       bool
+	keepAlive   bool
+	tls         loadgen.TLSFiles
+	format      string
+	output      string
+	quiet       bool
+}
+
+func newLoadCmd(env *Env) *cobra.Command {
+	f := &loadFlags{}
+	cmd := &cobra.Command{
+		Use:   "load TARGET...",
+		Short: "Send open-loop constant-rate load (or closed-loop --max) and report latency, rate and errors",
+		Long: `Send load to one or more targets and report what the client saw.
+
+Open loop by default: requests are sent at a constant --rate whatever the
+answers do, and each latency is measured from the request's intended send
+time, so a stalled server shows in the percentiles (no coordinated omission).
+When every connection is busy a request waits in a bounded queue
+(--max-queue); past it, it is dropped and counted. --max switches to a closed
+loop (each connection sends its next request when the last one returns),
+which measures saturation throughput; its latencies are queueing-dominated.
+
+Targets: http://, https:// (add --http2 for h2), h2c://, grpc://, grpcs://
+(unary calls to grpc.testing.TestService, as served by 'meshbench serve grpc'),
+tcp:// (fixed-size request, echoed back). Several targets are spread over the
+connections round-robin.`,
+		Example: `  meshbench load --rate 1000 --duration 10s http://127.0.0.1:8080/
+  meshbench load --rate 200 --connections 4 -o result.json h2c://127.0.0.1:8080/
+  meshbench load --max --connections 16 --duration 5s http://127.0.0.1:8080/`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLoad(cmd.Context(), env, cmd, f, args)
+		},
+	}
+	bindLoadFlags(cmd.Flags(), f)
+	return cmd
+}
+
+// bindLoadFlags declares the load flags on fl, bound to f.
+func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
+	fl.StringVarP(&f.rate, "rate", "r", "50", `requests per second, exact; fractions allowed ("33.3") or N/UNIT ("60/m")`)
+	fl.BoolVar(&f.max, "max", false, "closed loop: maximum throughput, each connection sends when its last answer arrives")
+	fl.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "measured duration (after the warm-up)")
+	fl.DurationVar(&f.warmup, "warmup", time.Second, "load sent before the measured window, not counted (0 to skip)")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "per-request timeout, from the actual send")
+	fl.IntVarP(&f.connections, "connections", "c", 16, "keep-alive connections the rate is spread over (at least one per target)")
+	fl.IntVar(&f.maxQueue, "max-queue", -1, "requests waiting for a free connection before new ones are dropped (default: one second of requests, at least 1000)")
+	fl.StringVarP(&f.method, "method", "X", "GET", "HTTP method")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, `request header "Name: value" (repeatable; gRPC metadata for grpc targets)`)
+	fl.StringVar(&f.body, "body", "", "request body (HTTP), payload (gRPC) or request bytes (TCP)")
+	fl.StringVar(&f.bodyFile, "body-file", "", "read the request body from this file")
+	fl.StringVar(&f.host, "host", "", "Host header override (HTTP)")
+	fl.IntVar(&f.tcpSize, "tcp-size", 615, "tcp:// request size in bytes when no --body is given (echoed back)")
+	fl.BoolVar(&f.http2, "http2", false, "use HTTP/2 on http:// (h2c) and https:// (h2) targets")
+	fl.BoolVar(&f.keepAlive, "keepalive", true, "reuse connections; false opens a new connection per request (HTTP/1.1)")
+	fl.StringVar(&f.tls.CAFile, "cacert", "", "PEM CA bundle that verifies the server")
+	fl.StringVar(&f.tls.CertFile, "cert", "", "PEM client certificate (mTLS)")
+	fl.StringVar(&f.tls.KeyFile, "key", "", "PEM private key of --cert")
+	fl.StringVar(&f.tls.ServerName, "server-name", "", "TLS server name to send and verify (default: the target's host)")
+	fl.BoolVar(&f.tls.Insecure, "insecure", false, "do not verify the server's certificate")
+	fl.StringVar(&f.format, "output-format", "", "text, json or hdr (default: text; from -o's extension .json/.hdr when given)")
+	fl.StringVarP(&f.output, "output", "o", "", "write the report in --output-format to this file (the text report still goes to stdout)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
+}
+
+// buildLoadConfig turns flags into an engine configuration, reporting every
+// problem at once as a usage error.
+func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.Config, string, error) {
+	var errs []error
+	cfg := loadgen.Config{
+		Closed: f.max, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout,
+		Connections: f.connections, KeepAlive: f.keepAlive,
+	}
+	if len(args) == 0 {
+		errs = append(errs, fmt.Errorf("no target given: pass at least one URL (%s)", loadgen.SupportedSchemes))
+	}
+	for _, a := range args {
+		t, err := loadgen.ParseTarget(a, f.http2)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cfg.Targets = append(cfg.Targets, t)
+	}
+	if !f.max {
+		r, err := loadgen.ParseRate(f.rate)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%w", err))
+		}
+		cfg.Rate = r
+	} else if cmd.Flags().Changed("rate") {
+		errs = append(errs, errors.New("--rate and --max exclude each other: --max sends as fast as answers allow"))
+	}
+	if !cmd.Flags().Changed("connections") && len(cfg.Targets) > cfg.Connections {
+		cfg.Connections = len(cfg.Targets)
+	}
+	switch {
+	case f.maxQueue >= 0:
+		cfg.MaxQueue = f.maxQueue
+	case f.maxQueue == -1:
+		cfg.MaxQueue = max(1000, int(math.Ceil(cfg.Rate.PerSecond())))
+	default:
+		errs = append(errs, fmt.Errorf("--max-queue %d: allowed: 0 or more", f.maxQueue))
+	}
+	cfg.Request.Method = strings.ToUpper(f.method)
+	if f.method == "" || strings.ContainsAny(f.method, " \t\r\n") {
+		errs = append(errs, fmt.Errorf("--method %q: allowed: an HTTP method token such as GET, POST, HEAD", f.method))
+	}
+	cfg.Request.Host = f.host
+	if len(f.headers) > 0 {
+		cfg.Request.Headers = http.Header{}
+	}
+	for _, h := range f.headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
+			errs = append(errs, fmt.Errorf(`--header %q: allowed: "Name: value"`, h))
+			continue
+		}
+		cfg.Request.Headers.Add(name, strings.TrimSpace(value))
+	}
+	switch {
+	case f.body != "" && f.bodyFile != "":
+		errs = append(errs, errors.New("--body and --body-file exclude each other"))
+	case f.bodyFile != "":
+		b, err := os.ReadFile(f.bodyFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--body-file %s: %v", f.bodyFile, err))
+		}
+		cfg.Request.Body = b
+	case f.body != "":
+		cfg.Request.Body = []byte(f.body)
+	}
+	if len(cfg.Targets) > 0 && cfg.Targets[0].Protocol == loadgen.TCP && len(cfg.Request.Body) == 0 {
+		if f.tcpSize < 1 || f.tcpSize > 16<<20 {
+			errs = append(errs, fmt.Errorf("--tcp-size %d: allowed: 1 to %d bytes", f.tcpSize, 16<<20))
+		} else {
+			cfg.Request.Body = bytes.Repeat([]byte("m"), f.tcpSize)
+		}
+	}
+	tlsCfg, err := f.tls.Config()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.TLS = tlsCfg
+	format := f.format
+	if format == "" {
+		format = "text"
+		switch strings.ToLower(filepath.Ext(f.output)) {
+		case ".json":
+			format = "json"
+		case ".hdr":
+			format = "hdr"
+		}
+	}
+	if !contains(report.LoadFormats, format) {
+		errs = append(errs, fmt.Errorf("--output-format %q: allowed: %s", format, strings.Join(report.LoadFormats, ", ")))
+	}
+	if len(errs) == 0 {
+		if err := cfg.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return cfg, format, &UsageError{Err: errors.Join(errs...)}
+	}
+	return cfg, format, nil
+}
+
+func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, args []string) error {
+	cfg, format, err := buildLoadConfig(cmd, f, args)
+	if err != nil {
+		return err
+	}
+	// Open the output file first: a bad path is reported before any load.
+	var outFile *os.File
+	if f.output != "" && f.output != "-" {
+		outFile, err = os.Create(f.output)
+		if err != nil {
+			return usagef("--output %s: %v", f.output, err)
+		}
+		defer outFile.Close()
+	}
+	if err := loadgen.Preflight(ctx, cfg.Targets, cfg.TLS, min(cfg.Timeout, 5*time.Second)); err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		if outFile != nil {
+			outFile.Close()
+			os.Remove(f.output)
+		}
+		return err
+	}
+	cfg.Now = env.Now
+	var prog *progressLine
+	if env.StderrIsTTY && !f.quiet {
+		prog = &progressLine{w: env.Stderr, total: cfg.Duration}
+		cfg.Progress = prog.show
+	}
+	res, err := loadgen.Run(ctx, cfg)
+	if prog != nil {
+		prog.clear()
+	}
+	if err != nil {
+		return err
+	}
+	out, err := results.FromRun(res, Version)
+	if err != nil {
+		return err
+	}
+	if outFile != nil {
+		if err := report.WriteLoad(outFile, out, format); err != nil {
+			return fmt.Errorf("writing %s: %w", f.output, err)
+		}
+		if err := outFile.Close(); err != nil {
+			return fmt.Errorf("writing %s: %w", f.output, err)
+		}
+		if err := report.LoadText(env.Stdout, out); err != nil {
+			return err
+		}
+	} else if err := report.WriteLoad(env.Stdout, out, format); err != nil {
+		return err
+	}
+	if res.Interrupted {
+		return errInterrupted
+	}
+	return nil
+}
+
+// progressLine redraws one status line on a terminal.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	total time.Duration
+	drawn bool
+}
+
+func (p *progressLine) show(pr loadgen.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	phase := fmt.Sprintf("%5.1fs/%s", max(pr.Elapsed, 0).Seconds(), report.Dur(p.total))
+	if pr.Elapsed < 0 {
+		phase = fmt.Sprintf("warm-up %.1fs", (-pr.Elapsed).Seconds())
+	}
+	rate := 0.0
+	if pr.Elapsed > 0 {
+		rate = float64(pr.Sent) / pr.Elapsed.Seconds()
+	}
+	fmt.Fprintf(p.w, "\r\033[K[%s] sent %d  %.1f/s  p50 %s  p99 %s  errors %d  dropped %d",
+		phase, pr.Sent, rate, report.DurNs(pr.P50Ns), report.DurNs(pr.P99Ns), pr.Errors, pr.Dropped)
+	p.drawn = true
+}
+
+func (p *progressLine) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

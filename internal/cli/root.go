@@ -1,0 +1,138 @@
+// Package cli holds meshbench's cobra commands. It turns flags into
+// configuration and calls into the engine packages; it holds no measurement
+// logic of its own.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes returned by Run.
+const (
+	ExitOK          = 0   // success
+	ExitFailure     = 1   // the command ran and failed (run error, unreachable target…)
+	ExitUsage       = 2   // bad input: flags, arguments, files
+	ExitInterrupted = 130 // cancelled by SIGINT/SIGTERM; partial results were written
+)
+
+// Env is the process state a command may touch. main builds it from the OS;
+// tests build it in-process.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads an environment variable.
+	Getenv func(string) string
+	// Now is the wall clock.
+	Now func() time.Time
+	// Signals delivers interrupt requests (os.Interrupt, SIGTERM). Each value
+	// received cancels the running command's context.
+	Signals <-chan os.Signal
+	// StdoutIsTTY tells whether stdout is an interactive terminal (live
+	// progress and colours are only shown then).
+	StdoutIsTTY bool
+	// StderrIsTTY tells whether stderr is an interactive terminal.
+	StderrIsTTY bool
+}
+
+// Version is meshbench's version, set at build time with -ldflags.
+var Version = "0.1.0-dev"
+
+// UsageError marks bad input; Run maps it to ExitUsage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usagef builds a UsageError from a format.
+func usagef(format string, a ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, a...)}
+}
+
+// errInterrupted is returned by commands that stopped because of a signal
+// after writing what they had measured.
+var errInterrupted = errors.New("interrupted")
+
+// Run executes one meshbench invocation with args (without the program name)
+// and returns the process exit code. Errors are printed once, here.
+func Run(ctx context.Context, env *Env, args []string) int {
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if env.Signals != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-env.Signals:
+				cancel(errInterrupted)
+			case <-done:
+			}
+		}()
+	}
+
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	root.SetIn(env.Stdin)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, errInterrupted) || errors.Is(context.Cause(ctx), errInterrupted) {
+		if !errors.Is(err, errInterrupted) {
+			fmt.Fprintf(env.Stderr, "meshbench: %v\n", err)
+		}
+		fmt.Fprintln(env.Stderr, "meshbench: interrupted")
+		return ExitInterrupted
+	}
+	fmt.Fprintf(env.Stderr, "meshbench: %v\n", err)
+	var ue *UsageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+func newRootCmd(env *Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "meshbench",
+		Short:         "Measure what a service mesh costs: latency, rate, errors, CPU and memory",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	root.AddCommand(newLoadCmd(env))
+	root.AddCommand(newServeCmd(env))
+	root.AddCommand(newMergeCmd(env))
+	return root
+}
+
+// isCobraUsage recognises cobra's own argument errors (unknown command,
+// wrong number of args), which it does not type.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "unknown flag", "unknown shorthand", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

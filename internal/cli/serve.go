@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meshbench/meshbench/internal/app"
+)
+
+type serveFlags struct {
+	listen      string
+	bodySize    int
+	delay       time.Duration
+	delayDist   string
+	stallEvery  time.Duration
+	stallFor    time.Duration
+	errorRatio  float64
+	errorStatus int
+	seed        int64
+	grace       time.Duration
+	readyFile   string
+}
+
+func newServeCmd(env *Env) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve static|grpc|tcp",
+		Short: "Run a built-in workload server (static HTTP page, gRPC test service, TCP echo), optionally with faults",
+		Long: `Run one built-in workload server until interrupted (SIGINT/SIGTERM), then
+stop gracefully: stop accepting, finish in-flight requests within --grace,
+exit 0.
+
+Workloads:
+  static  HTTP/1.1 and h2c (HTTP/2 cleartext, prior knowledge) on one port;
+          every method and path answers 200 with a fixed body: nginx's
+          615-byte welcome page, or --body-size filler bytes. GET /healthz
+          answers "ok" and is never faulted.
+  grpc    grpc.testing.TestService (UnaryCall echoes its payload, or answers
+          response_size bytes; EmptyCall) and the gRPC health service.
+  tcp     echo: every read (up to 64 KiB) is written back.
+
+Faults apply to every answer except health probes: a fixed --delay plus a
+random --delay-dist; periodic whole-server stalls (--stall-for at the start
+of every --stall-every period, counted from start); and injected errors on
+--error-ratio of requests (static: --error-status; grpc: UNAVAILABLE; tcp:
+the connection is reset). --seed makes the random choices repeatable.
+
+Once listening it prints one line to stdout, "READY KIND HOST:PORT", with the
+bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
+--ready-file if given.`,
+		Example: `  meshbench serve static
+  meshbench serve static --listen 127.0.0.1:0 --ready-file /tmp/addr
+  meshbench serve grpc --listen 127.0.0.1:9090 --delay-dist exp:2ms --error-ratio 0.01
+  meshbench serve tcp --stall-every 10s --stall-for 200ms`,
+		ValidArgs: kindNames(),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("serve takes one workload kind (%s), got %d arguments", strings.Join(kindNames(), ", "), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := buildServeConfig(cmd, f, args[0])
+			if err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), env, cfg, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", app.DefaultListen, "host:port to listen on; port 0 picks a free port (see the READY line)")
+	fl.IntVar(&f.bodySize, "body-size", app.DefaultBodySize, fmt.Sprintf("static response body in bytes, 1 to %d; 615 is nginx's welcome page", app.MaxBodySize))
+	fl.DurationVar(&f.delay, "delay", 0, "fixed delay before every answer, 0s to 1h")
+	fl.StringVar(&f.delayDist, "delay-dist", "", "random delay added to --delay: uniform:MIN,MAX, exp:MEAN or normal:MEAN,STDDEV (e.g. exp:2ms)")
+	fl.DurationVar(&f.stallEvery, "stall-every", 0, "period of whole-server stalls counted from start, up to 1h (0 = no stalls)")
+	fl.DurationVar(&f.stallFor, "stall-for", 0, "length of each stall at the start of every --stall-every period (shorter than it)")
+	fl.Float64Var(&f.errorRatio, "error-ratio", 0, "fraction of requests answered with an injected error, 0 to 1")
+	fl.IntVar(&f.errorStatus, "error-status", app.DefaultErrorStatus, "HTTP status of injected errors, 400 to 599 (static only)")
+	fl.Int64Var(&f.seed, "seed", 0, "seed for random delays and errors (0 = a random seed)")
+	fl.DurationVar(&f.grace, "grace", 5*time.Second, "on interrupt, how long in-flight requests may take before connections are closed")
+	fl.StringVar(&f.readyFile, "ready-file", "", "once listening, write HOST:PORT to this file (atomically, by rename); removed on exit")
+	return cmd
+}
+
+func kindNames() []string {
+	names := make([]string, len(app.Kinds))
+	for i, k := range app.Kinds {
+		names[i] = string(k)
+	}
+	return names
+}
+
+// buildServeConfig turns flags into a workload configuration, reporting every
+// problem at once as a usage error.
+func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Config, error) {
+	var errs []error
+	cfg := app.Config{
+		Kind:     app.Kind(kind),
+		Listen:   f.listen,
+		BodySize: f.bodySize,
+		Faults: app.Faults{
+			Delay:       f.delay,
+			StallEvery:  f.stallEvery,
+			StallFor:    f.stallFor,
+			ErrorRatio:  f.errorRatio,
+			ErrorStatus: f.errorStatus,
+			Seed:        f.seed,
+		},
+	}
+	changed := cmd.Flags().Changed
+	if f.listen == "" {
+		errs = append(errs, errors.New(`--listen "": allowed: host:port, e.g. 127.0.0.1:8080 or 127.0.0.1:0`))
+	}
+	// The library reads 0 as "default"; on the command line 0 is an error.
+	if f.bodySize < 1 || f.bodySize > app.MaxBodySize {
+		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
+		cfg.BodySize = app.DefaultBodySize
+	} else if changed("body-size") && isKind(kind) && cfg.Kind != app.KindStatic {
+		errs = append(errs, fmt.Errorf("--body-size applies to the static workload only (%s answers what the client asks for)", kind))
+	}
+	if f.errorStatus < 400 || f.errorStatus > 599 {
+		errs = append(errs, fmt.Errorf("--error-status %d: allowed: an HTTP error status, 400 to 599", f.errorStatus))
+		cfg.Faults.ErrorStatus = app.DefaultErrorStatus
+	} else if changed("error-status") && isKind(kind) && cfg.Kind != app.KindStatic {
+		errs = append(errs, errors.New("--error-status applies to the static workload only (grpc answers UNAVAILABLE, tcp resets the connection)"))
+	}
+	if f.delayDist != "" {
+		d, err := app.ParseDistribution(f.delayDist)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--delay-dist: %w", err))
+		}
+		cfg.Faults.RandomDelay = d
+	}
+	if f.grace < 0 {
+		errs = append(errs, fmt.Errorf("--grace %s: allowed: 0s (close at once) or more", f.grace))
+	}
+	if f.readyFile != "" {
+		if fi, err := os.Stat(filepath.Dir(f.readyFile)); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("--ready-file %s: allowed: a file in an existing directory", f.readyFile))
+		}
+	}
+	errs = append(errs, serveConfigErrors(cfg.Validate())...)
+	if len(errs) > 0 {
+		return cfg, &UsageError{Err: errors.Join(errs...)}
+	}
+	return cfg, nil
+}
+
+func isKind(s string) bool {
+	for _, k := range app.Kinds {
+		if string(k) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// serveConfigErrors rewrites app.Config.Validate's problems in terms of the
+// command line: fields become --flags, the kind the positional argument.
+func serveConfigErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	}
+	out := make([]error, 0, len(list))
+	for _, e := range list {
+		var ce *app.ConfigError
+		switch {
+		case !errors.As(e, &ce):
+			out = append(out, e)
+		case ce.Field == "kind":
+			out = append(out, fmt.Errorf("workload kind %s: %s", ce.Value, ce.Want))
+		default:
+			out = append(out, fmt.Errorf("--%s %s: %s", ce.Field, ce.Value, ce.Want))
+		}
+	}
+	return out
+}
+
+// runServe starts the workload, announces it and serves until ctx is
+// cancelled, then shuts down within --grace.
+func runServe(ctx context.Context, env *Env, cfg app.Config, f *serveFlags) error {
+	srv, err := app.Start(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%w (another process listens on %s: stop it, or pick another --listen; port 0 picks a free one)", err, cfg.Listen)
+		}
+		return err
+	}
+	stop := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(env.Stderr, "meshbench: serve: requests still in flight after --grace %s were cut off\n", f.grace)
+			return nil
+		}
+		return err
+	}
+	if f.readyFile != "" {
+		if err := writeFileAtomic(f.readyFile, srv.Addr()+"\n"); err != nil {
+			_ = stop()
+			return fmt.Errorf("writing --ready-file: %w", err)
+		}
+		defer os.Remove(f.readyFile)
+	}
+	fmt.Fprintf(env.Stdout, "READY %s %s\n", srv.Kind(), srv.Addr())
+	select {
+	case <-ctx.Done():
+		if err := stop(); err != nil {
+			return fmt.Errorf("stopping %s workload on %s: %w", srv.Kind(), srv.Addr(), err)
+		}
+		return nil
+	case <-srv.Done():
+		_ = stop()
+		return fmt.Errorf("%s workload on %s stopped accepting: %w", srv.Kind(), srv.Addr(), srv.Err())
+	}
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames it
+// over path, so readers see either no file or the whole content.
+func writeFileAtomic(path, data string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}

@@ -1,0 +1,235 @@
+// Package latency records durations in HDR histograms and merges them
+// exactly. Values are nanoseconds. Every value from 1 µs to 60 s is kept to 3
+// significant digits; values above 60 s are counted, not recorded. The
+// histogram's lowest discernible value is 1 ns, not 1 µs: with 1 µs HDR would
+// quantise everything below 1 ms in 512 ns steps (17% at 3 µs, 1% at 50 µs),
+// too coarse for loopback latencies.
+//
+// A Recorder is not safe for concurrent use: give each worker its own and
+// merge them (hdrhistogram-go histograms are not goroutine-safe).
+package latency
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram range and precision.
+const (
+	LowestNs  int64 = 1              // 1 ns: lowest discernible value (see the package doc)
+	HighestNs int64 = 60_000_000_000 // 60 s: highest trackable value
+	SigFigs         = 3              // significant decimal digits kept
+)
+
+// Recorder accumulates durations. Besides the histogram it keeps the exact
+// count, sum, min and max so the mean and the extremes are not quantised.
+type Recorder struct {
+	h          *hdr.Histogram
+	count      int64 // values recorded (in range)
+	sumNs      int64 // exact sum of recorded values, saturating
+	minNs      int64
+	maxNs      int64
+	outOfRange int64 // values above HighestNs or negative, counted only
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{h: hdr.New(LowestNs, HighestNs, SigFigs), minNs: math.MaxInt64}
+}
+
+// Record adds one value in nanoseconds. Values outside [0, HighestNs] are
+// counted in OutOfRange and left out of every statistic.
+func (r *Recorder) Record(ns int64) {
+	if ns < 0 || ns > HighestNs {
+		r.outOfRange++
+		return
+	}
+	if err := r.h.RecordValue(ns); err != nil {
+		r.outOfRange++
+		return
+	}
+	r.count++
+	if r.sumNs <= math.MaxInt64-ns {
+		r.sumNs += ns
+	} else {
+		r.sumNs = math.MaxInt64
+	}
+	if ns < r.minNs {
+		r.minNs = ns
+	}
+	if ns > r.maxNs {
+		r.maxNs = ns
+	}
+}
+
+// Count is the number of values recorded in range.
+func (r *Recorder) Count() int64 { return r.count }
+
+// OutOfRange is the number of values that could not be recorded.
+func (r *Recorder) OutOfRange() int64 { return r.outOfRange }
+
+// MinNs is the exact smallest value, 0 when empty.
+func (r *Recorder) MinNs() int64 {
+	if r.count == 0 {
+		return 0
+	}
+	return r.minNs
+}
+
+// MaxNs is the exact largest value, 0 when empty.
+func (r *Recorder) MaxNs() int64 { return r.maxNs }
+
+// SumNs is the exact sum of recorded values (saturates at MaxInt64).
+func (r *Recorder) SumNs() int64 { return r.sumNs }
+
+// MeanNs is the exact mean, 0 when empty.
+func (r *Recorder) MeanNs() float64 {
+	if r.count == 0 {
+		return 0
+	}
+	return float64(r.sumNs) / float64(r.count)
+}
+
+// Percentile returns the value at percentile p (0–100] from the histogram,
+// in ns, clamped to the exact min and max. 0 when empty.
+func (r *Recorder) Percentile(p float64) int64 {
+	if r.count == 0 {
+		return 0
+	}
+	v := r.h.ValueAtPercentile(p)
+	if v > r.maxNs {
+		v = r.maxNs
+	}
+	if v < r.minNs {
+		v = r.minNs
+	}
+	return v
+}
+
+// Merge adds every value of other into r. It is exact: the merged
+// histogram equals one recorder that saw all the values.
+func (r *Recorder) Merge(other *Recorder) error {
+	if other == nil || (other.count == 0 && other.outOfRange == 0) {
+		return nil
+	}
+	if dropped := r.h.Merge(other.h); dropped != 0 {
+		return fmt.Errorf("merging histograms: %d values did not fit", dropped)
+	}
+	r.count += other.count
+	r.outOfRange += other.outOfRange
+	if r.sumNs <= math.MaxInt64-other.sumNs {
+		r.sumNs += other.sumNs
+	} else {
+		r.sumNs = math.MaxInt64
+	}
+	if other.count > 0 {
+		if other.minNs < r.minNs {
+			r.minNs = other.minNs
+		}
+		if other.maxNs > r.maxNs {
+			r.maxNs = other.maxNs
+		}
+	}
+	return nil
+}
+
+// Clone returns an independent copy.
+func (r *Recorder) Clone() *Recorder {
+	c := *r
+	c.h = hdr.Import(r.h.Export())
+	return &c
+}
+
+// Reset empties the recorder.
+func (r *Recorder) Reset() {
+	r.h.Reset()
+	r.count, r.sumNs, r.maxNs, r.outOfRange = 0, 0, 0, 0
+	r.minNs = math.MaxInt64
+}
+
+// Equal reports whether two recorders hold the same values and counters.
+func (r *Recorder) Equal(o *Recorder) bool {
+	return r.count == o.count && r.sumNs == o.sumNs && r.MinNs() == o.MinNs() &&
+		r.maxNs == o.maxNs && r.outOfRange == o.outOfRange && r.h.Equals(o.h)
+}
+
+// Histogram exposes the underlying HDR histogram for read-only use (for
+// example percentile spectra). Callers must not record into it.
+func (r *Recorder) Histogram() *hdr.Histogram { return r.h }
+
+// Summary is the fixed set of statistics meshbench reports, in ns.
+type Summary struct {
+	Count      int64   `json:"count"`
+	OutOfRange int64   `json:"out_of_range"`
+	MinNs      int64   `json:"min_ns"`
+	MeanNs     float64 `json:"mean_ns"`
+	P50Ns      int64   `json:"p50_ns"`
+	P90Ns      int64   `json:"p90_ns"`
+	P95Ns      int64   `json:"p95_ns"`
+	P99Ns      int64   `json:"p99_ns"`
+	P999Ns     int64   `json:"p999_ns"`
+	MaxNs      int64   `json:"max_ns"`
+	SumNs      int64   `json:"sum_ns"`
+}
+
+// Summarize computes the reported statistics.
+func (r *Recorder) Summarize() Summary {
+	return Summary{
+		Count: r.count, OutOfRange: r.outOfRange, MinNs: r.MinNs(), MeanNs: r.MeanNs(),
+		P50Ns: r.Percentile(50), P90Ns: r.Percentile(90), P95Ns: r.Percentile(95),
+		P99Ns: r.Percentile(99), P999Ns: r.Percentile(99.9), MaxNs: r.maxNs, SumNs: r.sumNs,
+	}
+}
+
+// Encoded is a recorder in portable form: the HDR histogram in the standard
+// compressed base64 encoding (readable by every HdrHistogram implementation)
+// plus the exact side counters.
+type Encoded struct {
+	Summary
+	// HDR is the histogram, V2 compressed and base64-encoded ("HISTFAAA…").
+	HDR string `json:"hdr"`
+}
+
+// Encode returns the portable form of r.
+func (r *Recorder) Encode() (Encoded, error) {
+	b, err := r.h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return Encoded{}, fmt.Errorf("encoding histogram: %w", err)
+	}
+	return Encoded{Summary: r.Summarize(), HDR: string(b)}, nil
+}
+
+// Decode rebuilds a recorder from its portable form. It checks that the
+// histogram's geometry is meshbench's and that its count matches the summary.
+func Decode(e Encoded) (*Recorder, error) {
+	if e.HDR == "" {
+		return nil, errors.New("histogram missing (field \"hdr\" is empty)")
+	}
+	h, err := hdr.Decode([]byte(e.HDR))
+	if err != nil {
+		return nil, fmt.Errorf("decoding histogram: %w", err)
+	}
+	if h.LowestTrackableValue() != LowestNs || h.HighestTrackableValue() < HighestNs || h.SignificantFigures() != SigFigs {
+		return nil, fmt.Errorf("histogram range %d–%d ns at %d digits is not meshbench's %d–%d ns at %d digits",
+			h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), LowestNs, HighestNs, SigFigs)
+	}
+	if h.TotalCount() != e.Count {
+		return nil, fmt.Errorf("histogram holds %d values but count says %d", h.TotalCount(), e.Count)
+	}
+	if e.Count < 0 || e.OutOfRange < 0 || e.SumNs < 0 || e.MinNs < 0 || e.MaxNs < 0 {
+		return nil, errors.New("negative counters in histogram summary")
+	}
+	r := &Recorder{h: hdr.New(LowestNs, HighestNs, SigFigs), count: e.Count, sumNs: e.SumNs,
+		minNs: e.MinNs, maxNs: e.MaxNs, outOfRange: e.OutOfRange}
+	if dropped := r.h.Merge(h); dropped != 0 {
+		return nil, fmt.Errorf("histogram has %d values outside meshbench's range", dropped)
+	}
+	if e.Count == 0 {
+		r.minNs = math.MaxInt64
+		r.maxNs = 0
+	}
+	return r, nil
+}

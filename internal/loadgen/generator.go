@@ -1,0 +1,441 @@
+// Package loadgen is meshbench's load engine: an open-loop, constant-rate
+// generator whose latencies are measured from each request's intended send
+// time (no coordinated omission), and a closed-loop mode for comparison.
+//
+// Shape: a pure Pacer decides when request n is due; one pacing goroutine
+// hands tickets (n, intended time) to a bounded queue; a fixed pool of C
+// workers, one keep-alive connection each, takes tickets as they become
+// free. When the queue is full the ticket is dropped and counted. No worker
+// is ever added and no catch-up burst is ever sent beyond the queue.
+package loadgen
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/latency"
+)
+
+// Config is one load run.
+type Config struct {
+	Targets     []Target      // at least one; all of one protocol; spread over connections round-robin
+	Rate        Rate          // open loop: the constant rate (ignored when Closed)
+	Closed      bool          // closed loop ("max"): each connection sends when its last answer arrives
+	Duration    time.Duration // measured window, > 0
+	Warmup      time.Duration // load before the measured window, not counted; >= 0
+	Timeout     time.Duration // per request, from its actual send; > 0
+	Connections int           // worker connections, >= len(Targets)
+	MaxQueue    int           // tickets waiting for a free connection before drops; >= 0
+	Request     RequestSpec
+	TLS         *tls.Config // for https, grpcs and h2 over TLS
+	KeepAlive   bool        // reuse connections (HTTP/1.1); default true in the CLI
+
+	// Progress, if set, is called from a separate goroutine every
+	// ProgressInterval (default 1 s) with figures so far.
+	Progress         func(Progress)
+	ProgressInterval time.Duration
+	// Now is the clock; nil means time.Now. Only the wall-clock stamps in the
+	// result come from it; intervals use the monotonic clock of time.Now.
+	Now func() time.Time
+}
+
+// Validate returns every problem with the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Targets) == 0 {
+		errs = append(errs, errors.New("no target given: pass at least one URL such as http://127.0.0.1:8080/"))
+	}
+	for _, t := range c.Targets[min(1, len(c.Targets)):] {
+		if t.Protocol != c.Targets[0].Protocol {
+			errs = append(errs, fmt.Errorf("target %q speaks %s but %q speaks %s: all targets must use one protocol", t.Raw, t.Protocol, c.Targets[0].Raw, c.Targets[0].Protocol))
+		}
+	}
+	if !c.Closed && (c.Rate.Freq == 0 || c.Rate.Per <= 0) {
+		errs = append(errs, errors.New("rate must be > 0 (or use closed-loop --max)"))
+	}
+	if c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration %v: must be > 0", c.Duration))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("warmup %v: must be >= 0", c.Warmup))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout %v: must be > 0", c.Timeout))
+	}
+	if c.Connections < 1 {
+		errs = append(errs, fmt.Errorf("connections %d: must be >= 1", c.Connections))
+	} else if c.Connections < len(c.Targets) {
+		errs = append(errs, fmt.Errorf("connections %d: fewer than the %d targets; allowed: >= %d", c.Connections, len(c.Targets), len(c.Targets)))
+	}
+	if c.MaxQueue < 0 {
+		errs = append(errs, fmt.Errorf("max-queue %d: must be >= 0", c.MaxQueue))
+	}
+	if len(c.Targets) > 0 && c.Targets[0].Protocol == TCP && len(c.Request.Body) == 0 {
+		errs = append(errs, errors.New("tcp targets need a request of at least one byte (--body or --tcp-size)"))
+	}
+	return errors.Join(errs...)
+}
+
+// Progress is a live view of a run.
+type Progress struct {
+	Elapsed   time.Duration // since the start of the measured window (negative during warm-up)
+	Sent      int64
+	Completed int64
+	Errors    int64
+	Dropped   int64
+	P50Ns     int64
+	P99Ns     int64
+}
+
+// ErrorKey identifies one entry of the error set.
+type ErrorKey struct {
+	Kind    string // one of the Kind constants
+	Message string // normalised message (no ephemeral ports)
+}
+
+// Result is everything one run measured. Times are relative to the start of
+// the measured window unless said otherwise.
+type Result struct {
+	Config       Config
+	Start        time.Time     // wall clock at the start of the measured window
+	End          time.Time     // wall clock when the last answer arrived (or the run stopped)
+	Scheduled    uint64        // requests the schedule held for the measured window (open loop)
+	Sent         int64         // requests actually sent in the measured window
+	Completed    int64         // requests that got an answer or an error
+	Success      int64         // HTTP 2xx/3xx, gRPC OK, full TCP echo
+	Dropped      int64         // tickets dropped because the queue was full
+	Canceled     int64         // requests cut short by an interrupt (not counted as errors)
+	BytesIn      int64         // see Outcome
+	BytesOut     int64         // see Outcome
+	FirstSend    time.Duration // first actual send
+	LastSend     time.Duration // last actual send
+	LastEnd      time.Duration // last answer
+	Codes        map[int]int64 // protocol status → count (0: transport error)
+	Errors       map[ErrorKey]int64
+	Latency      *latency.Recorder // end − intended send (what users feel)
+	ServiceTime  *latency.Recorder // end − actual send
+	ScheduleLag  *latency.Recorder // actual − intended send
+	Interrupted  bool              // the run was cancelled before its end
+	ConnectionsN int               // connections used
+}
+
+// shard is one set of recorders; workers map onto shards so memory stays
+// bounded with thousands of connections. Merging shards is exact.
+type shard struct {
+	mu                  sync.Mutex
+	lat, svc, lag       *latency.Recorder
+	codes               map[int]int64
+	errs                map[ErrorKey]int64
+	sent, done, ok      int64
+	canceled            int64
+	bytesIn, bytesOut   int64
+	firstSend, lastSend int64
+	lastEnd             int64
+}
+
+func newShard() *shard {
+	return &shard{lat: latency.NewRecorder(), svc: latency.NewRecorder(), lag: latency.NewRecorder(),
+		codes: map[int]int64{}, errs: map[ErrorKey]int64{}, firstSend: math.MaxInt64}
+}
+
+// maxErrorMessages bounds the error set per shard; further distinct messages
+// are counted under a generic one of the same kind.
+const maxErrorMessages = 64
+
+type ticket struct {
+	n        uint64
+	intended time.Duration // since run start (including warm-up)
+}
+
+// Run executes the load and returns what it measured. Cancelling ctx stops
+// the schedule, abandons in-flight requests and returns the partial result
+// with Interrupted set (and a nil error).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.TLS == nil {
+		cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	nShards := min(cfg.Connections, 4*runtime.GOMAXPROCS(0))
+	shards := make([]*shard, nShards)
+	for i := range shards {
+		shards[i] = newShard()
+	}
+	conns := make([]conn, cfg.Connections)
+	for i := range conns {
+		c, err := newConn(cfg.Targets[i%len(cfg.Targets)], cfg.Request, cfg.TLS, cfg.KeepAlive)
+		if err != nil {
+			for _, c := range conns[:i] {
+				c.Close()
+			}
+			return nil, fmt.Errorf("preparing connection to %s: %w", cfg.Targets[i%len(cfg.Targets)].Raw, err)
+		}
+		conns[i] = c
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var dropped, outstanding atomic.Int64
+	startMono := time.Now()
+	startWall := now()
+	warm := cfg.Warmup
+	measureEnd := cfg.Warmup + cfg.Duration
+	since := func() time.Duration { return time.Since(startMono) }
+
+	var wg sync.WaitGroup
+	var queue chan ticket
+	var scheduled uint64
+	if !cfg.Closed {
+		// Capacity for every connection plus the waiting room: a ticket is
+		// dropped only when `outstanding` (queued + in flight) reaches it.
+		limit := int64(cfg.MaxQueue + cfg.Connections)
+		queue = make(chan ticket, limit)
+		pacer := Pacer{Rate: cfg.Rate, Duration: measureEnd}
+		warmPacer := Pacer{Rate: cfg.Rate, Duration: warm}
+		warmCount := warmPacer.Total()
+		if warm == 0 {
+			warmCount = 0
+		}
+		scheduled = pacer.Total() - warmCount
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				openWorker(runCtx, conns[i], shards[i%nShards], queue, &outstanding, warmCount, startMono, cfg.Timeout)
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(queue)
+			pace(runCtx, pacer, queue, &outstanding, limit, since, warmCount, &dropped)
+		}()
+	} else {
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				closedWorker(runCtx, conns[i], shards[i%nShards], startMono, cfg.Timeout, warm, measureEnd)
+			}()
+		}
+	}
+
+	progressDone := make(chan struct{})
+	if cfg.Progress != nil {
+		interval := cfg.ProgressInterval
+		if interval <= 0 {
+			interval = time.Second
+		}
+		go func() {
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-progressDone:
+					return
+				case <-t.C:
+					cfg.Progress(snapshotProgress(shards, dropped.Load(), since()-warm))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(progressDone)
+	for _, c := range conns {
+		c.Close()
+	}
+
+	res := &Result{Config: cfg, Start: startWall.Add(warm), Scheduled: scheduled,
+		Dropped: dropped.Load(), Codes: map[int]int64{}, Errors: map[ErrorKey]int64{},
+		Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder(),
+		Interrupted: ctx.Err() != nil, ConnectionsN: cfg.Connections}
+	first := int64(math.MaxInt64)
+	for _, s := range shards {
+		if err := errors.Join(res.Latency.Merge(s.lat), res.ServiceTime.Merge(s.svc), res.ScheduleLag.Merge(s.lag)); err != nil {
+			return nil, err
+		}
+		res.Sent += s.sent
+		res.Completed += s.done
+		res.Success += s.ok
+		res.Canceled += s.canceled
+		res.BytesIn += s.bytesIn
+		res.BytesOut += s.bytesOut
+		first = min(first, s.firstSend)
+		res.LastSend = max(res.LastSend, time.Duration(s.lastSend))
+		res.LastEnd = max(res.LastEnd, time.Duration(s.lastEnd))
+		for k, v := range s.codes {
+			res.Codes[k] += v
+		}
+		for k, v := range s.errs {
+			res.Errors[k] += v
+		}
+	}
+	if res.Sent > 0 {
+		res.FirstSend = time.Duration(first)
+	}
+	// Shift to the measured window.
+	res.FirstSend = max(res.FirstSend-warm, 0)
+	res.LastSend = max(res.LastSend-warm, 0)
+	res.LastEnd = max(res.LastEnd-warm, 0)
+	res.End = res.Start.Add(res.LastEnd)
+	return res, nil
+}
+
+// pace runs the schedule: it waits until each request is due and offers its
+// ticket to the queue, dropping it when the queue is full.
+func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic.Int64, limit int64,
+	since func() time.Duration, warmCount uint64, dropped *atomic.Int64) {
+	w := newWaiter()
+	defer w.close()
+	for n := uint64(0); ; {
+		wait, stop := p.Pace(since(), n)
+		if stop {
+			return
+		}
+		if wait > 0 {
+			// Sleep at most one chunk, then ask the pacer again: a late
+			// wake-up is never compounded and cancellation is noticed.
+			if err := w.wait(ctx, min(wait, maxWaitChunk)); err != nil {
+				return
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		intended, _ := p.Intended(n)
+		if outstanding.Load() < limit {
+			// Only this goroutine increases outstanding, so the channel
+			// (capacity limit) has room: the send never blocks.
+			outstanding.Add(1)
+			queue <- ticket{n: n, intended: intended}
+		} else if n >= warmCount {
+			dropped.Add(1)
+		}
+		n++
+	}
+}
+
+func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outstanding *atomic.Int64,
+	warmCount uint64, start time.Time, timeout time.Duration) {
+	for t := range queue {
+		if ctx.Err() != nil {
+			outstanding.Add(-1)
+			continue // drain without sending
+		}
+		actual := time.Since(start)
+		out := c.Do(ctx, start.Add(actual+timeout))
+		end := time.Since(start)
+		outstanding.Add(-1)
+		if t.n < warmCount {
+			continue
+		}
+		record(ctx, s, out, t.intended, actual, end)
+	}
+}
+
+func closedWorker(ctx context.Context, c conn, s *shard, start time.Time, timeout, warm, measureEnd time.Duration) {
+	for ctx.Err() == nil {
+		actual := time.Since(start)
+		if actual >= measureEnd {
+			return
+		}
+		out := c.Do(ctx, start.Add(actual+timeout))
+		end := time.Since(start)
+		if actual < warm {
+			continue
+		}
+		record(ctx, s, out, actual, actual, end)
+	}
+}
+
+func record(ctx context.Context, s *shard, out Outcome, intended, actual, end time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	s.firstSend = min(s.firstSend, int64(actual))
+	s.lastSend = max(s.lastSend, int64(actual))
+	if out.Err != nil && ctx.Err() != nil {
+		// Cut short by an interrupt: neither an answer nor an error of the target.
+		s.canceled++
+		return
+	}
+	s.done++
+	s.lastEnd = max(s.lastEnd, int64(end))
+	s.lat.Record(int64(end - intended))
+	s.svc.Record(int64(end - actual))
+	s.lag.Record(int64(actual - intended))
+	s.bytesIn += out.BytesIn
+	s.bytesOut += out.BytesOut
+	s.codes[out.Code]++
+	if out.Err == nil && isSuccess(out.Code) {
+		s.ok++
+	}
+	if out.Err != nil {
+		k := ErrorKey{Kind: ClassifyError(out.Err), Message: normalizeError(out.Err)}
+		if _, seen := s.errs[k]; !seen && len(s.errs) >= maxErrorMessages {
+			k.Message = "(further distinct " + k.Kind + " errors)"
+		}
+		s.errs[k]++
+	} else if !isSuccess(out.Code) && out.Code >= 400 {
+		// HTTP error statuses are answers, not transport errors; they show
+		// in the status codes. Nothing to add to the error set.
+	}
+}
+
+// isSuccess: HTTP 2xx/3xx, tcpOK. gRPC OK (0) arrives with Err == nil and
+// Code 0, handled by the caller through Err.
+func isSuccess(code int) bool {
+	return code == 0 || code == tcpOK || (code >= 200 && code < 400)
+}
+
+func snapshotProgress(shards []*shard, dropped int64, elapsed time.Duration) Progress {
+	p := Progress{Elapsed: elapsed, Dropped: dropped}
+	merged := latency.NewRecorder()
+	for _, s := range shards {
+		s.mu.Lock()
+		p.Sent += s.sent
+		p.Completed += s.done
+		for _, n := range s.errs {
+			p.Errors += n
+		}
+		_ = merged.Merge(s.lat)
+		s.mu.Unlock()
+	}
+	p.P50Ns = merged.Percentile(50)
+	p.P99Ns = merged.Percentile(99)
+	return p
+}
+
+// normalizeError renders an error without the parts that differ per
+// connection (ephemeral local ports), so equal failures group together.
+func normalizeError(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		msg := op.Op
+		if op.Net != "" {
+			msg += " " + op.Net
+		}
+		if op.Addr != nil {
+			msg += " " + op.Addr.String()
+		}
+		if op.Err != nil {
+			msg += ": " + op.Err.Error()
+		}
+		return msg
+	}
+	return err.Error()
+}

@@ -1,0 +1,325 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// startApp runs one of meshbench's built-in workloads on a loopback port.
+func startApp(t *testing.T, cfg app.Config) string {
+	t.Helper()
+	cfg.Listen = "127.0.0.1:0"
+	s, err := app.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	return s.Addr()
+}
+
+func targets(t *testing.T, http2 bool, raw ...string) []Target {
+	t.Helper()
+	var out []Target
+	for _, r := range raw {
+		tg, err := ParseTarget(r, http2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tg)
+	}
+	return out
+}
+
+func baseConfig(ts []Target, rate uint64, d time.Duration) Config {
+	return Config{Targets: ts, Rate: Rate{Freq: rate, Per: time.Second}, Duration: d,
+		Timeout: 5 * time.Second, Connections: 2, MaxQueue: 1000, KeepAlive: true}
+}
+
+func mustRun(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRunProtocols(t *testing.T) {
+	static := startApp(t, app.Config{Kind: app.KindStatic})
+	grpcAddr := startApp(t, app.Config{Kind: app.KindGRPC})
+	tcpAddr := startApp(t, app.Config{Kind: app.KindTCP})
+	tests := []struct {
+		name     string
+		target   string
+		http2    bool
+		body     []byte
+		code     int
+		bytesIn  int64 // per request
+		bytesOut int64
+	}{
+		{"HTTP/1.1 static page, 615 bytes", "http://" + static + "/", false, nil, 200, 615, 0},
+		{"h2c prior knowledge", "h2c://" + static + "/", false, nil, 200, 615, 0},
+		{"--http2 on http:// is h2c", "http://" + static + "/", true, nil, 200, 615, 0},
+		{"HTTP/1.1 POST body counted out", "http://" + static + "/", false, []byte("hello"), 200, 615, 5},
+		{"gRPC unary echo", "grpc://" + grpcAddr, false, []byte("0123456789"), 0, 10, 10},
+		{"TCP echo of 615 bytes", "tcp://" + tcpAddr, false, make([]byte, 615), tcpOK, 615, 615},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := baseConfig(targets(t, tt.http2, tt.target), 200, 500*time.Millisecond)
+			cfg.Request.Body = tt.body
+			if tt.body != nil && tt.code == 200 {
+				cfg.Request.Method = "POST"
+			}
+			res := mustRun(t, cfg)
+			if res.Sent != 100 || res.Scheduled != 100 {
+				t.Fatalf("sent %d of %d scheduled, want 100", res.Sent, res.Scheduled)
+			}
+			if res.Success != 100 || res.Codes[tt.code] != 100 {
+				t.Fatalf("success %d, codes %v, errors %v", res.Success, res.Codes, res.Errors)
+			}
+			if res.BytesIn != 100*tt.bytesIn || res.BytesOut != 100*tt.bytesOut {
+				t.Errorf("bytes in/out %d/%d, want %d/%d", res.BytesIn, res.BytesOut, 100*tt.bytesIn, 100*tt.bytesOut)
+			}
+			if res.Latency.Count() != 100 || res.ServiceTime.Count() != 100 || res.ScheduleLag.Count() != 100 {
+				t.Errorf("histogram counts %d/%d/%d", res.Latency.Count(), res.ServiceTime.Count(), res.ScheduleLag.Count())
+			}
+			// Latency from the intended time is never below the service time.
+			if res.Latency.MinNs() < res.ServiceTime.MinNs() {
+				t.Errorf("latency min %d below service min %d", res.Latency.MinNs(), res.ServiceTime.MinNs())
+			}
+		})
+	}
+}
+
+func TestRunMTLS(t *testing.T) {
+	pki := testutil.NewTestPKI(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "no client cert", 495)
+			return
+		}
+		io.WriteString(w, r.TLS.PeerCertificates[0].Subject.CommonName)
+	}))
+	srv.TLS = pki.ServerTLS()
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // rejected handshakes are expected here
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	url := "https://" + srv.Listener.Addr().String() + "/"
+
+	for _, h2 := range []bool{false, true} {
+		good, err := TLSFiles{CAFile: pki.CAFile, CertFile: pki.ClientCertFile, KeyFile: pki.ClientKeyFile}.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := baseConfig(targets(t, h2, url), 100, 300*time.Millisecond)
+		cfg.TLS = good
+		res := mustRun(t, cfg)
+		if res.Success != 30 || res.BytesIn != 30*int64(len("client")) {
+			t.Fatalf("http2=%v: mTLS success %d bytes %d errors %v", h2, res.Success, res.BytesIn, res.Errors)
+		}
+	}
+
+	// A client certificate from another CA is refused: every request is a TLS error.
+	bad, err := TLSFiles{CAFile: pki.CAFile, CertFile: pki.OtherClientCertFile, KeyFile: pki.OtherClientKeyFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(targets(t, false, url), 100, 200*time.Millisecond)
+	cfg.TLS = bad
+	res := mustRun(t, cfg)
+	if res.Success != 0 || res.Codes[0] != res.Sent || res.Sent != 20 {
+		t.Fatalf("foreign client cert: success %d codes %v", res.Success, res.Codes)
+	}
+	for k := range res.Errors {
+		if k.Kind != KindTLS && k.Kind != KindReset && k.Kind != KindClosed {
+			t.Errorf("error kind %q (%s), want tls (or the reset/close the server answers with)", k.Kind, k.Message)
+		}
+	}
+	// Without the CA the server certificate is not trusted.
+	cfg.TLS, _ = TLSFiles{}.Config()
+	res = mustRun(t, cfg)
+	for k := range res.Errors {
+		if k.Kind != KindTLS {
+			t.Errorf("untrusted server: error kind %q (%s), want tls", k.Kind, k.Message)
+		}
+	}
+	if err := Preflight(context.Background(), cfg.Targets, cfg.TLS, time.Second); err == nil {
+		t.Error("preflight accepted an untrusted server certificate")
+	}
+}
+
+func TestRunRoundRobinTargets(t *testing.T) {
+	var hits [3]atomic.Int64
+	var urls []string
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits[i].Add(1) }))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL+"/")
+	}
+	cfg := baseConfig(targets(t, false, urls...), 300, time.Second)
+	cfg.Connections = 3
+	cfg.MaxQueue = 0 // a free connection must always exist at this rate
+	res := mustRun(t, cfg)
+	if res.Success != 300 {
+		t.Fatalf("success %d, sent %d, dropped %d, errors %v", res.Success, res.Sent, res.Dropped, res.Errors)
+	}
+	for i := range hits {
+		if n := hits[i].Load(); n < 30 {
+			t.Errorf("target %d got %d of 300 requests; round-robin should spread them", i, n)
+		}
+	}
+}
+
+func TestRunDropsWhenQueueFull(t *testing.T) {
+	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 100 * time.Millisecond}})
+	cfg := baseConfig(targets(t, false, "http://"+slow+"/"), 100, time.Second)
+	cfg.Connections = 1
+	cfg.MaxQueue = 2
+	res := mustRun(t, cfg)
+	// One connection answers 10 per second; the queue holds 2: most of the
+	// 100 scheduled requests are dropped, and every one is accounted for.
+	if res.Dropped < 70 {
+		t.Errorf("dropped %d, want most of 100", res.Dropped)
+	}
+	if res.Sent+res.Dropped != int64(res.Scheduled) {
+		t.Errorf("sent %d + dropped %d != scheduled %d", res.Sent, res.Dropped, res.Scheduled)
+	}
+}
+
+func TestRunClosedLoop(t *testing.T) {
+	static := startApp(t, app.Config{Kind: app.KindStatic})
+	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 1, 300*time.Millisecond)
+	cfg.Closed = true
+	cfg.Warmup = 100 * time.Millisecond
+	res := mustRun(t, cfg)
+	if res.Sent < 100 || res.Success != res.Completed {
+		t.Fatalf("closed loop sent %d, success %d/%d", res.Sent, res.Success, res.Completed)
+	}
+	// In a closed loop the latency is the service time: no schedule.
+	if res.ScheduleLag.MaxNs() != 0 {
+		t.Errorf("closed loop has schedule lag %d", res.ScheduleLag.MaxNs())
+	}
+	if res.LastSend > 300*time.Millisecond {
+		t.Errorf("last send at %v, after the measured window", res.LastSend)
+	}
+}
+
+func TestRunErrorsClassified(t *testing.T) {
+	// A port nobody listens on: bind, learn the port, close.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := baseConfig(targets(t, false, "http://"+addr+"/"), 100, 200*time.Millisecond)
+	res := mustRun(t, cfg)
+	if res.Sent != 20 || res.Success != 0 || res.Codes[0] != 20 {
+		t.Fatalf("sent %d success %d codes %v", res.Sent, res.Success, res.Codes)
+	}
+	for k, n := range res.Errors {
+		if k.Kind != KindRefused {
+			t.Errorf("%d errors of kind %q (%s), want refused", n, k.Kind, k.Message)
+		}
+	}
+	if err := Preflight(context.Background(), cfg.Targets, nil, time.Second); err == nil {
+		t.Error("preflight did not report the refused target")
+	}
+
+	// Injected HTTP 503s are answers, not transport errors.
+	flaky := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{ErrorRatio: 1, ErrorStatus: 503}})
+	res = mustRun(t, baseConfig(targets(t, false, "http://"+flaky+"/"), 100, 200*time.Millisecond))
+	if res.Codes[503] != 20 || res.Success != 0 || len(res.Errors) != 0 {
+		t.Errorf("503s: codes %v success %d errors %v", res.Codes, res.Success, res.Errors)
+	}
+
+	// A request that outlives --timeout is a timeout error.
+	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 300 * time.Millisecond}})
+	cfg = baseConfig(targets(t, false, "http://"+slow+"/"), 20, 100*time.Millisecond)
+	cfg.Timeout = 50 * time.Millisecond
+	res = mustRun(t, cfg)
+	for k := range res.Errors {
+		if k.Kind != KindTimeout {
+			t.Errorf("error kind %q (%s), want timeout", k.Kind, k.Message)
+		}
+	}
+	if res.Success != 0 || res.Completed != 2 {
+		t.Errorf("timeouts: success %d completed %d", res.Success, res.Completed)
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 20 * time.Millisecond}})
+	cfg := baseConfig(targets(t, false, "http://"+slow+"/"), 100, 30*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("cancelled run took %v to return", took)
+	}
+	if !res.Interrupted || res.Sent < 30 || res.Sent > 60 {
+		t.Fatalf("interrupted=%v sent=%d", res.Interrupted, res.Sent)
+	}
+	// In-flight requests cut by the interrupt are not errors of the target.
+	if len(res.Errors) != 0 {
+		t.Errorf("errors after interrupt: %v", res.Errors)
+	}
+	if res.Completed+res.Canceled != res.Sent {
+		t.Errorf("completed %d + canceled %d != sent %d", res.Completed, res.Canceled, res.Sent)
+	}
+}
+
+func TestRunWarmupNotCounted(t *testing.T) {
+	static := startApp(t, app.Config{Kind: app.KindStatic})
+	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 100, 500*time.Millisecond)
+	cfg.Warmup = 300 * time.Millisecond
+	res := mustRun(t, cfg)
+	if res.Sent != 50 || res.Scheduled != 50 {
+		t.Fatalf("sent %d scheduled %d, want 50 (warm-up excluded)", res.Sent, res.Scheduled)
+	}
+	if res.FirstSend > 5*time.Millisecond || res.LastSend < 480*time.Millisecond {
+		t.Errorf("measured window sends at %v..%v, want 0..490ms", res.FirstSend, res.LastSend)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cfg := Config{}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("empty config accepted")
+	}
+	for _, want := range []string{"no target", "rate", "duration", "timeout", "connections"} {
+		if !containsStr(err.Error(), want) {
+			t.Errorf("validation error lacks %q: %v", want, err)
+		}
+	}
+}
+
+func containsStr(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,192 @@
+// Package report renders stored results for people: pure functions of the
+// results, no measurement.
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/results"
+)
+
+// Formats accepted by LoadFormat.
+var LoadFormats = []string{"text", "json", "hdr"}
+
+// WriteLoad renders r in format ("text", "json" or "hdr").
+func WriteLoad(w io.Writer, r *results.LoadResult, format string) error {
+	switch format {
+	case "text", "":
+		return LoadText(w, r)
+	case "json":
+		return r.Write(w)
+	case "hdr":
+		return LoadHDR(w, r)
+	}
+	return fmt.Errorf("output format %q: allowed: %s", format, strings.Join(LoadFormats, ", "))
+}
+
+// LoadText writes the vegeta-style report. The lines vegeta prints are
+// byte-compatible with `vegeta report` (same labels, brackets, alignment and
+// number formats); meshbench's own lines (p99.9, service time, schedule lag,
+// drops) use labels and brackets that keep that alignment.
+func LoadText(w io.Writer, r *results.LoadResult) error {
+	lat, svc, lag, err := r.Histograms()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, Headline(r))
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.StripEscape)
+	attack, wait := r.AttackDuration(), r.Wait()
+	fmt.Fprintf(tw, "Requests\t[total, rate, throughput]\t%d, %.2f, %.2f\n", r.Sent, r.AchievedRatePerSec(), r.ThroughputPerSec())
+	fmt.Fprintf(tw, "Duration\t[total, attack, wait]\t%s, %s, %s\n", Dur(attack+wait), Dur(attack), Dur(wait))
+	fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\t%s, %s, %s, %s, %s, %s, %s\n",
+		DurNs(lat.MinNs()), DurNs(int64(math.Round(lat.MeanNs()))), DurNs(lat.Percentile(50)), DurNs(lat.Percentile(90)),
+		DurNs(lat.Percentile(95)), DurNs(lat.Percentile(99)), DurNs(lat.MaxNs()))
+	fmt.Fprintf(tw, "Latencies\t[99.9, 99.99]\t%s, %s\n", DurNs(lat.Percentile(99.9)), DurNs(lat.Percentile(99.99)))
+	fmt.Fprintf(tw, "Service time\t[mean, 50, 90, 99, 99.9, max]\t%s, %s, %s, %s, %s, %s\n",
+		DurNs(int64(math.Round(svc.MeanNs()))), DurNs(svc.Percentile(50)), DurNs(svc.Percentile(90)),
+		DurNs(svc.Percentile(99)), DurNs(svc.Percentile(99.9)), DurNs(svc.MaxNs()))
+	if r.Model == results.ModelOpen {
+		fmt.Fprintf(tw, "Sched. lag\t[mean, 50, 99, max]\t%s, %s, %s, %s\n",
+			DurNs(int64(math.Round(lag.MeanNs()))), DurNs(lag.Percentile(50)), DurNs(lag.Percentile(99)), DurNs(lag.MaxNs()))
+		fmt.Fprintf(tw, "Dropped\t[total, ratio]\t%d, %.2f%%\n", r.Dropped, 100*ratio(r.Dropped, r.Scheduled))
+	}
+	fmt.Fprintf(tw, "Bytes In\t[total, mean]\t%d, %.2f\n", r.BytesIn, meanOf(r.BytesIn, r.Completed))
+	fmt.Fprintf(tw, "Bytes Out\t[total, mean]\t%d, %.2f\n", r.BytesOut, meanOf(r.BytesOut, r.Completed))
+	fmt.Fprintf(tw, "Success\t[ratio]\t%.2f%%\n", 100*r.SuccessRatio())
+	fmt.Fprintf(tw, "Status Codes\t[code:count]\t%s\n", statusCodes(r.StatusCodes))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Error Set:")
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "%s: %s (%d)\n", e.Kind, e.Message, e.Count)
+	}
+	for _, warn := range Warnings(r) {
+		fmt.Fprintln(w, "WARNING: "+warn)
+	}
+	return nil
+}
+
+// Headline names the load model in words; every rendering carries it so
+// open- and closed-loop results are never confused.
+func Headline(r *results.LoadResult) string {
+	var b strings.Builder
+	if r.Model == results.ModelClosed {
+		b.WriteString("Load model: CLOSED loop (max throughput; latencies are queueing-dominated)")
+	} else {
+		fmt.Fprintf(&b, "Load model: open loop (throttled) at %s/s, latency from intended send time", fmtFloat(r.TargetRatePerSec))
+	}
+	fmt.Fprintf(&b, "; %s; %d connection", r.Protocol, r.Connections)
+	if r.Connections != 1 {
+		b.WriteString("s")
+	}
+	fmt.Fprintf(&b, "; %s measured", Dur(time.Duration(r.DurationNs)))
+	if r.WarmupNs > 0 {
+		fmt.Fprintf(&b, " after %s warm-up", Dur(time.Duration(r.WarmupNs)))
+	}
+	if r.Workers > 1 {
+		fmt.Fprintf(&b, "; merged from %d workers", r.Workers)
+	}
+	return b.String()
+}
+
+// RateShortfallTolerance is how far below its target an open-loop run may
+// fall before it is reported as not having reached its rate (0.2%).
+const RateShortfallTolerance = 0.002
+
+// Warnings lists, in plain words, every way the run fell short: rate not
+// reached, drops, errors, interruption, values out of histogram range.
+func Warnings(r *results.LoadResult) []string {
+	var out []string
+	if r.Interrupted {
+		out = append(out, fmt.Sprintf("interrupted: the run was stopped early; these figures cover the %d requests sent before that", r.Sent))
+	}
+	if r.Model == results.ModelOpen && r.Scheduled > 0 && !r.Interrupted {
+		short := 1 - float64(r.Sent)/float64(r.Scheduled)
+		if short > RateShortfallTolerance {
+			out = append(out, fmt.Sprintf("target rate not reached: sent %d of %d scheduled requests (%.2f%% short)", r.Sent, r.Scheduled, 100*short))
+		}
+	}
+	if r.Dropped > 0 {
+		out = append(out, fmt.Sprintf("%d requests dropped: every connection was busy and the queue (%d) was full", r.Dropped, r.MaxQueue))
+	}
+	if failed := r.Completed - r.Success; failed > 0 {
+		out = append(out, fmt.Sprintf("%d of %d requests failed (%.2f%%)", failed, r.Completed, 100*ratio(failed, r.Completed)))
+	}
+	if r.Latency.OutOfRange > 0 {
+		out = append(out, fmt.Sprintf("%d latencies above 60s were counted but left out of the percentiles", r.Latency.OutOfRange))
+	}
+	return out
+}
+
+// LoadHDR writes the latency percentile spectrum in HdrHistogram's
+// classic text layout (values in milliseconds).
+func LoadHDR(w io.Writer, r *results.LoadResult) error {
+	lat, _, _, err := r.Histograms()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# %s\n", Headline(r))
+	fmt.Fprintf(w, "# latency from intended send time, in milliseconds; %d values\n", lat.Count())
+	_, err = lat.Histogram().PercentilesPrint(w, 5, 1e6)
+	return err
+}
+
+func statusCodes(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + strconv.FormatInt(m[k], 10)
+	}
+	return strings.Join(parts, "  ")
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func meanOf(total, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(total) / float64(n)
+}
+
+func fmtFloat(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// DurNs formats nanoseconds like Dur.
+func DurNs(ns int64) string { return Dur(time.Duration(ns)) }
+
+// Dur formats a duration the way vegeta's reports do: three decimals in
+// the unit Go picks below a minute (706.584µs, 1.137ms, 4.982s), whole
+// seconds above (2m55s, 5m0s).
+func Dur(d time.Duration) string {
+	switch {
+	case d < time.Microsecond:
+		return d.String()
+	case d < time.Millisecond:
+		return d.Round(time.Nanosecond).String()
+	case d < time.Second:
+		return d.Round(time.Microsecond).String()
+	case d < time.Minute:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}

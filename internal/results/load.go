@@ -1,0 +1,375 @@
+// Package results holds meshbench's versioned on-disk formats: their types,
+// readers and writers. It computes nothing beyond exact merging.
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/loadgen"
+	"google.golang.org/grpc/codes"
+)
+
+// LoadSchema names the version of the load result format. A reader accepts
+// exactly this value; a change of meaning gets a new version.
+const LoadSchema = "meshbench.load-result/v1"
+
+// Load models.
+const (
+	ModelOpen   = "open"   // open loop at a constant rate (throttled)
+	ModelClosed = "closed" // closed loop, maximum throughput
+)
+
+// LoadResult is one load run (or the exact merge of several), as written by
+// `meshbench load --output-format json` and read by `meshbench merge`. The
+// JSON Schema is schema/load-result.v1.schema.json.
+type LoadResult struct {
+	Schema           string   `json:"schema"`
+	MeshbenchVersion string   `json:"meshbench_version"`
+	Model            string   `json:"model"`
+	Protocol         string   `json:"protocol"`
+	Targets          []string `json:"targets"`
+	// TargetRatePerSec is the schedule's rate (open loop), 0 in closed loop.
+	TargetRatePerSec float64 `json:"target_rate_per_sec"`
+	Connections      int     `json:"connections"`
+	DurationNs       int64   `json:"duration_ns"`
+	WarmupNs         int64   `json:"warmup_ns"`
+	TimeoutNs        int64   `json:"timeout_ns"`
+	MaxQueue         int     `json:"max_queue"`
+	// Workers is how many load generators this result combines (1 unless merged).
+	Workers int `json:"workers"`
+
+	StartedAt time.Time `json:"started_at"` // wall clock, start of the measured window
+	EndedAt   time.Time `json:"ended_at"`   // wall clock, last answer
+
+	Scheduled int64 `json:"scheduled"` // requests the schedule held (open loop)
+	Sent      int64 `json:"sent"`
+	Completed int64 `json:"completed"`
+	Success   int64 `json:"success"`
+	Dropped   int64 `json:"dropped"`
+	Canceled  int64 `json:"canceled"`
+	BytesIn   int64 `json:"bytes_in"`
+	BytesOut  int64 `json:"bytes_out"`
+
+	// FirstSendNs, LastSendNs and LastEndNs are Unix times in ns, so results
+	// of several workers line up on one clock when merged.
+	FirstSendNs int64 `json:"first_send_unix_ns"`
+	LastSendNs  int64 `json:"last_send_unix_ns"`
+	LastEndNs   int64 `json:"last_end_unix_ns"`
+
+	StatusCodes map[string]int64 `json:"status_codes"`
+	Errors      []ErrorCount     `json:"errors"`
+
+	Latency     latency.Encoded `json:"latency"`
+	ServiceTime latency.Encoded `json:"service_time"`
+	ScheduleLag latency.Encoded `json:"schedule_lag"`
+
+	Interrupted bool `json:"interrupted"`
+}
+
+// ErrorCount is one entry of the error set.
+type ErrorCount struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Count   int64  `json:"count"`
+}
+
+// FromRun converts an engine result into the on-disk form.
+func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
+	out := &LoadResult{
+		Schema: LoadSchema, MeshbenchVersion: version, Model: ModelOpen,
+		Protocol: string(r.Config.Targets[0].Protocol), Connections: r.ConnectionsN,
+		DurationNs: int64(r.Config.Duration), WarmupNs: int64(r.Config.Warmup),
+		TimeoutNs: int64(r.Config.Timeout), MaxQueue: r.Config.MaxQueue, Workers: 1,
+		StartedAt: r.Start.UTC(), EndedAt: r.End.UTC(),
+		Scheduled: int64(r.Scheduled), Sent: r.Sent, Completed: r.Completed, Success: r.Success,
+		Dropped: r.Dropped, Canceled: r.Canceled, BytesIn: r.BytesIn, BytesOut: r.BytesOut,
+		StatusCodes: map[string]int64{}, Errors: []ErrorCount{}, Interrupted: r.Interrupted,
+	}
+	if r.Config.Closed {
+		out.Model = ModelClosed
+		out.MaxQueue = 0
+	} else {
+		out.TargetRatePerSec = r.Config.Rate.PerSecond()
+	}
+	for _, t := range r.Config.Targets {
+		out.Targets = append(out.Targets, t.Raw)
+	}
+	if r.Sent > 0 {
+		out.FirstSendNs = r.Start.Add(r.FirstSend).UnixNano()
+		out.LastSendNs = r.Start.Add(r.LastSend).UnixNano()
+		out.LastEndNs = r.Start.Add(r.LastEnd).UnixNano()
+	}
+	for code, n := range r.Codes {
+		out.StatusCodes[StatusName(r.Config.Targets[0].Protocol, code)] += n
+	}
+	for k, n := range r.Errors {
+		out.Errors = append(out.Errors, ErrorCount{Kind: k.Kind, Message: k.Message, Count: n})
+	}
+	sortErrors(out.Errors)
+	var err error
+	if out.Latency, err = r.Latency.Encode(); err != nil {
+		return nil, err
+	}
+	if out.ServiceTime, err = r.ServiceTime.Encode(); err != nil {
+		return nil, err
+	}
+	if out.ScheduleLag, err = r.ScheduleLag.Encode(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// StatusName renders a protocol status: HTTP codes as numbers ("200"),
+// gRPC codes by name ("OK", "Unavailable"), a complete TCP echo as "OK", and
+// failures below the protocol as "0" (vegeta's convention).
+func StatusName(p loadgen.Protocol, code int) string {
+	switch p {
+	case loadgen.GRPC:
+		return codes.Code(code).String()
+	case loadgen.TCP:
+		if code == 1 {
+			return "OK"
+		}
+	}
+	return strconv.Itoa(code)
+}
+
+func sortErrors(e []ErrorCount) {
+	sort.Slice(e, func(i, j int) bool {
+		if e[i].Count != e[j].Count {
+			return e[i].Count > e[j].Count
+		}
+		if e[i].Kind != e[j].Kind {
+			return e[i].Kind < e[j].Kind
+		}
+		return e[i].Message < e[j].Message
+	})
+}
+
+// Histograms decodes the three histograms.
+func (r *LoadResult) Histograms() (lat, svc, lag *latency.Recorder, err error) {
+	if lat, err = latency.Decode(r.Latency); err != nil {
+		return nil, nil, nil, fmt.Errorf("latency: %w", err)
+	}
+	if svc, err = latency.Decode(r.ServiceTime); err != nil {
+		return nil, nil, nil, fmt.Errorf("service_time: %w", err)
+	}
+	if lag, err = latency.Decode(r.ScheduleLag); err != nil {
+		return nil, nil, nil, fmt.Errorf("schedule_lag: %w", err)
+	}
+	return lat, svc, lag, nil
+}
+
+// AttackDuration is the span between the first and the last send (vegeta's
+// "attack"); Wait is from the last send to the last answer.
+func (r *LoadResult) AttackDuration() time.Duration {
+	if r.Sent == 0 {
+		return 0
+	}
+	return time.Duration(r.LastSendNs - r.FirstSendNs)
+}
+
+// Wait is the time from the last send to the last answer.
+func (r *LoadResult) Wait() time.Duration {
+	if r.Sent == 0 || r.LastEndNs < r.LastSendNs {
+		return 0
+	}
+	return time.Duration(r.LastEndNs - r.LastSendNs)
+}
+
+// AchievedRatePerSec is requests sent per second of attack, computed as
+// vegeta does (sent / attack duration); 0 when fewer than two were sent.
+func (r *LoadResult) AchievedRatePerSec() float64 {
+	d := r.AttackDuration().Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(r.Sent) / d
+}
+
+// ThroughputPerSec is successful answers per second of attack plus wait.
+func (r *LoadResult) ThroughputPerSec() float64 {
+	d := (r.AttackDuration() + r.Wait()).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(r.Success) / d
+}
+
+// SuccessRatio is successes over completed requests (0 when none).
+func (r *LoadResult) SuccessRatio() float64 {
+	if r.Completed == 0 {
+		return 0
+	}
+	return float64(r.Success) / float64(r.Completed)
+}
+
+// Write encodes r as indented JSON.
+func (r *LoadResult) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Read decodes and checks one load result.
+func Read(rd io.Reader) (*LoadResult, error) {
+	dec := json.NewDecoder(rd)
+	dec.DisallowUnknownFields()
+	var r LoadResult
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("not a meshbench load result: %w", err)
+	}
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ReadFile reads a load result from a file.
+func ReadFile(path string) (*LoadResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Check verifies the invariants a reader relies on, returning every problem.
+func (r *LoadResult) Check() error {
+	var errs []error
+	if r.Schema != LoadSchema {
+		errs = append(errs, fmt.Errorf("schema %q: this meshbench reads %q", r.Schema, LoadSchema))
+	}
+	if r.Model != ModelOpen && r.Model != ModelClosed {
+		errs = append(errs, fmt.Errorf("model %q: allowed: %q, %q", r.Model, ModelOpen, ModelClosed))
+	}
+	for name, v := range map[string]int64{"scheduled": r.Scheduled, "sent": r.Sent, "completed": r.Completed,
+		"success": r.Success, "dropped": r.Dropped, "canceled": r.Canceled, "bytes_in": r.BytesIn, "bytes_out": r.BytesOut} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d: must be >= 0", name, v))
+		}
+	}
+	if r.Completed > r.Sent || r.Success > r.Completed {
+		errs = append(errs, fmt.Errorf("counts inconsistent: sent %d, completed %d, success %d", r.Sent, r.Completed, r.Success))
+	}
+	if r.Workers < 1 {
+		errs = append(errs, fmt.Errorf("workers %d: must be >= 1", r.Workers))
+	}
+	if len(errs) == 0 {
+		lat, _, _, err := r.Histograms()
+		if err != nil {
+			errs = append(errs, err)
+		} else if lat.Count()+lat.OutOfRange() != r.Completed {
+			errs = append(errs, fmt.Errorf("latency histogram holds %d values but completed is %d", lat.Count()+lat.OutOfRange(), r.Completed))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Merge combines results of several load workers into one, exactly:
+// histograms merged, counts summed, time spans joined. All parts must share
+// the model and protocol.
+func Merge(parts []*LoadResult) (*LoadResult, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("nothing to merge")
+	}
+	first := parts[0]
+	out := *first
+	out.Targets = nil
+	out.StatusCodes = map[string]int64{}
+	out.Errors = nil
+	out.Workers = 0
+	out.TargetRatePerSec = 0
+	out.Connections = 0
+	out.Scheduled, out.Sent, out.Completed, out.Success, out.Dropped, out.Canceled, out.BytesIn, out.BytesOut = 0, 0, 0, 0, 0, 0, 0, 0
+	out.Interrupted = false
+	lat, svc, lag := latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()
+	seenTarget := map[string]bool{}
+	errCounts := map[[2]string]int64{}
+	for i, p := range parts {
+		if p.Model != first.Model {
+			return nil, fmt.Errorf("part %d is %s loop but part 1 is %s loop: only results of one load model merge", i+1, p.Model, first.Model)
+		}
+		if p.Protocol != first.Protocol {
+			return nil, fmt.Errorf("part %d used %s but part 1 used %s: only results of one protocol merge", i+1, p.Protocol, first.Protocol)
+		}
+		l, s, g, err := p.Histograms()
+		if err != nil {
+			return nil, fmt.Errorf("part %d: %w", i+1, err)
+		}
+		if err := errors.Join(lat.Merge(l), svc.Merge(s), lag.Merge(g)); err != nil {
+			return nil, err
+		}
+		for _, t := range p.Targets {
+			if !seenTarget[t] {
+				seenTarget[t] = true
+				out.Targets = append(out.Targets, t)
+			}
+		}
+		for k, v := range p.StatusCodes {
+			out.StatusCodes[k] += v
+		}
+		for _, e := range p.Errors {
+			errCounts[[2]string{e.Kind, e.Message}] += e.Count
+		}
+		out.Workers += p.Workers
+		out.TargetRatePerSec += p.TargetRatePerSec
+		out.Connections += p.Connections
+		out.Scheduled += p.Scheduled
+		out.Sent += p.Sent
+		out.Completed += p.Completed
+		out.Success += p.Success
+		out.Dropped += p.Dropped
+		out.Canceled += p.Canceled
+		out.BytesIn += p.BytesIn
+		out.BytesOut += p.BytesOut
+		out.Interrupted = out.Interrupted || p.Interrupted
+		out.DurationNs = max(out.DurationNs, p.DurationNs)
+		out.WarmupNs = max(out.WarmupNs, p.WarmupNs)
+		if p.StartedAt.Before(out.StartedAt) {
+			out.StartedAt = p.StartedAt
+		}
+		if p.EndedAt.After(out.EndedAt) {
+			out.EndedAt = p.EndedAt
+		}
+		if p.Sent > 0 {
+			if out.FirstSendNs == 0 || p.FirstSendNs < out.FirstSendNs {
+				out.FirstSendNs = p.FirstSendNs
+			}
+			out.LastSendNs = max(out.LastSendNs, p.LastSendNs)
+			out.LastEndNs = max(out.LastEndNs, p.LastEndNs)
+		}
+	}
+	if out.Sent == 0 {
+		out.FirstSendNs, out.LastSendNs, out.LastEndNs = 0, 0, 0
+	}
+	out.Errors = []ErrorCount{}
+	for k, v := range errCounts {
+		out.Errors = append(out.Errors, ErrorCount{Kind: k[0], Message: k[1], Count: v})
+	}
+	sortErrors(out.Errors)
+	var err error
+	if out.Latency, err = lat.Encode(); err != nil {
+		return nil, err
+	}
+	if out.ServiceTime, err = svc.Encode(); err != nil {
+		return nil, err
+	}
+	if out.ScheduleLag, err = lag.Encode(); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,221 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/loadgen"
+)
+
+// fakeRun builds an engine result from a deterministic stream of latencies.
+// It is a fixture of the engine's output type, not a stand-in for a server:
+// merge and encoding are pure functions of it.
+func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	tg, _ := loadgen.ParseTarget("http://127.0.0.1:8080/", false)
+	r := &loadgen.Result{
+		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Rate: loadgen.Rate{Freq: 100, Per: time.Second},
+			Duration: time.Duration(n) * 10 * time.Millisecond, Timeout: time.Second, Connections: 2, MaxQueue: 100},
+		Start: start, End: start.Add(time.Duration(n) * 10 * time.Millisecond), Scheduled: uint64(n),
+		Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder(),
+		Codes: map[int]int64{}, Errors: map[loadgen.ErrorKey]int64{}, ConnectionsN: 2,
+	}
+	for i := 0; i < n; i++ {
+		svc := int64(50_000 + rng.ExpFloat64()*200_000)
+		lag := int64(rng.Float64() * 30_000)
+		r.Latency.Record(svc + lag)
+		r.ServiceTime.Record(svc)
+		r.ScheduleLag.Record(lag)
+		r.Sent++
+		r.Completed++
+		if i%50 == 49 {
+			r.Codes[0]++
+			r.Errors[loadgen.ErrorKey{Kind: "reset", Message: "read tcp 127.0.0.1:8080: connection reset by peer"}]++
+		} else {
+			r.Codes[200]++
+			r.Success++
+			r.BytesIn += 615
+		}
+	}
+	r.FirstSend = 0
+	r.LastSend = time.Duration(n-1) * 10 * time.Millisecond
+	r.LastEnd = r.LastSend + time.Millisecond
+	return r
+}
+
+func encode(t *testing.T, r *loadgen.Result) *LoadResult {
+	t.Helper()
+	out, err := FromRun(r, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	in := encode(t, fakeRun(1, 1000, time.Unix(1_700_000_000, 0)))
+	var buf bytes.Buffer
+	if err := in.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(in)
+	b, _ := json.Marshal(back)
+	if !bytes.Equal(a, b) {
+		t.Fatal("round trip changed the result")
+	}
+}
+
+// TestMergeEqualsWhole: two workers' halves, merged, give exactly the
+// histograms and counts of the single run they were cut from.
+func TestMergeEqualsWhole(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	whole := fakeRun(3, 2000, start)
+	// Cut the same stream in two: replay it into two recorders alternately.
+	rng := rand.New(rand.NewPCG(3, 7))
+	halves := [2]*loadgen.Result{fakeRun(99, 0, start), fakeRun(99, 0, start.Add(5*time.Millisecond))}
+	for i := 0; i < 2000; i++ {
+		svc := int64(50_000 + rng.ExpFloat64()*200_000)
+		lag := int64(rng.Float64() * 30_000)
+		h := halves[i%2]
+		h.Latency.Record(svc + lag)
+		h.ServiceTime.Record(svc)
+		h.ScheduleLag.Record(lag)
+		h.Sent++
+		h.Completed++
+		if i%50 == 49 {
+			h.Codes[0]++
+			h.Errors[loadgen.ErrorKey{Kind: "reset", Message: "read tcp 127.0.0.1:8080: connection reset by peer"}]++
+		} else {
+			h.Codes[200]++
+			h.Success++
+			h.BytesIn += 615
+		}
+	}
+	for _, h := range halves {
+		h.Scheduled = 1000
+		h.LastSend = time.Duration(1999) * 10 * time.Millisecond
+		h.LastEnd = h.LastSend + time.Millisecond
+	}
+	merged, err := Merge([]*LoadResult{encode(t, halves[0]), encode(t, halves[1])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := encode(t, whole)
+	if merged.Latency != w.Latency || merged.ServiceTime != w.ServiceTime || merged.ScheduleLag != w.ScheduleLag {
+		t.Fatalf("merged histograms differ from the whole run:\n%+v\n%+v", merged.Latency.Summary, w.Latency.Summary)
+	}
+	if merged.Sent != w.Sent || merged.Success != w.Success || merged.BytesIn != w.BytesIn ||
+		merged.StatusCodes["200"] != w.StatusCodes["200"] || merged.Errors[0].Count != w.Errors[0].Count {
+		t.Fatalf("merged counts differ: %+v vs %+v", merged, w)
+	}
+	if merged.Workers != 2 || merged.TargetRatePerSec != 200 || merged.Connections != 4 {
+		t.Errorf("workers %d rate %v connections %d", merged.Workers, merged.TargetRatePerSec, merged.Connections)
+	}
+	if merged.FirstSendNs != start.UnixNano() {
+		t.Errorf("first send %d, want the earliest worker's", merged.FirstSendNs)
+	}
+}
+
+func TestMergeRefusesMixedModels(t *testing.T) {
+	a := encode(t, fakeRun(1, 10, time.Unix(0, 0)))
+	b := encode(t, fakeRun(2, 10, time.Unix(0, 0)))
+	b.Model = ModelClosed
+	if _, err := Merge([]*LoadResult{a, b}); err == nil {
+		t.Fatal("merged open and closed loop results")
+	}
+}
+
+func TestOutputMatchesJSONSchema(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	sch, err := c.Compile("../../schema/load-result.v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 1, 500} {
+		var buf bytes.Buffer
+		if err := encode(t, fakeRun(5, n, time.Unix(1_700_000_000, 0))).Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(doc); err != nil {
+			t.Errorf("n=%d: result does not match its schema: %v", n, err)
+		}
+	}
+}
+
+func TestReadRejects(t *testing.T) {
+	good := encode(t, fakeRun(1, 10, time.Unix(0, 0)))
+	tests := []struct {
+		name string
+		mod  func(r *LoadResult)
+	}{
+		{"other schema version", func(r *LoadResult) { r.Schema = "meshbench.load-result/v0" }},
+		{"unknown model", func(r *LoadResult) { r.Model = "sideways" }},
+		{"more completed than sent", func(r *LoadResult) { r.Completed = r.Sent + 1 }},
+		{"histogram count disagrees", func(r *LoadResult) { r.Completed--; r.Success-- }},
+		{"no workers", func(r *LoadResult) { r.Workers = 0 }},
+	}
+	for _, tt := range tests {
+		r := *good
+		tt.mod(&r)
+		var buf bytes.Buffer
+		r.Write(&buf)
+		if _, err := Read(&buf); err == nil {
+			t.Errorf("%s: accepted", tt.name)
+		}
+	}
+	if _, err := Read(bytes.NewBufferString(`{"schema":"meshbench.load-result/v1","surprise":1}`)); err == nil {
+		t.Error("unknown field accepted")
+	}
+}
+
+// FuzzRead: the results parser never panics, and whatever it accepts can be
+// written, read back and merged.
+func FuzzRead(f *testing.F) {
+	var buf bytes.Buffer
+	encodeF(f).Write(&buf)
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"schema":"meshbench.load-result/v1"}`))
+	if b, err := os.ReadFile("testdata/merged.json"); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		if _, err := Merge([]*LoadResult{r, r}); err != nil {
+			t.Fatalf("accepted result does not merge with itself: %v", err)
+		}
+		var out bytes.Buffer
+		if err := r.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(&out); err != nil {
+			t.Fatalf("accepted result does not read back: %v", err)
+		}
+	})
+}
+
+func encodeF(f *testing.F) *LoadResult {
+	out, err := FromRun(fakeRun(1, 20, time.Unix(1_700_000_000, 0)), "test")
+	if err != nil {
+		f.Fatal(err)
+	}
+	return out
+}
