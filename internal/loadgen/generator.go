@@ -300,17 +300,24 @@ func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic
 	since func() time.Duration, warmCount uint64, dropped *atomic.Int64) {
 	w := newWaiter()
 	defer w.close()
+	var comp wakeCompensator
 	for n := uint64(0); ; {
 		wait, stop := p.Pace(since(), n)
 		if stop {
 			return
 		}
-		if wait > 0 {
+		if early := comp.early(); wait > early {
 			// Sleep at most one chunk, then ask the pacer again: a late
 			// wake-up is never compounded and cancellation is noticed.
-			if err := w.wait(ctx, min(wait, maxWaitChunk)); err != nil {
+			// The sleep ends `early` before the due time, the timer's
+			// usual wake-up delay, so the request leaves on time rather
+			// than one wake-up delay late.
+			sleep := min(wait-early, maxWaitChunk)
+			t0 := since()
+			if err := w.wait(ctx, sleep); err != nil {
 				return
 			}
+			comp.observe(since() - t0 - sleep)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -327,6 +334,34 @@ func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic
 		}
 		n++
 	}
+}
+
+// wakeCompensator learns how late the timer wakes the pacer: the smallest
+// delay seen over the last 32 sleeps (capped at 200 µs). Sleeping that much
+// less than asked makes a request leave at its due time on most wake-ups
+// and only rarely a few µs early; an early request's latency is then counted
+// from its actual send (see record), never from the later intended time.
+type wakeCompensator struct {
+	late [32]time.Duration
+	n    int
+}
+
+const maxWakeCompensation = 200 * time.Microsecond
+
+func (c *wakeCompensator) observe(late time.Duration) {
+	c.late[c.n%len(c.late)] = max(0, min(late, maxWakeCompensation))
+	c.n++
+}
+
+func (c *wakeCompensator) early() time.Duration {
+	if c.n < len(c.late) {
+		return 0
+	}
+	m := c.late[0]
+	for _, v := range c.late[1:] {
+		m = min(m, v)
+	}
+	return m
 }
 
 func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outstanding *atomic.Int64,
@@ -375,9 +410,12 @@ func record(ctx context.Context, s *shard, out Outcome, intended, actual, end ti
 	}
 	s.done++
 	s.lastEnd = max(s.lastEnd, int64(end))
-	s.lat.Record(int64(end - intended))
+	// A request sent a little before its intended time (the pacer's wake-up
+	// compensation) is timed from its actual send: latency is never
+	// shortened below the service time.
+	s.lat.Record(int64(end - min(intended, actual)))
 	s.svc.Record(int64(end - actual))
-	s.lag.Record(int64(actual - intended))
+	s.lag.Record(int64(max(actual-intended, 0)))
 	s.bytesIn += out.BytesIn
 	s.bytesOut += out.BytesOut
 	s.codes[out.Code]++

@@ -29,6 +29,7 @@ type http1Conn struct {
 	keepAlive bool
 
 	conn net.Conn
+	rw   io.ReadWriter // conn, or its raw system-call form for plain TCP
 	br   *bufio.Reader
 }
 
@@ -98,8 +99,12 @@ func (c *http1Conn) dial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.rw = conn
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+		if !c.t.TLS {
+			c.rw = newRawIO(tc)
+		}
 	}
 	if c.t.TLS {
 		tc := tls.Client(conn, c.tlsConfig)
@@ -108,12 +113,13 @@ func (c *http1Conn) dial(ctx context.Context) error {
 			return err
 		}
 		conn = tc
+		c.rw = tc
 	}
 	c.conn = conn
 	if c.br == nil {
-		c.br = bufio.NewReaderSize(conn, 16<<10)
+		c.br = bufio.NewReaderSize(c.rw, 16<<10)
 	} else {
-		c.br.Reset(conn)
+		c.br.Reset(c.rw)
 	}
 	return nil
 }
@@ -156,7 +162,7 @@ type http1Outcome struct {
 
 func (c *http1Conn) roundTrip(deadline time.Time) http1Outcome {
 	_ = c.conn.SetDeadline(deadline)
-	if _, err := c.conn.Write(c.req); err != nil {
+	if _, err := c.rw.Write(c.req); err != nil {
 		return http1Outcome{Outcome: Outcome{Err: err}, retryable: true}
 	}
 	for {

@@ -5,17 +5,21 @@ package loadgen
 import (
 	"context"
 	"os"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // fdWaiter sleeps on a non-blocking timerfd registered with Go's poller, so
 // the goroutine parks like any network read but wakes with the kernel's
-// high-resolution timer.
+// high-resolution timer. Arming and reading the timer are raw system calls
+// (see rawIO for why).
 type fdWaiter struct {
 	fd  int
 	f   *os.File
+	rc  syscall.RawConn
 	buf [8]byte
 }
 
@@ -24,7 +28,13 @@ func newWaiter() waiter {
 	if err != nil {
 		return newTimerWaiter()
 	}
-	return &fdWaiter{fd: fd, f: os.NewFile(uintptr(fd), "meshbench-pacer-timerfd")}
+	f := os.NewFile(uintptr(fd), "meshbench-pacer-timerfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return newTimerWaiter()
+	}
+	return &fdWaiter{fd: fd, f: f, rc: rc}
 }
 
 func (w *fdWaiter) wait(ctx context.Context, d time.Duration) error {
@@ -32,9 +42,24 @@ func (w *fdWaiter) wait(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	if err := unix.TimerfdSettime(w.fd, 0, &spec, nil); err != nil {
+	_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(w.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	if e != 0 {
 		time.Sleep(d)
-	} else if _, err := w.f.Read(w.buf[:]); err != nil {
+		return ctx.Err()
+	}
+	err := w.rc.Read(func(fd uintptr) bool {
+		for {
+			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&w.buf[0])), 8)
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false
+			}
+			return true
+		}
+	})
+	if err != nil {
 		time.Sleep(d)
 	}
 	return ctx.Err()
