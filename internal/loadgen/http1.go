@@ -395,7 +395,13 @@ func lastToken(v []byte) []byte {
 }
 
 func asciiContainsTokenFold(v []byte, tok string) bool {
-	for _, part := range bytes.Split(v, []byte(",")) {
+	for len(v) > 0 {
+		part := v
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			part, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
 		if asciiEqualFold(bytes.TrimSpace(part), tok) {
 			return true
 		}
