@@ -5,6 +5,8 @@
 //     body (by default nginx's 615-byte welcome page).
 //   - grpc: the standard gRPC interop TestService plus the health service.
 //   - tcp: an L4 echo server.
+//   - face: a Faces-like front that calls smiley (HTTP) and color (gRPC)
+//     for every request.
 //
 // Every workload can inject Faults: fixed and random delays, periodic stalls
 // and errors.
@@ -29,10 +31,11 @@ const (
 	KindStatic Kind = "static" // HTTP/1.1 + h2c fixed-body server
 	KindGRPC   Kind = "grpc"   // gRPC interop TestService + health service
 	KindTCP    Kind = "tcp"    // L4 echo server
+	KindFace   Kind = "face"   // Faces-like front: calls smiley (HTTP) and color (gRPC) per request
 )
 
 // Kinds lists every Kind, in the order help texts show them.
-var Kinds = []Kind{KindStatic, KindGRPC, KindTCP}
+var Kinds = []Kind{KindStatic, KindGRPC, KindTCP, KindFace}
 
 // Defaults applied by Start to zero Config fields.
 const (
@@ -56,6 +59,12 @@ type Config struct {
 	BodySize int
 	// Faults are injected into every answer except health probes.
 	Faults Faults
+	// SmileyURL is the face workload's HTTP backend (a static workload),
+	// e.g. http://127.0.2.11:8080/. Other kinds ignore it.
+	SmileyURL string
+	// ColorAddr is the face workload's gRPC backend (a grpc workload),
+	// host:port. Other kinds ignore it.
+	ColorAddr string
 }
 
 // ConfigError is one problem found by Config.Validate. Field names the input
@@ -81,8 +90,10 @@ func (c Config) Validate() error {
 	}
 	switch c.Kind {
 	case KindStatic, KindGRPC, KindTCP:
+	case KindFace:
+		errs = append(errs, checkFace(c)...)
 	default:
-		bad("kind", strconv.Quote(string(c.Kind)), "allowed: static, grpc, tcp")
+		bad("kind", strconv.Quote(string(c.Kind)), "allowed: static, grpc, tcp, face")
 	}
 	if c.Listen != "" {
 		if err := checkHostPort(c.Listen); err != nil {
@@ -185,6 +196,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		serve, s.stop = startGRPC(ln, inj)
 	case KindTCP:
 		serve, s.stop = startTCP(ln, inj)
+	case KindFace:
+		serve, s.stop, err = startFace(ln, cfg, inj)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	go func() {
 		s.err = serve()

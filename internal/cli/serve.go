@@ -27,12 +27,14 @@ type serveFlags struct {
 	seed        int64
 	grace       time.Duration
 	readyFile   string
+	smileyURL   string
+	colorAddr   string
 }
 
 func newServeCmd(env *Env) *cobra.Command {
 	f := &serveFlags{}
 	cmd := &cobra.Command{
-		Use:   "serve static|grpc|tcp",
+		Use:   "serve static|grpc|tcp|face",
 		Short: "Run a built-in workload server (static HTTP page, gRPC test service, TCP echo), optionally with faults",
 		Long: `Run one built-in workload server until interrupted (SIGINT/SIGTERM), then
 stop gracefully: stop accepting, finish in-flight requests within --grace,
@@ -46,6 +48,10 @@ Workloads:
   grpc    grpc.testing.TestService (UnaryCall echoes its payload, or answers
           response_size bytes; EmptyCall) and the gRPC health service.
   tcp     echo: every read (up to 64 KiB) is written back.
+  face    a Faces-like front (HTTP/1.1 and h2c): for every request it calls
+          --smiley-url over HTTP (a static workload) and --color-addr over
+          gRPC (a grpc workload), then answers 200 with a small JSON body;
+          502 when a backend fails.
 
 Faults apply to every answer except health probes: a fixed --delay plus a
 random --delay-dist; periodic whole-server stalls (--stall-for at the start
@@ -86,6 +92,8 @@ bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
 	fl.IntVar(&f.errorStatus, "error-status", app.DefaultErrorStatus, "HTTP status of injected errors, 400 to 599 (static only)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed for random delays and errors (0 = a random seed)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "on interrupt, how long in-flight requests may take before connections are closed")
+	fl.StringVar(&f.smileyURL, "smiley-url", "", "face: the smiley backend, http://HOST:PORT/ (a static workload)")
+	fl.StringVar(&f.colorAddr, "color-addr", "", "face: the color backend, HOST:PORT (a grpc workload)")
 	fl.StringVar(&f.readyFile, "ready-file", "", "once listening, write HOST:PORT to this file (atomically, by rename); removed on exit")
 	return cmd
 }
@@ -103,9 +111,11 @@ func kindNames() []string {
 func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Config, error) {
 	var errs []error
 	cfg := app.Config{
-		Kind:     app.Kind(kind),
-		Listen:   f.listen,
-		BodySize: f.bodySize,
+		Kind:      app.Kind(kind),
+		Listen:    f.listen,
+		SmileyURL: f.smileyURL,
+		ColorAddr: f.colorAddr,
+		BodySize:  f.bodySize,
 		Faults: app.Faults{
 			Delay:       f.delay,
 			StallEvery:  f.stallEvery,

@@ -166,9 +166,9 @@ func TestServeBadInput(t *testing.T) {
 		want []string // one stderr line per problem, each containing this
 	}{
 		// No kind.
-		{args: nil, want: []string{"serve takes one workload kind (static, grpc, tcp), got 0"}},
+		{args: nil, want: []string{"serve takes one workload kind (static, grpc, tcp, face), got 0"}},
 		// Unknown kind.
-		{args: []string{"udp"}, want: []string{`workload kind "udp": allowed: static, grpc, tcp`}},
+		{args: []string{"udp"}, want: []string{`workload kind "udp": allowed: static, grpc, tcp, face`}},
 		// Ratio above 1.
 		{args: []string{"static", "--error-ratio", "1.5"}, want: []string{"--error-ratio 1.5: allowed: 0 to 1"}},
 		// Negative ratio.
