@@ -1,0 +1,165 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// RunSchema names the version of a run results directory's manifest.
+const RunSchema = "meshbench.run/v1"
+
+// Files inside a run results directory. Raw data first: everything a report
+// shows is recomputed from these.
+const (
+	ManifestFile  = "manifest.json"  // RunManifest
+	LoadFile      = "load.json"      // LoadResult (schema/load-result.v1.schema.json)
+	SamplesFile   = "samples.jsonl"  // one resource sample per line
+	ResourcesFile = "resources.json" // resource summary (min/max/avg per process, component, category)
+	EnvoyDir      = "envoy"          // NAME.json (config) and NAME.stats.json (admin /stats at the end)
+	LogsDir       = "logs"           // NAME.log of every process started
+)
+
+// Host describes the machine a run measured on.
+type Host struct {
+	Hostname    string `json:"hostname"`
+	Kernel      string `json:"kernel"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	CPUs        int    `json:"cpus"`
+	CPUModel    string `json:"cpu_model"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	LoadAvg1m   string `json:"loadavg_1m"`
+}
+
+// Phase is one step of a run with its wall-clock span.
+type Phase struct {
+	Name    string    `json:"name"` // prepare, idle, warmup, measure, drain, collect, teardown
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+}
+
+// RunManifest describes one run (one benchmark cell).
+type RunManifest struct {
+	Schema           string         `json:"schema"`
+	MeshbenchVersion string         `json:"meshbench_version"`
+	EnvoyVersion     string         `json:"envoy_version,omitempty"`
+	Platform         string         `json:"platform"` // local or kube
+	StartedAt        time.Time      `json:"started_at"`
+	EndedAt          time.Time      `json:"ended_at"`
+	Host             Host           `json:"host"`
+	Options          map[string]any `json:"options"`
+	Phases           []Phase        `json:"phases"`
+	// Valid is false when the run must not be used as a measurement; Invalid
+	// says why (rate not reached, errors, a proxy died, sampler gaps…).
+	Valid   bool     `json:"valid"`
+	Invalid []string `json:"invalid,omitempty"`
+	// Processes lists every process the run started: name, role, PID.
+	Processes []ProcessInfo `json:"processes"`
+	// Derived holds figures computed at the end of the run for display
+	// (they are recomputed from the raw files by reports).
+	Derived map[string]float64 `json:"derived,omitempty"`
+}
+
+// ProcessInfo is one process a run started.
+type ProcessInfo struct {
+	Name      string `json:"name"`
+	Component string `json:"component"`
+	Category  string `json:"category"`
+	PID       int    `json:"pid"`
+	Command   string `json:"command"`
+}
+
+// ReadHost reads the host description from the OS (Linux /proc; other
+// systems fill what Go knows).
+func ReadHost() Host {
+	h := Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	h.Hostname, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "MemTotal:") {
+				fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb)
+			}
+		}
+		h.MemoryBytes = kb << 10
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			h.LoadAvg1m = f[0]
+		}
+	}
+	return h
+}
+
+// RunDir is a results directory being written. Files are written whole
+// (temp file + rename), so a crash never leaves a half-written file.
+type RunDir struct{ Path string }
+
+// CreateRunDir makes a new, empty results directory. It refuses to reuse a
+// non-empty one, so finished results are never overwritten.
+func CreateRunDir(path string) (*RunDir, error) {
+	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("results directory %s is not empty: choose a new --out, finished results are never overwritten", path)
+	}
+	for _, d := range []string{path, filepath.Join(path, EnvoyDir), filepath.Join(path, LogsDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("creating results directory: %w", err)
+		}
+	}
+	return &RunDir{Path: path}, nil
+}
+
+// WriteFile writes name (relative to the directory) atomically.
+func (d *RunDir) WriteFile(name string, data []byte) error {
+	full := filepath.Join(d.Path, name)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	tmp := full + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, full)
+}
+
+// WriteJSON writes v as indented JSON, atomically.
+func (d *RunDir) WriteJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return d.WriteFile(name, append(b, '\n'))
+}
+
+// ReadManifest reads and checks a run manifest.
+func ReadManifest(dir string) (*RunManifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m RunManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	if m.Schema != RunSchema {
+		return nil, errors.New("manifest schema " + m.Schema + ": this meshbench reads " + RunSchema)
+	}
+	return &m, nil
+}
