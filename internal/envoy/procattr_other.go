@@ -1,0 +1,18 @@
+//go:build !linux
+
+package envoy
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// sysProcAttr: outside Linux the lab is untested; Envoys share meshbench's
+// process group and get no parent-death signal.
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// killGroup is a no-op outside Linux (Envoys have no group of their own).
+func killGroup(int) {}
+
+// spawn starts cmd.
+func spawn(cmd *exec.Cmd) error { return cmd.Start() }
