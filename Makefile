@@ -59,6 +59,11 @@ fuzz:
 	$(GO) test ./internal/results -run XXX -fuzz FuzzRead -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/cli -run XXX -fuzz FuzzLoadFlags -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/app -run XXX -fuzz FuzzParseDistribution -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzParseTarget -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/pki -run XXX -fuzz FuzzParseSPIFFEID -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStatus$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseSmapsRollup$$' -fuzztime $(FUZZTIME)
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build

@@ -122,6 +122,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newLoadCmd(env))
 	root.AddCommand(newServeCmd(env))
 	root.AddCommand(newMergeCmd(env))
+	root.AddCommand(newRunCmd(env))
 	return root
 }
 

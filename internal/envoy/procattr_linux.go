@@ -50,3 +50,16 @@ func spawn(cmd *exec.Cmd) error {
 	spawner.reqs <- spawnReq{cmd: cmd, done: done}
 	return <-done
 }
+
+// StartChild starts cmd the way the Supervisor starts Envoys: in its own
+// process group, from the spawner thread, with a parent-death signal, so a
+// crash of meshbench leaves no child behind. The local lab uses it for the
+// app and load-generator processes it runs beside the Envoys.
+func StartChild(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
+	return spawn(cmd)
+}
+
+// KillGroup sends SIGKILL to the process group led by pid (a child started
+// by StartChild).
+func KillGroup(pid int) { killGroup(pid) }

@@ -16,3 +16,9 @@ func killGroup(int) {}
 
 // spawn starts cmd.
 func spawn(cmd *exec.Cmd) error { return cmd.Start() }
+
+// StartChild starts cmd (no process group or parent-death signal here).
+func StartChild(cmd *exec.Cmd) error { return spawn(cmd) }
+
+// KillGroup is a no-op outside Linux.
+func KillGroup(pid int) { killGroup(pid) }

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/sample"
+)
+
+type runFlags struct {
+	mesh, app, protocol     string
+	replicas, nodes, policy int
+	gateway, mtls           bool
+	rate                    string
+	duration, warmup, drain time.Duration
+	sampleInterval          time.Duration
+	connections             int
+	out, envoyPath          string
+}
+
+func newRunCmd(env *Env) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run one benchmark cell on the local lab: real Envoy data planes on loopback nodes",
+		Long: `Bring up a mesh topology of real processes on this machine (apps, Envoy
+sidecars / node proxies / waypoint / gateway on 127.0.N.0/24 "nodes"), wait
+until it is ready and idle, warm up, send the load while sampling every
+process's CPU and memory from /proc, drain, collect Envoy stats, tear it all
+down, and write a results directory. Then print the load report, the
+resource tables and derived figures.
+
+Mesh modes: none, sidecar (mTLS between sidecars), ambient (L4 node proxies,
+HBONE), waypoint (ambient + an L7 waypoint). Linkerd has no local form: its
+proxy ships only in its images; use the Kubernetes platform.`,
+		Example: `  meshbench run --mesh sidecar --replicas 10 --rate 50 --duration 60s
+  meshbench run --mesh ambient --policies 4 --rate 100 --duration 10s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), env, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.mesh, "mesh", "none", "mesh mode: none, sidecar, ambient, waypoint")
+	fl.StringVar(&f.app, "app", "static", "app: static (nginx's 615-byte page)")
+	fl.IntVar(&f.replicas, "replicas", 1, "app replicas")
+	fl.IntVar(&f.nodes, "nodes", 1, "app nodes the replicas are spread over (the load generator has its own)")
+	fl.IntVar(&f.policy, "policies", 0, "L4 ALLOW authorization rules (4 = the seed reports' layout)")
+	fl.BoolVar(&f.gateway, "gateway", false, "load enters through a TLS-terminating ingress gateway Envoy")
+	fl.StringVar(&f.protocol, "protocol", "http", "http, or tcp (L4 only: proxies do no HTTP)")
+	fl.BoolVar(&f.mtls, "mtls", true, "mTLS between sidecars (false: plaintext, for comparison)")
+	fl.StringVar(&f.rate, "rate", "50", "load rate per second (open loop)")
+	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured duration")
+	fl.DurationVar(&f.warmup, "warmup", 2*time.Second, "load before the measured window, not counted")
+	fl.DurationVar(&f.drain, "drain", 2*time.Second, "sampling after the load ends")
+	fl.DurationVar(&f.sampleInterval, "sample-interval", time.Second, "/proc sampling period")
+	fl.IntVar(&f.connections, "connections", 16, "load generator connections")
+	fl.StringVar(&f.out, "out", "", "results directory to create (default results/TIME-MESH)")
+	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
+	return cmd
+}
+
+func runRun(ctx context.Context, env *Env, f *runFlags) error {
+	mo := mesh.DefaultOptions()
+	mo.Mode = mesh.Mode(f.mesh)
+	mo.App = mesh.App(f.app)
+	mo.Replicas, mo.Nodes, mo.Policies = f.replicas, f.nodes, f.policy
+	mo.Gateway, mo.MTLS = f.gateway, f.mtls
+	mo.Protocol = mesh.Protocol(f.protocol)
+	var errs []error
+	if err := mo.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if f.duration <= 0 {
+		errs = append(errs, fmt.Errorf("--duration %v: must be > 0", f.duration))
+	}
+	if f.warmup < 0 || f.drain < 0 || f.sampleInterval <= 0 {
+		errs = append(errs, errors.New("--warmup and --drain must be >= 0 and --sample-interval > 0"))
+	}
+	if len(errs) > 0 {
+		return &UsageError{Err: errors.Join(errs...)}
+	}
+	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Connections: f.connections,
+		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
+	if mo.Mode != mesh.ModeNone {
+		exe, _ := os.Executable()
+		wd, _ := os.Getwd()
+		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})
+		if err != nil {
+			return err
+		}
+		o.Envoy = bin
+	}
+	res, err := local.Run(ctx, o)
+	if res != nil {
+		printRun(env, res)
+	}
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Manifest.Valid {
+		return fmt.Errorf("run invalid (results kept in %s): %s", res.Dir, strings.Join(res.Manifest.Invalid, "; "))
+	}
+	return nil
+}
+
+func printRun(env *Env, res *local.Result) {
+	w := env.Stdout
+	t := res.Topology
+	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v\n\n",
+		t.Options.Mode, t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway)
+	if res.Load != nil {
+		_ = report.LoadText(w, res.Load)
+		fmt.Fprintln(w)
+	}
+	if res.Summary.Rounds > 0 {
+		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByComponent})
+		fmt.Fprintln(w)
+		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByCategory})
+		fmt.Fprintln(w)
+		_ = sample.RenderOverhead(w, res.Summary)
+	}
+	if res.Manifest != nil && len(res.Manifest.Derived) > 0 {
+		fmt.Fprintln(w, "\nDerived:")
+		keys := make([]string, 0, len(res.Manifest.Derived))
+		for k := range res.Manifest.Derived {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %-45s %.2f\n", k, res.Manifest.Derived[k])
+		}
+	}
+	if res.Manifest != nil && !res.Manifest.Valid {
+		for _, r := range res.Manifest.Invalid {
+			fmt.Fprintln(w, "INVALID: "+r)
+		}
+	}
+	fmt.Fprintf(w, "\nResults: %s\n", res.Dir)
+}

@@ -1,0 +1,488 @@
+package bootstrap
+
+import (
+	"fmt"
+	"net/netip"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	overloadv3 "github.com/envoyproxy/go-control-plane/envoy/config/overload/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	internallistenerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/bootstrap/internal_listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	downstreamconnsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
+	previoushostsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+)
+
+// Names of the objects the configs share with Istio (LAB.md §2).
+const (
+	inboundCluster        = "inbound|8080||"
+	virtualInboundCluster = "virtual_inbound" // node proxy: ORIGINAL_DST on :authority
+	mainInternal          = "main_internal"   // waypoint's L7 internal listener and its cluster
+	tunnelToLocalAddr     = "%DOWNSTREAM_LOCAL_ADDRESS%"
+)
+
+// serviceCluster is Istio's outbound cluster name,
+// outbound|8080||server.default.svc.cluster.local.
+func serviceCluster(s mesh.Service) string {
+	return fmt.Sprintf("outbound|%d||%s", s.Port, s.Host())
+}
+
+// serviceSNI is the SNI Istio's sidecars send to the service.
+func serviceSNI(s mesh.Service) string {
+	return fmt.Sprintf("outbound_.%d_._.%s", s.Port, s.Host())
+}
+
+// serviceAuthority is what a client node proxy asks the waypoint for.
+func serviceAuthority(s mesh.Service) string { return fmt.Sprintf("%s:%d", s.Host(), s.Port) }
+
+// originateListener names the waypoint's internal listener that tunnels
+// to node n's proxy: connect_originate_node2.
+func originateListener(node int) string { return fmt.Sprintf("connect_originate_node%d", node) }
+
+// hboneCluster names an HBONE cluster: on the waypoint, to node n's proxy
+// (hbone|node2); on a node proxy, to one server pod for one source
+// workload (hbone|server-0|client) or to the waypoint
+// (hbone|waypoint|client).
+func hboneCluster(peer, source string) string {
+	if source == "" {
+		return "hbone|" + peer
+	}
+	return "hbone|" + peer + "|" + source
+}
+
+// authorityKey is where a node proxy's per-pod HBONE cluster keeps its
+// CONNECT :authority (the pod's app address), in the cluster's metadata;
+// tunnelToClusterAuthority reads it back when the tcp_proxy has picked
+// the cluster.
+const (
+	metadataNamespace        = "meshbench"
+	authorityKey             = "authority"
+	tunnelToClusterAuthority = "%CLUSTER_METADATA(" + metadataNamespace + ":" + authorityKey + ")%"
+)
+
+// builder renders one proxy.
+type builder struct {
+	topo  *mesh.Topology
+	certs CertPaths
+	p     *mesh.Proxy
+	mode  mesh.Mode
+	tcp   bool
+
+	listeners []*listenerv3.Listener
+	clusters  []*clusterv3.Cluster
+	internal  bool // uses internal listeners
+}
+
+func (b *builder) build() (*bootstrapv3.Bootstrap, error) {
+	for _, l := range b.p.Listeners {
+		var err error
+		switch {
+		case b.p.Role == mesh.RoleSidecar && l.Kind == mesh.ListenerOutbound:
+			err = b.sidecarOutbound(l)
+		case b.p.Role == mesh.RoleSidecar && l.Kind == mesh.ListenerInbound:
+			err = b.sidecarInbound(l)
+		case b.p.Role == mesh.RoleNodeProxy && l.Kind == mesh.ListenerOutbound:
+			err = b.nodeOutbound(l)
+		case b.p.Role == mesh.RoleNodeProxy && l.Kind == mesh.ListenerOutboundWaypoint:
+			err = b.nodeOutboundWaypoint(l)
+		case b.p.Role == mesh.RoleNodeProxy && l.Kind == mesh.ListenerHBONE:
+			err = b.nodeInbound(l)
+		case b.p.Role == mesh.RoleWaypoint && l.Kind == mesh.ListenerHBONE:
+			err = b.waypoint(l)
+		case b.p.Role == mesh.RoleGateway && l.Kind == mesh.ListenerGateway:
+			err = b.gateway(l)
+		default:
+			err = fmt.Errorf("no rendering for a %s listener on a %s", l.Kind, b.p.Role)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+	}
+	bs := &bootstrapv3.Bootstrap{
+		Node:            &corev3.Node{Id: b.p.Name, Cluster: "meshbench"},
+		Admin:           &bootstrapv3.Admin{Address: sockAddr(b.p.Admin)},
+		StaticResources: &bootstrapv3.Bootstrap_StaticResources{Listeners: b.listeners, Clusters: b.clusters},
+		OverloadManager: &overloadv3.OverloadManager{ResourceMonitors: []*overloadv3.ResourceMonitor{{
+			Name: nameMaxConnections, ConfigType: &overloadv3.ResourceMonitor_TypedConfig{TypedConfig: typed(
+				&downstreamconnsv3.DownstreamConnectionsConfig{MaxActiveDownstreamConnections: maxDownstreamConnections})}}}},
+	}
+	if b.internal {
+		bs.LayeredRuntime = keepTunnelCloses()
+		bs.BootstrapExtensions = []*corev3.TypedExtensionConfig{{Name: nameInternalListener,
+			TypedConfig: typed(&internallistenerv3.InternalListener{})}}
+	}
+	return bs, nil
+}
+
+// rstPropagationFlag is the Envoy (≥ 1.38) runtime guard that makes a
+// tcp_proxy close its downstream with a TCP RST when its upstream was reset.
+const rstPropagationFlag = "envoy.reloadable_features.propagate_upstream_rst_through_tunneled_tcp_proxy"
+
+// keepTunnelCloses turns rstPropagationFlag off in proxies with internal
+// listeners (the waypoint). With it on, Envoy 1.40 takes the ordinary end
+// of an internal connection (the app closing after a close-delimited or
+// "Connection: close" response) for an upstream reset, and the RST the
+// tcp_proxy in front then sends downstream drops response bytes still in
+// flight: through an internal-listener chain, 6 of 15 such requests lost
+// their body (curl: headers, then "connection reset by peer"); the
+// waypoint at L4 lost whole responses. Envoy issue #45190 is the
+// HTTP-upstream variant of the same race. Off, a close is forwarded as a
+// close (FIN), as before Envoy 1.38.
+func keepTunnelCloses() *bootstrapv3.LayeredRuntime {
+	return &bootstrapv3.LayeredRuntime{Layers: []*bootstrapv3.RuntimeLayer{{Name: "static",
+		LayerSpecifier: &bootstrapv3.RuntimeLayer_StaticLayer{StaticLayer: &structpb.Struct{Fields: map[string]*structpb.Value{
+			rstPropagationFlag: structpb.NewBoolValue(false)}}}}}}
+}
+
+func (b *builder) addListener(l *listenerv3.Listener) { b.listeners = append(b.listeners, l) }
+
+// addCluster adds c unless a cluster of that name is there already.
+func (b *builder) addCluster(c *clusterv3.Cluster) {
+	for _, x := range b.clusters {
+		if x.Name == c.Name {
+			return
+		}
+	}
+	b.clusters = append(b.clusters, c)
+}
+
+// istioRetries is Istio's default retry policy for outbound HTTP routes: 2
+// retries on connection failures, refused streams and 503s, each on
+// another host when there is one.
+func istioRetries() *routev3.RetryPolicy {
+	return &routev3.RetryPolicy{RetryOn: istioRetryOn, NumRetries: wrapperspb.UInt32(2),
+		RetriableStatusCodes: []uint32{503}, HostSelectionRetryMaxAttempts: 5,
+		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{Name: "envoy.retry_host_predicates.previous_hosts",
+			ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: typed(&previoushostsv3.PreviousHostsPredicate{})}}}}
+}
+
+// appFilter is what carries app traffic to cluster: an HCM routing every
+// request there (with Istio's retries when retry is set), or, with
+// protocol tcp, a tcp_proxy.
+func (b *builder) appFilter(statPrefix, cluster string, retry bool) *listenerv3.Filter {
+	if b.tcp {
+		return tcpProxy(statPrefix, cluster, "")
+	}
+	var rp *routev3.RetryPolicy
+	if retry {
+		rp = istioRetries()
+	}
+	svc := b.topo.Service
+	routes := routeTable(statPrefix, &routev3.VirtualHost{Name: serviceAuthority(svc), Domains: []string{"*"},
+		Routes: []*routev3.Route{prefixRoute(cluster, rp)}})
+	return networkFilter(nameHCM, hcm(statPrefix, routes, nil))
+}
+
+// serverIdentity is the identity the server replicas present.
+func (b *builder) serverIdentity() mesh.Identity { return b.topo.ServerPods()[0].Identity }
+
+// sidecarInbounds lists every server sidecar's inbound address.
+func (b *builder) sidecarInbounds() ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	for _, pod := range b.topo.ServerPods() {
+		sc := b.topo.Sidecar(pod.Name)
+		if sc == nil || sc.Listener(mesh.ListenerInbound) == nil {
+			return nil, fmt.Errorf("server pod %s has no sidecar inbound", pod.Name)
+		}
+		out = append(out, sc.Listener(mesh.ListenerInbound).Addr)
+	}
+	return out, nil
+}
+
+// sidecarCluster is the outbound cluster of every server sidecar, mTLS
+// with Istio's ISTIO_MUTUAL settings when on, originating from from.
+func (b *builder) sidecarCluster(from netip.Addr, id mesh.Identity) (*clusterv3.Cluster, error) {
+	svc := b.topo.Service
+	eps, err := b.sidecarInbounds()
+	if err != nil {
+		return nil, err
+	}
+	c := cluster(serviceCluster(svc), from, sockEndpoints(eps)...)
+	if b.topo.Options.MTLS {
+		alpn := alpnIstioHTTP11
+		if b.tcp {
+			alpn = alpnIstioTCP
+		}
+		c.TransportSocket = b.upstreamTLS(id, b.serverIdentity(), false, serviceSNI(svc), alpn)
+	}
+	return c, nil
+}
+
+// sidecarOutbound: HCM (or tcp_proxy) → every server sidecar's inbound.
+func (b *builder) sidecarOutbound(l mesh.Listener) error {
+	cname := serviceCluster(b.topo.Service)
+	b.addListener(socketListener(l.Name, l.Addr, nil, &listenerv3.FilterChain{
+		Filters: []*listenerv3.Filter{b.appFilter(l.Name, cname, true)}}))
+	c, err := b.sidecarCluster(b.p.Addr, b.p.Identity)
+	if err != nil {
+		return err
+	}
+	b.addCluster(c)
+	return nil
+}
+
+// sidecarInbound: TLS required (inspector + transport_protocol tls),
+// optional network RBAC, HCM with XFCC (or tcp_proxy) → the app, from
+// 127.0.0.6. Plaintext when mTLS is off.
+func (b *builder) sidecarInbound(l mesh.Listener) error {
+	pod := b.topo.Pod(b.p.Pod)
+	if pod == nil {
+		return fmt.Errorf("sidecar of unknown pod %q", b.p.Pod)
+	}
+	mtls := b.topo.Options.MTLS
+	chain := &listenerv3.FilterChain{}
+	var lfilters []*listenerv3.ListenerFilter
+	if mtls {
+		lfilters = tlsInspector()
+		chain.FilterChainMatch = tlsOnly()
+		chain.TransportSocket = b.downstreamMTLS(l.Identity, false, "h2", "http/1.1")
+		if len(b.topo.Policies) > 0 {
+			chain.Filters = append(chain.Filters, networkRBAC(l.Name+".", b.topo.Policies))
+		}
+	}
+	if b.tcp {
+		chain.Filters = append(chain.Filters, tcpProxy(l.Name, inboundCluster, ""))
+	} else {
+		routes := routeTable(inboundCluster, &routev3.VirtualHost{Name: inboundCluster, Domains: []string{"*"},
+			Routes: []*routev3.Route{prefixRoute(inboundCluster, nil)}})
+		h := hcm(l.Name, routes, nil)
+		if mtls {
+			h.ForwardClientCertDetails = hcmv3.HttpConnectionManager_APPEND_FORWARD
+			h.SetCurrentClientCertDetails = &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{Uri: true}
+		}
+		chain.Filters = append(chain.Filters, networkFilter(nameHCM, h))
+	}
+	b.addListener(socketListener(l.Name, l.Addr, lfilters, chain))
+	b.addCluster(cluster(inboundCluster, mesh.InboundPassthroughSource, endpoint(sockAddr(pod.AppAddr()))))
+	return nil
+}
+
+// hboneUpstream is an HTTP/2 CONNECT cluster to one HBONE listener,
+// TLS 1.3 only, presenting id and accepting only peer.
+func (b *builder) hboneUpstream(name string, to netip.AddrPort, id, peer mesh.Identity) *clusterv3.Cluster {
+	c := cluster(name, b.p.Addr, endpoint(sockAddr(to)))
+	http2Upstream(c)
+	c.TransportSocket = b.upstreamTLS(id, peer, true, "", "h2")
+	return c
+}
+
+// originateTo adds, for every app node, an internal listener that tunnels
+// each connection to the node's HBONE listener, its CONNECT :authority
+// being the pod address restored by the original_dst listener filter; and
+// the cluster clusterName of every server replica, reached through those
+// listeners, which balances round robin (LAB.md §2(d)). The tunnels carry
+// the proxy's own certificate.
+func (b *builder) originateTo(clusterName string) error {
+	var eps []*endpointv3.LbEndpoint
+	done := map[int]bool{}
+	for _, pod := range b.topo.ServerPods() {
+		lname := originateListener(pod.Node)
+		eps = append(eps, originalDstEndpoint(lname, pod.AppAddr()))
+		if done[pod.Node] {
+			continue
+		}
+		done[pod.Node] = true
+		hl, err := b.hboneOf(pod)
+		if err != nil {
+			return err
+		}
+		hname := hboneCluster(fmt.Sprintf("node%d", pod.Node), "")
+		b.addListener(internalListener(lname, originalDst(), &listenerv3.FilterChain{
+			Filters: []*listenerv3.Filter{tcpProxy(lname, hname, tunnelToLocalAddr)}}))
+		b.addCluster(b.hboneUpstream(hname, hl.Addr, b.p.Identity, hl.Identity))
+	}
+	c := cluster(clusterName, netip.Addr{}, eps...)
+	c.TransportSocket = passthroughOriginalDst()
+	b.addCluster(c)
+	b.internal = true
+	return nil
+}
+
+// hboneOf returns the HBONE listener of pod's node proxy.
+func (b *builder) hboneOf(pod mesh.Pod) (*mesh.Listener, error) {
+	np := b.topo.NodeProxy(pod.Node)
+	if np == nil || np.Listener(mesh.ListenerHBONE) == nil {
+		return nil, fmt.Errorf("node %d of %s has no node proxy with an HBONE listener", pod.Node, pod.Name)
+	}
+	return np.Listener(mesh.ListenerHBONE), nil
+}
+
+// nodeOutbound: one source workload's plaintext → one server replica per
+// connection → HBONE to that replica's node proxy with the source's
+// certificate, :authority the replica's app address.
+//
+// Each replica has its own HBONE cluster, carrying its authority in the
+// cluster metadata, and the tcp_proxy picks among them as weighted
+// clusters of equal weight (random per connection). Envoy 1.40 evaluates
+// tunneling_config.hostname before it picks a host, so a host's metadata
+// cannot supply the authority (checked: the CONNECT goes out without a
+// usable one), but the picked cluster's can. The other way, a round-robin
+// cluster of internal endpoints each feeding an internal listener per
+// destination node (the waypoint's pattern), adds an in-process hop to
+// every connection and cost about 10% more node proxy CPU in a
+// 1000 rps comparison; this way the path is LAB.md's (c) for any replica
+// count, and each replica gets its own pooled HBONE connection, as the
+// in-pod ztunnel keeps one per destination pod.
+func (b *builder) nodeOutbound(l mesh.Listener) error {
+	var names []string
+	for _, pod := range b.topo.ServerPods() {
+		hl, err := b.hboneOf(pod)
+		if err != nil {
+			return err
+		}
+		name := hboneCluster(pod.Name, l.Source)
+		c := b.hboneUpstream(name, hl.Addr, l.Identity, hl.Identity)
+		c.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{metadataNamespace: {
+			Fields: map[string]*structpb.Value{authorityKey: structpb.NewStringValue(pod.AppAddr().String())}}}}
+		b.addCluster(c)
+		names = append(names, name)
+	}
+	tp := &tcpproxyv3.TcpProxy{StatPrefix: l.Name,
+		TunnelingConfig: &tcpproxyv3.TcpProxy_TunnelingConfig{Hostname: tunnelToClusterAuthority}}
+	if len(names) == 1 {
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_Cluster{Cluster: names[0]}
+	} else {
+		wc := &tcpproxyv3.TcpProxy_WeightedCluster{}
+		for _, n := range names {
+			wc.Clusters = append(wc.Clusters, &tcpproxyv3.TcpProxy_WeightedCluster_ClusterWeight{Name: n, Weight: 1})
+		}
+		tp.ClusterSpecifier = &tcpproxyv3.TcpProxy_WeightedClusters{WeightedClusters: wc}
+	}
+	b.addListener(socketListener(l.Name, l.Addr, nil, &listenerv3.FilterChain{
+		Filters: []*listenerv3.Filter{networkFilter(nameTCPProxy, tp)}}))
+	return nil
+}
+
+// nodeOutboundWaypoint: one source pod's plaintext → HBONE to the waypoint,
+// :authority the service's name and port.
+func (b *builder) nodeOutboundWaypoint(l mesh.Listener) error {
+	wp := b.topo.ProxyByRole(mesh.RoleWaypoint)
+	if wp == nil || wp.Listener(mesh.ListenerHBONE) == nil {
+		return fmt.Errorf("waypoint mode without a waypoint")
+	}
+	wl := wp.Listener(mesh.ListenerHBONE)
+	hname := hboneCluster("waypoint", l.Source)
+	b.addListener(socketListener(l.Name, l.Addr, nil, &listenerv3.FilterChain{
+		Filters: []*listenerv3.Filter{tcpProxy(l.Name, hname, serviceAuthority(b.topo.Service))}}))
+	b.addCluster(b.hboneUpstream(hname, wl.Addr, l.Identity, wl.Identity))
+	return nil
+}
+
+// hboneChain terminates HBONE on l: TLS 1.3 only with a client
+// certificate, then the CONNECT-terminating HCM.
+func (b *builder) hboneChain(l mesh.Listener, h *hcmv3.HttpConnectionManager) *listenerv3.Listener {
+	return socketListener(l.Name, l.Addr, tlsInspector(), &listenerv3.FilterChain{
+		FilterChainMatch: tlsOnly(), TransportSocket: b.downstreamMTLS(l.Identity, true, "h2"),
+		Filters: []*listenerv3.Filter{networkFilter(nameHCM, h)}})
+}
+
+// nodeInbound: HBONE → the pod named by :authority, only pods of this
+// node (else the ORIGINAL_DST cluster would be an open proxy), with the
+// ALLOW rules on each stream.
+func (b *builder) nodeInbound(l mesh.Listener) error {
+	var domains []string
+	for _, pod := range b.topo.ServerPods() {
+		if pod.Node == b.p.Node {
+			domains = append(domains, pod.Addr.String()+":*")
+		}
+	}
+	if len(domains) == 0 {
+		return fmt.Errorf("HBONE listener on node %d, which has no server pod", b.p.Node)
+	}
+	routes := routeTable(l.Name, &routev3.VirtualHost{Name: "node_pods", Domains: domains,
+		Routes: []*routev3.Route{connectRoute(virtualInboundCluster)}})
+	b.addListener(b.hboneChain(l, connectHCM(l.Name, routes, hboneRBAC(b.topo.Policies))))
+	b.addCluster(&clusterv3.Cluster{Name: virtualInboundCluster,
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
+		LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED, ConnectTimeout: durationpb.New(connectTimeout),
+		CircuitBreakers: circuitBreakers(),
+		LbConfig: &clusterv3.Cluster_OriginalDstLbConfig_{OriginalDstLbConfig: &clusterv3.Cluster_OriginalDstLbConfig{
+			UseHttpHeader: true, HttpHeaderName: ":authority"}},
+		UpstreamBindConfig: &corev3.BindConfig{SourceAddress: &corev3.SocketAddress{Address: b.p.Addr.String(),
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 0}}}})
+	return nil
+}
+
+// waypoint: connect_terminate (HBONE, ALLOW rules on the source workload)
+// → main_internal (L7: /admin → 403, everything else round robin over the
+// replicas with Istio's retries, x-served-by added; tcp_proxy with protocol
+// tcp) → connect_originate_nodeN → HBONE with the waypoint's certificate.
+func (b *builder) waypoint(l mesh.Listener) error {
+	svc := b.topo.Service
+	authority := serviceAuthority(svc)
+	routes := routeTable(l.Name, &routev3.VirtualHost{Name: authority, Domains: []string{authority},
+		Routes: []*routev3.Route{connectRoute(mainInternal)}})
+	b.addListener(b.hboneChain(l, connectHCM(l.Name, routes, hboneRBAC(b.topo.Policies))))
+	b.addCluster(cluster(mainInternal, netip.Addr{}, endpoint(internalAddr(mainInternal, ""))))
+
+	cname := serviceCluster(svc)
+	var filter *listenerv3.Filter
+	if b.tcp {
+		filter = tcpProxy(mainInternal, cname, "")
+	} else {
+		admin := &routev3.Route{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/admin"}},
+			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 403}}}
+		vh := &routev3.VirtualHost{Name: authority, Domains: []string{"*"},
+			Routes: []*routev3.Route{admin, prefixRoute(cname, istioRetries())},
+			ResponseHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{
+				Key: "x-served-by", Value: b.p.Identity.ServiceAccount + "." + b.p.Identity.Namespace}}}}
+		filter = networkFilter(nameHCM, hcm(mainInternal, routeTable(mainInternal, vh), nil))
+	}
+	b.addListener(internalListener(mainInternal, nil, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{filter}}))
+	return b.originateTo(cname)
+}
+
+// gateway: HTTPS from the load generator (the gateway's serving
+// certificate) → the mesh as a client: the app directly (no mesh), the
+// server sidecars with mTLS (sidecar), or the node proxy's listener for the
+// gateway (ambient, waypoint), which carries it over HBONE.
+func (b *builder) gateway(l mesh.Listener) error {
+	svc := b.topo.Service
+	cname := serviceCluster(svc)
+	var alpn []string
+	if !b.tcp {
+		alpn = []string{"h2", "http/1.1"}
+	}
+	b.addListener(socketListener(l.Name, l.Addr, nil, &listenerv3.FilterChain{
+		TransportSocket: b.servingTLS(b.certs.Serving[b.p.Name], alpn...),
+		Filters:         []*listenerv3.Filter{b.appFilter(l.Name, cname, true)}}))
+	switch b.mode {
+	case mesh.ModeNone:
+		var eps []netip.AddrPort
+		for _, pod := range b.topo.ServerPods() {
+			eps = append(eps, pod.AppAddr())
+		}
+		b.addCluster(cluster(cname, b.p.Addr, sockEndpoints(eps)...))
+	case mesh.ModeSidecar:
+		c, err := b.sidecarCluster(b.p.Addr, b.p.Identity)
+		if err != nil {
+			return err
+		}
+		b.addCluster(c)
+	default:
+		np := b.topo.NodeProxy(b.p.Node)
+		var via *mesh.Listener
+		if np != nil {
+			for i := range np.Listeners {
+				if np.Listeners[i].Source == b.p.Name {
+					via = &np.Listeners[i]
+				}
+			}
+		}
+		if via == nil {
+			return fmt.Errorf("no node proxy listener carries the gateway's traffic on node %d", b.p.Node)
+		}
+		b.addCluster(cluster(cname, b.p.Addr, endpoint(sockAddr(via.Addr))))
+	}
+	return nil
+}

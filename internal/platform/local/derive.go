@@ -1,0 +1,65 @@
+package local
+
+import (
+	"net/netip"
+
+	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
+)
+
+func issueServing(ca *pki.CA, dir, name string, ips []netip.Addr) (bootstrap.KeyPair, error) {
+	w, err := ca.IssueServing(name, ips, pki.Options{})
+	if err != nil {
+		return bootstrap.KeyPair{}, err
+	}
+	b, err := w.WriteFiles(dir, name+"-serving")
+	if err != nil {
+		return bootstrap.KeyPair{}, err
+	}
+	return bootstrap.KeyPair{CertFile: b.CertChain, KeyFile: b.PrivateKey}, nil
+}
+
+// derive computes the figures `meshbench run` prints below the tables:
+// data-plane CPU per 1000 achieved requests per second, data-plane memory
+// per replica, and the mesh / app ratios. Keys carry their units.
+func derive(t *mesh.Topology, r *results.LoadResult, s sample.Summary) map[string]float64 {
+	out := map[string]float64{}
+	if r == nil {
+		return out
+	}
+	rate := r.AchievedRatePerSec()
+	out["achieved_rate_per_sec"] = rate
+	var dp, app *sample.GroupSummary
+	for i := range s.Categories {
+		switch s.Categories[i].Name {
+		case sample.CategoryDataPlane:
+			dp = &s.Categories[i]
+		case sample.CategoryApp:
+			app = &s.Categories[i]
+		}
+	}
+	replicas := float64(t.Options.Replicas)
+	if dp != nil {
+		out["data_plane_cpu_millicores_avg"] = dp.CPUMillicores.Avg
+		out["data_plane_pss_mib_avg"] = dp.PSSBytes.Avg / (1 << 20)
+		if rate > 0 {
+			out["data_plane_cpu_millicores_per_1000_rps"] = dp.CPUMillicores.Avg / rate * 1000
+		}
+		out["data_plane_pss_mib_per_replica"] = dp.PSSBytes.Avg / (1 << 20) / replicas
+		if dp.Processes > 0 {
+			out["data_plane_pss_mib_per_proxy"] = dp.PSSBytes.Avg / (1 << 20) / float64(dp.Processes)
+		}
+	}
+	if app != nil && dp != nil {
+		if app.CPUMillicores.Avg > 0 {
+			out["data_plane_to_app_cpu_ratio"] = dp.CPUMillicores.Avg / app.CPUMillicores.Avg
+		}
+		if app.PSSBytes.Avg > 0 {
+			out["data_plane_to_app_memory_ratio"] = dp.PSSBytes.Avg / app.PSSBytes.Avg
+		}
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package local
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+func findEnvoy(t *testing.T) *envoy.Binary {
+	t.Helper()
+	wd, _ := os.Getwd()
+	bin, err := envoy.Find(envoy.FindOptions{ProjectDir: filepath.Join(wd, "..", "..", "..")})
+	if err != nil {
+		t.Fatalf("%v (make test installs it)", err)
+	}
+	return bin
+}
+
+// labOptions: each test gets its own 127.<net>.0.0/16 so parallel packages
+// and leftovers never clash.
+func labOptions(t *testing.T, mode mesh.Mode, replicas int, loopbackNet uint8) Options {
+	mo := mesh.DefaultOptions()
+	mo.Mode, mo.Replicas, mo.LoopbackNet = mode, replicas, loopbackNet
+	o := Options{Mesh: mo, Rate: "100", Duration: 2 * time.Second, Warmup: 500 * time.Millisecond,
+		OutDir: filepath.Join(t.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(t),
+		SampleInterval: 250 * time.Millisecond, Drain: 500 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}
+	if mode != mesh.ModeNone {
+		o.Envoy = findEnvoy(t)
+	}
+	return o
+}
+
+// assertNothingLeft: every process the run recorded is gone.
+func assertNothingLeft(t *testing.T, m *results.RunManifest) {
+	t.Helper()
+	for _, p := range m.Processes {
+		if err := syscall.Kill(p.PID, 0); err == nil {
+			if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "stat")); len(b) > 0 && !strings.Contains(string(b), ") Z ") {
+				t.Errorf("process %s (pid %d) still running after the run", p.Name, p.PID)
+			}
+		}
+	}
+}
+
+// TestRunEveryMode runs one short cell per mesh mode through real Envoys and
+// checks the results directory: 100% success through the full chain, every
+// component sampled, Envoy configs and stats kept, nothing left running.
+func TestRunEveryMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real Envoys")
+	}
+	modes := []struct {
+		mode       mesh.Mode
+		components []string
+		statsOf    string // a proxy whose stats must show traffic
+		counter    string // substring of a counter that must be > 0 there
+	}{
+		{mesh.ModeNone, []string{"app static", "load"}, "", ""},
+		{mesh.ModeSidecar, []string{"app static", "load", "client sidecar", "server sidecar"}, "server-0-sidecar", "ssl.handshake"},
+		{mesh.ModeAmbient, []string{"app static", "load", "node proxy node2"}, "ztunnel-node2", "ssl.handshake"},
+		{mesh.ModeWaypoint, []string{"app static", "load", "waypoint"}, "waypoint", "ssl.handshake"},
+	}
+	for i, tt := range modes {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			o := labOptions(t, tt.mode, 2, uint8(10+i))
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if !res.Manifest.Valid {
+				t.Errorf("run invalid: %v", res.Manifest.Invalid)
+			}
+			if res.Load.Sent != 200 || res.Load.Success != 200 {
+				t.Errorf("sent %d success %d, want 200/200 (codes %v errors %v)", res.Load.Sent, res.Load.Success, res.Load.StatusCodes, res.Load.Errors)
+			}
+			got := map[string]bool{}
+			for _, c := range res.Summary.Components {
+				got[c.Name] = true
+			}
+			for _, c := range tt.components {
+				if !got[c] {
+					t.Errorf("component %q not sampled (have %v)", c, got)
+				}
+			}
+			for _, f := range []string{results.ManifestFile, results.LoadFile, results.SamplesFile, results.ResourcesFile} {
+				if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+					t.Errorf("results file %s: %v", f, err)
+				}
+			}
+			if tt.statsOf != "" {
+				b, err := os.ReadFile(filepath.Join(res.Dir, results.EnvoyDir, tt.statsOf+".stats.json"))
+				if err != nil || !strings.Contains(string(b), tt.counter) {
+					t.Errorf("stats of %s lack %q: %v", tt.statsOf, tt.counter, err)
+				}
+				if _, err := os.Stat(filepath.Join(res.Dir, results.EnvoyDir, tt.statsOf+".json")); err != nil {
+					t.Errorf("config of %s not kept: %v", tt.statsOf, err)
+				}
+			}
+			assertNothingLeft(t, res.Manifest)
+		})
+	}
+}
+
+// TestRunEnvoyDiesMidRun: an Envoy killed during the load ends the run,
+// which reports errors, is marked invalid, and leaves nothing running.
+func TestRunEnvoyDiesMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real Envoys")
+	}
+	o := labOptions(t, mesh.ModeSidecar, 1, 20)
+	o.Duration = 20 * time.Second
+	// Kill the server sidecar once the load runs: watch for its PID in /proc.
+	topo, err := mesh.Plan(o.Mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := topo.Sidecar("server-0").Admin.String()
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := os.Stat(filepath.Join(o.OutDir, results.LogsDir, "load.log")); err != nil {
+				continue
+			}
+			time.Sleep(time.Second)
+			pid := pidListening(admin)
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	res, err := Run(context.Background(), o)
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("run took %v: it should end soon after the Envoy died", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "died") {
+		t.Fatalf("run error = %v, want one naming the dead Envoy", err)
+	}
+	if res == nil || res.Manifest.Valid {
+		t.Fatalf("run not marked invalid")
+	}
+	assertNothingLeft(t, res.Manifest)
+}
+
+// pidListening finds the PID owning a listening TCP address via /proc.
+func pidListening(addr string) int {
+	host, port, _ := net.SplitHostPort(addr)
+	ip := net.ParseIP(host).To4()
+	want := strings.ToUpper(hexLE(ip) + ":" + hex4(port))
+	b, _ := os.ReadFile("/proc/net/tcp")
+	var inode string
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 9 && f[1] == want && f[3] == "0A" {
+			inode = f[9]
+		}
+	}
+	if inode == "" {
+		return 0
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); l == "socket:["+inode+"]" {
+				n := 0
+				for _, c := range p.Name() {
+					n = n*10 + int(c-'0')
+				}
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func hexLE(ip net.IP) string {
+	const digits = "0123456789ABCDEF"
+	var s []byte
+	for i := 3; i >= 0; i-- {
+		s = append(s, digits[ip[i]>>4], digits[ip[i]&15])
+	}
+	return string(s)
+}
+
+func hex4(port string) string {
+	n := 0
+	for _, c := range port {
+		n = n*10 + int(c-'0')
+	}
+	const digits = "0123456789ABCDEF"
+	return string([]byte{digits[n>>12&15], digits[n>>8&15], digits[n>>4&15], digits[n&15]})
+}
+
+// TestRunAddressInUse: a listener address already taken is reported before
+// anything starts, naming the address and its owner.
+func TestRunAddressInUse(t *testing.T) {
+	o := labOptions(t, mesh.ModeNone, 1, 21)
+	topo, err := mesh.Plan(o.Mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", topo.ServerPods()[0].AppAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = Run(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), topo.ServerPods()[0].AppAddr().String()) {
+		t.Fatalf("error %v, want the busy address named", err)
+	}
+	if _, statErr := os.Stat(o.OutDir); statErr == nil {
+		t.Error("results directory created although nothing ran")
+	}
+}

@@ -1,0 +1,151 @@
+package sample
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Memory selects the memory figure a table shows.
+type Memory int
+
+// Memory figures.
+const (
+	// PSS, the default: proportional set size. Shared pages (the Envoy
+	// binary's text, shared by every Envoy) are split among the processes
+	// mapping them, so PSS adds up across processes.
+	PSS Memory = iota
+	// RSS: resident set size. Shared pages count in full in every process,
+	// so RSS over-counts when summed.
+	RSS
+)
+
+// String returns "PSS" or "RSS".
+func (m Memory) String() string {
+	if m == RSS {
+		return "RSS"
+	}
+	return "PSS"
+}
+
+// GroupBy selects a table's rows.
+type GroupBy int
+
+// Table rows.
+const (
+	ByComponent GroupBy = iota // one row per component; header "Component"
+	ByCategory                 // one row per category; header "Category"
+	ByProcess                  // one row per process; header "Process"
+)
+
+// TableOptions choose a table's rows and memory figure.
+type TableOptions struct {
+	By     GroupBy
+	Memory Memory
+}
+
+// mib is one MiB (Mi), 2^20 bytes.
+const mib = 1 << 20
+
+// RenderTable writes the seed reports' resource table:
+//
+//	Component              CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg
+//	server sidecar         10m       20m       13.33m    19Mi      20Mi      19.50Mi
+//	TOTAL                  …
+//
+// one row per group and a TOTAL row, then a note saying which memory the
+// Mem columns hold. CPU is in millicores, memory in MiB (Mi, 2^20 bytes);
+// min and max are whole numbers, as `kubectl top` prints them, avg has two
+// decimals. Every column is as wide as its widest cell plus 3 spaces.
+func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
+	header := "Component"
+	var rows [][]string
+	switch opts.By {
+	case ByCategory:
+		header = "Category"
+		for _, g := range s.Categories {
+			rows = append(rows, figureCells(g.Name, g.Figures, opts.Memory))
+		}
+	case ByProcess:
+		header = "Process"
+		names := map[string]int{}
+		for _, p := range s.Processes {
+			names[p.Name]++
+		}
+		for _, p := range s.Processes {
+			name := p.Name
+			if names[name] > 1 { // the same name under two PIDs (a restart)
+				name = fmt.Sprintf("%s (pid %d)", name, p.PID)
+			}
+			rows = append(rows, figureCells(name, p.Figures, opts.Memory))
+		}
+	default:
+		for _, g := range s.Components {
+			rows = append(rows, figureCells(g.Name, g.Figures, opts.Memory))
+		}
+	}
+	rows = append(rows, figureCells("TOTAL", s.Total, opts.Memory))
+	table := append([][]string{{header, "CPU_min", "CPU_max", "CPU_avg", "Mem_min", "Mem_max", "Mem_avg"}}, rows...)
+
+	widths := make([]int, len(table[0]))
+	for _, row := range table {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len(cell)+3)
+		}
+	}
+	var b strings.Builder
+	for _, row := range table {
+		for i, cell := range row {
+			if i == len(row)-1 {
+				b.WriteString(cell)
+			} else {
+				fmt.Fprintf(&b, "%-*s", widths[i], cell)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "CPU in millicores (1000m = one core); Mem is %s in Mi (2^20 bytes).\n", memoryName(opts.Memory))
+	fmt.Fprintf(&b, "Each row is summed over its processes in every round; min, max and avg are over the rounds (TOTAL: %d of %d).\n",
+		s.Total.Rounds, s.Rounds)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func memoryName(m Memory) string {
+	if m == RSS {
+		return "RSS (resident set size, shared pages counted in every process)"
+	}
+	return "PSS (proportional set size, shared pages split among their processes)"
+}
+
+func figureCells(name string, f Figures, mem Memory) []string {
+	if f.Rounds == 0 {
+		return []string{name, "-", "-", "-", "-", "-", "-"}
+	}
+	m := f.PSSBytes
+	if mem == RSS {
+		m = f.RSSBytes
+	}
+	return []string{name,
+		fmt.Sprintf("%.0fm", f.CPUMillicores.Min),
+		fmt.Sprintf("%.0fm", f.CPUMillicores.Max),
+		fmt.Sprintf("%.2fm", f.CPUMillicores.Avg),
+		fmt.Sprintf("%.0fMi", m.Min/mib),
+		fmt.Sprintf("%.0fMi", m.Max/mib),
+		fmt.Sprintf("%.2fMi", m.Avg/mib),
+	}
+}
+
+// RenderOverhead writes one line on what sampling cost: CPU and wall time
+// per round, processes per round, and the sampler's average CPU load.
+func RenderOverhead(w io.Writer, s Summary) error {
+	o := s.Overhead
+	_, err := fmt.Fprintf(w, "Sampler overhead: %s CPU per round (max %s), %s wall, %.0f processes per round, %.2fm on average over %d rounds.\n",
+		ms(o.RoundCPUNs.Avg), ms(o.RoundCPUNs.Max), ms(o.RoundWallNs.Avg), o.ProcessesPerRound.Avg, o.CPUMillicores, o.Rounds)
+	return err
+}
+
+func ms(ns float64) string {
+	return fmt.Sprintf("%.2fms", ns/float64(time.Millisecond))
+}

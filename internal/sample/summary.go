@@ -1,0 +1,291 @@
+package sample
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+)
+
+// Stats are the minimum, maximum and mean of a series of per-round values,
+// in the unit of the field that holds them.
+type Stats struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+	Avg float64 `json:"avg"`
+}
+
+// Figures are a process's or a group's CPU and memory over the rounds in
+// which it had at least one sample. For a group, each round's value is the
+// sum over the group's processes sampled in that round.
+type Figures struct {
+	// Rounds is the number of rounds the statistics are taken over.
+	Rounds int `json:"rounds"`
+	// CPUMillicores: 1000 = one core.
+	CPUMillicores Stats `json:"cpu_millicores"`
+	// RSSBytes: resident set size (VmRSS), bytes.
+	RSSBytes Stats `json:"rss_bytes"`
+	// PSSBytes: proportional set size (Pss), bytes.
+	PSSBytes Stats `json:"pss_bytes"`
+}
+
+// ProcessSummary is one process's figures.
+type ProcessSummary struct {
+	Target
+	Figures
+	// Gaps counts rounds in which the process could not be read but was
+	// still there (read errors).
+	Gaps int `json:"gaps"`
+	// Gone is true when the process exited (or lost its PID) while it was
+	// sampled; ExitedBy is when that was seen.
+	Gone     bool      `json:"gone"`
+	ExitedBy time.Time `json:"exited_by,omitzero"`
+}
+
+// GroupSummary is a component's or a category's figures.
+type GroupSummary struct {
+	// Name is the component or category name.
+	Name string `json:"name"`
+	// Category is the category the group belongs to (for a category, the
+	// category itself).
+	Category string `json:"category"`
+	// Processes is the number of distinct processes that contributed.
+	Processes int `json:"processes"`
+	Figures
+}
+
+// OverheadSummary is what sampling cost.
+type OverheadSummary struct {
+	// Rounds is the number of rounds taken.
+	Rounds int `json:"rounds"`
+	// ProcessesPerRound: processes read per round, the sampler's own
+	// included.
+	ProcessesPerRound Stats `json:"processes_per_round"`
+	// RoundCPUNs: CPU time of one round, nanoseconds.
+	RoundCPUNs Stats `json:"round_cpu_ns"`
+	// RoundWallNs: wall time of one round, nanoseconds.
+	RoundWallNs Stats `json:"round_wall_ns"`
+	// CPUMillicores is the sampler's average CPU load: the CPU time of
+	// rounds 2…N over the time from round 1 to round N, in millicores
+	// (0 with fewer than two rounds).
+	CPUMillicores float64 `json:"cpu_millicores"`
+}
+
+// Summary is every figure derived from a list of rounds.
+type Summary struct {
+	// Rounds is the number of rounds summarized; First and Last are the
+	// start times of the first and last.
+	Rounds int       `json:"rounds"`
+	First  time.Time `json:"first,omitzero"`
+	Last   time.Time `json:"last,omitzero"`
+	// Processes, in category order (Categories), then by component, name
+	// and PID.
+	Processes []ProcessSummary `json:"processes"`
+	// Components, in category order, then by name.
+	Components []GroupSummary `json:"components"`
+	// Categories, in the order of Categories (unknown ones last, by name).
+	Categories []GroupSummary `json:"categories"`
+	// Total sums every process of each round.
+	Total    Figures         `json:"total"`
+	Overhead OverheadSummary `json:"overhead"`
+}
+
+// acc accumulates min, max and sum of the per-round values of one series.
+type acc struct {
+	n             int
+	cpu, rss, pss stat
+}
+
+type stat struct{ min, max, sum float64 }
+
+func (s *stat) add(v float64, first bool) {
+	if first {
+		s.min, s.max = v, v
+	} else {
+		s.min, s.max = math.Min(s.min, v), math.Max(s.max, v)
+	}
+	s.sum += v
+}
+
+func (s stat) stats(n int) Stats {
+	if n == 0 {
+		return Stats{}
+	}
+	return Stats{Min: s.min, Max: s.max, Avg: s.sum / float64(n)}
+}
+
+// add folds one round's value of the series in.
+func (a *acc) add(cpu, rss, pss float64) {
+	first := a.n == 0
+	a.cpu.add(cpu, first)
+	a.rss.add(rss, first)
+	a.pss.add(pss, first)
+	a.n++
+}
+
+func (a *acc) figures() Figures {
+	return Figures{Rounds: a.n, CPUMillicores: a.cpu.stats(a.n), RSSBytes: a.rss.stats(a.n), PSSBytes: a.pss.stats(a.n)}
+}
+
+type sums struct{ cpu, rss, pss float64 }
+
+func (s *sums) add(x Sample) {
+	s.cpu += x.CPUMillicores
+	s.rss += float64(x.RSSBytes)
+	s.pss += float64(x.PSSBytes)
+}
+
+type groupKey struct{ category, name string }
+
+type group struct {
+	acc
+	pids map[Target]bool
+}
+
+// Summarize computes min, max and avg per process, component, category and
+// in total. For a group, every round's samples of its processes are summed
+// first, and the statistics are taken over the rounds in which the group
+// had at least one sample (a round without any is skipped, never counted
+// as zero). It is a pure function of rounds.
+func Summarize(rounds []Round) Summary {
+	sum := Summary{Rounds: len(rounds), Processes: []ProcessSummary{}}
+	procs := map[Target]*ProcessSummary{}
+	procAcc := map[Target]*acc{}
+	components := map[groupKey]*group{}
+	categories := map[groupKey]*group{}
+	var total acc
+	var ovCPU, ovWall, ovProcs stat
+	var ovCPUAfterFirst time.Duration
+
+	proc := func(t Target) *ProcessSummary {
+		p, ok := procs[t]
+		if !ok {
+			p = &ProcessSummary{Target: t}
+			procs[t] = p
+			procAcc[t] = &acc{}
+		}
+		return p
+	}
+	for i, r := range rounds {
+		if i == 0 || r.Time.Before(sum.First) {
+			sum.First = r.Time
+		}
+		if i == 0 || r.Time.After(sum.Last) {
+			sum.Last = r.Time
+		}
+		ovCPU.add(float64(r.Overhead.CPU), i == 0)
+		ovWall.add(float64(r.Overhead.Wall), i == 0)
+		ovProcs.add(float64(r.Overhead.Processes), i == 0)
+		if i > 0 {
+			ovCPUAfterFirst += r.Overhead.CPU
+		}
+
+		compSums := map[groupKey]*sums{}
+		catSums := map[groupKey]*sums{}
+		var totalSums sums
+		for _, x := range r.Samples {
+			proc(x.Target)
+			procAcc[x.Target].add(x.CPUMillicores, float64(x.RSSBytes), float64(x.PSSBytes))
+			for _, g := range []struct {
+				key    groupKey
+				groups map[groupKey]*group
+				sums   map[groupKey]*sums
+			}{
+				{groupKey{x.Category, x.Component}, components, compSums},
+				{groupKey{x.Category, x.Category}, categories, catSums},
+			} {
+				if g.groups[g.key] == nil {
+					g.groups[g.key] = &group{pids: map[Target]bool{}}
+				}
+				g.groups[g.key].pids[x.Target] = true
+				if g.sums[g.key] == nil {
+					g.sums[g.key] = &sums{}
+				}
+				g.sums[g.key].add(x)
+			}
+			totalSums.add(x)
+		}
+		for k, s := range compSums {
+			components[k].add(s.cpu, s.rss, s.pss)
+		}
+		for k, s := range catSums {
+			categories[k].add(s.cpu, s.rss, s.pss)
+		}
+		if len(r.Samples) > 0 {
+			total.add(totalSums.cpu, totalSums.rss, totalSums.pss)
+		}
+		for _, g := range r.Gaps {
+			p := proc(g.Target)
+			if g.Gone {
+				if !p.Gone || g.Time.Before(p.ExitedBy) {
+					p.ExitedBy = g.Time
+				}
+				p.Gone = true
+			} else {
+				p.Gaps++
+			}
+		}
+	}
+
+	for t, p := range procs {
+		p.Figures = procAcc[t].figures()
+		sum.Processes = append(sum.Processes, *p)
+	}
+	slices.SortFunc(sum.Processes, func(a, b ProcessSummary) int {
+		return cmp.Or(categoryOrder(a.Category, b.Category), cmp.Compare(a.Component, b.Component),
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.PID, b.PID))
+	})
+	sum.Components = groupSummaries(components)
+	sum.Categories = groupSummaries(categories)
+	sum.Total = total.figures()
+
+	sum.Overhead = OverheadSummary{
+		Rounds:            len(rounds),
+		ProcessesPerRound: ovProcs.stats(len(rounds)),
+		RoundCPUNs:        ovCPU.stats(len(rounds)),
+		RoundWallNs:       ovWall.stats(len(rounds)),
+	}
+	if span := sum.Last.Sub(sum.First); len(rounds) > 1 && span > 0 {
+		sum.Overhead.CPUMillicores = ovCPUAfterFirst.Seconds() / span.Seconds() * 1000
+	}
+	return sum
+}
+
+func groupSummaries(groups map[groupKey]*group) []GroupSummary {
+	out := make([]GroupSummary, 0, len(groups))
+	for k, g := range groups {
+		out = append(out, GroupSummary{Name: k.name, Category: k.category, Processes: len(g.pids), Figures: g.figures()})
+	}
+	slices.SortFunc(out, func(a, b GroupSummary) int {
+		return cmp.Or(categoryOrder(a.Category, b.Category), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// categoryOrder compares categories by their place in Categories; unknown
+// ones come last, by name.
+func categoryOrder(a, b string) int {
+	ia, ib := slices.Index(Categories, a), slices.Index(Categories, b)
+	if ia < 0 {
+		ia = len(Categories)
+	}
+	if ib < 0 {
+		ib = len(Categories)
+	}
+	return cmp.Or(cmp.Compare(ia, ib), cmp.Compare(a, b))
+}
+
+// Window returns the rounds whose start time lies in (from, to]: the rounds
+// whose samples measure CPU over intervals ending inside the window (a
+// round's CPU covers the interval before it). Zero from or to leaves that
+// end open.
+func Window(rounds []Round, from, to time.Time) []Round {
+	var out []Round
+	for _, r := range rounds {
+		if (!from.IsZero() && !r.Time.After(from)) || (!to.IsZero() && r.Time.After(to)) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
