@@ -107,6 +107,13 @@ func TestRunEveryMode(t *testing.T) {
 					t.Errorf("config of %s not kept: %v", tt.statsOf, err)
 				}
 			}
+			var phases []string
+			for _, p := range res.Manifest.Phases {
+				phases = append(phases, p.Name)
+			}
+			if got := strings.Join(phases, ","); got != "prepare,idle,warmup,measure,drain,collect,teardown" {
+				t.Errorf("phases %s", got)
+			}
 			assertNothingLeft(t, res.Manifest)
 		})
 	}
