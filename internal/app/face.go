@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -104,24 +103,9 @@ func startFace(ln net.Listener, cfg Config, inj *injector) (serve func() error, 
 	tr := &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
 	h := &faceHandler{inj: inj, client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		smiley: cfg.SmileyURL, color: testgrpc.NewTestServiceClient(cc)}
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true)
-	hs := &http.Server{Handler: h, Protocols: &protos, ReadHeaderTimeout: 30 * time.Second}
-	serve = func() error {
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	}
-	stop = func(ctx context.Context) error {
-		err := hs.Shutdown(ctx)
-		if err != nil {
-			_ = hs.Close()
-		}
+	serve, stop = serveHTTP(ln, h, func() {
 		tr.CloseIdleConnections()
 		_ = cc.Close()
-		return err
-	}
+	})
 	return serve, stop, nil
 }

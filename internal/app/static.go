@@ -80,19 +80,22 @@ func (h *staticHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // h2c (prior knowledge) server on ln.
 func startStatic(ln net.Listener, cfg Config, inj *injector) (serve func() error, stop func(context.Context) error) {
 	body := StaticBody(cfg.BodySize)
+	return serveHTTP(ln, &staticHandler{
+		inj:       inj,
+		body:      body,
+		hdrLen:    []string{strconv.Itoa(len(body))},
+		errStatus: cfg.Faults.ErrorStatus,
+	}, nil)
+}
+
+// serveHTTP returns the serve loop and graceful stop of an HTTP/1.1 + h2c
+// (prior knowledge) server for h on ln. onStop, if set, runs after the
+// server stopped (closing the handler's own clients).
+func serveHTTP(ln net.Listener, h http.Handler, onStop func()) (serve func() error, stop func(context.Context) error) {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
-	hs := &http.Server{
-		Handler: &staticHandler{
-			inj:       inj,
-			body:      body,
-			hdrLen:    []string{strconv.Itoa(len(body))},
-			errStatus: cfg.Faults.ErrorStatus,
-		},
-		Protocols:         &protos,
-		ReadHeaderTimeout: 30 * time.Second,
-	}
+	hs := &http.Server{Handler: h, Protocols: &protos, ReadHeaderTimeout: 30 * time.Second}
 	serve = func() error {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -103,6 +106,9 @@ func startStatic(ln net.Listener, cfg Config, inj *injector) (serve func() error
 		err := hs.Shutdown(ctx)
 		if err != nil {
 			_ = hs.Close()
+		}
+		if onStop != nil {
+			onStop()
 		}
 		return err
 	}
