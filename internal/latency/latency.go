@@ -136,20 +136,6 @@ func (r *Recorder) Merge(other *Recorder) error {
 	return nil
 }
 
-// Clone returns an independent copy.
-func (r *Recorder) Clone() *Recorder {
-	c := *r
-	c.h = hdr.Import(r.h.Export())
-	return &c
-}
-
-// Reset empties the recorder.
-func (r *Recorder) Reset() {
-	r.h.Reset()
-	r.count, r.sumNs, r.maxNs, r.outOfRange = 0, 0, 0, 0
-	r.minNs = math.MaxInt64
-}
-
 // Equal reports whether two recorders hold the same values and counters.
 func (r *Recorder) Equal(o *Recorder) bool {
 	return r.count == o.count && r.sumNs == o.sumNs && r.MinNs() == o.MinNs() &&

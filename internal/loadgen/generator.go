@@ -428,10 +428,9 @@ func record(ctx context.Context, s *shard, out Outcome, intended, actual, end ti
 			k.Message = "(further distinct " + k.Kind + " errors)"
 		}
 		s.errs[k]++
-	} else if !isSuccess(out.Code) && out.Code >= 400 {
-		// HTTP error statuses are answers, not transport errors; they show
-		// in the status codes. Nothing to add to the error set.
 	}
+	// HTTP error statuses are answers, not transport errors: they show in
+	// the status codes only.
 }
 
 // isSuccess: HTTP 2xx/3xx, tcpOK. gRPC OK (0) arrives with Err == nil and

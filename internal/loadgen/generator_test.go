@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -309,17 +310,8 @@ func TestValidate(t *testing.T) {
 		t.Fatal("empty config accepted")
 	}
 	for _, want := range []string{"no target", "rate", "duration", "timeout", "connections"} {
-		if !containsStr(err.Error(), want) {
+		if !strings.Contains(err.Error(), want) {
 			t.Errorf("validation error lacks %q: %v", want, err)
 		}
 	}
-}
-
-func containsStr(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }

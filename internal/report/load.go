@@ -97,10 +97,6 @@ func Headline(r *results.LoadResult) string {
 	return b.String()
 }
 
-// RateShortfallTolerance is how far below its target an open-loop run may
-// fall before it is reported as not having reached its rate (0.2%).
-const RateShortfallTolerance = 0.002
-
 // Warnings lists, in plain words, every way the run fell short: rate not
 // reached, drops, errors, interruption, values out of histogram range.
 func Warnings(r *results.LoadResult) []string {
@@ -110,7 +106,7 @@ func Warnings(r *results.LoadResult) []string {
 	}
 	if r.Model == results.ModelOpen && r.Scheduled > 0 && !r.Interrupted {
 		short := 1 - float64(r.Sent)/float64(r.Scheduled)
-		if short > RateShortfallTolerance {
+		if short > results.RateShortfallTolerance {
 			out = append(out, fmt.Sprintf("target rate not reached: sent %d of %d scheduled requests (%.2f%% short)", r.Sent, r.Scheduled, 100*short))
 		}
 	}

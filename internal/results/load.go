@@ -21,6 +21,11 @@ import (
 // exactly this value; a change of meaning gets a new version.
 const LoadSchema = "meshbench.load-result/v1"
 
+// RateShortfallTolerance is how far below its schedule an open-loop run may
+// fall (sent / scheduled) before it is reported as not having reached its
+// rate (0.2%). Reports warn and the lab marks the run invalid past it.
+const RateShortfallTolerance = 0.002
+
 // Load models.
 const (
 	ModelOpen   = "open"   // open loop at a constant rate (throttled)

@@ -1,26 +1,10 @@
 package local
 
 import (
-	"net/netip"
-
-	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
-
-func issueServing(ca *pki.CA, dir, name string, ips []netip.Addr) (bootstrap.KeyPair, error) {
-	w, err := ca.IssueServing(name, ips, pki.Options{})
-	if err != nil {
-		return bootstrap.KeyPair{}, err
-	}
-	b, err := w.WriteFiles(dir, name+"-serving")
-	if err != nil {
-		return bootstrap.KeyPair{}, err
-	}
-	return bootstrap.KeyPair{CertFile: b.CertChain, KeyFile: b.PrivateKey}, nil
-}
 
 // derive computes the figures `meshbench run` prints below the tables:
 // data-plane CPU per 1000 achieved requests per second, data-plane memory

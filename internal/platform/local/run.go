@@ -528,7 +528,7 @@ func (l *lab) checkValidity(r *results.LoadResult) {
 	if r == nil {
 		return
 	}
-	if r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-0.01) {
+	if r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-results.RateShortfallTolerance) {
 		l.invalid(fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled))
 	}
 	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > 0.01*float64(r.Completed) {
@@ -630,6 +630,19 @@ func writeCerts(t *mesh.Topology, dir string) (bootstrap.CertPaths, error) {
 		cp.Serving[p.Name] = kp
 	}
 	return cp, nil
+}
+
+// issueServing writes a gateway serving certificate (IP SANs) for name.
+func issueServing(ca *pki.CA, dir, name string, ips []netip.Addr) (bootstrap.KeyPair, error) {
+	w, err := ca.IssueServing(name, ips, pki.Options{})
+	if err != nil {
+		return bootstrap.KeyPair{}, err
+	}
+	b, err := w.WriteFiles(dir, name+"-serving")
+	if err != nil {
+		return bootstrap.KeyPair{}, err
+	}
+	return bootstrap.KeyPair{CertFile: b.CertChain, KeyFile: b.PrivateKey}, nil
 }
 
 func optionsMap(o Options, t *mesh.Topology) map[string]any {

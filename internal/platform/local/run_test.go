@@ -132,7 +132,7 @@ func TestRunEnvoyDiesMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := topo.Sidecar("server-0").Admin.String()
+	config := filepath.Join(o.OutDir, results.EnvoyDir, topo.Sidecar("server-0").Name+".json")
 	go func() {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
@@ -141,7 +141,7 @@ func TestRunEnvoyDiesMidRun(t *testing.T) {
 				continue
 			}
 			time.Sleep(time.Second)
-			pid := pidListening(admin)
+			pid := pidRunning(config)
 			if pid > 0 {
 				syscall.Kill(pid, syscall.SIGKILL)
 				return
@@ -162,54 +162,19 @@ func TestRunEnvoyDiesMidRun(t *testing.T) {
 	assertNothingLeft(t, res.Manifest)
 }
 
-// pidListening finds the PID owning a listening TCP address via /proc.
-func pidListening(addr string) int {
-	host, port, _ := net.SplitHostPort(addr)
-	ip := net.ParseIP(host).To4()
-	want := strings.ToUpper(hexLE(ip) + ":" + hex4(port))
-	b, _ := os.ReadFile("/proc/net/tcp")
-	var inode string
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) > 9 && f[1] == want && f[3] == "0A" {
-			inode = f[9]
+// pidRunning finds the PID of a process whose command line contains arg.
+func pidRunning(arg string) int {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
 		}
-	}
-	if inode == "" {
-		return 0
-	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
-		for _, fd := range fds {
-			if l, _ := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); l == "socket:["+inode+"]" {
-				n := 0
-				for _, c := range p.Name() {
-					n = n*10 + int(c-'0')
-				}
-				return n
-			}
+		if b, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); strings.Contains(string(b), arg) {
+			return pid
 		}
 	}
 	return 0
-}
-
-func hexLE(ip net.IP) string {
-	const digits = "0123456789ABCDEF"
-	var s []byte
-	for i := 3; i >= 0; i-- {
-		s = append(s, digits[ip[i]>>4], digits[ip[i]&15])
-	}
-	return string(s)
-}
-
-func hex4(port string) string {
-	n := 0
-	for _, c := range port {
-		n = n*10 + int(c-'0')
-	}
-	const digits = "0123456789ABCDEF"
-	return string([]byte{digits[n>>12&15], digits[n>>8&15], digits[n>>4&15], digits[n&15]})
 }
 
 // TestRunAddressInUse: a listener address already taken is reported before
