@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -202,7 +203,7 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	if f.cpus < 1 || f.cpus > 1024 {
 		errs = append(errs, fmt.Errorf("--cpus %d: allowed: 1 to 1024", f.cpus))
 	}
-	if !contains(report.LoadFormats, format) {
+	if !slices.Contains(report.LoadFormats, format) {
 		errs = append(errs, fmt.Errorf("--output-format %q: allowed: %s", format, strings.Join(report.LoadFormats, ", ")))
 	}
 	if len(errs) == 0 {
@@ -319,13 +320,4 @@ func (p *progressLine) clear() {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ generators into one: histograms merged exactly, counts summed, time spans
 joined. The result is the same as one generator that sent all the load.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !contains(report.LoadFormats, format) {
+			if !slices.Contains(report.LoadFormats, format) {
 				return usagef("--output-format %q: allowed: %s", format, strings.Join(report.LoadFormats, ", "))
 			}
 			var parts []*results.LoadResult

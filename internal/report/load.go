@@ -15,7 +15,7 @@ import (
 	"github.com/meshbench/meshbench/internal/results"
 )
 
-// Formats accepted by LoadFormat.
+// LoadFormats lists the formats WriteLoad accepts.
 var LoadFormats = []string{"text", "json", "hdr"}
 
 // WriteLoad renders r in format ("text", "json" or "hdr").
