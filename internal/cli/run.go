@@ -51,7 +51,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.mesh, "mesh", "none", "mesh mode: none, sidecar, ambient, waypoint")
-	fl.StringVar(&f.app, "app", "static", "app: static (nginx's 615-byte page)")
+	fl.StringVar(&f.app, "app", "static", "app: static (nginx's 615-byte page), faces (face calls smiley over HTTP and color over gRPC; --replicas pods of each)")
 	fl.IntVar(&f.replicas, "replicas", 1, "app replicas")
 	fl.IntVar(&f.nodes, "nodes", 1, "app nodes the replicas are spread over (the load generator has its own)")
 	fl.IntVar(&f.policy, "policies", 0, "L4 ALLOW authorization rules (4 = the seed reports' layout)")

@@ -20,8 +20,13 @@ type Identity struct {
 var (
 	// IdentityClient is the client pod (the load generator's pod).
 	IdentityClient = Identity{"default", "client"}
-	// IdentityServer is every server replica.
+	// IdentityServer is every server replica (app static).
 	IdentityServer = Identity{"default", "server"}
+	// IdentityFace, IdentitySmiley and IdentityColor are the pods of the
+	// faces app's three services.
+	IdentityFace   = Identity{"default", "face"}
+	IdentitySmiley = Identity{"default", "smiley"}
+	IdentityColor  = Identity{"default", "color"}
 	// IdentityWaypoint is the server service's waypoint.
 	IdentityWaypoint = Identity{"default", "waypoint"}
 	// IdentityAttacker is a mesh workload that no policy allows.
@@ -112,6 +117,27 @@ var defaultRules = []struct {
 	{"allow-waypoint", Principal{Exact: IdentityWaypoint.SPIFFE()}, nil},
 	{"allow-monitoring", Principal{Prefix: "spiffe://" + TrustDomain + "/ns/monitoring/"}, []int{PortMonitoring}},
 	{"allow-ingress", Principal{Exact: IdentityIngress.SPIFFE()}, []int{PortGateway, PortApp}},
+}
+
+// facesRule is the fifth rule for the faces app: face calls smiley and
+// color on the app port.
+var facesRule = struct {
+	name      string
+	principal Principal
+	ports     []int
+}{"allow-face", Principal{Exact: IdentityFace.SPIFFE()}, []int{PortApp}}
+
+// RulesFor returns the first n ALLOW rules for app: Rules(n), except that
+// for the faces app the fifth rule is allow-face (default/face on the app
+// port), which face's own calls need.
+func RulesFor(app App, n int) []Policy {
+	rules := Rules(n)
+	if app == AppFaces && n > len(defaultRules) {
+		r := &rules[len(defaultRules)]
+		r.Name = fmt.Sprintf("ns[default]-policy[%s]-rule[0]", facesRule.name)
+		r.Principal, r.Ports = facesRule.principal, append([]int(nil), facesRule.ports...)
+	}
+	return rules
 }
 
 // Rules returns the first n ALLOW rules: LAB.md §(e)'s four

@@ -30,8 +30,8 @@ func TestValidate(t *testing.T) {
 		// Unknown mode lists the allowed ones.
 		{"unknown mode", opts(func(o *Options) { o.Mode = "cilium" }), []string{`mode "cilium": allowed: none, sidecar, ambient, waypoint`}},
 		// Every problem at once.
-		{"all bad", Options{Mode: "x", App: "faces", Protocol: "udp", Replicas: 0, Nodes: 0, Policies: -1},
-			[]string{`mode "x"`, `app "faces"`, `protocol "udp"`, "nodes 0", "replicas 0", "policies -1"}},
+		{"all bad", Options{Mode: "x", App: "nginx", Protocol: "udp", Replicas: 0, Nodes: 0, Policies: -1},
+			[]string{`mode "x"`, `app "nginx"`, `protocol "udp"`, "nodes 0", "replicas 0", "policies -1"}},
 		// More replicas than pod addresses on the nodes.
 		{"too many replicas", opts(func(o *Options) { o.Replicas, o.Nodes = 491, 2 }), []string{"replicas 491: allowed: 1 to 490 on 2 app nodes"}},
 		// Exactly full nodes are fine.
@@ -59,6 +59,12 @@ func TestValidate(t *testing.T) {
 			[]string{"policies 3: no rule allows the gateway (istio-system/istio-ingressgateway-service-account) to reach the server; use 0 or at least 4"}},
 		{"gateway 4 rules ambient", opts(func(o *Options) { o.Mode, o.Policies, o.Gateway = ModeAmbient, 4, true }), nil},
 		{"gateway many rules waypoint", opts(func(o *Options) { o.Mode, o.Policies, o.Gateway = ModeWaypoint, 40, true }), nil},
+		// Faces: face's own calls need rule 5, allow-face.
+		{"faces 4 rules", opts(func(o *Options) { o.Mode, o.App, o.Policies = ModeAmbient, AppFaces, 4 }),
+			[]string{"policies 4: no rule allows face's calls to smiley and color (default/face) to reach the app's services; use 0 or at least 5"}},
+		{"faces 5 rules", opts(func(o *Options) { o.Mode, o.App, o.Policies = ModeSidecar, AppFaces, 5 }), nil},
+		// Faces has three services: replicas × 3 pods must fit.
+		{"faces too many replicas", opts(func(o *Options) { o.App, o.Replicas = AppFaces, 82 }), []string{"replicas 82: allowed: 1 to 81 on 1 app nodes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,6 +235,31 @@ func TestPlanModes(t *testing.T) {
 			binds: []string{"ztunnel-node1: outbound_client=127.0.1.10:15001",
 				"ztunnel-node2: hbone_inbound=127.0.2.1:15008", "ztunnel-node3: hbone_inbound=127.0.3.1:15008"},
 			targets: []string{"http://127.0.1.10:15001/ via ztunnel-node1"}}},
+		// Faces with sidecars: face's sidecar has an inbound and one
+		// outbound per backend service, on its own port.
+		{"faces sidecar", opts(func(o *Options) { o.Mode, o.App = ModeSidecar, AppFaces }), summary{
+			proxies: []string{
+				"client-sidecar | sidecar | 127.0.1.10:15000 | client sidecar | data-plane | default/client",
+				"face-0-sidecar | sidecar | 127.0.2.10:15000 | face sidecar | data-plane | default/face",
+				"smiley-0-sidecar | sidecar | 127.0.2.11:15000 | smiley sidecar | data-plane | default/smiley",
+				"color-0-sidecar | sidecar | 127.0.2.12:15000 | color sidecar | data-plane | default/color"},
+			binds: []string{"client-sidecar: virtualOutbound=127.0.1.10:15001",
+				"face-0-sidecar: virtualInbound=127.0.2.10:15006 virtualOutbound_smiley=127.0.2.10:15011 virtualOutbound_color=127.0.2.10:15021",
+				"smiley-0-sidecar: virtualInbound=127.0.2.11:15006", "color-0-sidecar: virtualInbound=127.0.2.12:15006"},
+			targets: []string{"http://127.0.1.10:15001/ via client-sidecar"}}},
+		// Faces on ambient, two nodes: each node proxy carries its face
+		// pod's calls and terminates HBONE for every pod of its node.
+		{"faces waypoint", opts(func(o *Options) { o.Mode, o.App, o.Replicas, o.Nodes = ModeWaypoint, AppFaces, 2, 2 }), summary{
+			proxies: []string{
+				"ztunnel-node1 | node-proxy | 127.0.1.1:15000 | node proxy node1 | data-plane | istio-system/ztunnel-node1",
+				"ztunnel-node2 | node-proxy | 127.0.2.1:15000 | node proxy node2 | data-plane | istio-system/ztunnel-node2",
+				"ztunnel-node3 | node-proxy | 127.0.3.1:15000 | node proxy node3 | data-plane | istio-system/ztunnel-node3",
+				"waypoint | waypoint | 127.0.4.1:15000 | waypoint | data-plane | default/waypoint"},
+			binds: []string{"ztunnel-node1: outbound_waypoint_client=127.0.1.10:15002",
+				"ztunnel-node2: outbound_waypoint_face-0_smiley=127.0.2.10:15012 outbound_waypoint_face-0_color=127.0.2.10:15022 hbone_inbound=127.0.2.1:15008",
+				"ztunnel-node3: outbound_waypoint_face-1_smiley=127.0.3.10:15012 outbound_waypoint_face-1_color=127.0.3.10:15022 hbone_inbound=127.0.3.1:15008",
+				"waypoint: connect_terminate=127.0.4.1:15008"},
+			targets: []string{"http://127.0.1.10:15002/ via ztunnel-node1"}}},
 		// Waypoint without gateway: node1's client listener on 15002.
 		{"waypoint", opts(func(o *Options) { o.Mode = ModeWaypoint }), summary{
 			proxies: []string{
@@ -434,5 +465,47 @@ func TestLoopbackNet(t *testing.T) {
 	}
 	if got := topo.Nodes[1].Prefix.String(); got != "127.42.2.0/24" {
 		t.Errorf("node2 prefix %s", got)
+	}
+}
+
+// TestFacesCalls: every face pod calls each backend through its own
+// outbound path; in mode none, replica i calls replica i directly.
+func TestFacesCalls(t *testing.T) {
+	tests := []struct {
+		mode Mode
+		want []string // face pod: service=addr …
+	}{
+		{ModeNone, []string{"face-0: smiley=127.0.2.11:8080 color=127.0.2.12:8080", "face-1: smiley=127.0.3.11:8080 color=127.0.3.12:8080"}},
+		{ModeSidecar, []string{"face-0: smiley=127.0.2.10:15011 color=127.0.2.10:15021", "face-1: smiley=127.0.3.10:15011 color=127.0.3.10:15021"}},
+		{ModeAmbient, []string{"face-0: smiley=127.0.2.10:15011 color=127.0.2.10:15021", "face-1: smiley=127.0.3.10:15011 color=127.0.3.10:15021"}},
+		{ModeWaypoint, []string{"face-0: smiley=127.0.2.10:15012 color=127.0.2.10:15022", "face-1: smiley=127.0.3.10:15012 color=127.0.3.10:15022"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			topo, err := Plan(opts(func(o *Options) { o.Mode, o.App, o.Replicas, o.Nodes = tt.mode, AppFaces, 2, 2 }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range topo.ServerPods() {
+				if len(p.Calls) == 0 {
+					continue
+				}
+				line := p.Name + ":"
+				for _, c := range p.Calls {
+					line += " " + c.Service + "=" + c.Addr.String()
+				}
+				got = append(got, line)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("calls:\n got %q\nwant %q", got, tt.want)
+			}
+			if n := len(topo.ServicePods("smiley")); n != 2 {
+				t.Errorf("%d smiley pods, want 2", n)
+			}
+			if topo.Service.Name != "face" || len(topo.Services) != 3 {
+				t.Errorf("entry service %s of %d, want face of 3", topo.Service.Name, len(topo.Services))
+			}
+		})
 	}
 }

@@ -45,9 +45,16 @@ type App string
 // The applications a topology can carry.
 const (
 	// AppStatic is the built-in static HTTP server (615-byte body), one
-	// replica per server pod. The Faces demo app comes later.
+	// replica per server pod: one service, "server".
 	AppStatic App = "static"
+	// AppFaces is a Faces-like app of three services, each with Replicas
+	// pods: "face" (the entry the load calls) calls "smiley" over HTTP and
+	// "color" over gRPC for every request, each hop through the mesh.
+	AppFaces App = "faces"
 )
+
+// Apps lists every App, in the order help texts show them.
+var Apps = []App{AppStatic, AppFaces}
 
 // Protocol is how the proxies treat the application traffic.
 type Protocol string
@@ -81,8 +88,10 @@ type Options struct {
 	Mode Mode
 	// App is the application; "" means AppStatic.
 	App App
-	// Replicas is the number of server pods, 1 to MaxPodsPerNode × Nodes.
-	// They are spread round-robin over the app nodes.
+	// Replicas is the number of pods of every service of the app (faces:
+	// that many face, smiley and color pods each); all app pods must fit
+	// in MaxPodsPerNode × Nodes. Each service's pods are spread round-robin
+	// over the app nodes.
 	Replicas int
 	// Nodes is the number of app nodes, 1 to MaxAppNodes. The client, the
 	// waypoint and the gateway each get a node of their own besides.
@@ -151,10 +160,12 @@ func (o Options) Validate() error {
 		modeOK = false
 		bad("mode", strconv.Quote(string(o.Mode)), "allowed: "+joinModes())
 	}
+	appOK := true
 	switch o.App {
-	case "", AppStatic:
+	case "", AppStatic, AppFaces:
 	default:
-		bad("app", strconv.Quote(string(o.App)), "allowed: static (faces comes later)")
+		appOK = false
+		bad("app", strconv.Quote(string(o.App)), "allowed: static, faces")
 	}
 	switch o.Protocol {
 	case "", ProtocolHTTP, ProtocolTCP:
@@ -168,8 +179,10 @@ func (o Options) Validate() error {
 	switch {
 	case o.Replicas < 1:
 		bad("replicas", strconv.Itoa(o.Replicas), "allowed: 1 or more")
-	case nodesOK && o.Replicas > MaxPodsPerNode*o.Nodes:
-		bad("replicas", strconv.Itoa(o.Replicas), fmt.Sprintf("allowed: 1 to %d on %d app nodes (%d pod addresses per node); add nodes", MaxPodsPerNode*o.Nodes, o.Nodes, MaxPodsPerNode))
+	case nodesOK && appOK && o.Replicas*o.servicesPerApp() > MaxPodsPerNode*o.Nodes:
+		k := o.servicesPerApp()
+		bad("replicas", strconv.Itoa(o.Replicas), fmt.Sprintf("allowed: 1 to %d on %d app nodes (%d pod addresses per node, %d service(s) of app %s); add nodes",
+			MaxPodsPerNode*o.Nodes/k, o.Nodes, MaxPodsPerNode, k, o.withDefaults().App))
 	}
 	policiesOK := false
 	switch {
@@ -188,7 +201,7 @@ func (o Options) Validate() error {
 	if o.Attacker && o.Mode == ModeNone {
 		bad("attacker", "true", "needs a mesh mode (sidecar, ambient or waypoint): without one nothing stands between the attacker and the app")
 	}
-	if modeOK && policiesOK && o.Policies > 0 {
+	if modeOK && appOK && policiesOK && o.Policies > 0 {
 		if err := o.checkRulesAllowTraffic(); err != nil {
 			errs = append(errs, err)
 		}
@@ -202,6 +215,14 @@ func joinModes() string {
 		s[i] = string(m)
 	}
 	return strings.Join(s, ", ")
+}
+
+// servicesPerApp is how many services (each with Replicas pods) the app has.
+func (o Options) servicesPerApp() int {
+	if o.App == AppFaces {
+		return 3
+	}
+	return 1
 }
 
 // withDefaults fills the fields whose zero value means a default.
@@ -234,6 +255,9 @@ func (o Options) requiredFlows() []flow {
 	if o.Mode == ModeWaypoint {
 		fs = append(fs, flow{IdentityWaypoint, "the waypoint"})
 	}
+	if o.App == AppFaces {
+		fs = append(fs, flow{IdentityFace, "face's calls to smiley and color"})
+	}
 	return fs
 }
 
@@ -242,7 +266,7 @@ func (o Options) requiredFlows() []flow {
 func (o Options) checkRulesAllowTraffic() error {
 	allowed := func(n int) []flow {
 		var denied []flow
-		rules := Rules(n)
+		rules := RulesFor(o.withDefaults().App, n)
 		for _, f := range o.requiredFlows() {
 			ok := false
 			for _, r := range rules {
@@ -262,16 +286,20 @@ func (o Options) checkRulesAllowTraffic() error {
 		return nil
 	}
 	least := 0
-	for n := 1; n <= len(defaultRules); n++ {
+	for n := 1; n <= len(defaultRules)+1; n++ {
 		if len(allowed(n)) == 0 {
 			least = n
 			break
 		}
+	}
+	dest := "server"
+	if o.App == AppFaces {
+		dest = "app's services"
 	}
 	who := make([]string, len(denied))
 	for i, f := range denied {
 		who[i] = fmt.Sprintf("%s (%s)", f.why, f.from)
 	}
 	return &OptionError{Field: "policies", Value: strconv.Itoa(o.Policies),
-		Want: fmt.Sprintf("no rule allows %s to reach the server; use 0 or at least %d", strings.Join(who, " or "), least)}
+		Want: fmt.Sprintf("no rule allows %s to reach the %s; use 0 or at least %d", strings.Join(who, " or "), dest, least)}
 }

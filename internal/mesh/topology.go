@@ -71,12 +71,23 @@ const (
 
 // Pod is one workload with its own address.
 type Pod struct {
-	Name     string     // "client", "attacker", "server-0", "server-1", …
+	Name     string     // "client", "attacker", "server-0", "face-0", "smiley-1", …
 	Role     PodRole    // what the pod runs
+	Service  string     // the service an app pod belongs to; "" for client pods
 	Node     int        // the node's index
 	Addr     netip.Addr // 127.0.N.10, .11, … (the attacker: 127.0.1.20)
 	AppPort  int        // the port the app listens on; 0 for client pods
 	Identity Identity   // the pod's service account
+	// Calls are the backend services the pod's app calls and the address
+	// it must call each at (its sidecar's or node proxy's outbound
+	// listener, or a backend pod directly in mode none).
+	Calls []Call
+}
+
+// Call is one backend an app pod calls.
+type Call struct {
+	Service string         // the backend service
+	Addr    netip.AddrPort // where the pod's app sends the calls
 }
 
 // AppAddr returns Addr:AppPort; only meaningful for server pods.
@@ -136,6 +147,14 @@ type Listener struct {
 	// Source names the pod (or the gateway) whose traffic an outbound
 	// listener of a node proxy carries; "" elsewhere.
 	Source string
+	// Service is the destination service of an outbound listener; "" on
+	// the others.
+	Service string
+	// Identities are every identity an HBONE listener presents, one TLS
+	// filter chain each, chosen by the SNI the peer sends (HBONESNI): a
+	// node proxy answers for every identity of its node's pods. Identity
+	// is the first of them.
+	Identities []Identity
 	// Identity is the identity this listener's traffic is secured with: the
 	// one presented to peers on inbound, HBONE and gateway-facing mesh hops,
 	// and the source workload's on outbound listeners (a node proxy
@@ -211,26 +230,83 @@ type LoadTarget struct {
 	Pod string
 }
 
-// Service is the server service the client calls.
+// AppProtocol is what an app speaks on its port.
+type AppProtocol string
+
+// The app protocols.
+const (
+	AppHTTP AppProtocol = "http" // HTTP/1.1 (and h2c)
+	AppGRPC AppProtocol = "grpc" // gRPC: HTTP/2 only
+)
+
+// Service is one service of the app, with Options.Replicas pods.
 type Service struct {
-	Name      string // "server"
-	Namespace string // "default"
-	Port      int    // the app port, 8080
+	Name      string      // "server"; faces: "face", "smiley", "color"
+	Namespace string      // "default"
+	Port      int         // the app port, 8080
+	Protocol  AppProtocol // what its pods speak
+	// Serve is the `meshbench serve` kind its pods run: static, face, grpc.
+	Serve string
+	// Component labels its app processes in results: "app static" (the
+	// static app's one service), "app face", "app smiley", "app color".
+	Component string
+	Identity  Identity // its pods' service account
+	// Backends are the services its pods call for every request.
+	Backends []string
+	// Outbound is the port of the outbound listener for this service on a
+	// calling pod's address (15001 for the entry service, 15011, 15021 for
+	// the next ones): without traffic capture each destination service needs
+	// its own listener. OutboundWaypoint is the same to the waypoint.
+	Outbound, OutboundWaypoint uint16
+	// Suffix tells the names of per-service objects apart: "" for the entry
+	// service (so a one-service topology keeps Istio's plain names),
+	// "_<name>" for the others.
+	Suffix string
 }
 
 // Host returns Kubernetes' DNS name, server.default.svc.cluster.local.
 func (s Service) Host() string { return s.Name + "." + s.Namespace + ".svc." + TrustDomain }
 
+// HBONESNI is the TLS server name a node proxy or the waypoint sends on an
+// HBONE connection to a peer that must present id, so that a node proxy
+// hosting pods of several services picks the right certificate (the
+// in-pod ztunnel knows the destination pod instead).
+func HBONESNI(id Identity) string {
+	return id.ServiceAccount + "." + id.Namespace + ".hbone." + TrustDomain
+}
+
+// appServices lists the services of app, entry service first.
+func appServices(app App) []Service {
+	svc := func(i int, name string, proto AppProtocol, serve string, id Identity, backends ...string) Service {
+		s := Service{Name: name, Namespace: "default", Port: PortApp, Protocol: proto, Serve: serve, Identity: id,
+			Backends: backends, Outbound: uint16(PortOutbound + 10*i), OutboundWaypoint: uint16(PortOutboundWaypoint + 10*i),
+			Component: "app " + name}
+		if i > 0 {
+			s.Suffix = "_" + name
+		}
+		return s
+	}
+	if app == AppFaces {
+		return []Service{svc(0, "face", AppHTTP, "face", IdentityFace, "smiley", "color"),
+			svc(1, "smiley", AppHTTP, "static", IdentitySmiley), svc(2, "color", AppGRPC, "grpc", IdentityColor)}
+	}
+	s := svc(0, "server", AppHTTP, "static", IdentityServer)
+	s.Component = "app static"
+	return []Service{s}
+}
+
 // Topology is everything a lab run starts and wires, as plain data.
 type Topology struct {
 	// Options are the validated options, defaults filled in.
 	Options Options
-	// Service is the server service.
+	// Service is the entry service: the one the load generator calls.
 	Service Service
+	// Services are every service of the app, the entry service first.
+	Services []Service
 	// Nodes lists the nodes in use, by Index.
 	Nodes []Node
-	// Pods lists the client pod, the attacker (if any) and the server
-	// replicas in order.
+	// Pods lists the client pod, the attacker (if any) and the app pods,
+	// service by service, each in replica order.
 	Pods []Pod
 	// Proxies lists every Envoy: the sidecars (the client side's, then one
 	// per replica) or the node proxies (by node, only nodes with something
@@ -268,7 +344,28 @@ func (t *Topology) Proxy(name string) *Proxy {
 	return nil
 }
 
-// ServerPods returns the server replicas in order.
+// Svc returns the named service, or nil.
+func (t *Topology) Svc(name string) *Service {
+	for i := range t.Services {
+		if t.Services[i].Name == name {
+			return &t.Services[i]
+		}
+	}
+	return nil
+}
+
+// ServicePods returns the pods of the named service in replica order.
+func (t *Topology) ServicePods(name string) []Pod {
+	var out []Pod
+	for _, p := range t.Pods {
+		if p.Role == PodServer && p.Service == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ServerPods returns every app pod (all services) in order.
 func (t *Topology) ServerPods() []Pod {
 	var out []Pod
 	for _, p := range t.Pods {
@@ -317,7 +414,8 @@ func Plan(opts Options) (*Topology, error) {
 	}
 	o := opts.withDefaults()
 	at := func(node, host int) netip.Addr { return nodeAddr(o.LoopbackNet, node, host) }
-	t := &Topology{Options: o, Service: Service{Name: "server", Namespace: "default", Port: PortApp}}
+	t := &Topology{Options: o, Services: appServices(o.App)}
+	t.Service = t.Services[0]
 
 	// Nodes: the client, K app nodes, then the waypoint's and the gateway's.
 	addNode := func(role NodeRole) int {
@@ -338,21 +436,28 @@ func Plan(opts Options) (*Topology, error) {
 		gatewayNode = addNode(NodeGateway)
 	}
 
-	// Pods: the client, the attacker, then replicas round-robin over the
-	// app nodes.
+	// Pods: the client, the attacker, then each service's replicas
+	// round-robin over the app nodes, each node's addresses handed out in
+	// order.
 	client := Pod{Name: "client", Role: PodClient, Node: ClientNode, Addr: at(ClientNode, FirstPodHost), Identity: IdentityClient}
 	t.Pods = append(t.Pods, client)
 	if o.Attacker {
 		t.Pods = append(t.Pods, Pod{Name: "attacker", Role: PodAttacker, Node: ClientNode,
 			Addr: at(ClientNode, AttackerHost), Identity: IdentityAttacker})
 	}
-	for i := range o.Replicas {
-		node := 2 + i%o.Nodes
-		t.Pods = append(t.Pods, Pod{Name: fmt.Sprintf("server-%d", i), Role: PodServer, Node: node,
-			Addr: at(node, FirstPodHost+i/o.Nodes), AppPort: PortApp, Identity: IdentityServer})
+	nextHost := map[int]int{}
+	for _, svc := range t.Services {
+		for i := range o.Replicas {
+			node := 2 + i%o.Nodes
+			host := FirstPodHost + nextHost[node]
+			nextHost[node]++
+			t.Pods = append(t.Pods, Pod{Name: fmt.Sprintf("%s-%d", svc.Name, i), Role: PodServer, Service: svc.Name, Node: node,
+				Addr: at(node, host), AppPort: PortApp, Identity: svc.Identity})
+		}
 	}
 
-	// The gateway's address, and who sends traffic from inside the mesh.
+	// The gateway's address, and who sends traffic to which service from
+	// inside the mesh.
 	var gatewayAddr netip.Addr
 	if o.Gateway {
 		gatewayAddr = at(gatewayNode, FirstPodHost)
@@ -362,40 +467,60 @@ func Plan(opts Options) (*Topology, error) {
 		node     int
 		addr     netip.Addr
 		identity Identity
+		service  string
 	}
-	var sources []source // client-side workloads with an outbound path
+	var sources []source // workloads with an outbound path, one per destination service
 	if !o.Gateway {
-		sources = append(sources, source{client.Name, client.Node, client.Addr, client.Identity})
+		sources = append(sources, source{client.Name, client.Node, client.Addr, client.Identity, t.Service.Name})
 	}
 	if o.Attacker {
 		a := t.Pod("attacker")
-		sources = append(sources, source{a.Name, a.Node, a.Addr, a.Identity})
+		sources = append(sources, source{a.Name, a.Node, a.Addr, a.Identity, t.Service.Name})
+	}
+	if o.Gateway && o.Mode != ModeSidecar {
+		sources = append(sources, source{"gateway", gatewayNode, gatewayAddr, IdentityIngress, t.Service.Name})
+	}
+	for _, p := range t.ServerPods() {
+		for _, b := range t.Svc(p.Service).Backends {
+			sources = append(sources, source{p.Name, p.Node, p.Addr, p.Identity, b})
+		}
 	}
 
 	switch o.Mode {
 	case ModeSidecar:
-		sidecar := func(p Pod, component string, l Listener) Proxy {
-			return Proxy{Name: p.Name + "-sidecar", Role: RoleSidecar, Node: p.Node, Addr: p.Addr,
-				Admin: netip.AddrPortFrom(p.Addr, PortAdmin), Listeners: []Listener{l}, Pod: p.Name,
-				Identity: p.Identity, Presents: presents(o.MTLS, p.Identity), Component: component, Category: CategoryDataPlane}
+		sidecars := map[string]int{} // pod → index in t.Proxies
+		sidecarOf := func(p *Pod) *Proxy {
+			if i, ok := sidecars[p.Name]; ok {
+				return &t.Proxies[i]
+			}
+			component := p.Name + " sidecar"
+			if p.Role == PodServer {
+				component = p.Service + " sidecar"
+			}
+			sidecars[p.Name] = len(t.Proxies)
+			t.Proxies = append(t.Proxies, Proxy{Name: p.Name + "-sidecar", Role: RoleSidecar, Node: p.Node, Addr: p.Addr,
+				Admin: netip.AddrPortFrom(p.Addr, PortAdmin), Pod: p.Name, Identity: p.Identity,
+				Presents: presents(o.MTLS, p.Identity), Component: component, Category: CategoryDataPlane})
+			return &t.Proxies[len(t.Proxies)-1]
 		}
+		// Client-side sidecars first, then one per app pod.
 		for _, s := range sources {
-			p := t.Pod(s.name)
-			t.Proxies = append(t.Proxies, sidecar(*p, p.Name+" sidecar", Listener{Name: "virtualOutbound", Kind: ListenerOutbound,
-				Addr: netip.AddrPortFrom(p.Addr, PortOutbound), Identity: secured(o.MTLS, p.Identity)}))
+			if p := t.Pod(s.name); p != nil && p.Role != PodServer {
+				sidecarOf(p)
+			}
 		}
 		for _, p := range t.ServerPods() {
-			t.Proxies = append(t.Proxies, sidecar(p, "server sidecar", Listener{Name: "virtualInbound", Kind: ListenerInbound,
-				Addr: netip.AddrPortFrom(p.Addr, PortInbound), Identity: secured(o.MTLS, p.Identity)}))
+			sc := sidecarOf(t.Pod(p.Name))
+			sc.Listeners = append(sc.Listeners, Listener{Name: "virtualInbound", Kind: ListenerInbound,
+				Addr: netip.AddrPortFrom(p.Addr, PortInbound), Identity: secured(o.MTLS, p.Identity)})
+		}
+		for _, s := range sources {
+			svc := t.Svc(s.service)
+			sc := sidecarOf(t.Pod(s.name))
+			sc.Listeners = append(sc.Listeners, Listener{Name: "virtualOutbound" + svc.Suffix, Kind: ListenerOutbound,
+				Addr: netip.AddrPortFrom(s.addr, svc.Outbound), Service: svc.Name, Identity: secured(o.MTLS, s.identity)})
 		}
 	case ModeAmbient, ModeWaypoint:
-		kind, port, prefix := ListenerOutbound, uint16(PortOutbound), "outbound_"
-		if o.Mode == ModeWaypoint {
-			kind, port, prefix = ListenerOutboundWaypoint, PortOutboundWaypoint, "outbound_waypoint_"
-		}
-		if o.Gateway {
-			sources = append(sources, source{"gateway", gatewayNode, gatewayAddr, IdentityIngress})
-		}
 		for _, node := range t.Nodes {
 			if node.Role == NodeWaypoint {
 				continue
@@ -405,21 +530,30 @@ func Plan(opts Options) (*Topology, error) {
 				Component: "node proxy " + node.Name, Category: CategoryDataPlane}
 			np.Admin = netip.AddrPortFrom(np.Addr, PortAdmin)
 			for _, s := range sources {
-				if s.node == node.Index {
-					np.Listeners = append(np.Listeners, Listener{Name: prefix + s.name, Kind: kind,
-						Addr: netip.AddrPortFrom(s.addr, port), Source: s.name, Identity: s.identity})
-					np.Presents = appendIdentity(np.Presents, s.identity)
+				if s.node != node.Index {
+					continue
 				}
+				svc := t.Svc(s.service)
+				kind, port, prefix := ListenerOutbound, svc.Outbound, "outbound_"
+				if o.Mode == ModeWaypoint {
+					kind, port, prefix = ListenerOutboundWaypoint, svc.OutboundWaypoint, "outbound_waypoint_"
+				}
+				np.Listeners = append(np.Listeners, Listener{Name: prefix + s.name + svc.Suffix, Kind: kind,
+					Addr: netip.AddrPortFrom(s.addr, port), Source: s.name, Service: svc.Name, Identity: s.identity})
+				np.Presents = appendIdentity(np.Presents, s.identity)
 			}
 			// HBONE in, on app nodes with pods (more nodes than replicas
-			// leaves some empty), presenting the pods' identity.
+			// leaves some empty), presenting the pods' identities.
+			var ids []Identity
 			for _, p := range t.ServerPods() {
 				if p.Node == node.Index {
-					np.Listeners = append(np.Listeners, Listener{Name: "hbone_inbound", Kind: ListenerHBONE,
-						Addr: netip.AddrPortFrom(np.Addr, PortHBONE), Identity: p.Identity})
+					ids = appendIdentity(ids, p.Identity)
 					np.Presents = appendIdentity(np.Presents, p.Identity)
-					break
 				}
+			}
+			if len(ids) > 0 {
+				np.Listeners = append(np.Listeners, Listener{Name: "hbone_inbound", Kind: ListenerHBONE,
+					Addr: netip.AddrPortFrom(np.Addr, PortHBONE), Identity: ids[0], Identities: ids})
 			}
 			if len(np.Listeners) > 0 {
 				t.Proxies = append(t.Proxies, np)
@@ -430,7 +564,7 @@ func Plan(opts Options) (*Topology, error) {
 			t.Proxies = append(t.Proxies, Proxy{Name: "waypoint", Role: RoleWaypoint, Node: waypointNode, Addr: addr,
 				Admin: netip.AddrPortFrom(addr, PortAdmin),
 				Listeners: []Listener{{Name: "connect_terminate", Kind: ListenerHBONE,
-					Addr: netip.AddrPortFrom(addr, PortHBONE), Identity: IdentityWaypoint}},
+					Addr: netip.AddrPortFrom(addr, PortHBONE), Identity: IdentityWaypoint, Identities: []Identity{IdentityWaypoint}}},
 				Identity: IdentityWaypoint, Presents: []Identity{IdentityWaypoint},
 				Component: "waypoint", Category: CategoryDataPlane})
 		}
@@ -449,54 +583,76 @@ func Plan(opts Options) (*Topology, error) {
 		t.Proxies = append(t.Proxies, gw)
 	}
 
-	// Load targets.
-	entry := func(p *Proxy, k ListenerKind, scheme string) LoadTarget {
-		for _, l := range p.Listeners {
-			if l.Kind == k {
-				return LoadTarget{URL: scheme + "://" + l.Addr.String() + "/", Proxy: p.Name}
-			}
-		}
-		panic("mesh: no " + string(k) + " listener on " + p.Name)
-	}
-	outboundOf := func(src string) LoadTarget {
-		switch o.Mode {
-		case ModeSidecar:
-			return entry(t.Sidecar(src), ListenerOutbound, "http")
-		default: // ambient, waypoint: the node proxy's listener for src
-			p := t.Pod(src)
-			np := t.NodeProxy(p.Node)
-			for _, l := range np.Listeners {
-				if l.Source == src {
-					return LoadTarget{URL: "http://" + l.Addr.String() + "/", Proxy: np.Name}
+	// Where each source reaches its destination service.
+	outboundOf := func(src, service string) (netip.AddrPort, string) {
+		for _, p := range t.Proxies {
+			if (o.Mode == ModeSidecar && p.Role == RoleSidecar && p.Pod == src) || (p.Role == RoleNodeProxy) {
+				for _, l := range p.Listeners {
+					if (l.Kind == ListenerOutbound || l.Kind == ListenerOutboundWaypoint) && l.Service == service &&
+						(o.Mode == ModeSidecar || l.Source == src) {
+						return l.Addr, p.Name
+					}
 				}
 			}
-			panic("mesh: no outbound listener for " + src)
 		}
+		panic("mesh: no outbound listener for " + src + " to " + service)
+	}
+	for i := range t.Pods {
+		p := &t.Pods[i]
+		if p.Role != PodServer {
+			continue
+		}
+		for _, b := range t.Svc(p.Service).Backends {
+			var addr netip.AddrPort
+			if o.Mode == ModeNone {
+				// No proxy to balance: replica i calls replica i of each
+				// backend (a fixed spread, as kube-proxy's per-connection
+				// choice is for few long-lived connections).
+				var idx int
+				fmt.Sscanf(p.Name[len(p.Service)+1:], "%d", &idx)
+				addr = t.ServicePods(b)[idx].AppAddr()
+			} else {
+				addr, _ = outboundOf(p.Name, b)
+			}
+			p.Calls = append(p.Calls, Call{Service: b, Addr: addr})
+		}
+	}
+
+	// Load targets.
+	gatewayEntry := func() LoadTarget {
+		gw := t.ProxyByRole(RoleGateway)
+		return LoadTarget{URL: "https://" + gw.Listener(ListenerGateway).Addr.String() + "/", Proxy: gw.Name}
 	}
 	switch {
 	case o.Gateway:
-		t.LoadTargets = []LoadTarget{entry(t.ProxyByRole(RoleGateway), ListenerGateway, "https")}
+		t.LoadTargets = []LoadTarget{gatewayEntry()}
 	case o.Mode == ModeNone:
-		for _, p := range t.ServerPods() {
+		for _, p := range t.ServicePods(t.Service.Name) {
 			t.LoadTargets = append(t.LoadTargets, LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
 		}
 	default:
-		t.LoadTargets = []LoadTarget{outboundOf(client.Name)}
+		addr, proxy := outboundOf(client.Name, t.Service.Name)
+		t.LoadTargets = []LoadTarget{{URL: "http://" + addr.String() + "/", Proxy: proxy}}
 	}
 	if o.Attacker {
-		t.AttackTargets = []LoadTarget{outboundOf("attacker")}
+		addr, proxy := outboundOf("attacker", t.Service.Name)
+		t.AttackTargets = []LoadTarget{{URL: "http://" + addr.String() + "/", Proxy: proxy}}
 	}
 
 	// Identities: the workloads', the node proxies', the gateway's and
 	// monitoring's (rule allow-monitoring).
-	t.Identities = []Identity{IdentityClient, IdentityServer, IdentityWaypoint, IdentityAttacker}
+	t.Identities = []Identity{IdentityClient}
+	for _, svc := range t.Services {
+		t.Identities = append(t.Identities, svc.Identity)
+	}
+	t.Identities = append(t.Identities, IdentityWaypoint, IdentityAttacker)
 	for _, p := range t.Proxies {
 		if p.Role == RoleNodeProxy {
 			t.Identities = append(t.Identities, p.Identity)
 		}
 	}
 	t.Identities = append(t.Identities, IdentityIngress, IdentityMonitoring)
-	t.Policies = Rules(o.Policies)
+	t.Policies = RulesFor(o.App, o.Policies)
 	return t, nil
 }
 

@@ -239,10 +239,11 @@ func plaintextRefused(t *testing.T, addr string) {
 }
 
 // connect opens one HBONE stream to hbone (a node proxy's :15008) with id's
-// certificate, asking for authority, and returns the response status.
-func (l *lab) connect(hbone string, id mesh.Identity, authority string) (int, error) {
+// certificate, asking for peer's certificate by SNI and for authority, and
+// returns the response status.
+func (l *lab) connect(hbone string, id, peer mesh.Identity, authority string) (int, error) {
 	cert := l.pki.svids[id]
-	tr := &http2.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert},
+	tr := &http2.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ServerName: mesh.HBONESNI(peer),
 		// The peer's certificate carries only a URI SAN; this probe tests
 		// the server's checks, not the client's.
 		InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}}}
@@ -459,7 +460,7 @@ func TestE2E(t *testing.T) {
 			{l.topo.Pod("server-1").AppAddr().String(), 404},    // a pod of node3
 			{l.topo.Pod("server-0").Addr.String() + ":22", 403}, // a port no rule allows
 		} {
-			status, err := l.connect(hb.Addr.String(), mesh.IdentityClient, tc.authority)
+			status, err := l.connect(hb.Addr.String(), mesh.IdentityClient, mesh.IdentityServer, tc.authority)
 			if err != nil || status != tc.want {
 				t.Errorf("CONNECT %s: %d %v, want %d", tc.authority, status, err, tc.want)
 			}

@@ -67,6 +67,7 @@ const (
 // ALPN values Istio sends between sidecars.
 const (
 	alpnIstioHTTP11 = "istio-http/1.1"
+	alpnIstioH2     = "istio-h2"
 	alpnIstioTCP    = "istio"
 )
 
@@ -246,10 +247,16 @@ func passthroughOriginalDst() *corev3.TransportSocket {
 
 // http2Upstream makes c speak HTTP/2 with CONNECT allowed (HBONE).
 func http2Upstream(c *clusterv3.Cluster) {
+	http2Options(c, &corev3.Http2ProtocolOptions{AllowConnect: true})
+}
+
+// grpcUpstream makes c speak HTTP/2 to a gRPC app.
+func grpcUpstream(c *clusterv3.Cluster) { http2Options(c, &corev3.Http2ProtocolOptions{}) }
+
+func http2Options(c *clusterv3.Cluster, o *corev3.Http2ProtocolOptions) {
 	c.TypedExtensionProtocolOptions = map[string]*anypb.Any{nameHTTPOptions: typed(&httpv3.HttpProtocolOptions{
 		UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
-			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
-				Http2ProtocolOptions: &corev3.Http2ProtocolOptions{AllowConnect: true}}}}})}
+			ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: o}}}})}
 }
 
 func exact(s string) *matcherv3.StringMatcher {

@@ -46,8 +46,12 @@ func serviceSNI(s mesh.Service) string {
 func serviceAuthority(s mesh.Service) string { return fmt.Sprintf("%s:%d", s.Host(), s.Port) }
 
 // originateListener names the waypoint's internal listener that tunnels
-// to node n's proxy: connect_originate_node2.
-func originateListener(node int) string { return fmt.Sprintf("connect_originate_node%d", node) }
+// to node n's proxy for svc's pods: connect_originate_node2 (plus svc's
+// suffix, connect_originate_node2_smiley: each destination identity has
+// its own HBONE connections, as ztunnel pools them).
+func originateListener(node int, svc mesh.Service) string {
+	return fmt.Sprintf("connect_originate_node%d%s", node, svc.Suffix)
+}
 
 // hboneCluster names an HBONE cluster: on the waypoint, to node n's proxy
 // (hbone|node2); on a node proxy, to one server pod for one source
@@ -166,10 +170,10 @@ func istioRetries() *routev3.RetryPolicy {
 			ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: typed(&previoushostsv3.PreviousHostsPredicate{})}}}}
 }
 
-// appFilter is what carries app traffic to cluster: an HCM routing every
-// request there (with Istio's retries when retry is set), or, with
-// protocol tcp, a tcp_proxy.
-func (b *builder) appFilter(statPrefix, cluster string, retry bool) *listenerv3.Filter {
+// appFilter is what carries app traffic for svc to cluster: an HCM
+// routing every request there (with Istio's retries when retry is set), or,
+// with protocol tcp, a tcp_proxy.
+func (b *builder) appFilter(svc mesh.Service, statPrefix, cluster string, retry bool) *listenerv3.Filter {
 	if b.tcp {
 		return tcpProxy(statPrefix, cluster, "")
 	}
@@ -177,19 +181,27 @@ func (b *builder) appFilter(statPrefix, cluster string, retry bool) *listenerv3.
 	if retry {
 		rp = istioRetries()
 	}
-	svc := b.topo.Service
 	routes := routeTable(statPrefix, &routev3.VirtualHost{Name: serviceAuthority(svc), Domains: []string{"*"},
 		Routes: []*routev3.Route{prefixRoute(cluster, rp)}})
 	return networkFilter(nameHCM, hcm(statPrefix, routes, nil))
 }
 
-// serverIdentity is the identity the server replicas present.
-func (b *builder) serverIdentity() mesh.Identity { return b.topo.ServerPods()[0].Identity }
+// service returns the named service of the topology.
+func (b *builder) service(name string) (mesh.Service, error) {
+	s := b.topo.Svc(name)
+	if s == nil {
+		return mesh.Service{}, fmt.Errorf("unknown service %q", name)
+	}
+	return *s, nil
+}
 
-// sidecarInbounds lists every server sidecar's inbound address.
-func (b *builder) sidecarInbounds() ([]netip.AddrPort, error) {
+// grpcApp reports whether the proxies speak HTTP/2 to svc's app.
+func (b *builder) grpcApp(svc mesh.Service) bool { return !b.tcp && svc.Protocol == mesh.AppGRPC }
+
+// sidecarInbounds lists the inbound address of every sidecar of svc's pods.
+func (b *builder) sidecarInbounds(svc mesh.Service) ([]netip.AddrPort, error) {
 	var out []netip.AddrPort
-	for _, pod := range b.topo.ServerPods() {
+	for _, pod := range b.topo.ServicePods(svc.Name) {
 		sc := b.topo.Sidecar(pod.Name)
 		if sc == nil || sc.Listener(mesh.ListenerInbound) == nil {
 			return nil, fmt.Errorf("server pod %s has no sidecar inbound", pod.Name)
@@ -199,31 +211,42 @@ func (b *builder) sidecarInbounds() ([]netip.AddrPort, error) {
 	return out, nil
 }
 
-// sidecarCluster is the outbound cluster of every server sidecar, mTLS
-// with Istio's ISTIO_MUTUAL settings when on, originating from from.
-func (b *builder) sidecarCluster(from netip.Addr, id mesh.Identity) (*clusterv3.Cluster, error) {
-	svc := b.topo.Service
-	eps, err := b.sidecarInbounds()
+// sidecarCluster is the outbound cluster of every sidecar of svc's pods,
+// mTLS with Istio's ISTIO_MUTUAL settings when on, originating from from;
+// HTTP/2 to a gRPC service.
+func (b *builder) sidecarCluster(svc mesh.Service, from netip.Addr, id mesh.Identity) (*clusterv3.Cluster, error) {
+	eps, err := b.sidecarInbounds(svc)
 	if err != nil {
 		return nil, err
 	}
 	c := cluster(serviceCluster(svc), from, sockEndpoints(eps)...)
+	if b.grpcApp(svc) {
+		grpcUpstream(c)
+	}
 	if b.topo.Options.MTLS {
 		alpn := alpnIstioHTTP11
-		if b.tcp {
+		switch {
+		case b.tcp:
 			alpn = alpnIstioTCP
+		case b.grpcApp(svc):
+			alpn = alpnIstioH2
 		}
-		c.TransportSocket = b.upstreamTLS(id, b.serverIdentity(), false, serviceSNI(svc), alpn)
+		c.TransportSocket = b.upstreamTLS(id, svc.Identity, false, serviceSNI(svc), alpn)
 	}
 	return c, nil
 }
 
-// sidecarOutbound: HCM (or tcp_proxy) → every server sidecar's inbound.
+// sidecarOutbound: HCM (or tcp_proxy) → every inbound of the sidecars of
+// the listener's service.
 func (b *builder) sidecarOutbound(l mesh.Listener) error {
-	cname := serviceCluster(b.topo.Service)
+	svc, err := b.service(l.Service)
+	if err != nil {
+		return err
+	}
+	cname := serviceCluster(svc)
 	b.addListener(socketListener(l.Name, l.Addr, nil, &listenerv3.FilterChain{
-		Filters: []*listenerv3.Filter{b.appFilter(l.Name, cname, true)}}))
-	c, err := b.sidecarCluster(b.p.Addr, b.p.Identity)
+		Filters: []*listenerv3.Filter{b.appFilter(svc, l.Name, cname, true)}}))
+	c, err := b.sidecarCluster(svc, b.p.Addr, b.p.Identity)
 	if err != nil {
 		return err
 	}
@@ -263,30 +286,37 @@ func (b *builder) sidecarInbound(l mesh.Listener) error {
 		chain.Filters = append(chain.Filters, networkFilter(nameHCM, h))
 	}
 	b.addListener(socketListener(l.Name, l.Addr, lfilters, chain))
-	b.addCluster(cluster(inboundCluster, mesh.InboundPassthroughSource, endpoint(sockAddr(pod.AppAddr()))))
+	c := cluster(inboundCluster, mesh.InboundPassthroughSource, endpoint(sockAddr(pod.AppAddr())))
+	if svc, err := b.service(pod.Service); err != nil {
+		return err
+	} else if b.grpcApp(svc) {
+		grpcUpstream(c)
+	}
+	b.addCluster(c)
 	return nil
 }
 
 // hboneUpstream is an HTTP/2 CONNECT cluster to one HBONE listener,
-// TLS 1.3 only, presenting id and accepting only peer.
+// TLS 1.3 only, presenting id, asking for peer's certificate by SNI and
+// accepting only peer.
 func (b *builder) hboneUpstream(name string, to netip.AddrPort, id, peer mesh.Identity) *clusterv3.Cluster {
 	c := cluster(name, b.p.Addr, endpoint(sockAddr(to)))
 	http2Upstream(c)
-	c.TransportSocket = b.upstreamTLS(id, peer, true, "", "h2")
+	c.TransportSocket = b.upstreamTLS(id, peer, true, mesh.HBONESNI(peer), "h2")
 	return c
 }
 
-// originateTo adds, for every app node, an internal listener that tunnels
-// each connection to the node's HBONE listener, its CONNECT :authority
-// being the pod address restored by the original_dst listener filter; and
-// the cluster clusterName of every server replica, reached through those
-// listeners, which balances round robin (LAB.md §2(d)). The tunnels carry
-// the proxy's own certificate.
-func (b *builder) originateTo(clusterName string) error {
+// originateTo adds, for every node with pods of svc, an internal listener
+// that tunnels each connection to the node's HBONE listener, its CONNECT
+// :authority being the pod address restored by the original_dst listener
+// filter; and the cluster clusterName of every replica of svc, reached
+// through those listeners, which balances round robin (LAB.md §2(d)). The
+// tunnels carry the proxy's own certificate.
+func (b *builder) originateTo(svc mesh.Service, clusterName string) error {
 	var eps []*endpointv3.LbEndpoint
 	done := map[int]bool{}
-	for _, pod := range b.topo.ServerPods() {
-		lname := originateListener(pod.Node)
+	for _, pod := range b.topo.ServicePods(svc.Name) {
+		lname := originateListener(pod.Node, svc)
 		eps = append(eps, originalDstEndpoint(lname, pod.AppAddr()))
 		if done[pod.Node] {
 			continue
@@ -296,12 +326,15 @@ func (b *builder) originateTo(clusterName string) error {
 		if err != nil {
 			return err
 		}
-		hname := hboneCluster(fmt.Sprintf("node%d", pod.Node), "")
+		hname := hboneCluster(fmt.Sprintf("node%d%s", pod.Node, svc.Suffix), "")
 		b.addListener(internalListener(lname, originalDst(), &listenerv3.FilterChain{
 			Filters: []*listenerv3.Filter{tcpProxy(lname, hname, tunnelToLocalAddr)}}))
-		b.addCluster(b.hboneUpstream(hname, hl.Addr, b.p.Identity, hl.Identity))
+		b.addCluster(b.hboneUpstream(hname, hl.Addr, b.p.Identity, pod.Identity))
 	}
 	c := cluster(clusterName, netip.Addr{}, eps...)
+	if b.grpcApp(svc) {
+		grpcUpstream(c)
+	}
 	c.TransportSocket = passthroughOriginalDst()
 	b.addCluster(c)
 	b.internal = true
@@ -335,13 +368,13 @@ func (b *builder) hboneOf(pod mesh.Pod) (*mesh.Listener, error) {
 // in-pod ztunnel keeps one per destination pod.
 func (b *builder) nodeOutbound(l mesh.Listener) error {
 	var names []string
-	for _, pod := range b.topo.ServerPods() {
+	for _, pod := range b.topo.ServicePods(l.Service) {
 		hl, err := b.hboneOf(pod)
 		if err != nil {
 			return err
 		}
 		name := hboneCluster(pod.Name, l.Source)
-		c := b.hboneUpstream(name, hl.Addr, l.Identity, hl.Identity)
+		c := b.hboneUpstream(name, hl.Addr, l.Identity, pod.Identity)
 		c.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{metadataNamespace: {
 			Fields: map[string]*structpb.Value{authorityKey: structpb.NewStringValue(pod.AppAddr().String())}}}}
 		b.addCluster(c)
@@ -371,19 +404,30 @@ func (b *builder) nodeOutboundWaypoint(l mesh.Listener) error {
 		return fmt.Errorf("waypoint mode without a waypoint")
 	}
 	wl := wp.Listener(mesh.ListenerHBONE)
+	svc, err := b.service(l.Service)
+	if err != nil {
+		return err
+	}
 	hname := hboneCluster("waypoint", l.Source)
 	b.addListener(socketListener(l.Name, l.Addr, nil, &listenerv3.FilterChain{
-		Filters: []*listenerv3.Filter{tcpProxy(l.Name, hname, serviceAuthority(b.topo.Service))}}))
+		Filters: []*listenerv3.Filter{tcpProxy(l.Name, hname, serviceAuthority(svc))}}))
 	b.addCluster(b.hboneUpstream(hname, wl.Addr, l.Identity, wl.Identity))
 	return nil
 }
 
 // hboneChain terminates HBONE on l: TLS 1.3 only with a client
-// certificate, then the CONNECT-terminating HCM.
+// certificate, one filter chain per identity l presents, chosen by the
+// SNI the peer asks for (mesh.HBONESNI), then the CONNECT-terminating HCM.
 func (b *builder) hboneChain(l mesh.Listener, h *hcmv3.HttpConnectionManager) *listenerv3.Listener {
-	return socketListener(l.Name, l.Addr, tlsInspector(), &listenerv3.FilterChain{
-		FilterChainMatch: tlsOnly(), TransportSocket: b.downstreamMTLS(l.Identity, true, "h2"),
-		Filters: []*listenerv3.Filter{networkFilter(nameHCM, h)}})
+	var chains []*listenerv3.FilterChain
+	for _, id := range l.Identities {
+		match := tlsOnly()
+		match.ServerNames = []string{mesh.HBONESNI(id)}
+		chains = append(chains, &listenerv3.FilterChain{
+			FilterChainMatch: match, TransportSocket: b.downstreamMTLS(id, true, "h2"),
+			Filters: []*listenerv3.Filter{networkFilter(nameHCM, h)}})
+	}
+	return socketListener(l.Name, l.Addr, tlsInspector(), chains...)
 }
 
 // nodeInbound: HBONE → the pod named by :authority, only pods of this
@@ -391,7 +435,7 @@ func (b *builder) hboneChain(l mesh.Listener, h *hcmv3.HttpConnectionManager) *l
 // ALLOW rules on each stream.
 func (b *builder) nodeInbound(l mesh.Listener) error {
 	var domains []string
-	for _, pod := range b.topo.ServerPods() {
+	for _, pod := range b.topo.ServerPods() { // every service's
 		if pod.Node == b.p.Node {
 			domains = append(domains, pod.Addr.String()+":*")
 		}
@@ -413,33 +457,41 @@ func (b *builder) nodeInbound(l mesh.Listener) error {
 	return nil
 }
 
-// waypoint: connect_terminate (HBONE, ALLOW rules on the source workload)
-// → main_internal (L7: /admin → 403, everything else round robin over the
-// replicas with Istio's retries, x-served-by added; tcp_proxy with protocol
-// tcp) → connect_originate_nodeN → HBONE with the waypoint's certificate.
+// waypoint: connect_terminate (HBONE, ALLOW rules on the source workload;
+// one virtual host per service, by the CONNECT :authority) →
+// main_internal[_<svc>] (L7: /admin → 403, everything else round robin
+// over the service's replicas with Istio's retries, x-served-by added;
+// tcp_proxy with protocol tcp) → connect_originate_nodeN[_<svc>] → HBONE
+// with the waypoint's certificate.
 func (b *builder) waypoint(l mesh.Listener) error {
-	svc := b.topo.Service
-	authority := serviceAuthority(svc)
-	routes := routeTable(l.Name, &routev3.VirtualHost{Name: authority, Domains: []string{authority},
-		Routes: []*routev3.Route{connectRoute(mainInternal)}})
-	b.addListener(b.hboneChain(l, connectHCM(l.Name, routes, hboneRBAC(b.topo.Policies))))
-	b.addCluster(cluster(mainInternal, netip.Addr{}, endpoint(internalAddr(mainInternal, ""))))
+	var vhosts []*routev3.VirtualHost
+	for _, svc := range b.topo.Services {
+		authority := serviceAuthority(svc)
+		internal := mainInternal + svc.Suffix
+		vhosts = append(vhosts, &routev3.VirtualHost{Name: authority, Domains: []string{authority},
+			Routes: []*routev3.Route{connectRoute(internal)}})
+		b.addCluster(cluster(internal, netip.Addr{}, endpoint(internalAddr(internal, ""))))
 
-	cname := serviceCluster(svc)
-	var filter *listenerv3.Filter
-	if b.tcp {
-		filter = tcpProxy(mainInternal, cname, "")
-	} else {
-		admin := &routev3.Route{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/admin"}},
-			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 403}}}
-		vh := &routev3.VirtualHost{Name: authority, Domains: []string{"*"},
-			Routes: []*routev3.Route{admin, prefixRoute(cname, istioRetries())},
-			ResponseHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{
-				Key: "x-served-by", Value: b.p.Identity.ServiceAccount + "." + b.p.Identity.Namespace}}}}
-		filter = networkFilter(nameHCM, hcm(mainInternal, routeTable(mainInternal, vh), nil))
+		cname := serviceCluster(svc)
+		var filter *listenerv3.Filter
+		if b.tcp {
+			filter = tcpProxy(internal, cname, "")
+		} else {
+			admin := &routev3.Route{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/admin"}},
+				Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 403}}}
+			vh := &routev3.VirtualHost{Name: authority, Domains: []string{"*"},
+				Routes: []*routev3.Route{admin, prefixRoute(cname, istioRetries())},
+				ResponseHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{
+					Key: "x-served-by", Value: b.p.Identity.ServiceAccount + "." + b.p.Identity.Namespace}}}}
+			filter = networkFilter(nameHCM, hcm(internal, routeTable(internal, vh), nil))
+		}
+		b.addListener(internalListener(internal, nil, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{filter}}))
+		if err := b.originateTo(svc, cname); err != nil {
+			return err
+		}
 	}
-	b.addListener(internalListener(mainInternal, nil, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{filter}}))
-	return b.originateTo(cname)
+	b.addListener(b.hboneChain(l, connectHCM(l.Name, routeTable(l.Name, vhosts...), hboneRBAC(b.topo.Policies))))
+	return nil
 }
 
 // gateway: HTTPS from the load generator (the gateway's serving
@@ -455,16 +507,16 @@ func (b *builder) gateway(l mesh.Listener) error {
 	}
 	b.addListener(socketListener(l.Name, l.Addr, nil, &listenerv3.FilterChain{
 		TransportSocket: b.servingTLS(b.certs.Serving[b.p.Name], alpn...),
-		Filters:         []*listenerv3.Filter{b.appFilter(l.Name, cname, true)}}))
+		Filters:         []*listenerv3.Filter{b.appFilter(svc, l.Name, cname, true)}}))
 	switch b.mode {
 	case mesh.ModeNone:
 		var eps []netip.AddrPort
-		for _, pod := range b.topo.ServerPods() {
+		for _, pod := range b.topo.ServicePods(svc.Name) {
 			eps = append(eps, pod.AppAddr())
 		}
 		b.addCluster(cluster(cname, b.p.Addr, sockEndpoints(eps)...))
 	case mesh.ModeSidecar:
-		c, err := b.sidecarCluster(b.p.Addr, b.p.Identity)
+		c, err := b.sidecarCluster(svc, b.p.Addr, b.p.Identity)
 		if err != nil {
 			return err
 		}

@@ -148,6 +148,9 @@ func TestGolden(t *testing.T) {
 		{"ambient-policies", func(o *mesh.Options) { o.Mode, o.Replicas, o.Nodes, o.Policies = mesh.ModeAmbient, 2, 2, 4 }},
 		// Waypoint with the gateway.
 		{"waypoint-gateway", func(o *mesh.Options) { o.Mode, o.Gateway = mesh.ModeWaypoint, true }},
+		// Faces: per-service listeners and clusters, gRPC (HTTP/2) to color.
+		{"faces-sidecar", func(o *mesh.Options) { o.Mode, o.App, o.Policies = mesh.ModeSidecar, mesh.AppFaces, 5 }},
+		{"faces-waypoint", func(o *mesh.Options) { o.Mode, o.App = mesh.ModeWaypoint, mesh.AppFaces }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ func derive(t *mesh.Topology, r *results.LoadResult, s sample.Summary) map[strin
 			app = &s.Categories[i]
 		}
 	}
-	replicas := float64(t.Options.Replicas)
+	replicas := float64(len(t.ServerPods())) // app pods, all services
 	if dp != nil {
 		out["data_plane_cpu_millicores_avg"] = dp.CPUMillicores.Avg
 		out["data_plane_pss_mib_avg"] = dp.PSSBytes.Avg / (1 << 20)

@@ -298,9 +298,10 @@ func (l *lab) prepare(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c, err := startServe(ctx, l.opts.Meshbench, p.Name+" app", "app "+string(l.topo.Options.App),
-				filepath.Join(l.dir.Path, results.LogsDir, p.Name+".log"),
-				string(l.topo.Options.App), "--listen", p.AppAddr().String(), "--grace", "2s")
+			svc := l.topo.Svc(p.Service)
+			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
+			c, err := startServe(ctx, l.opts.Meshbench, p.Name+" app", svc.Component,
+				filepath.Join(l.dir.Path, results.LogsDir, p.Name+".log"), args...)
 			mu.Lock()
 			defer mu.Unlock()
 			if c != nil {
@@ -332,6 +333,22 @@ func (l *lab) prepare(ctx context.Context) error {
 	l.procs = procs
 	l.logf("%d Envoys ready in %v", len(procs), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// callArgs are the `meshbench serve` flags that tell an app pod where to
+// call its backends (the face workload: smiley over HTTP, color over
+// gRPC).
+func callArgs(p mesh.Pod) []string {
+	var out []string
+	for _, c := range p.Calls {
+		switch c.Service {
+		case "smiley":
+			out = append(out, "--smiley-url", "http://"+c.Addr.String()+"/")
+		case "color":
+			out = append(out, "--color-addr", c.Addr.String())
+		}
+	}
+	return out
 }
 
 // validateConfigs runs `envoy --mode validate` on every config when there
@@ -419,18 +436,14 @@ func (l *lab) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time
 		"--timeout", l.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath}
 	conns := max(l.opts.Connections, len(l.topo.LoadTargets))
 	args = append(args, "--connections", strconv.Itoa(conns))
-	if l.topo.Options.Protocol == mesh.ProtocolTCP {
-		args = append(args, "--tcp-size", "615")
-	}
 	if len(l.topo.LoadTargets) > 0 && strings.HasPrefix(l.topo.LoadTargets[0].URL, "https://") {
 		args = append(args, "--cacert", filepath.Join(l.dir.Path, "pki", "ca.pem"))
 	}
+	// With protocol tcp the app and the load still speak HTTP: only the
+	// proxies treat the traffic as opaque TCP, as Istio does for a port
+	// named tcp-*.
 	for _, t := range l.topo.LoadTargets {
-		u := t.URL
-		if l.topo.Options.Protocol == mesh.ProtocolTCP {
-			u = "tcp://" + strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://"), "/")
-		}
-		args = append(args, u)
+		args = append(args, t.URL)
 	}
 	c, _, err := startChild(l.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(l.dir.Path, results.LogsDir, "load.log"), args...)
 	if err != nil {
