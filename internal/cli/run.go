@@ -132,6 +132,10 @@ func printRun(env *Env, res *local.Result) {
 		fmt.Fprintln(w)
 		_ = sample.RenderOverhead(w, res.Summary)
 	}
+	if len(res.EnvoyStats) > 0 {
+		fmt.Fprintln(w)
+		renderEnvoyStats(w, t, res.EnvoyStats)
+	}
 	if res.Manifest != nil && len(res.Manifest.Derived) > 0 {
 		fmt.Fprintln(w, "\nDerived:")
 		keys := make([]string, 0, len(res.Manifest.Derived))

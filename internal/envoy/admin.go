@@ -131,6 +131,16 @@ func (s *StatsSnapshot) SumCounters(prefix, suffix string) uint64 {
 	return sum
 }
 
+// FlushStats asks the Envoy at adminAddr to flush its stats, which also
+// merges its histograms, by a /stats request that matches no stat. With
+// stats_flush_on_admin (meshbench's configs) histogram quantiles are only
+// computed at such a flush, and the merge completes after the answer is
+// sent: call this, give it a moment, then Stats.
+func FlushStats(ctx context.Context, adminAddr string) error {
+	_, err := adminGet(ctx, adminAddr, "/stats?filter=%5E%24") // ^$
+	return err
+}
+
 // Stats scrapes GET /stats?format=json from the admin address (loopback
 // ip:port) and parses it. Counters and gauges share one list in Envoy's
 // JSON, so two more small requests (type=Counters, type=Gauges) tell them

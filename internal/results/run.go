@@ -17,12 +17,13 @@ const RunSchema = "meshbench.run/v1"
 // Files inside a run results directory. Raw data first: everything a report
 // shows is recomputed from these.
 const (
-	ManifestFile  = "manifest.json"  // RunManifest
-	LoadFile      = "load.json"      // LoadResult (schema/load-result.v1.schema.json)
-	SamplesFile   = "samples.jsonl"  // one resource sample per line
-	ResourcesFile = "resources.json" // resource summary (min/max/avg per process, component, category)
-	EnvoyDir      = "envoy"          // NAME.json (config) and NAME.stats.json (admin /stats at the end)
-	LogsDir       = "logs"           // NAME.log of every process started
+	ManifestFile   = "manifest.json"    // RunManifest
+	LoadFile       = "load.json"        // LoadResult (schema/load-result.v1.schema.json)
+	SamplesFile    = "samples.jsonl"    // one resource sample per line
+	ResourcesFile  = "resources.json"   // resource summary (min/max/avg per process, component, category)
+	EnvoyDir       = "envoy"            // NAME.json (config) and NAME.stats.json (admin /stats at the end)
+	EnvoyStatsFile = "envoy-stats.json" // proxy name → envoy.ProxyStats, extracted from NAME.stats.json
+	LogsDir        = "logs"             // NAME.log of every process started
 )
 
 // Host describes the machine a run measured on.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testutil"
 )
 
 // rawStats reads the counters and gauges of a proxy's kept /stats JSON.
@@ -132,4 +133,10 @@ func TestRunFaces(t *testing.T) {
 			tt.checks(t, res.Dir, uint64(res.Load.Sent))
 		})
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.RemoveMeshbenchBuild()
+	os.Exit(code)
 }

@@ -63,6 +63,9 @@ type Result struct {
 	Load     *results.LoadResult
 	Summary  sample.Summary
 	Topology *mesh.Topology
+	// EnvoyStats maps each Envoy's name to the summary of its /stats at the
+	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
+	EnvoyStats map[string]envoy.ProxyStats
 }
 
 // ErrInvalid marks a run that finished but must not be used as a
@@ -79,6 +82,8 @@ type lab struct {
 	sampler  *sample.Sampler
 	manifest *results.RunManifest
 	mu       sync.Mutex
+	// envoyStats is filled by collectStats.
+	envoyStats map[string]envoy.ProxyStats
 }
 
 func (l *lab) logf(format string, a ...any) {
@@ -256,18 +261,23 @@ func (l *lab) run(ctx context.Context) (*Result, error) {
 	}
 	endCollect()
 	if loadErr != nil {
-		return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo}, loadErr
+		return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: l.envoyStats}, loadErr
 	}
 	l.checkValidity(loadRes)
 	l.manifest.Derived = derive(l.topo, loadRes, summary)
-	return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo}, ctx.Err()
+	return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: l.envoyStats}, ctx.Err()
 }
 
 // prepare writes certificates and configs, validates them, and starts the
 // apps and the Envoys.
+//
+// Its steps are sub-phases in the manifest (prepare/render,
+// prepare/validate, prepare/apps, prepare/envoys), so a slow start says
+// where the time went.
 func (l *lab) prepare(ctx context.Context) error {
 	configs := map[string]string{}
 	if len(l.topo.Proxies) > 0 {
+		endRender := l.phase("prepare/render")
 		certs, err := writeCerts(l.topo, filepath.Join(l.dir.Path, "pki"))
 		if err != nil {
 			return err
@@ -283,10 +293,15 @@ func (l *lab) prepare(ctx context.Context) error {
 			}
 			configs[name] = filepath.Join(l.dir.Path, rel)
 		}
-		if err := l.validateConfigs(ctx, configs); err != nil {
+		endRender()
+		endValidate := l.phase("prepare/validate")
+		err = l.validateConfigs(ctx, configs)
+		endValidate()
+		if err != nil {
 			return err
 		}
 	}
+	endApps := l.phase("prepare/apps")
 	// Apps first: sidecars and node proxies connect to them.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -313,12 +328,14 @@ func (l *lab) prepare(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	endApps()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	if len(l.topo.Proxies) == 0 {
 		return nil
 	}
+	defer l.phase("prepare/envoys")()
 	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{})
 	var specs []envoy.Spec
 	for _, p := range l.topo.Proxies {
@@ -408,8 +425,10 @@ func (l *lab) waitIdle(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(l.opts.SampleInterval):
 		}
+		// A round without samples holds only baselines (a process's first
+		// reading): no CPU figure yet, so no evidence of idleness.
 		rounds := l.sampler.Rounds()
-		if len(rounds) == 0 {
+		if len(rounds) == 0 || len(rounds[len(rounds)-1].Samples) == 0 {
 			continue
 		}
 		var total float64
@@ -518,8 +537,24 @@ func (l *lab) somethingDied() error {
 	return nil
 }
 
-// collectStats scrapes every Envoy's admin /stats into the results.
+// collectStats scrapes every Envoy's admin /stats into the results: the
+// raw answer per proxy, and one file of every proxy's summary, kept for
+// the Result too.
 func (l *lab) collectStats(ctx context.Context) {
+	summaries := map[string]envoy.ProxyStats{}
+	// Histograms are merged at a flush, which completes just after the
+	// flushing request is answered: flush all, wait, then scrape.
+	flushed := 0
+	for _, p := range l.procs {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if envoy.FlushStats(cctx, p.AdminAddr) == nil {
+			flushed++
+		}
+		cancel()
+	}
+	if flushed > 0 {
+		time.Sleep(300 * time.Millisecond)
+	}
 	for _, p := range l.procs {
 		select {
 		case <-p.Done():
@@ -534,6 +569,14 @@ func (l *lab) collectStats(ctx context.Context) {
 			continue
 		}
 		_ = l.dir.WriteFile(filepath.Join(results.EnvoyDir, p.Name+".stats.json"), st.Raw)
+		summaries[p.Name] = envoy.Summarize(st)
+	}
+	if len(l.procs) == 0 {
+		return
+	}
+	l.envoyStats = summaries
+	if err := l.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
+		l.logf("envoy stats summary: %v", err)
 	}
 }
 

@@ -106,12 +106,38 @@ func TestRunEveryMode(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(res.Dir, results.EnvoyDir, tt.statsOf+".json")); err != nil {
 					t.Errorf("config of %s not kept: %v", tt.statsOf, err)
 				}
+				b, err = os.ReadFile(filepath.Join(res.Dir, results.EnvoyStatsFile))
+				if _, ok := res.EnvoyStats[tt.statsOf]; err != nil || !ok || !strings.Contains(string(b), `"`+tt.statsOf+`"`) {
+					t.Errorf("summary of %s not in %s or the result: %v", tt.statsOf, results.EnvoyStatsFile, err)
+				}
+			}
+			if tt.mode == mesh.ModeSidecar {
+				// Every request crossed one server sidecar (round robin over
+				// the replicas): the 2xx add up to the 200 measured at least
+				// (warm-up included), each over mTLS.
+				var ok2xx uint64
+				for _, pod := range res.Topology.ServerPods() {
+					ps := res.EnvoyStats[res.Topology.Sidecar(pod.Name).Name]
+					if ps.DownstreamTLS == nil || ps.DownstreamTLS.Handshakes == nil || *ps.DownstreamTLS.Handshakes == 0 {
+						t.Errorf("sidecar of %s: no TLS handshake in %+v", pod.Name, ps.DownstreamTLS)
+					}
+					if ps.Downstream != nil && ps.Downstream.Rq2xx != nil {
+						ok2xx += *ps.Downstream.Rq2xx
+					}
+				}
+				if ok2xx < 200 {
+					t.Errorf("server sidecars' downstream 2xx = %d, want >= 200", ok2xx)
+				}
 			}
 			var phases []string
 			for _, p := range res.Manifest.Phases {
 				phases = append(phases, p.Name)
 			}
-			if got := strings.Join(phases, ","); got != "prepare,idle,warmup,measure,drain,collect,teardown" {
+			want := "prepare/apps,prepare,idle,warmup,measure,drain,collect,teardown"
+			if tt.mode != mesh.ModeNone {
+				want = "prepare/render,prepare/validate,prepare/apps,prepare/envoys," + want[len("prepare/apps,"):]
+			}
+			if got := strings.Join(phases, ","); got != want {
 				t.Errorf("phases %s", got)
 			}
 			assertNothingLeft(t, res.Manifest)
