@@ -113,13 +113,13 @@ func (b *builder) build() (*bootstrapv3.Bootstrap, error) {
 		}
 	}
 	bs := &bootstrapv3.Bootstrap{
-		Node:            &corev3.Node{Id: b.p.Name, Cluster: "meshbench"},
-		Admin:           &bootstrapv3.Admin{Address: sockAddr(b.p.Admin)},
+		Node:  &corev3.Node{Id: b.p.Name, Cluster: "meshbench"},
+		Admin: &bootstrapv3.Admin{Address: sockAddr(b.p.Admin)},
 		// Histogram quantiles are computed at a stats flush. Flushing when
 		// the admin is asked (no flush timer) makes the end-of-run scrape
 		// report every request, and spares the proxies a periodic flush
 		// while they are measured; no stats sink is configured anyway.
-		StatsFlush: &bootstrapv3.Bootstrap_StatsFlushOnAdmin{StatsFlushOnAdmin: true},
+		StatsFlush:      &bootstrapv3.Bootstrap_StatsFlushOnAdmin{StatsFlushOnAdmin: true},
 		StaticResources: &bootstrapv3.Bootstrap_StaticResources{Listeners: b.listeners, Clusters: b.clusters},
 		OverloadManager: &overloadv3.OverloadManager{ResourceMonitors: []*overloadv3.ResourceMonitor{{
 			Name: nameMaxConnections, ConfigType: &overloadv3.ResourceMonitor_TypedConfig{TypedConfig: typed(
