@@ -18,7 +18,7 @@ type sampleLine struct {
 	Category      string  `json:"category"`
 	CPUMillicores float64 `json:"cpu_millicores"`
 	RSSBytes      uint64  `json:"rss_bytes"`
-	PSSBytes      uint64  `json:"pss_bytes"`
+	PSSBytes      *uint64 `json:"pss_bytes,omitempty"` // nil: PSS not read this round
 	Round         int     `json:"round"`
 }
 
@@ -51,6 +51,8 @@ type roundLine struct {
 //
 // one sample line per process with a sample, one gap line per process
 // without one, then one line with the round's start time and overhead.
+// pss_bytes is left out of a sample line when PSS was not read in that
+// round (Sampler.PSSEvery); ReadRounds also takes it as null.
 // t_unix_ns is Unix time in nanoseconds (for samples and gaps, when the
 // process was read); cpu_millicores is a float (1000 = one core); the other
 // numbers are integers in the unit their key names.
@@ -69,9 +71,13 @@ func WriteRound(w io.Writer, r Round) error {
 func appendRoundLines(buf []byte, r *Round) ([]byte, error) {
 	var err error
 	for _, s := range r.Samples {
+		var pss *uint64
+		if s.HasPSS {
+			pss = &s.PSSBytes
+		}
 		buf, err = appendJSONLine(buf, sampleLine{
 			TUnixNs: s.Time.UnixNano(), PID: s.PID, Name: s.Name, Component: s.Component, Category: s.Category,
-			CPUMillicores: s.CPUMillicores, RSSBytes: s.RSSBytes, PSSBytes: s.PSSBytes, Round: r.Index,
+			CPUMillicores: s.CPUMillicores, RSSBytes: s.RSSBytes, PSSBytes: pss, Round: r.Index,
 		})
 		if err != nil {
 			return buf, err
@@ -116,7 +122,7 @@ type line struct {
 	Category      string   `json:"category"`
 	CPUMillicores *float64 `json:"cpu_millicores"`
 	RSSBytes      uint64   `json:"rss_bytes"`
-	PSSBytes      uint64   `json:"pss_bytes"`
+	PSSBytes      *uint64  `json:"pss_bytes"` // absent or null: not read
 	Gap           *string  `json:"gap"`
 	Gone          bool     `json:"gone"`
 	Processes     int      `json:"processes"`
@@ -167,7 +173,11 @@ func ReadRounds(r io.Reader) ([]Round, error) {
 		case l.Gap != nil:
 			rd.Gaps = append(rd.Gaps, Gap{Target: target, Time: t, Reason: *l.Gap, Gone: l.Gone})
 		case l.CPUMillicores != nil:
-			rd.Samples = append(rd.Samples, Sample{Target: target, Time: t, CPUMillicores: *l.CPUMillicores, RSSBytes: l.RSSBytes, PSSBytes: l.PSSBytes})
+			x := Sample{Target: target, Time: t, CPUMillicores: *l.CPUMillicores, RSSBytes: l.RSSBytes}
+			if l.PSSBytes != nil { // files written before PSSEvery always have it
+				x.PSSBytes, x.HasPSS = *l.PSSBytes, true
+			}
+			rd.Samples = append(rd.Samples, x)
 		default:
 			return nil, fmt.Errorf("reading resource samples, line %d: neither a sample (cpu_millicores), a gap (gap) nor a round (sampler_cpu_ns)", n)
 		}

@@ -36,8 +36,14 @@ type ProcSample struct {
 	// shared pages counted in full.
 	RSSBytes uint64
 	// PSSBytes is Pss from /proc/PID/smaps_rollup: proportional set size in
-	// bytes, each shared page divided among the processes mapping it.
+	// bytes, each shared page divided among the processes mapping it. It is
+	// 0 when HasPSS is false.
 	PSSBytes uint64
+	// HasPSS is true when smaps_rollup was read. It costs far more than
+	// stat and status (~1.3 ms of CPU for an Envoy, ~0.5 ms for a Go
+	// process, against ~35 µs for the other two), so the Sampler reads it
+	// only every Sampler.PSSEvery rounds.
+	HasPSS bool
 }
 
 // Stat holds the fields meshbench reads from /proc/PID/stat (proc(5)).
@@ -209,10 +215,11 @@ func parseUint(b []byte) (uint64, bool) {
 // smaps_rollup needs the right to ptrace the process (same user, or root).
 func ReadProc(pid int) (ProcSample, error) {
 	var r procReader
-	return r.read(pid)
+	return r.read(pid, true)
 }
 
-func (r *procReader) read(pid int) (ProcSample, error) {
+// read reads stat and status, and smaps_rollup when pss is true.
+func (r *procReader) read(pid int, pss bool) (ProcSample, error) {
 	if pid <= 0 {
 		return ProcSample{}, fmt.Errorf("reading process %d: not a PID", pid)
 	}
@@ -239,6 +246,9 @@ func (r *procReader) read(pid int) (ProcSample, error) {
 		return ProcSample{}, r.fail(pid, err)
 	}
 	ps.RSSBytes = status.RSSBytes
+	if !pss {
+		return ps, nil
+	}
 
 	b, err = r.readFile(dir + "/smaps_rollup")
 	if err != nil {
@@ -248,7 +258,7 @@ func (r *procReader) read(pid int) (ProcSample, error) {
 	if err != nil {
 		return ProcSample{}, r.fail(pid, err)
 	}
-	ps.PSSBytes = rollup.PSSBytes
+	ps.PSSBytes, ps.HasPSS = rollup.PSSBytes, true
 	return ps, nil
 }
 

@@ -286,8 +286,13 @@ func TestReadProcSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps.RSSBytes == 0 || ps.PSSBytes == 0 || ps.StartTicks == 0 {
+	if ps.RSSBytes == 0 || ps.PSSBytes == 0 || !ps.HasPSS || ps.StartTicks == 0 {
 		t.Errorf("ReadProc(self) = %+v, want RSS, PSS and start time", ps)
+	}
+	// Without smaps_rollup: no PSS, and it says so.
+	var r procReader
+	if ps, err := r.read(os.Getpid(), false); err != nil || ps.RSSBytes == 0 || ps.StartTicks == 0 || ps.HasPSS || ps.PSSBytes != 0 {
+		t.Errorf("read(self, no PSS) = %+v, %v; want RSS and start time, no PSS", ps, err)
 	}
 	if _, err := ReadProc(0); err == nil || errors.Is(err, ErrGone) {
 		t.Errorf("ReadProc(0) = %v, want an error other than ErrGone", err)
@@ -304,8 +309,10 @@ func TestReadProcWhileExiting(t *testing.T) {
 		var r procReader
 		done := make(chan error, 1)
 		go func() {
-			for {
-				if _, err := r.read(pid); err != nil {
+			for n := 0; ; n++ {
+				// With and without smaps_rollup: either way, the exit
+				// reads as ErrGone.
+				if _, err := r.read(pid, n%2 == 0); err != nil {
 					done <- err
 					return
 				}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -117,7 +119,7 @@ func TestSampleRealProcesses(t *testing.T) {
 			if x.PID == os.Getpid() {
 				continue // our own memory moves between the two reads
 			}
-			if x.RSSBytes == 0 || x.PSSBytes == 0 || x.PSSBytes > x.RSSBytes {
+			if x.RSSBytes == 0 || !x.HasPSS || x.PSSBytes == 0 || x.PSSBytes > x.RSSBytes {
 				t.Errorf("round %d, %s: RSS %d, PSS %d; want 0 < PSS <= RSS", r.Index, x.Name, x.RSSBytes, x.PSSBytes)
 			}
 		}
@@ -171,6 +173,132 @@ func TestSampleRealProcesses(t *testing.T) {
 	}
 }
 
+// TestSamplePSSEveryReal samples two real processes with PSSEvery 3: PSS
+// (smaps_rollup) is read in rounds 1, 4 and 7 only, for every sample of
+// them; the other rounds' samples have CPU and RSS and say they have no
+// PSS. The summary's PSS is over the three readings, and the JSON lines
+// round-trip both kinds of sample.
+func TestSamplePSSEveryReal(t *testing.T) {
+	busy := startProcess(t, "sh", "-c", "while :; do :; done")
+	idle := startProcess(t, "sleep", "30")
+	waitFor(t, func() bool {
+		b, err := os.ReadFile("/proc/" + itoa(idle.Process.Pid) + "/comm")
+		return err == nil && string(b) == "sleep\n"
+	}, "sleep to start")
+
+	s := New(100*time.Millisecond, nil)
+	s.PSSEvery = 3
+	var out bytes.Buffer
+	s.Out = &out
+	smaps := map[int]int{} // round → smaps_rollup reads
+	round := 0
+	read := s.read
+	s.read = func(pid int, pss bool) (ProcSample, error) {
+		if pss {
+			smaps[round]++
+		}
+		return read(pid, pss)
+	}
+	for _, tg := range []Target{
+		{busy.Process.Pid, "busy", "busy", CategoryApp},
+		{idle.Process.Pid, "idle", "idle", CategoryApp},
+	} {
+		if err := s.Add(tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 9
+	for round = 0; round < n; round++ {
+		if round > 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		s.SampleNow()
+	}
+	rounds := s.Rounds()
+	pssByName := map[string][]float64{}
+	for _, r := range rounds {
+		wantPSS := r.Index == 1 || r.Index == 4 || r.Index == 7
+		wantSamples := 3 // busy, idle and the sampler itself
+		if r.Index == 0 {
+			wantPSS, wantSamples = false, 0 // baselines
+		}
+		if len(r.Samples) != wantSamples || len(r.Gaps) != 0 {
+			t.Fatalf("round %d: %d samples, gaps %+v; want %d samples", r.Index, len(r.Samples), r.Gaps, wantSamples)
+		}
+		if r.HasPSS() != wantPSS || (smaps[r.Index] > 0) != wantPSS {
+			t.Errorf("round %d: HasPSS %v, %d smaps_rollup reads; want PSS %v", r.Index, r.HasPSS(), smaps[r.Index], wantPSS)
+		}
+		for _, x := range r.Samples {
+			switch {
+			case x.RSSBytes == 0:
+				t.Errorf("round %d, %s: no RSS", r.Index, x.Name)
+			case x.HasPSS != wantPSS:
+				t.Errorf("round %d, %s: HasPSS %v, want %v", r.Index, x.Name, x.HasPSS, wantPSS)
+			case !wantPSS && x.PSSBytes != 0:
+				t.Errorf("round %d, %s: PSS %d without a reading", r.Index, x.Name, x.PSSBytes)
+			case wantPSS && (x.PSSBytes == 0 || (x.PID != os.Getpid() && x.PSSBytes > x.RSSBytes)):
+				t.Errorf("round %d, %s: RSS %d, PSS %d; want 0 < PSS <= RSS", r.Index, x.Name, x.RSSBytes, x.PSSBytes)
+			}
+			if x.HasPSS {
+				pssByName[x.Name] = append(pssByName[x.Name], float64(x.PSSBytes))
+			}
+		}
+	}
+	// CPU is measured in the rounds without PSS too.
+	var busyCPU float64
+	for _, r := range rounds {
+		for _, x := range r.Samples {
+			if x.Name == "busy" && !x.HasPSS {
+				busyCPU += x.CPUMillicores
+			}
+		}
+	}
+	if busyCPU == 0 {
+		t.Error("the busy loop has no CPU in the rounds without PSS")
+	}
+
+	// The summary takes PSS over the three readings only.
+	sum := s.Summary()
+	for _, p := range sum.Processes {
+		v := pssByName[p.Name]
+		if len(v) != 3 {
+			t.Fatalf("%s: %d PSS readings, want 3", p.Name, len(v))
+		}
+		want := Stats{min(v[0], v[1], v[2]), max(v[0], v[1], v[2]), (v[0] + v[1] + v[2]) / 3}
+		if p.Rounds != n-1 || p.PSSRounds != 3 || p.PSSBytes != want {
+			t.Errorf("%s: %d rounds, PSS over %d: %+v; want %d, 3: %+v", p.Name, p.Rounds, p.PSSRounds, p.PSSBytes, n-1, want)
+		}
+	}
+	if sum.Total.PSSRounds != 3 || sum.Overhead.PSSRounds != 3 || sum.Overhead.PSSEveryRounds != (Stats{3, 3, 3}) {
+		t.Errorf("total %+v, overhead %+v; want PSS in 3 rounds, 3 apart", sum.Total, sum.Overhead)
+	}
+	var ov bytes.Buffer
+	_ = RenderOverhead(&ov, sum)
+	t.Log(ov.String())
+	if !strings.Contains(ov.String(), "PSS read every 3 rounds (3 of the 8 rounds with samples): ") {
+		t.Errorf("overhead report:\n%s", ov.String())
+	}
+
+	// JSON lines: pss_bytes on the 9 samples that have it, and the same
+	// rounds back (times in UTC, without monotonic clock readings).
+	if got := strings.Count(out.String(), `"pss_bytes"`); got != 9 {
+		t.Errorf("%d pss_bytes keys in the JSON lines, want 9", got)
+	}
+	back, err := ReadRounds(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rounds {
+		rounds[i].Time = rounds[i].Time.Round(0).UTC()
+		for j := range rounds[i].Samples {
+			rounds[i].Samples[j].Time = rounds[i].Samples[j].Time.Round(0).UTC()
+		}
+	}
+	if !reflect.DeepEqual(back, rounds) {
+		t.Errorf("rounds read back from the JSON lines differ:\n%+v\nwant\n%+v", back, rounds)
+	}
+}
+
 func itoa(n int) string {
 	return string(appendInt(nil, n))
 }
@@ -182,12 +310,15 @@ func appendInt(b []byte, n int) []byte {
 	return append(b, byte('0'+n%10))
 }
 
-// BenchmarkSampleRound200 measures one sampling round over 200 idle
-// processes (real sleeps) plus the sampler's own, JSON lines included.
+// BenchmarkSampleRound200 measures sampling rounds over 200 idle processes
+// (real sleeps) plus the sampler's own, JSON lines included: with PSSEvery
+// 2, each iteration takes one round that reads PSS (smaps_rollup) and one
+// that does not, and reports the CPU of each kind.
 func BenchmarkSampleRound200(b *testing.B) {
 	const n = 200
 	s := New(time.Second, nil)
 	s.Out = discard{}
+	s.PSSEvery = 2
 	for i := 0; i < n; i++ {
 		cmd := startProcess(b, "sleep", "300")
 		if err := s.Add(Target{cmd.Process.Pid, "sleep-" + itoa(i), "sleep", CategoryApp}); err != nil {
@@ -195,17 +326,32 @@ func BenchmarkSampleRound200(b *testing.B) {
 		}
 	}
 	s.SampleNow() // baselines: later rounds are full ones
-	var cpu time.Duration
+	// Index 0: rounds without PSS, 1: with.
+	var cpu [2]time.Duration
+	var rounds [2]int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r := s.SampleNow()
-		if len(r.Samples) != n+1 {
-			b.Fatalf("round %d: %d samples, %d gaps; want %d samples", r.Index, len(r.Samples), len(r.Gaps), n+1)
+		for range 2 {
+			r := s.SampleNow()
+			if len(r.Samples) != n+1 {
+				b.Fatalf("round %d: %d samples, %d gaps; want %d samples", r.Index, len(r.Samples), len(r.Gaps), n+1)
+			}
+			k := 0
+			if r.HasPSS() {
+				k = 1
+			}
+			cpu[k] += r.Overhead.CPU
+			rounds[k]++
 		}
-		cpu += r.Overhead.CPU
 	}
-	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/round")
-	b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(b.N)/(n+1), "cpu-µs/process")
+	if rounds[0] != b.N || rounds[1] != b.N {
+		b.Fatalf("%d rounds without PSS, %d with; want %d of each", rounds[0], rounds[1], b.N)
+	}
+	perRound := func(k int) float64 { return float64(cpu[k]) / float64(time.Millisecond) / float64(b.N) }
+	b.ReportMetric(perRound(1), "cpu-ms/round-pss")
+	b.ReportMetric(perRound(0), "cpu-ms/round-nopss")
+	b.ReportMetric(perRound(1)*1000/(n+1), "cpu-µs/process-pss")
+	b.ReportMetric(perRound(0)*1000/(n+1), "cpu-µs/process-nopss")
 }
 
 type discard struct{}

@@ -41,9 +41,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func (c *fakeClock) Tick(time.Duration) (<-chan time.Time, func()) { return c.tick, func() {} }
 
-// fakeProcs stands in for /proc.
+// fakeProcs stands in for /proc. pssReads records, per PID, how often
+// smaps_rollup was read.
 type fakeProcs struct {
-	procs map[int]*fakeProc
+	procs    map[int]*fakeProc
+	pssReads map[int]int
 }
 
 type fakeProc struct {
@@ -51,7 +53,7 @@ type fakeProc struct {
 	err error // returned instead of a reading
 }
 
-func (f *fakeProcs) read(pid int) (ProcSample, error) {
+func (f *fakeProcs) read(pid int, pss bool) (ProcSample, error) {
 	p, ok := f.procs[pid]
 	if !ok {
 		return ProcSample{}, fmt.Errorf("reading process %d: %w", pid, ErrGone)
@@ -59,14 +61,21 @@ func (f *fakeProcs) read(pid int) (ProcSample, error) {
 	if p.err != nil {
 		return ProcSample{}, p.err
 	}
-	return p.ProcSample, nil
+	ps := p.ProcSample
+	ps.HasPSS = pss
+	if pss {
+		f.pssReads[pid]++
+	} else {
+		ps.PSSBytes = 0
+	}
+	return ps, nil
 }
 
 // newFakeSampler returns a sampler on a fake clock and fake /proc whose
 // rounds each cost 250 µs of CPU; Self is PID 1000.
 func newFakeSampler() (*Sampler, *fakeClock, *fakeProcs) {
 	clock := newFakeClock()
-	procs := &fakeProcs{procs: map[int]*fakeProc{}}
+	procs := &fakeProcs{procs: map[int]*fakeProc{}, pssReads: map[int]int{}}
 	s := New(time.Second, clock)
 	s.read = procs.read
 	var cpu time.Duration
@@ -227,7 +236,7 @@ func TestSummarizeRollup(t *testing.T) {
 	c := Target{3, "sc", "sidecar", CategoryDataPlane}
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	smp := func(tg Target, cpu float64, mem uint64) Sample {
-		return Sample{Target: tg, CPUMillicores: cpu, RSSBytes: 2 * mem, PSSBytes: mem}
+		return Sample{Target: tg, CPUMillicores: cpu, RSSBytes: 2 * mem, PSSBytes: mem, HasPSS: true}
 	}
 	rounds := []Round{
 		{Index: 0, Time: t0, Overhead: Overhead{CPU: time.Millisecond, Processes: 3}},
@@ -237,7 +246,7 @@ func TestSummarizeRollup(t *testing.T) {
 	}
 	s := Summarize(rounds)
 	// Component a: per-round sums 30, 30, 0 → min 0, max 30, avg 20; PSS 300, 100, 100.
-	wantA := Figures{Rounds: 3, CPUMillicores: Stats{0, 30, 20}, RSSBytes: Stats{200, 600, 1000.0 / 3}, PSSBytes: Stats{100, 300, 500.0 / 3}}
+	wantA := Figures{Rounds: 3, PSSRounds: 3, CPUMillicores: Stats{0, 30, 20}, RSSBytes: Stats{200, 600, 1000.0 / 3}, PSSBytes: Stats{100, 300, 500.0 / 3}}
 	if len(s.Components) != 2 || s.Components[0].Name != "a" || !reflect.DeepEqual(s.Components[0].Figures, wantA) || s.Components[0].Processes != 2 {
 		t.Errorf("component a = %+v, want %+v over 2 processes", s.Components, wantA)
 	}
@@ -441,6 +450,13 @@ func TestReadRoundsErrors(t *testing.T) {
 	if len(rounds) != 1 || rounds[0].Index != 3 || rounds[0].Time.UnixNano() != 4 || len(rounds[0].Samples) != 2 || len(rounds[0].Gaps) != 1 {
 		t.Errorf("rounds = %+v", rounds)
 	}
+	// Those lines are in the format written before PSSEvery: pss_bytes in
+	// every sample line, always a reading.
+	for _, x := range rounds[0].Samples {
+		if !x.HasPSS || x.PSSBytes != 1 {
+			t.Errorf("old-format sample %+v: want PSS 1, HasPSS", x)
+		}
+	}
 }
 
 // TestRender checks every table layout (golden files) on the scenario.
@@ -485,7 +501,7 @@ istio-system           3m        6m        4.93m     107Mi     111Mi     110.03M
 TOTAL                  5m        18m       14.60m    163Mi     168Mi     166.21Mi
 `
 	g := func(name string, cpu Stats, memMi Stats) GroupSummary {
-		return GroupSummary{Name: name, Figures: Figures{Rounds: 10, CPUMillicores: cpu,
+		return GroupSummary{Name: name, Figures: Figures{Rounds: 10, PSSRounds: 10, CPUMillicores: cpu,
 			PSSBytes: Stats{memMi.Min * mi, memMi.Max * mi, memMi.Avg * mi}}}
 	}
 	s := Summary{Rounds: 10, Components: []GroupSummary{

@@ -18,14 +18,25 @@ type Stats struct {
 // Figures are a process's or a group's CPU and memory over the rounds in
 // which it had at least one sample. For a group, each round's value is the
 // sum over the group's processes sampled in that round.
+//
+// PSS is not read every round (Sampler.PSSEvery): its statistics are over
+// the PSSRounds rounds in which every sample summed had a PSS reading. A
+// round where only some of them had one (which a Sampler never produces)
+// does not count for PSS, so a group's PSS never adds up readings of
+// different rounds.
 type Figures struct {
-	// Rounds is the number of rounds the statistics are taken over.
+	// Rounds is the number of rounds the CPU and RSS statistics are taken
+	// over.
 	Rounds int `json:"rounds"`
+	// PSSRounds is the number of rounds the PSS statistics are taken over
+	// (at most Rounds).
+	PSSRounds int `json:"pss_rounds"`
 	// CPUMillicores: 1000 = one core.
 	CPUMillicores Stats `json:"cpu_millicores"`
 	// RSSBytes: resident set size (VmRSS), bytes.
 	RSSBytes Stats `json:"rss_bytes"`
-	// PSSBytes: proportional set size (Pss), bytes.
+	// PSSBytes: proportional set size (Pss), bytes, over PSSRounds rounds;
+	// all zero when PSSRounds is 0 (no reading, not a measured zero).
 	PSSBytes Stats `json:"pss_bytes"`
 }
 
@@ -69,6 +80,19 @@ type OverheadSummary struct {
 	// rounds 2…N over the time from round 1 to round N, in millicores
 	// (0 with fewer than two rounds).
 	CPUMillicores float64 `json:"cpu_millicores"`
+	// PSSRounds is the number of rounds that read PSS (Round.HasPSS);
+	// NoPSSRounds the number of rounds with samples that did not. Rounds
+	// of baselines only (no samples) are neither.
+	PSSRounds   int `json:"pss_rounds"`
+	NoPSSRounds int `json:"no_pss_rounds"`
+	// PSSEveryRounds: the distance, in rounds (by index), between
+	// consecutive rounds that read PSS, in the order given; all zero with
+	// fewer than two.
+	PSSEveryRounds Stats `json:"pss_every_rounds"`
+	// RoundCPUNsPSS and RoundCPUNsNoPSS: CPU time of the rounds that read
+	// PSS and of the NoPSSRounds, nanoseconds; all zero if none.
+	RoundCPUNsPSS   Stats `json:"round_cpu_ns_pss"`
+	RoundCPUNsNoPSS Stats `json:"round_cpu_ns_no_pss"`
 }
 
 // Summary is every figure derived from a list of rounds.
@@ -90,9 +114,10 @@ type Summary struct {
 	Overhead OverheadSummary `json:"overhead"`
 }
 
-// acc accumulates min, max and sum of the per-round values of one series.
+// acc accumulates min, max and sum of the per-round values of one series;
+// pssN counts the rounds with a PSS value.
 type acc struct {
-	n             int
+	n, pssN       int
 	cpu, rss, pss stat
 }
 
@@ -114,26 +139,39 @@ func (s stat) stats(n int) Stats {
 	return Stats{Min: s.min, Max: s.max, Avg: s.sum / float64(n)}
 }
 
-// add folds one round's value of the series in.
-func (a *acc) add(cpu, rss, pss float64) {
+// add folds one round's value of the series in; pss counts only if
+// hasPSS.
+func (a *acc) add(cpu, rss, pss float64, hasPSS bool) {
 	first := a.n == 0
 	a.cpu.add(cpu, first)
 	a.rss.add(rss, first)
-	a.pss.add(pss, first)
 	a.n++
+	if hasPSS {
+		a.pss.add(pss, a.pssN == 0)
+		a.pssN++
+	}
 }
 
 func (a *acc) figures() Figures {
-	return Figures{Rounds: a.n, CPUMillicores: a.cpu.stats(a.n), RSSBytes: a.rss.stats(a.n), PSSBytes: a.pss.stats(a.n)}
+	return Figures{Rounds: a.n, PSSRounds: a.pssN, CPUMillicores: a.cpu.stats(a.n), RSSBytes: a.rss.stats(a.n), PSSBytes: a.pss.stats(a.pssN)}
 }
 
-type sums struct{ cpu, rss, pss float64 }
+// sums adds up one round's samples of a group; noPSS is set when one of
+// them has no PSS reading, which voids the round's PSS sum.
+type sums struct {
+	cpu, rss, pss float64
+	noPSS         bool
+}
 
 func (s *sums) add(x Sample) {
 	s.cpu += x.CPUMillicores
 	s.rss += float64(x.RSSBytes)
 	s.pss += float64(x.PSSBytes)
+	s.noPSS = s.noPSS || !x.HasPSS
 }
+
+// fold adds the round's sums to a.
+func (a *acc) fold(s *sums) { a.add(s.cpu, s.rss, s.pss, !s.noPSS) }
 
 type groupKey struct{ category, name string }
 
@@ -146,7 +184,9 @@ type group struct {
 // in total. For a group, every round's samples of its processes are summed
 // first, and the statistics are taken over the rounds in which the group
 // had at least one sample (a round without any is skipped, never counted
-// as zero). It is a pure function of rounds.
+// as zero). PSS statistics are taken the same way over the rounds in which
+// every sample summed has a PSS reading (see Figures). It is a pure
+// function of rounds.
 func Summarize(rounds []Round) Summary {
 	sum := Summary{Rounds: len(rounds), Processes: []ProcessSummary{}}
 	procs := map[Target]*ProcessSummary{}
@@ -156,6 +196,10 @@ func Summarize(rounds []Round) Summary {
 	var total acc
 	var ovCPU, ovWall, ovProcs stat
 	var ovCPUAfterFirst time.Duration
+	// CPU per round with and without PSS; rounds between PSS rounds.
+	var ovPSS, ovNoPSS, pssEvery stat
+	var nPSS, nNoPSS, nEvery int
+	lastPSS := -1
 
 	proc := func(t Target) *ProcessSummary {
 		p, ok := procs[t]
@@ -179,13 +223,25 @@ func Summarize(rounds []Round) Summary {
 		if i > 0 {
 			ovCPUAfterFirst += r.Overhead.CPU
 		}
+		if r.HasPSS() {
+			ovPSS.add(float64(r.Overhead.CPU), nPSS == 0)
+			nPSS++
+			if lastPSS >= 0 {
+				pssEvery.add(float64(r.Index-lastPSS), nEvery == 0)
+				nEvery++
+			}
+			lastPSS = r.Index
+		} else if len(r.Samples) > 0 {
+			ovNoPSS.add(float64(r.Overhead.CPU), nNoPSS == 0)
+			nNoPSS++
+		}
 
 		compSums := map[groupKey]*sums{}
 		catSums := map[groupKey]*sums{}
 		var totalSums sums
 		for _, x := range r.Samples {
 			proc(x.Target)
-			procAcc[x.Target].add(x.CPUMillicores, float64(x.RSSBytes), float64(x.PSSBytes))
+			procAcc[x.Target].add(x.CPUMillicores, float64(x.RSSBytes), float64(x.PSSBytes), x.HasPSS)
 			for _, g := range []struct {
 				key    groupKey
 				groups map[groupKey]*group
@@ -206,13 +262,13 @@ func Summarize(rounds []Round) Summary {
 			totalSums.add(x)
 		}
 		for k, s := range compSums {
-			components[k].add(s.cpu, s.rss, s.pss)
+			components[k].fold(s)
 		}
 		for k, s := range catSums {
-			categories[k].add(s.cpu, s.rss, s.pss)
+			categories[k].fold(s)
 		}
 		if len(r.Samples) > 0 {
-			total.add(totalSums.cpu, totalSums.rss, totalSums.pss)
+			total.fold(&totalSums)
 		}
 		for _, g := range r.Gaps {
 			p := proc(g.Target)
@@ -244,6 +300,11 @@ func Summarize(rounds []Round) Summary {
 		ProcessesPerRound: ovProcs.stats(len(rounds)),
 		RoundCPUNs:        ovCPU.stats(len(rounds)),
 		RoundWallNs:       ovWall.stats(len(rounds)),
+		PSSRounds:         nPSS,
+		NoPSSRounds:       nNoPSS,
+		PSSEveryRounds:    pssEvery.stats(nEvery),
+		RoundCPUNsPSS:     ovPSS.stats(nPSS),
+		RoundCPUNsNoPSS:   ovNoPSS.stats(nNoPSS),
 	}
 	if span := sum.Last.Sub(sum.First); len(rounds) > 1 && span > 0 {
 		sum.Overhead.CPUMillicores = ovCPUAfterFirst.Seconds() / span.Seconds() * 1000

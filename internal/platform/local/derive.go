@@ -28,20 +28,23 @@ func derive(t *mesh.Topology, r *results.LoadResult, s sample.Summary) map[strin
 	replicas := float64(len(t.ServerPods())) // app pods, all services
 	if dp != nil {
 		out["data_plane_cpu_millicores_avg"] = dp.CPUMillicores.Avg
-		out["data_plane_pss_mib_avg"] = dp.PSSBytes.Avg / (1 << 20)
 		if rate > 0 {
 			out["data_plane_cpu_millicores_per_1000_rps"] = dp.CPUMillicores.Avg / rate * 1000
 		}
-		out["data_plane_pss_mib_per_replica"] = dp.PSSBytes.Avg / (1 << 20) / replicas
-		if dp.Processes > 0 {
-			out["data_plane_pss_mib_per_proxy"] = dp.PSSBytes.Avg / (1 << 20) / float64(dp.Processes)
+		// PSS is not read every round: no reading in the window, no figure.
+		if dp.PSSRounds > 0 {
+			out["data_plane_pss_mib_avg"] = dp.PSSBytes.Avg / (1 << 20)
+			out["data_plane_pss_mib_per_replica"] = dp.PSSBytes.Avg / (1 << 20) / replicas
+			if dp.Processes > 0 {
+				out["data_plane_pss_mib_per_proxy"] = dp.PSSBytes.Avg / (1 << 20) / float64(dp.Processes)
+			}
 		}
 	}
 	if app != nil && dp != nil {
 		if app.CPUMillicores.Avg > 0 {
 			out["data_plane_to_app_cpu_ratio"] = dp.CPUMillicores.Avg / app.CPUMillicores.Avg
 		}
-		if app.PSSBytes.Avg > 0 {
+		if app.PSSBytes.Avg > 0 && dp.PSSRounds > 0 {
 			out["data_plane_to_app_memory_ratio"] = dp.PSSBytes.Avg / app.PSSBytes.Avg
 		}
 	}
