@@ -4,7 +4,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo test envoy vet fmt-check unit fuzz bench-loadgen clean
+.PHONY: all build demo test envoy vet fmt-check unit fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -69,6 +69,10 @@ fuzz:
 bench-loadgen: build
 	./bench/loadgen/install.sh
 	python3 bench/loadgen/run.py --meshbench $(BIN)
+
+# A 90-replica sidecar lab: time to ready, PSS per sidecar, sampler cost (bench/lab/README.md).
+bench-lab: envoy
+	./bench/lab/run.sh
 
 clean:
 	rm -rf bin

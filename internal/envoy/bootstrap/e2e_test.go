@@ -465,6 +465,14 @@ func TestE2E(t *testing.T) {
 				t.Errorf("CONNECT %s: %d %v, want %d", tc.authority, status, err, tc.want)
 			}
 		}
+		// Asking by SNI for an identity no pod of the node has finds no
+		// filter chain: the node proxy never presents a certificate it
+		// does not host.
+		before := l.stats("ztunnel-node2")[listenerStat(hb)+"no_filter_chain_match"]
+		if status, err := l.connect(hb.Addr.String(), mesh.IdentityClient, mesh.IdentityAttacker, l.topo.Pod("server-0").AppAddr().String()); err == nil {
+			t.Errorf("CONNECT asking for %s's certificate: status %d, want the handshake refused", mesh.IdentityAttacker, status)
+		}
+		l.want("ztunnel-node2", l.stats("ztunnel-node2"), listenerStat(hb)+"no_filter_chain_match", "==", before+1)
 		l.checkBinds()
 	})
 
