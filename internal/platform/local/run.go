@@ -28,8 +28,13 @@ import (
 
 // Options is one benchmark cell on the local lab.
 type Options struct {
-	Mesh        mesh.Options
-	Rate        string        // load rate as `meshbench load --rate` reads it
+	Mesh mesh.Options
+	Rate string // load rate as `meshbench load --rate` reads it
+	Max  bool   // closed loop (`meshbench load --max`) instead of Rate
+	// LoadCPUMax is the load generator's CPU, as a fraction of one core,
+	// above which the run counts as CPU-starved and invalid (0:
+	// DefaultLoadCPUMax).
+	LoadCPUMax  float64
 	Duration    time.Duration // measured window
 	Warmup      time.Duration // load before the window, not counted
 	Connections int           // load generator connections (0: 16, at least one per target)
@@ -72,6 +77,9 @@ type Result struct {
 	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
 	EnvoyStats map[string]envoy.ProxyStats
 }
+
+// DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
+const DefaultLoadCPUMax = 0.9
 
 // ErrInvalid marks a run that finished but must not be used as a
 // measurement; the manifest says why.
@@ -270,6 +278,7 @@ func (l *lab) run(ctx context.Context) (*Result, error) {
 		return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: l.envoyStats}, loadErr
 	}
 	l.checkValidity(loadRes)
+	l.checkLoadCPU(summary)
 	l.manifest.Derived = derive(l.topo, loadRes, summary)
 	return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: l.envoyStats}, ctx.Err()
 }
@@ -457,8 +466,13 @@ func (l *lab) waitIdle(ctx context.Context) error {
 func (l *lab) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time.Time, error) {
 	endWarm := l.phase("warmup")
 	loadPath := filepath.Join(l.dir.Path, results.LoadFile)
-	args := []string{"load", "--rate", l.opts.Rate, "--duration", l.opts.Duration.String(), "--warmup", l.opts.Warmup.String(),
-		"--timeout", l.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath}
+	pace := []string{"--rate", l.opts.Rate}
+	if l.opts.Max {
+		pace = []string{"--max"}
+	}
+	args := append([]string{"load"}, pace...)
+	args = append(args, "--duration", l.opts.Duration.String(), "--warmup", l.opts.Warmup.String(),
+		"--timeout", l.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath)
 	conns := max(l.opts.Connections, len(l.topo.LoadTargets))
 	args = append(args, "--connections", strconv.Itoa(conns))
 	if len(l.topo.LoadTargets) > 0 && strings.HasPrefix(l.topo.LoadTargets[0].URL, "https://") {
@@ -583,6 +597,29 @@ func (l *lab) collectStats(ctx context.Context) {
 	l.envoyStats = summaries
 	if err := l.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
 		l.logf("envoy stats summary: %v", err)
+	}
+}
+
+// checkLoadCPU marks the run invalid when the load generator was
+// CPU-starved: its average CPU over the measured window above
+// LoadCPUMax of one core (its engine runs on one thread by default), where
+// its own scheduling, not the mesh, would shape the latencies.
+//
+// Closed loop (Max) is exempt: there the generator runs flat out by design,
+// and the output already labels its latencies as queueing-dominated.
+func (l *lab) checkLoadCPU(s sample.Summary) {
+	if l.opts.Max {
+		return
+	}
+	limit := l.opts.LoadCPUMax
+	if limit <= 0 {
+		limit = DefaultLoadCPUMax
+	}
+	for _, c := range s.Categories {
+		if c.Name == sample.CategoryLoad && c.CPUMillicores.Avg > limit*1000 {
+			l.invalid(fmt.Sprintf("load generator CPU-starved: %.0fm on average, over %.0fm (%.0f%% of one core)",
+				c.CPUMillicores.Avg, limit*1000, limit*100))
+		}
 	}
 }
 
@@ -714,7 +751,7 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 	return map[string]any{
 		"mesh": string(m.Mode), "app": string(m.App), "replicas": m.Replicas, "nodes": m.Nodes,
 		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
-		"rate": o.Rate, "duration": o.Duration.String(), "warmup": o.Warmup.String(), "connections": o.Connections,
+		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(), "connections": o.Connections,
 		"sample_interval": o.SampleInterval.String(), "pss_every_rounds": o.pssEvery(), "drain": o.Drain.String(),
 	}
 }

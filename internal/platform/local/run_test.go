@@ -224,3 +224,33 @@ func TestRunAddressInUse(t *testing.T) {
 		t.Error("results directory created although nothing ran")
 	}
 }
+
+// TestRunLoadCPUStarved: a load generator over its CPU limit makes the run
+// invalid with the reason (the limit set absurdly low so a real 100 rps
+// load crosses it); closed loop is exempt.
+func TestRunLoadCPUStarved(t *testing.T) {
+	o := labOptions(t, mesh.ModeNone, 1, 22)
+	o.LoadCPUMax = 0.001 // 1m
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Manifest.Valid || !strings.Contains(strings.Join(res.Manifest.Invalid, ";"), "load generator CPU-starved") {
+		t.Errorf("valid %v, reasons %q: want invalid, CPU-starved", res.Manifest.Valid, res.Manifest.Invalid)
+	}
+	assertNothingLeft(t, res.Manifest)
+
+	o = labOptions(t, mesh.ModeNone, 1, 22)
+	o.LoadCPUMax, o.Max, o.Duration = 0.001, true, time.Second
+	res, err = Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("closed-loop run: %v", err)
+	}
+	if strings.Contains(strings.Join(res.Manifest.Invalid, ";"), "CPU-starved") || res.Load.Success == 0 {
+		t.Errorf("closed loop: reasons %q, %d successes; want no CPU-starved flag and successes", res.Manifest.Invalid, res.Load.Success)
+	}
+	if res.Load.Model != results.ModelClosed {
+		t.Error("closed-loop run's load result not marked closed loop")
+	}
+	assertNothingLeft(t, res.Manifest)
+}
