@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.RemoveMeshbenchBuild()
+	os.Exit(code)
+}
+
+// cells: n real cells of mode none (no Envoy needed), 1 s each.
+func cells(t *testing.T, n int) []Cell {
+	bin := testutil.BuildMeshbench(t)
+	var out []Cell
+	for i := range n {
+		mo := mesh.DefaultOptions()
+		mo.LoopbackNet = 60
+		out = append(out, Cell{ID: "none-r100-rep" + string(rune('0'+i)), Lab: local.Options{Mesh: mo, Rate: "100",
+			Duration: time.Second, Warmup: 200 * time.Millisecond, Meshbench: bin, SampleInterval: 250 * time.Millisecond,
+			Drain: 250 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}})
+	}
+	return out
+}
+
+// TestRunInterruptedThenResumed interrupts a real plan while its second
+// cell runs, then resumes it: the finished cell is not run again, the cut
+// cell is discarded and run again, and the final directory has the same
+// structure as an uninterrupted run's.
+func TestRunInterruptedThenResumed(t *testing.T) {
+	cs := cells(t, 3)
+	dir := filepath.Join(t.TempDir(), "plan")
+	o := Options{Dir: dir, PlanYAML: []byte("plan: test\n"), Seed: 7, Cells: cs, Version: "test"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o.Progress = func(ev Event) {
+		if !ev.Done && ev.Index == 2 {
+			// Let the second cell get going, then interrupt it.
+			time.AfterFunc(700*time.Millisecond, cancel)
+		}
+	}
+	m, err := Run(ctx, o)
+	if err == nil {
+		t.Fatal("interrupted plan returned no error")
+	}
+	if st := m.Cells[cs[0].ID]; st.State != results.CellDone || !st.Valid {
+		t.Fatalf("first cell %+v, want done and valid", st)
+	}
+	if st := m.Cells[cs[1].ID]; st.State != results.CellPending {
+		t.Fatalf("cut cell %+v, want pending", st)
+	}
+	if _, err := os.Stat(results.CellDir(dir, cs[1].ID) + results.PartialSuffix); err == nil {
+		t.Error("cut cell's partial directory kept")
+	}
+	first, err := results.ReadManifest(results.CellDir(dir, cs[0].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Simulate a crash mid-cell too: a half-written directory on disk.
+	if err := os.MkdirAll(results.CellDir(dir, cs[2].ID)+results.PartialSuffix, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	o.Resume, o.Progress = true, nil
+	var ran []string
+	o.Progress = func(ev Event) {
+		if !ev.Done {
+			ran = append(ran, ev.Cell.ID)
+		}
+	}
+	m, err = Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if got := strings.Join(ran, ","); got != cs[1].ID+","+cs[2].ID {
+		t.Errorf("resume ran %s, want only the unfinished cells", got)
+	}
+	again, err := results.ReadManifest(results.CellDir(dir, cs[0].ID))
+	if err != nil || !again.StartedAt.Equal(first.StartedAt) {
+		t.Errorf("finished cell rewritten: %v %v → %v", err, first.StartedAt, again.StartedAt)
+	}
+	if !m.Complete || m.Resumes != 1 {
+		t.Errorf("complete %v resumes %d, want true 1", m.Complete, m.Resumes)
+	}
+
+	// Same structure as an uninterrupted run of the same plan.
+	dir2 := filepath.Join(t.TempDir(), "plan2")
+	o2 := Options{Dir: dir2, PlanYAML: o.PlanYAML, Seed: 7, Cells: cs, Version: "test"}
+	if _, err := Run(context.Background(), o2); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := tree(t, dir), tree(t, dir2); a != b {
+		t.Errorf("resumed plan's files differ from an uninterrupted run's:\n%s\nvs\n%s", a, b)
+	}
+}
+
+// tree lists the files of a plan directory, logs and samples aside.
+func tree(t *testing.T, dir string) string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !d.IsDir() && !strings.HasPrefix(filepath.Base(rel), ".") {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// TestRunRefusesOtherPlan: resuming with another plan, or starting in a
+// directory that holds files, is one clear error and runs nothing.
+func TestRunRefusesOtherPlan(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x"), []byte("x"), 0o644)
+	cs := []Cell{{ID: "a"}}
+	if _, err := Run(context.Background(), Options{Dir: dir, Cells: cs}); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("start in a used directory: %v", err)
+	}
+	dir = filepath.Join(t.TempDir(), "p")
+	os.MkdirAll(filepath.Join(dir, results.CellsDir), 0o755)
+	os.WriteFile(filepath.Join(dir, results.PlanFile), []byte("plan: a\n"), 0o644)
+	results.WritePlanManifest(dir, &results.PlanManifest{Schema: results.PlanSchema, Seed: 1, Order: []string{"a"}})
+	if _, err := Run(context.Background(), Options{Dir: dir, Resume: true, PlanYAML: []byte("plan: b\n"), Seed: 1, Cells: cs}); err == nil ||
+		!strings.Contains(err.Error(), "another plan") {
+		t.Errorf("resume with another plan: %v", err)
+	}
+	if _, err := Run(context.Background(), Options{Dir: dir, Cells: []Cell{{ID: "a/b"}}}); err == nil {
+		t.Error("cell ID with a path separator accepted")
+	}
+}
