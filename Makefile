@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStatus$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseSmapsRollup$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/plan -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build

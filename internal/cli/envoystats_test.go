@@ -28,7 +28,7 @@ func sidecarSummary(n uint64, p99 float64, rbac bool) envoy.ProxyStats {
 	return ps
 }
 
-func plan(t *testing.T, replicas int) *mesh.Topology {
+func planTopo(t *testing.T, replicas int) *mesh.Topology {
 	t.Helper()
 	o := mesh.DefaultOptions()
 	o.Mode, o.Replicas = mesh.ModeSidecar, replicas
@@ -42,7 +42,7 @@ func plan(t *testing.T, replicas int) *mesh.Topology {
 // One line per proxy, in the topology's order; "-" where there is no
 // histogram or no RBAC.
 func TestRenderEnvoyStatsPerProxy(t *testing.T) {
-	topo := plan(t, 2)
+	topo := planTopo(t, 2)
 	client := envoy.ProxyStats{
 		Downstream: &envoy.HTTPStats{RqTotal: ptr(250)},
 		Clusters:   map[string]envoy.ClusterStats{"outbound": {RqTotal: ptr(251)}},
@@ -76,7 +76,7 @@ func TestRenderEnvoyStatsPerProxy(t *testing.T) {
 // Past maxEnvoyRows proxies, a component is one line: sums, the highest
 // p99, and how many proxies it adds up.
 func TestRenderEnvoyStatsByComponent(t *testing.T) {
-	topo := plan(t, 20)
+	topo := planTopo(t, 20)
 	stats := map[string]envoy.ProxyStats{"client-sidecar": {Downstream: &envoy.HTTPStats{RqTotal: ptr(2000)}}}
 	for i, pod := range topo.ServerPods() {
 		stats[topo.Sidecar(pod.Name).Name] = sidecarSummary(100, float64(i)/4, i%2 == 0)

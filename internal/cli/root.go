@@ -123,6 +123,8 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newServeCmd(env))
 	root.AddCommand(newMergeCmd(env))
 	root.AddCommand(newRunCmd(env))
+	root.AddCommand(newReportCmd(env))
+	root.AddCommand(newBenchCmd(env))
 	return root
 }
 

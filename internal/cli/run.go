@@ -108,7 +108,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
-	if mo.Mode != mesh.ModeNone {
+	if mo.Mode != mesh.ModeNone || mo.Gateway { // a gateway is an Envoy too
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()
 		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})

@@ -129,7 +129,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if topo.Options.Mode != mesh.ModeNone && o.Envoy == nil {
+	if len(topo.Proxies) > 0 && o.Envoy == nil {
 		return nil, errors.New("no Envoy binary: install it with `make envoy`")
 	}
 	// Every address must be free before anything starts.

@@ -1,0 +1,347 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/meshbench/meshbench/internal/stats"
+)
+
+// Options control the analysis.
+type Options struct {
+	// Level is the confidence level of every interval (0: 0.95).
+	Level float64
+	// Baseline is the mesh the others are compared with ("": none, or the
+	// first mesh when the plan has no none).
+	Baseline string
+	// Resamples per bootstrap (0: stats.DefaultResamples).
+	Resamples int
+	// Seed makes the bootstrap reproducible: the same directory gives the
+	// same report.
+	Seed uint64
+}
+
+// Group is one Config's repetitions: the median of every figure across
+// its valid cells, with a bootstrap interval.
+type Group struct {
+	Config  Config
+	Cells   []*Cell // every cell of the config, valid or not
+	Valid   int     // how many are valid (only those are aggregated)
+	Figures map[string]stats.Interval
+	// Spectrum is the median latency at each of SpectrumPercentiles, with
+	// intervals.
+	Spectrum []stats.Interval
+}
+
+// Comparison is one mesh against the baseline in one scenario.
+type Comparison struct {
+	Scenario Scenario
+	Mesh     string
+	Baseline string
+	// Diffs maps a figure to the relative difference of medians
+	// (mesh/baseline − 1) with its interval.
+	Diffs map[string]stats.Interval
+	// Ratios maps a figure to median(mesh)/median(baseline).
+	Ratios map[string]float64
+}
+
+// Fit is a figure against replicas for one mesh (and the rest of the
+// scenario but replicas fixed): the slope is the cost of one more replica.
+type Fit struct {
+	Mesh      string
+	Scenario  Scenario // Replicas is 0: the fit runs over it
+	Figure    string
+	Slope     stats.Interval
+	Intercept float64
+	R2        float64
+	Points    int
+}
+
+// Analysis is a plan's results, aggregated.
+type Analysis struct {
+	Plan        *Plan
+	Level       float64
+	Baseline    string
+	Meshes      []string   // in display order: baseline first
+	Scenarios   []Scenario // in order: app, rate, replicas, policies, …
+	Groups      map[string]*Group
+	Comparisons []Comparison
+	Fits        []Fit
+	Invalid     []*Cell
+}
+
+// Group returns the group of mesh in scenario s, or nil.
+func (a *Analysis) Group(mesh string, s Scenario) *Group {
+	return a.Groups[mesh+"|"+s.Key()]
+}
+
+// CompareFigures are the figures comparisons and verdicts are made on.
+var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP99, LatencyMax,
+	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate}
+
+// meshOrder is the display order of known meshes.
+var meshOrder = map[string]int{"none": 0, "sidecar": 1, "ambient": 2, "waypoint": 3, "linkerd": 4}
+
+// Analyze aggregates a plan's cells.
+func Analyze(p *Plan, o Options) *Analysis {
+	level := o.Level
+	if level == 0 {
+		level = stats.DefaultLevel
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x6d657368))
+	a := &Analysis{Plan: p, Level: level, Groups: map[string]*Group{}}
+	meshes := map[string]bool{}
+	scen := map[string]Scenario{}
+	for _, c := range p.Cells {
+		g := a.Groups[c.Config.Key()]
+		if g == nil {
+			g = &Group{Config: c.Config, Figures: map[string]stats.Interval{}}
+			a.Groups[c.Config.Key()] = g
+		}
+		g.Cells = append(g.Cells, c)
+		if c.Valid {
+			g.Valid++
+		} else {
+			a.Invalid = append(a.Invalid, c)
+		}
+		meshes[c.Config.Mesh] = true
+		scen[c.Config.Scenario().Key()] = c.Config.Scenario()
+	}
+	for m := range meshes {
+		a.Meshes = append(a.Meshes, m)
+	}
+	a.Baseline = o.Baseline
+	if a.Baseline == "" {
+		a.Baseline = "none"
+	}
+	sort.Slice(a.Meshes, func(i, j int) bool {
+		oi, iok := meshOrder[a.Meshes[i]]
+		oj, jok := meshOrder[a.Meshes[j]]
+		if !iok {
+			oi = 100
+		}
+		if !jok {
+			oj = 100
+		}
+		if a.Meshes[i] == a.Baseline {
+			oi = -1
+		}
+		if a.Meshes[j] == a.Baseline {
+			oj = -1
+		}
+		if oi != oj {
+			return oi < oj
+		}
+		return a.Meshes[i] < a.Meshes[j]
+	})
+	if !meshes[a.Baseline] && len(a.Meshes) > 0 {
+		a.Baseline = a.Meshes[0]
+	}
+	for _, s := range scen {
+		a.Scenarios = append(a.Scenarios, s)
+	}
+	sort.Slice(a.Scenarios, func(i, j int) bool { return scenarioLess(a.Scenarios[i], a.Scenarios[j]) })
+
+	// Medians and intervals over the valid repetitions.
+	for _, key := range sortedKeys(a.Groups) {
+		g := a.Groups[key]
+		names := map[string]bool{}
+		for _, c := range g.Cells {
+			for n := range c.Figures {
+				names[n] = true
+			}
+		}
+		for _, n := range sortedKeys(names) {
+			g.Figures[n] = stats.BootstrapMedianCI(values(g, n), level, o.Resamples, rng)
+		}
+		for i := range SpectrumPercentiles {
+			var xs []float64
+			for _, c := range g.Cells {
+				if c.Valid && i < len(c.Spectrum) {
+					xs = append(xs, c.Spectrum[i])
+				}
+			}
+			g.Spectrum = append(g.Spectrum, stats.BootstrapMedianCI(xs, level, o.Resamples, rng))
+		}
+	}
+	// Every mesh against the baseline, per scenario.
+	for _, s := range a.Scenarios {
+		base := a.Group(a.Baseline, s)
+		if base == nil {
+			continue
+		}
+		for _, m := range a.Meshes {
+			g := a.Group(m, s)
+			if m == a.Baseline || g == nil {
+				continue
+			}
+			a.Comparisons = append(a.Comparisons, compare(g, base, s, level, o.Resamples, rng))
+		}
+	}
+	// Pairwise between meshes (not the baseline): the seed reports' "ambient vs sidecar".
+	for _, s := range a.Scenarios {
+		for i, m1 := range a.Meshes {
+			for _, m2 := range a.Meshes[i+1:] {
+				if m1 == a.Baseline || m2 == a.Baseline {
+					continue
+				}
+				g1, g2 := a.Group(m1, s), a.Group(m2, s)
+				if g1 != nil && g2 != nil {
+					a.Comparisons = append(a.Comparisons, compare(g2, g1, s, level, o.Resamples, rng))
+				}
+			}
+		}
+	}
+	a.Fits = fits(a, level)
+	return a
+}
+
+func compare(g, base *Group, s Scenario, level float64, resamples int, rng *rand.Rand) Comparison {
+	c := Comparison{Scenario: s, Mesh: g.Config.Mesh, Baseline: base.Config.Mesh, Diffs: map[string]stats.Interval{}, Ratios: map[string]float64{}}
+	for _, f := range CompareFigures {
+		av, bv := values(g, f), values(base, f)
+		if len(av) == 0 || len(bv) == 0 {
+			continue
+		}
+		c.Diffs[f] = stats.RelativeDiffCI(av, bv, level, resamples, rng)
+		if bm := stats.Median(bv); bm != 0 {
+			c.Ratios[f] = stats.Median(av) / bm
+		}
+	}
+	return c
+}
+
+// values are a figure's values over a group's valid cells.
+func values(g *Group, name string) []float64 {
+	var xs []float64
+	for _, c := range g.Cells {
+		if v, ok := c.Figures[name]; ok && c.Valid {
+			xs = append(xs, v)
+		}
+	}
+	return xs
+}
+
+// fits: data-plane CPU and memory against replicas, per mesh and per
+// scenario with the replicas left out, over every valid cell (not medians).
+func fits(a *Analysis, level float64) []Fit {
+	type key struct {
+		mesh string
+		s    Scenario
+	}
+	points := map[key][]*Cell{}
+	var keys []key
+	for _, c := range a.Plan.Cells {
+		if !c.Valid {
+			continue
+		}
+		s := c.Config.Scenario()
+		s.Replicas = 0
+		k := key{c.Config.Mesh, s}
+		if _, ok := points[k]; !ok {
+			keys = append(keys, k)
+		}
+		points[k] = append(points[k], c)
+	}
+	var out []Fit
+	for _, k := range keys {
+		cells := points[k]
+		distinct := map[int]bool{}
+		for _, c := range cells {
+			distinct[c.Config.Replicas] = true
+		}
+		if len(distinct) < 2 {
+			continue
+		}
+		for _, f := range []string{MemPrefix + "data-plane", CPUPrefix + "data-plane", MemPrefix + "TOTAL"} {
+			var x, y []float64
+			for _, c := range cells {
+				if v, ok := c.Figures[f]; ok {
+					x, y = append(x, float64(c.Config.Replicas)), append(y, v)
+				}
+			}
+			if len(x) < 2 {
+				continue
+			}
+			slope, icpt, r2, ci := stats.LinearFit(x, y, level)
+			ci.Estimate = slope
+			out = append(out, Fit{Mesh: k.mesh, Scenario: k.s, Figure: f, Slope: ci, Intercept: icpt, R2: r2, Points: len(x)})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Scenario.Key() != out[j].Scenario.Key() {
+			return scenarioLess(out[i].Scenario, out[j].Scenario)
+		}
+		return meshOrder[out[i].Mesh] < meshOrder[out[j].Mesh]
+	})
+	return out
+}
+
+func scenarioLess(a, b Scenario) bool {
+	if a.App != b.App {
+		return a.App < b.App
+	}
+	ra, rb := RateValue(a.Rate), RateValue(b.Rate)
+	if ra != rb && !(math.IsNaN(ra) && math.IsNaN(rb)) {
+		if math.IsNaN(ra) {
+			return false
+		}
+		if math.IsNaN(rb) {
+			return true
+		}
+		return ra < rb
+	}
+	if a.Replicas != b.Replicas {
+		return a.Replicas < b.Replicas
+	}
+	if a.Policies != b.Policies {
+		return a.Policies < b.Policies
+	}
+	return a.Key() < b.Key()
+}
+
+// Verdict is the one-line summary of a comparison in the seed reports'
+// style: "ambient vs sidecar: ~20% lower p50; ~1/2 the data-plane CPU;
+// ~1/4 the data-plane memory". Differences whose interval spans zero say
+// "no significant difference"; figures with one run per side say so.
+func (c Comparison) Verdict() string {
+	parts := []string{}
+	say := func(fig, label string) {
+		iv, ok := c.Diffs[fig]
+		if !ok {
+			return
+		}
+		switch {
+		case math.IsNaN(iv.Estimate):
+			parts = append(parts, label+" n/a")
+		case iv.HasInterval() && !iv.Significant():
+			parts = append(parts, label+": no significant difference")
+		default:
+			r := stats.HumanRatio(c.Ratios[fig])
+			if strings.HasSuffix(r, "lower") || strings.HasSuffix(r, "higher") || r == "about the same" {
+				parts = append(parts, r+" "+label)
+			} else {
+				parts = append(parts, r+" the "+label) // "~1/2 the data-plane CPU", "~3× the p99"
+			}
+		}
+		if !iv.HasInterval() && !math.IsNaN(iv.Estimate) {
+			parts[len(parts)-1] += " (one run, no interval)"
+		}
+	}
+	say(LatencyP50, "p50")
+	say(LatencyP99, "p99")
+	if _, ok := c.Diffs[CPUPrefix+"data-plane"]; ok {
+		say(CPUPrefix+"data-plane", "data-plane CPU")
+		say(MemPrefix+"data-plane", "data-plane memory")
+	} else { // against no mesh: the whole lab's cost
+		say(CPUPrefix+"TOTAL", "total CPU")
+		say(MemPrefix+"TOTAL", "total memory")
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%s vs %s: nothing to compare", c.Mesh, c.Baseline)
+	}
+	return fmt.Sprintf("%s vs %s: %s", c.Mesh, c.Baseline, strings.Join(parts, "; "))
+}

@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/runner"
+)
+
+type benchFlags struct {
+	plan.Flags
+	resume, out, envoyPath string
+	quiet                  bool
+	loopbackNet            int
+}
+
+func newBenchCmd(env *Env) *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench [PLAN.yaml]",
+		Short: "Run a benchmark plan (meshes × rates × replicas × … × repetitions) and report the comparison",
+		Long: `Expand a plan — a YAML file, or the same axes as flags — into cells, run
+them on the local lab in a seeded random order (the seed is recorded),
+write each finished cell into the results directory, then print the
+comparison: medians over repetitions with bootstrap intervals, differences
+against the baseline mesh, one-line verdicts; and write the reports (text,
+CSV, plots, a self-contained HTML file) into DIR/report/.
+
+An interrupted plan resumes with --resume DIR: finished cells are never run
+again or overwritten; a cell cut short is discarded and run again.
+
+Example plans: examples/quick.yaml, examples/seed-matrix.yaml,
+examples/faces.yaml, examples/saturation.yaml.`,
+		Example: `  meshbench bench examples/quick.yaml
+  meshbench bench --mesh none,sidecar,ambient --rate 50,200 --repetitions 3 --duration 5s
+  meshbench bench --resume results/bench-20261122-101500`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd.Context(), env, cmd, f, args) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.Mesh, "mesh", "", "meshes, comma-separated (default none,sidecar,ambient,waypoint)")
+	fl.StringVar(&f.App, "app", "", "apps: static, faces")
+	fl.StringVar(&f.Rate, "rate", "", "rates per second, or max (closed loop); default 100")
+	fl.StringVar(&f.Replicas, "replicas", "", "replica counts (default 1)")
+	fl.StringVar(&f.Policies, "policies", "", "L4 ALLOW rule counts (default 0)")
+	fl.StringVar(&f.Protocol, "protocol", "", "http, tcp")
+	fl.StringVar(&f.Gateway, "gateway", "", "true, false")
+	fl.StringVar(&f.MTLS, "mtls", "", "true, false")
+	fl.StringVar(&f.Repetitions, "repetitions", "", "runs of every configuration (default 3)")
+	fl.StringVar(&f.Seed, "seed", "", "seed of the cell order (default: random, recorded)")
+	fl.StringVar(&f.Nodes, "nodes", "", "app nodes (default 1)")
+	fl.StringVar(&f.Duration, "duration", "", "measured window per cell (default 10s)")
+	fl.StringVar(&f.Warmup, "warmup", "", "warm-up per cell (default 2s)")
+	fl.StringVar(&f.Drain, "drain", "", "drain per cell (default 2s)")
+	fl.StringVar(&f.Connections, "connections", "", "load generator connections (default 16)")
+	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
+	fl.StringVar(&f.Confidence, "confidence", "", "confidence level (default 0.95)")
+	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
+	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
+	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
+	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
+	_ = fl.MarkHidden("loopback-net")
+	return cmd
+}
+
+func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, args []string) error {
+	if f.loopbackNet < 0 || f.loopbackNet > 255 {
+		return usagef("--loopback-net %d: allowed: 0 to 255", f.loopbackNet)
+	}
+	var p *plan.Plan
+	dir := f.out
+	switch {
+	case f.resume != "":
+		if len(args) > 0 || cmd.Flags().NFlag() > flagCount(cmd, "resume", "envoy", "quiet", "loopback-net") {
+			return usagef("--resume %s: give no plan and no axes; the plan is read from the directory", f.resume)
+		}
+		data, err := os.ReadFile(filepath.Join(f.resume, "plan.yaml"))
+		if err != nil {
+			return usagef("--resume %s: not a plan results directory (%v)", f.resume, err)
+		}
+		if p, err = plan.Parse(filepath.Join(f.resume, "plan.yaml"), data); err != nil {
+			return &UsageError{Err: err}
+		}
+		dir = f.resume
+	case len(args) == 1:
+		if n := flagCount(cmd, "out", "envoy", "quiet", "loopback-net", "seed"); cmd.Flags().NFlag() > n {
+			return usagef("%s: give the axes in the plan file or as flags, not both", args[0])
+		}
+		data, err := os.ReadFile(args[0])
+		if err != nil {
+			return usagef("plan %s: %v", args[0], err)
+		}
+		if p, err = plan.Parse(args[0], data); err != nil {
+			return &UsageError{Err: err}
+		}
+		if f.Seed != "" {
+			s, err := strconv.ParseInt(f.Seed, 10, 64)
+			if err != nil {
+				return usagef("--seed %q: allowed: an integer", f.Seed)
+			}
+			p.Seed = &s
+		}
+	default:
+		var err error
+		if p, err = plan.FromFlags(f.Flags); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+	if p.Seed == nil {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		s := int64(binary.LittleEndian.Uint64(b[:]) >> 1)
+		p.Seed = &s
+	}
+	if dir == "" {
+		dir = filepath.Join("results", "bench-"+env.Now().Format("20060102-150405"))
+	}
+	cells := p.Order(*p.Seed, false)
+	needEnvoy := false
+	for _, c := range cells {
+		if c.Mesh.Mode != "none" || c.Mesh.Gateway {
+			needEnvoy = true
+		}
+	}
+	var bin *envoy.Binary
+	if needEnvoy {
+		exe, _ := os.Executable()
+		wd, _ := os.Getwd()
+		var err error
+		if bin, err = envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv}); err != nil {
+			return err
+		}
+	}
+	rcells := make([]runner.Cell, len(cells))
+	for i, c := range cells {
+		mo := c.Mesh
+		mo.LoopbackNet = uint8(f.loopbackNet)
+		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
+			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
+			LoadCPUMax: p.Thresholds.LoadCPU, Envoy: bin, Version: Version}
+		if c.Rate.Closed() {
+			lo.Rate = ""
+		}
+		rcells[i] = runner.Cell{ID: c.ID, Lab: lo}
+	}
+	est := p.Estimate(plan.CellOverheadLocal)
+	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations), seed %d, about %s; results in %s\n",
+		len(cells), len(p.Skipped()), *p.Seed, est.Round(time.Second), dir)
+	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version}
+	if bin != nil {
+		ro.EnvoyVersion = bin.Version
+	}
+	started := time.Now()
+	if !f.quiet {
+		ro.Progress = benchProgress(env, started)
+	}
+	_, runErr := runner.Run(ctx, ro)
+	if runErr != nil && ctx.Err() == nil {
+		return runErr
+	}
+	pd, err := analysis.ReadPlan(dir)
+	if err != nil {
+		return err
+	}
+	a := analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed)})
+	if len(pd.Cells) > 0 {
+		if err := writeReports(env, a, false); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(env.Stdout, "Plan took %s.\n", time.Since(started).Round(time.Second))
+	if ctx.Err() != nil {
+		fmt.Fprintf(env.Stderr, "meshbench bench: interrupted; resume with: meshbench bench --resume %s\n", dir)
+		return errInterrupted
+	}
+	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
+		return fmt.Errorf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
+	}
+	return nil
+}
+
+// flagCount counts how many of names were set on the command line.
+func flagCount(cmd *cobra.Command, names ...string) int {
+	n := 0
+	for _, name := range names {
+		if cmd.Flags().Changed(name) {
+			n++
+		}
+	}
+	return n
+}
+
+// benchProgress prints one line per cell start and end, with the plan's
+// progress and an estimate of the time left from the cells run so far.
+func benchProgress(env *Env, started time.Time) func(runner.Event) {
+	ran := 0
+	return func(ev runner.Event) {
+		if !ev.Done {
+			eta := ""
+			if ran > 0 {
+				per := time.Since(started) / time.Duration(ran)
+				left := ev.Total - ev.Index + 1
+				eta = fmt.Sprintf(", about %s left", (per * time.Duration(left)).Round(time.Second))
+			}
+			fmt.Fprintf(env.Stderr, "[%d/%d%s] %s: running\n", ev.Index, ev.Total, eta, ev.Cell.ID)
+			return
+		}
+		ran++
+		line := fmt.Sprintf("[%d/%d] %s: ", ev.Index, ev.Total, ev.Cell.ID)
+		switch {
+		case ev.Status.State == "failed":
+			line += "FAILED: " + ev.Status.Error
+		case ev.Result != nil && ev.Result.Load != nil:
+			lr := ev.Result.Load
+			lat, _, _, err := lr.Histograms()
+			if err == nil && lat.Count() > 0 {
+				line += fmt.Sprintf("%.1f/s, p50 %.3fms p99 %.3fms, %.2f%% ok", lr.AchievedRatePerSec(),
+					float64(lat.Percentile(50))/1e6, float64(lat.Percentile(99))/1e6, lr.SuccessRatio()*100)
+			}
+			if !ev.Status.Valid {
+				line += "; INVALID: " + strings.Join(ev.Status.Invalid, "; ")
+			}
+		}
+		fmt.Fprintln(env.Stderr, line)
+	}
+}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/plot"
+	"github.com/meshbench/meshbench/internal/report"
+)
+
+// ReportDir is where a plan's reports go inside its results directory.
+const ReportDir = "report"
+
+type reportFlags struct {
+	baseline   string
+	confidence float64
+	quiet      bool
+}
+
+func newReportCmd(env *Env) *cobra.Command {
+	f := &reportFlags{}
+	cmd := &cobra.Command{
+		Use:   "report DIR",
+		Short: "Regenerate every report of a plan results directory from its raw results",
+		Long: `Read a plan results directory (written by meshbench bench), aggregate its
+cells (median over valid repetitions with bootstrap intervals, differences
+against the baseline mesh, scaling fits) and write DIR/report/: report.txt,
+report.html (self-contained), latency.csv (the nighthawk script's layout:
+rows p50/p90/p99/max, one column per mesh), figures.csv (every figure, one
+row each) and plots/*.png|svg. Prints the text report.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.confidence <= 0 || f.confidence >= 1 {
+				return usagef("--confidence %v: allowed: a level between 0 and 1, e.g. 0.95", f.confidence)
+			}
+			p, err := analysis.ReadPlan(args[0])
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			a := analysis.Analyze(p, analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed)})
+			return writeReports(env, a, f.quiet)
+		},
+	}
+	cmd.Flags().StringVar(&f.baseline, "baseline", "", "mesh the others are compared with (default: the plan's, or none)")
+	cmd.Flags().Float64Var(&f.confidence, "confidence", 0.95, "confidence level of every interval")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "write the reports without printing the text report")
+	return cmd
+}
+
+// writeReports writes every report of a into its plan directory and prints
+// the text report (unless quiet) and where the files are.
+func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
+	dir := filepath.Join(a.Plan.Dir, ReportDir)
+	if err := os.MkdirAll(filepath.Join(dir, "plots"), 0o755); err != nil {
+		return err
+	}
+	var text, nh, tidy, html bytes.Buffer
+	if err := report.PlanText(&text, a); err != nil {
+		return err
+	}
+	if err := report.NighthawkCSV(&nh, a); err != nil {
+		return err
+	}
+	if err := report.TidyCSV(&tidy, a); err != nil {
+		return err
+	}
+	charts, err := report.PlanCharts(a)
+	if err != nil {
+		return err
+	}
+	for _, c := range charts {
+		if err := plot.WriteFiles(filepath.Join(dir, "plots"), c.Name, c.Chart); err != nil {
+			return err
+		}
+	}
+	if err := report.PlanHTML(&html, a, charts); err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"report.txt": text.Bytes(), "latency.csv": nh.Bytes(), "figures.csv": tidy.Bytes(), "report.html": html.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	if !quiet {
+		_, _ = env.Stdout.Write(text.Bytes())
+	}
+	fmt.Fprintf(env.Stdout, "\nReports: %s (HTML: %s, %d plots)\n", dir, filepath.Join(dir, "report.html"), len(charts))
+	return nil
+}

@@ -1,0 +1,463 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+)
+
+// maxTopologyScan bounds the combinations build enumerates before it gives
+// up counting: beyond it the plan is far above MaxCells anyway.
+const maxTopologyScan = 1_000_000
+
+// builder reads a source into a Plan, recording every problem.
+type builder struct {
+	s *source
+	p *Plan
+	// lines[key][i] is the line of the i-th value kept on axis key.
+	lines map[string][]int
+	// axisBad: some value of some axis was rejected.
+	axisBad bool
+	nodesOK bool
+}
+
+// build checks s and returns the plan, or every problem.
+func build(s *source) (*Plan, error) {
+	b := &builder{s: s, p: Defaults(), lines: map[string][]int{}, nodesOK: true}
+	b.scalars()
+	b.axes()
+	b.matrix()
+	if err := s.ps.err(); err != nil {
+		return nil, err
+	}
+	return b.p, nil
+}
+
+// one returns the single value given for a scalar setting.
+func (b *builder) one(key string) (item, bool) {
+	e := b.s.entries[key]
+	if e == nil || len(e.items) == 0 {
+		return item{}, false
+	}
+	return e.items[0], true
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func (b *builder) scalars() {
+	p := b.p
+	if it, ok := b.one("name"); ok {
+		if it.text != "" && !nameRE.MatchString(it.text) {
+			b.s.badItem("name", it, "allowed: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters")
+		} else {
+			p.Name = it.text
+		}
+	}
+	if it, ok := b.one("platform"); ok {
+		if it.text != PlatformLocal {
+			b.s.badItem("platform", it, "allowed: local (kubernetes is not implemented yet)")
+		}
+	}
+	if it, ok := b.one("seed"); ok {
+		v, err := strconv.ParseInt(it.text, 10, 64)
+		if err != nil {
+			b.s.badItem("seed", it, "allowed: a whole number from -9223372036854775808 to 9223372036854775807")
+		} else {
+			p.Seed = &v
+		}
+	}
+	b.integer("repetitions", 1, MaxCells, "allowed: a whole number, 1 or more", &p.Repetitions)
+	if it, ok := b.one("nodes"); ok {
+		want := fmt.Sprintf("allowed: 1 to %d app nodes", mesh.MaxAppNodes)
+		n, err := strconv.Atoi(it.text)
+		if err != nil {
+			b.s.badItem("nodes", it, want)
+			b.nodesOK = false
+		} else {
+			o := mesh.DefaultOptions()
+			o.Nodes = n
+			if errs := optionErrors(o.Validate(), "nodes"); len(errs) > 0 {
+				for _, e := range errs {
+					b.s.bad("nodes", it.line, e.Value, e.Want)
+				}
+				b.nodesOK = false
+			} else {
+				p.Nodes = n
+			}
+		}
+	}
+	b.duration("duration", false, &p.Duration)
+	b.duration("warmup", true, &p.Warmup)
+	b.duration("drain", true, &p.Drain)
+	b.integer("connections", 1, math.MaxInt32, "allowed: a whole number, 1 or more", &p.Connections)
+	b.duration("sample_interval", false, &p.SampleInterval)
+	b.integer("pss_every", 0, math.MaxInt32, "allowed: 0 (about every 5 s) or a whole number N, every N sampling rounds", &p.PSSEvery)
+	if it, ok := b.one("baseline"); ok {
+		p.Baseline = mesh.Mode(it.text) // checked against the mesh axis in matrix
+	}
+	b.fraction("thresholds.rate_shortfall", 0, 1, true, false, "allowed: a fraction from 0 to below 1, such as 0.002", &p.Thresholds.RateShortfall)
+	b.fraction("thresholds.errors", 0, 1, true, true, "allowed: a fraction from 0 to 1, such as 0.01", &p.Thresholds.Errors)
+	b.fraction("thresholds.load_cpu", 0, 1, false, true, "allowed: a fraction of one core above 0, at most 1, such as 0.9", &p.Thresholds.LoadCPU)
+	b.fraction("confidence", 0, 1, false, false, "allowed: a fraction between 0 and 1 (both excluded), such as 0.95", &p.Confidence)
+}
+
+func (b *builder) integer(key string, lo, hi int, want string, dst *int) {
+	it, ok := b.one(key)
+	if !ok {
+		return
+	}
+	v, err := strconv.Atoi(it.text)
+	if err != nil || v < lo || v > hi {
+		b.s.badItem(key, it, want)
+		return
+	}
+	*dst = v
+}
+
+func (b *builder) duration(key string, zeroOK bool, dst *time.Duration) {
+	it, ok := b.one(key)
+	if !ok {
+		return
+	}
+	d, err := time.ParseDuration(it.text)
+	switch {
+	case err != nil || d < 0 || (d == 0 && !zeroOK):
+		want := "allowed: a duration above 0 such as 30s or 1m30s"
+		if zeroOK {
+			want = "allowed: a duration of 0 or more such as 0s, 2s or 500ms"
+		}
+		b.s.badItem(key, it, want)
+	default:
+		*dst = d
+	}
+}
+
+func (b *builder) fraction(key string, lo, hi float64, loOK, hiOK bool, want string, dst *float64) {
+	it, ok := b.one(key)
+	if !ok {
+		return
+	}
+	v, err := strconv.ParseFloat(it.text, 64)
+	inLo := v > lo || (loOK && v == lo)
+	inHi := v < hi || (hiOK && v == hi)
+	if err != nil || !inLo || !inHi { // NaN fails both comparisons
+		b.s.badItem(key, it, want)
+		return
+	}
+	*dst = v
+}
+
+// optionErrors returns the *mesh.OptionError of err about field.
+func optionErrors(err error, field string) []*mesh.OptionError {
+	var out []*mesh.OptionError
+	for _, e := range unjoin(err) {
+		var oe *mesh.OptionError
+		if errors.As(e, &oe) && oe.Field == field {
+			out = append(out, oe)
+		}
+	}
+	return out
+}
+
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// axis reads the values of axis key: parse returns a value's canonical
+// text (for duplicates) and whether it is good, recording its own
+// problems; add keeps it.
+func (b *builder) axis(key string, parse func(it item) (canon string, ok bool), reset func(), add func(it item)) {
+	e := b.s.entries[key]
+	if e == nil {
+		n := b.axisLen(key)
+		for range n {
+			b.lines[key] = append(b.lines[key], b.s.lineOf(key))
+		}
+		return
+	}
+	reset()
+	first := map[string]int{}
+	for _, it := range e.items {
+		canon, ok := parse(it)
+		if !ok {
+			b.axisBad = true
+			continue
+		}
+		if l, dup := first[canon]; dup {
+			want := "given twice"
+			if l > 0 && l != it.line {
+				want = fmt.Sprintf("given twice (first on line %d)", l)
+			}
+			b.s.badItem(key, it, want)
+			b.axisBad = true
+			continue
+		}
+		first[canon] = it.line
+		add(it)
+		b.lines[key] = append(b.lines[key], it.line)
+	}
+}
+
+// axisLen is the number of values of axis key in the plan.
+func (b *builder) axisLen(key string) int {
+	a := &b.p.Axes
+	switch key {
+	case "axes.mesh":
+		return len(a.Mesh)
+	case "axes.app":
+		return len(a.App)
+	case "axes.rate":
+		return len(a.Rate)
+	case "axes.replicas":
+		return len(a.Replicas)
+	case "axes.policies":
+		return len(a.Policies)
+	case "axes.protocol":
+		return len(a.Protocol)
+	case "axes.gateway":
+		return len(a.Gateway)
+	case "axes.mtls":
+		return len(a.MTLS)
+	}
+	return 0
+}
+
+// viaValidate checks one axis value with mesh.Options.Validate: o is the
+// default options with that value set; the problems about field are the
+// value's.
+func (b *builder) viaValidate(key string, it item, o mesh.Options, field, allowed string) bool {
+	if it.text == "" { // "" means a default to mesh.Options, not here
+		b.s.badItem(key, it, "allowed: "+allowed)
+		return false
+	}
+	errs := optionErrors(o.Validate(), field)
+	for _, e := range errs {
+		b.s.bad(key, it.line, e.Value, e.Want)
+	}
+	return len(errs) == 0
+}
+
+func (b *builder) axes() {
+	a := &b.p.Axes
+	b.axis("axes.mesh", func(it item) (string, bool) {
+		o := mesh.DefaultOptions()
+		o.Mode = mesh.Mode(it.text)
+		return it.text, b.viaValidate("axes.mesh", it, o, "mode", "none, sidecar, ambient, waypoint")
+	}, func() { a.Mesh = nil }, func(it item) { a.Mesh = append(a.Mesh, mesh.Mode(it.text)) })
+
+	b.axis("axes.app", func(it item) (string, bool) {
+		o := mesh.DefaultOptions()
+		o.App = mesh.App(it.text)
+		return it.text, b.viaValidate("axes.app", it, o, "app", "static, faces")
+	}, func() { a.App = nil }, func(it item) { a.App = append(a.App, mesh.App(it.text)) })
+
+	b.axis("axes.rate", func(it item) (string, bool) {
+		r, ok := parseRate(it.text)
+		if !ok {
+			b.s.badItem("axes.rate", it, rateAllowed)
+		}
+		return string(r), ok
+	}, func() { a.Rate = nil }, func(it item) { r, _ := parseRate(it.text); a.Rate = append(a.Rate, r) })
+
+	b.axis("axes.replicas", func(it item) (string, bool) {
+		n, err := strconv.Atoi(it.text)
+		if err != nil {
+			b.s.badItem("axes.replicas", it, "allowed: a whole number, 1 or more")
+			return "", false
+		}
+		// The bound for the plan's nodes and apps is checked per
+		// combination; here only what no number of nodes can fix.
+		o := mesh.DefaultOptions()
+		o.Replicas, o.Nodes = n, mesh.MaxAppNodes
+		return strconv.Itoa(n), b.viaValidate("axes.replicas", it, o, "replicas", "")
+	}, func() { a.Replicas = nil }, func(it item) { n, _ := strconv.Atoi(it.text); a.Replicas = append(a.Replicas, n) })
+
+	b.axis("axes.policies", func(it item) (string, bool) {
+		n, err := strconv.Atoi(it.text)
+		if err != nil || n < 0 || n > mesh.MaxPolicies {
+			// mesh.Options.Validate's words; the rest of its policy
+			// checks depend on the combination.
+			b.s.badItem("axes.policies", it, fmt.Sprintf("allowed: 0 to %d ALLOW rules", mesh.MaxPolicies))
+			return "", false
+		}
+		return strconv.Itoa(n), true
+	}, func() { a.Policies = nil }, func(it item) { n, _ := strconv.Atoi(it.text); a.Policies = append(a.Policies, n) })
+
+	b.axis("axes.protocol", func(it item) (string, bool) {
+		o := mesh.DefaultOptions()
+		o.Protocol = mesh.Protocol(it.text)
+		return it.text, b.viaValidate("axes.protocol", it, o, "protocol", "http, tcp")
+	}, func() { a.Protocol = nil }, func(it item) { a.Protocol = append(a.Protocol, mesh.Protocol(it.text)) })
+
+	for _, k := range []struct {
+		key string
+		dst *[]bool
+	}{{"axes.gateway", &a.Gateway}, {"axes.mtls", &a.MTLS}} {
+		b.axis(k.key, func(it item) (string, bool) {
+			_, ok := parseBool(it.text)
+			if !ok {
+				b.s.badItem(k.key, it, "allowed: true or false")
+			}
+			return strings.ToLower(it.text), ok
+		}, func() { *k.dst = nil }, func(it item) { v, _ := parseBool(it.text); *k.dst = append(*k.dst, v) })
+	}
+}
+
+func parseBool(s string) (v, ok bool) {
+	switch strings.ToLower(s) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// axisKeys are the axes in topo.idx order.
+var axisKeys = [7]string{"axes.mesh", "axes.app", "axes.replicas", "axes.policies", "axes.protocol", "axes.gateway", "axes.mtls"}
+
+// fieldAxis maps a mesh.OptionError field to the index of its axis in
+// topo.idx.
+var fieldAxis = map[string]int{"mode": 0, "app": 1, "replicas": 2, "policies": 3, "protocol": 4, "gateway": 5, "mtls": 6}
+
+// matrix checks the combinations: baseline, skipped and unused values,
+// the cell count, and mesh.Options.Validate for every topology.
+func (b *builder) matrix() {
+	p, s := b.p, b.s
+	a := &p.Axes
+	if len(a.Mesh) > 0 && !contains(a.Mesh, p.Baseline) {
+		modes := make([]string, len(a.Mesh))
+		for i, m := range a.Mesh {
+			modes[i] = string(m)
+		}
+		want := "allowed: one of " + s.field("axes.mesh") + " (" + strings.Join(modes, ", ") + ")"
+		if s.entries["baseline"] == nil {
+			want = "the default baseline is not among " + s.field("axes.mesh") + " (" + strings.Join(modes, ", ") + "); set " + s.field("baseline") + " to one of them"
+		}
+		s.bad("baseline", s.lineOf("baseline"), strconv.Quote(string(p.Baseline)), want)
+	}
+	if len(a.Mesh) == 0 || len(a.App) == 0 || len(a.Rate) == 0 || len(a.Replicas) == 0 ||
+		len(a.Policies) == 0 || len(a.Protocol) == 0 || len(a.Gateway) == 0 || len(a.MTLS) == 0 {
+		return // every value of an axis was rejected, and said so
+	}
+	if !b.nodesOK {
+		return
+	}
+
+	raw := 1
+	for _, n := range []int{len(a.Mesh), len(a.App), len(a.Replicas), len(a.Policies), len(a.Protocol), len(a.Gateway), len(a.MTLS)} {
+		raw = satMul(raw, n)
+	}
+	axesLine := s.lineOf(keyAxes)
+	if s.axesLine > 0 {
+		axesLine = s.axesLine
+	}
+	if raw > maxTopologyScan {
+		s.bad(keyAxes, axesLine, "", fmt.Sprintf("expands to far more than %d cells; allowed: at most %d", MaxCells, MaxCells))
+		return
+	}
+
+	var kept []topo
+	var reasons []string
+	var used [7][]bool
+	var unusedWhy [7][][]string // the skip reasons met by each value
+	for k := range used {
+		used[k] = make([]bool, b.axisLen(axisKeys[k]))
+		unusedWhy[k] = make([][]string, len(used[k]))
+	}
+	p.eachTopology(func(t topo) {
+		if why := p.skipReason(t.o); why != "" {
+			if !contains(reasons, why) {
+				reasons = append(reasons, why)
+			}
+			for k, i := range t.idx {
+				if !used[k][i] && !contains(unusedWhy[k][i], why) {
+					unusedWhy[k][i] = append(unusedWhy[k][i], why)
+				}
+			}
+			return
+		}
+		kept = append(kept, t)
+		for k, i := range t.idx {
+			used[k][i] = true
+		}
+	})
+	if len(kept) == 0 {
+		if !b.axisBad {
+			s.bad(keyAxes, axesLine, "", "the plan expands to no cells: every combination is skipped ("+strings.Join(reasons, "; ")+")")
+		}
+		return
+	}
+	for k := range used {
+		for i, u := range used[k] {
+			if !u {
+				s.bad(axisKeys[k], b.lines[axisKeys[k]][i], b.axisValue(k, i), "no cell has it: "+strings.Join(unusedWhy[k][i], "; "))
+			}
+		}
+	}
+	cells := satMul(satMul(len(kept), len(a.Rate)), p.Repetitions)
+	if cells > MaxCells {
+		s.bad(keyAxes, axesLine, "", fmt.Sprintf("expands to %d cells (%d configurations × %d repetitions); allowed: at most %d",
+			cells, satMul(len(kept), len(a.Rate)), p.Repetitions, MaxCells))
+		return
+	}
+	for _, t := range kept {
+		for _, e := range unjoin(t.o.Validate()) {
+			var oe *mesh.OptionError
+			if !errors.As(e, &oe) {
+				s.bad(keyAxes, axesLine, "", e.Error())
+				continue
+			}
+			if k, ok := fieldAxis[oe.Field]; ok {
+				s.bad(axisKeys[k], b.lines[axisKeys[k]][t.idx[k]], oe.Value, oe.Want)
+			} else if oe.Field == "nodes" {
+				s.bad("nodes", s.lineOf("nodes"), oe.Value, oe.Want)
+			} else {
+				s.bad(keyAxes, axesLine, "", e.Error())
+			}
+		}
+	}
+}
+
+// axisValue shows the i-th value of axis k as a problem quotes it.
+func (b *builder) axisValue(k, i int) string {
+	a := &b.p.Axes
+	switch k {
+	case 0:
+		return strconv.Quote(string(a.Mesh[i]))
+	case 1:
+		return strconv.Quote(string(a.App[i]))
+	case 2:
+		return strconv.Itoa(a.Replicas[i])
+	case 3:
+		return strconv.Itoa(a.Policies[i])
+	case 4:
+		return strconv.Quote(string(a.Protocol[i]))
+	case 5:
+		return strconv.FormatBool(a.Gateway[i])
+	case 6:
+		return strconv.FormatBool(a.MTLS[i])
+	}
+	return ""
+}
+
+// satMul multiplies non-negative a and b, saturating at math.MaxInt.
+func satMul(a, b int) int {
+	if a != 0 && b > math.MaxInt/a {
+		return math.MaxInt
+	}
+	return a * b
+}

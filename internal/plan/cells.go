@@ -1,0 +1,306 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+)
+
+// Cell is one run of a plan: one configuration (a combination of axis
+// values) and one repetition.
+type Cell struct {
+	// ID names the cell, unique in its plan, readable and safe as a file
+	// name ([a-z0-9.-]), the same whatever order the axes list their
+	// values in:
+	//
+	//	MESH-APP-rRATE-xREPLICAS-pPOLICIES-PROTOCOL-ENTRY-SECURITY-repN
+	//	sidecar-static-r50-x10-p4-http-pod-mtls-rep2
+	//
+	// RATE is requests per second ("r33.3") or "rmax" (closed loop); ENTRY
+	// is "pod" (the load comes from a client pod in the mesh) or "gw"
+	// (through the ingress gateway); SECURITY is "mtls" or "plain"
+	// (mesh.Options.MTLS, which mode none ignores); N counts from 1. The
+	// plan-wide settings (nodes, duration, …) are not in it.
+	ID string
+	// Config is ID without "-repN": the cells of one configuration share it.
+	Config string
+	// Mesh is the topology to run (LoopbackNet is left 0 for the runner).
+	Mesh mesh.Options
+	// Rate is the load: requests per second, or RateMax.
+	Rate Rate
+	// Repetition counts the configuration's runs from 1 to Plan.Repetitions.
+	Repetition int
+	// TopologyKey is the same for cells that can share one running
+	// topology: the same mesh.Options (mode, app, replicas, policies,
+	// protocol, gateway, mtls, nodes); they differ only in rate and
+	// repetition. Readable and file-name safe:
+	// "sidecar-static-x10-p4-http-pod-mtls-n1".
+	TopologyKey string
+}
+
+// Skip is a combination of axis values that is not a cell, at any rate or
+// repetition (see the package doc).
+type Skip struct {
+	// TopologyKey is what Cell.TopologyKey would be.
+	TopologyKey string
+	Mesh        mesh.Options
+	Reason      string
+}
+
+// topo is one combination of the topology axes, with the index of each
+// value in its axis (in axisKeys order).
+type topo struct {
+	o   mesh.Options
+	idx [7]int
+}
+
+// eachTopology calls fn for every combination of the axes other than
+// rate, in axis order (mesh outermost), skipped ones included.
+func (p *Plan) eachTopology(fn func(t topo)) {
+	a := &p.Axes
+	lens := [7]int{len(a.Mesh), len(a.App), len(a.Replicas), len(a.Policies), len(a.Protocol), len(a.Gateway), len(a.MTLS)}
+	for _, n := range lens {
+		if n == 0 {
+			return
+		}
+	}
+	var idx [7]int
+	for {
+		o := mesh.DefaultOptions()
+		o.Mode, o.App, o.Replicas, o.Policies = a.Mesh[idx[0]], a.App[idx[1]], a.Replicas[idx[2]], a.Policies[idx[3]]
+		o.Protocol, o.Gateway, o.MTLS = a.Protocol[idx[4]], a.Gateway[idx[5]], a.MTLS[idx[6]]
+		o.Nodes = p.Nodes
+		fn(topo{o: o, idx: idx})
+		k := len(idx) - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < lens[k] {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// skipReason says why o is not a cell of p, or "" when it is one.
+func (p *Plan) skipReason(o mesh.Options) string {
+	meshMode := o.Mode == mesh.ModeSidecar || o.Mode == mesh.ModeAmbient || o.Mode == mesh.ModeWaypoint
+	switch {
+	case o.Mode == mesh.ModeNone && o.Policies > 0:
+		return "mesh none with policies > 0: policies need a mesh mode, none runs with policies 0"
+	case meshMode && o.Mode != mesh.ModeSidecar && !o.MTLS:
+		return "mesh " + string(o.Mode) + " with mtls false: HBONE is always mTLS"
+	case o.Mode == mesh.ModeSidecar && !o.MTLS && o.Policies > 0:
+		return "mesh sidecar with mtls false and policies > 0: the rules match the peer certificate's identity, which plaintext has not"
+	case o.Mode == mesh.ModeNone && !o.MTLS && contains(p.Axes.MTLS, true):
+		return "mesh none with mtls false: mode none has no mTLS to turn off, the same run as mtls true"
+	case o.Mode == mesh.ModeNone && !o.Gateway && o.Protocol == mesh.ProtocolTCP && contains(p.Axes.Protocol, mesh.ProtocolHTTP):
+		return "mesh none without a gateway with protocol tcp: no proxy treats the traffic, the same run as protocol http"
+	}
+	return ""
+}
+
+// Cells returns every cell of the plan: each configuration (axis order,
+// mesh outermost, rate innermost) with its repetitions 1 to Repetitions
+// in a row. Use Order for the order to run them in.
+func (p *Plan) Cells() []Cell {
+	var cells []Cell
+	p.eachTopology(func(t topo) {
+		if p.skipReason(t.o) != "" {
+			return
+		}
+		key := topologyKey(t.o)
+		for _, r := range p.Axes.Rate {
+			cfg := configID(t.o, r)
+			for rep := 1; rep <= p.Repetitions; rep++ {
+				cells = append(cells, Cell{ID: cfg + "-rep" + strconv.Itoa(rep), Config: cfg, Mesh: t.o, Rate: r, Repetition: rep, TopologyKey: key})
+			}
+		}
+	})
+	return cells
+}
+
+// Skipped lists the combinations of the axes that are not cells, with why,
+// in axis order.
+func (p *Plan) Skipped() []Skip {
+	var out []Skip
+	p.eachTopology(func(t topo) {
+		if why := p.skipReason(t.o); why != "" {
+			out = append(out, Skip{TopologyKey: topologyKey(t.o), Mesh: t.o, Reason: why})
+		}
+	})
+	return out
+}
+
+// configID is a cell's ID without its repetition.
+func configID(o mesh.Options, r Rate) string {
+	entry, sec := "pod", "plain"
+	if o.Gateway {
+		entry = "gw"
+	}
+	if o.MTLS {
+		sec = "mtls"
+	}
+	return fmt.Sprintf("%s-%s-r%s-x%d-p%d-%s-%s-%s", o.Mode, appOf(o), r, o.Replicas, o.Policies, protocolOf(o), entry, sec)
+}
+
+// topologyKey is Cell.TopologyKey.
+func topologyKey(o mesh.Options) string {
+	entry, sec := "pod", "plain"
+	if o.Gateway {
+		entry = "gw"
+	}
+	if o.MTLS {
+		sec = "mtls"
+	}
+	return fmt.Sprintf("%s-%s-x%d-p%d-%s-%s-%s-n%d", o.Mode, appOf(o), o.Replicas, o.Policies, protocolOf(o), entry, sec, o.Nodes)
+}
+
+func appOf(o mesh.Options) mesh.App {
+	if o.App == "" {
+		return mesh.AppStatic
+	}
+	return o.App
+}
+
+func protocolOf(o mesh.Options) mesh.Protocol {
+	if o.Protocol == "" {
+		return mesh.ProtocolHTTP
+	}
+	return o.Protocol
+}
+
+// orderStream is the second PCG seed word of Order: fixed, so a recorded
+// seed gives the same order forever. Changing it, or Order's algorithm,
+// changes the order every recorded seed stands for.
+const orderStream = 0x6d65736862656e63 // "meshbenc"
+
+// Order returns the plan's cells in the order to run them, random but
+// fully determined by seed (a PCG generator from math/rand/v2, seeded with
+// seed): the same plan and seed give the same order on every machine and
+// whatever order the axes list their values in.
+//
+// Without reuseTopologies the run is a sequence of rounds, one per
+// repetition; each round runs every configuration once, in its own random
+// order. The repetitions of one configuration are thus spread through the
+// whole run, and slow drift (a warming machine, a noisy neighbour, the
+// page cache) lands on every configuration alike instead of masquerading
+// as a difference between meshes.
+//
+// With reuseTopologies, cells sharing a TopologyKey run back to back, so
+// a runner can start each topology once: the topologies come in a random
+// order, and within a topology its cells run in rounds (every rate once
+// per round, in a random order, round after round). This trades
+// randomisation for time: drift is still spread across rates, but a whole
+// topology's repetitions now fall in one stretch of the run, so drift
+// between stretches can show as a difference between configurations.
+// Prefer it only when start-up dominates (many replicas, short cells),
+// and keep Repetitions up.
+func (p *Plan) Order(seed int64, reuseTopologies bool) []Cell {
+	cells := p.Cells()
+	sort.Slice(cells, func(i, j int) bool { return cells[i].ID < cells[j].ID })
+	rng := newOrderRNG(seed)
+	out := make([]Cell, 0, len(cells))
+	if !reuseTopologies {
+		return append(out, rounds(rng, cells)...)
+	}
+	groups := map[string][]Cell{}
+	var keys []string
+	for _, c := range cells {
+		if groups[c.TopologyKey] == nil {
+			keys = append(keys, c.TopologyKey)
+		}
+		groups[c.TopologyKey] = append(groups[c.TopologyKey], c)
+	}
+	sort.Strings(keys)
+	shuffle(rng, len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	for _, k := range keys {
+		out = append(out, rounds(rng, groups[k])...)
+	}
+	return out
+}
+
+// newOrderRNG is Order's generator for seed.
+func newOrderRNG(seed int64) *rand.PCG { return rand.NewPCG(uint64(seed), orderStream) }
+
+// rounds orders cells (sorted by ID) by repetition, each repetition's
+// cells shuffled.
+func rounds(rng *rand.PCG, cells []Cell) []Cell {
+	byRep := map[int][]Cell{}
+	maxRep := 0
+	for _, c := range cells {
+		byRep[c.Repetition] = append(byRep[c.Repetition], c)
+		maxRep = max(maxRep, c.Repetition)
+	}
+	var out []Cell
+	for rep := 1; rep <= maxRep; rep++ {
+		r := byRep[rep]
+		shuffle(rng, len(r), func(i, j int) { r[i], r[j] = r[j], r[i] })
+		out = append(out, r...)
+	}
+	return out
+}
+
+// shuffle is Fisher–Yates on PCG's 64-bit outputs with unbiased
+// rejection, spelled out here rather than taken from rand.Rand.Shuffle so
+// that a recorded seed's order cannot change with the Go release.
+func shuffle(rng *rand.PCG, n int, swap func(i, j int)) {
+	for i := n - 1; i > 0; i-- {
+		bound := uint64(i + 1)
+		threshold := -bound % bound // 2^64 mod bound: outputs below it are rejected
+		x := rng.Uint64()
+		for x < threshold {
+			x = rng.Uint64()
+		}
+		swap(i, int(x%bound))
+	}
+}
+
+// BaselineOf returns the Config of the baseline configuration cell c is
+// compared with: the same axis values with mesh Baseline, where a value
+// the baseline cannot take falls back to the one its cells have (a none
+// baseline has policies 0; ambient and waypoint have mtls true; none's
+// duplicates fold as the package doc says). ok is false when the plan has
+// no such configuration (policies 0 missing from the axis, say).
+func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
+	o := c.Mesh
+	o.Mode = p.Baseline
+	switch o.Mode {
+	case mesh.ModeNone:
+		o.Policies = 0
+		if !o.MTLS && contains(p.Axes.MTLS, true) {
+			o.MTLS = true
+		}
+		if !o.Gateway && o.Protocol == mesh.ProtocolTCP && contains(p.Axes.Protocol, mesh.ProtocolHTTP) {
+			o.Protocol = mesh.ProtocolHTTP
+		}
+	case mesh.ModeAmbient, mesh.ModeWaypoint:
+		o.MTLS = true
+	}
+	if !contains(p.Axes.Mesh, o.Mode) || !contains(p.Axes.Policies, o.Policies) || !contains(p.Axes.MTLS, o.MTLS) ||
+		!contains(p.Axes.Protocol, o.Protocol) || !contains(p.Axes.Rate, c.Rate) || p.skipReason(o) != "" {
+		return "", false
+	}
+	return configID(o, c.Rate), true
+}
+
+// CellOverheadLocal is what a local-lab cell costs beyond its warm-up,
+// measured window and drain: starting a small lab (~0.4 s), waiting for it
+// to be idle (≥ 2 s: one-second sampling rounds) and stopping it, as
+// bench/lab measured on 2 cores. Large sidecar labs take longer to start
+// (up to ~20 s for 90 sidecars).
+const CellOverheadLocal = 3 * time.Second
+
+// Estimate is the plan's expected wall time when every cell costs
+// overhead beyond its warm-up, duration and drain (CellOverheadLocal for
+// the local lab).
+func (p *Plan) Estimate(overhead time.Duration) time.Duration {
+	return time.Duration(len(p.Cells())) * (p.Warmup + p.Duration + p.Drain + overhead)
+}

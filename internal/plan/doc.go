@@ -1,0 +1,79 @@
+// Package plan reads benchmark plans: a YAML file, or the same axes given
+// as `meshbench bench` flags, checked all at once and expanded into cells.
+// A cell is one run of the local lab (local.Options): one combination of
+// axis values and one repetition.
+//
+// # The plan file
+//
+// Every key is optional; a key the schema does not know is an error (a
+// typo must not silently fall back to a default). Each axis takes a list,
+// or one value as shorthand for a list of one. The defaults:
+//
+//	name: ""                 # a label, [A-Za-z0-9._-], at most 64 characters
+//	platform: local          # only local for now (kubernetes will come)
+//	seed:                    # int64; absent: the runner picks one and records it
+//	repetitions: 3           # runs of every configuration, at least 1
+//	axes:
+//	  mesh: [none, sidecar, ambient, waypoint]
+//	  app: [static]          # static, faces
+//	  rate: [100]            # requests per second (positive numbers), or max (closed loop)
+//	  replicas: [1]          # pods of every app service
+//	  policies: [0]          # L4 ALLOW rules, 0 to 1000
+//	  protocol: [http]       # http, tcp
+//	  gateway: [false]       # load through an ingress gateway
+//	  mtls: [true]           # false: plaintext sidecars
+//	nodes: 1                 # app nodes, 1 to 250
+//	duration: 10s            # measured window, above 0
+//	warmup: 2s               # load before the window, not counted
+//	drain: 2s                # sampling after the load
+//	connections: 16          # load generator connections, at least 1
+//	sample_interval: 1s      # /proc sampling period, above 0
+//	pss_every: 0             # read PSS every N sampling rounds; 0: about every 5 s
+//	baseline: none           # the mesh others are compared with; must be in axes.mesh
+//	thresholds:
+//	  rate_shortfall: 0.002  # a run sending less than 1-this of its schedule is invalid
+//	  errors: 0.01           # a run with more than this fraction of failed requests is invalid
+//	  load_cpu: 0.9          # the load generator is CPU-starved above this fraction of one core
+//	confidence: 0.95         # of the intervals the comparisons report
+//
+// A null value ("duration:" with nothing after it) is an error, not the
+// default: remove the key to get the default.
+//
+// # Problems
+//
+// Parse and FromFlags report every problem at once (errors.Join of
+// *Problem), one line each: "FILE:LINE: FIELD VALUE: what is allowed"
+// for a file, "--FLAG VALUE: what is allowed" for flags. A combination of
+// axis values is checked with mesh.Options.Validate, and a problem found
+// in many combinations is reported once, at the line of the axis value
+// that causes it.
+//
+// # Skipped combinations
+//
+// Some combinations are not cells: listed by Skipped with the reason, not
+// errors, because a matrix naturally contains them.
+//
+//   - mesh none with policies > 0: policies need a mesh. The seed matrix
+//     crosses [none, sidecar, ambient] with [0, 4] policies; none runs once,
+//     with 0.
+//   - ambient or waypoint with mtls false: HBONE is always mTLS.
+//   - sidecar with mtls false and policies > 0: the rules match the peer
+//     certificate's identity, which plaintext has not.
+//   - mesh none with mtls false when the mtls axis also holds true: mode
+//     none ignores mtls, so it would be the same run twice.
+//   - mesh none without a gateway with protocol tcp when the protocol axis
+//     also holds http: no proxy means nothing treats the traffic as tcp.
+//
+// An axis value that no cell uses (mesh none when every policies value is
+// above 0, say) is an error, and so is a plan with no cells or more than
+// MaxCells.
+//
+// # Cells and their order
+//
+// Cell IDs name every axis value (see Cell.ID). Order runs the cells in a
+// seeded random order in rounds, one per repetition, so that drift over
+// the hours of a plan (thermal, a noisy neighbour, the page cache) falls
+// on every configuration alike instead of masquerading as a difference
+// between meshes; with topology reuse, cells sharing a topology run
+// back to back instead (see Plan.Order for the trade-off).
+package plan

@@ -1,0 +1,83 @@
+package plan
+
+import "strings"
+
+// Flags holds a plan as `meshbench bench` flags give it: each field is the
+// flag's text, "" when the flag was not given (the default applies). Axis
+// fields take comma-separated lists ("none,sidecar", "20,50"). The flag
+// of each field is named in its comment; problems name it the same way.
+type Flags struct {
+	Name        string // --name
+	Platform    string // --platform
+	Seed        string // --seed
+	Repetitions string // --repetitions
+
+	Mesh     string // --mesh, e.g. "none,sidecar,ambient,waypoint"
+	App      string // --app
+	Rate     string // --rate, e.g. "20,50" or "max"
+	Replicas string // --replicas
+	Policies string // --policies
+	Protocol string // --protocol
+	Gateway  string // --gateway, e.g. "false,true"
+	MTLS     string // --mtls
+
+	Nodes          string // --nodes
+	Duration       string // --duration, e.g. "30s"
+	Warmup         string // --warmup
+	Drain          string // --drain
+	Connections    string // --connections
+	SampleInterval string // --sample-interval
+	PSSEvery       string // --pss-every
+	Baseline       string // --baseline
+
+	RateShortfall string // --max-rate-shortfall (thresholds.rate_shortfall)
+	Errors        string // --max-errors (thresholds.errors)
+	LoadCPU       string // --max-load-cpu (thresholds.load_cpu)
+	Confidence    string // --confidence
+}
+
+// FromFlags builds a plan from flag values, with the same defaults and
+// checks as Parse; each problem names its flag:
+// `--rate "-5": allowed: positive numbers (…) or max`.
+func FromFlags(f Flags) (*Plan, error) {
+	s := &source{entries: map[string]*entry{}}
+	set := func(key, v string) {
+		if v == "" {
+			return
+		}
+		e := &entry{}
+		if schema[settingIndex(key)].axis {
+			for _, part := range strings.Split(v, ",") {
+				e.items = append(e.items, item{text: strings.TrimSpace(part)})
+			}
+		} else {
+			e.items = []item{{text: strings.TrimSpace(v)}}
+		}
+		s.entries[key] = e
+	}
+	set("name", f.Name)
+	set("platform", f.Platform)
+	set("seed", f.Seed)
+	set("repetitions", f.Repetitions)
+	set("axes.mesh", f.Mesh)
+	set("axes.app", f.App)
+	set("axes.rate", f.Rate)
+	set("axes.replicas", f.Replicas)
+	set("axes.policies", f.Policies)
+	set("axes.protocol", f.Protocol)
+	set("axes.gateway", f.Gateway)
+	set("axes.mtls", f.MTLS)
+	set("nodes", f.Nodes)
+	set("duration", f.Duration)
+	set("warmup", f.Warmup)
+	set("drain", f.Drain)
+	set("connections", f.Connections)
+	set("sample_interval", f.SampleInterval)
+	set("pss_every", f.PSSEvery)
+	set("baseline", f.Baseline)
+	set("thresholds.rate_shortfall", f.RateShortfall)
+	set("thresholds.errors", f.Errors)
+	set("thresholds.load_cpu", f.LoadCPU)
+	set("confidence", f.Confidence)
+	return build(s)
+}

@@ -1,0 +1,177 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/mesh"
+)
+
+// Plan is a benchmark plan with every default filled in. Parse and
+// FromFlags return only valid plans; Cells, Skipped and Order expand it.
+type Plan struct {
+	// Name labels the plan: [A-Za-z0-9._-], at most 64 characters; "" for
+	// none.
+	Name string
+	// Platform runs the cells: PlatformLocal (the only one for now).
+	Platform string
+	// Seed orders the cells (Order). nil: the runner picks one and sets it
+	// here before writing the plan manifest (YAML), so it is recorded.
+	Seed *int64
+	// Repetitions is how many times every configuration runs, at least 1.
+	Repetitions int
+	// Axes are the values crossed into configurations.
+	Axes Axes
+	// Nodes is the number of app nodes of every topology (mesh.Options.Nodes).
+	Nodes int
+	// Duration is every cell's measured window, above 0.
+	Duration time.Duration
+	// Warmup is the load before the window, not counted, 0 or more.
+	Warmup time.Duration
+	// Drain is the sampling after the load ends, 0 or more.
+	Drain time.Duration
+	// Connections is the load generator's connection count, at least 1.
+	Connections int
+	// SampleInterval is the /proc sampling period, above 0.
+	SampleInterval time.Duration
+	// PSSEvery reads PSS every this many sampling rounds; 0: about every 5 s
+	// (local.Options.PSSEvery).
+	PSSEvery int
+	// Baseline is the mesh mode the others are compared with; one of
+	// Axes.Mesh.
+	Baseline mesh.Mode
+	// Thresholds decide when a run is invalid.
+	Thresholds Thresholds
+	// Confidence is the level of the comparisons' intervals, between 0 and
+	// 1 exclusive (0.95: 95%).
+	Confidence float64
+}
+
+// Axes are the lists a plan crosses. Each list holds distinct values, in
+// the order written.
+type Axes struct {
+	Mesh     []mesh.Mode
+	App      []mesh.App
+	Rate     []Rate
+	Replicas []int // pods of every app service, at least 1
+	Policies []int // L4 ALLOW rules, 0 to mesh.MaxPolicies
+	Protocol []mesh.Protocol
+	Gateway  []bool
+	MTLS     []bool
+}
+
+// Thresholds decide when a run is invalid. Each is a fraction.
+type Thresholds struct {
+	// RateShortfall: an open-loop run that sent fewer than (1 −
+	// RateShortfall) × its scheduled requests is invalid; 0 to 1 exclusive.
+	RateShortfall float64
+	// Errors: a run whose failed requests exceed this fraction of its
+	// requests is invalid; 0 to 1.
+	Errors float64
+	// LoadCPU: a run whose load generator averaged more than this fraction
+	// of one core is CPU-starved and invalid; above 0, at most 1.
+	LoadCPU float64
+}
+
+// PlatformLocal is the local lab: processes on loopback "nodes".
+const PlatformLocal = "local"
+
+// Limits and defaults.
+const (
+	// MaxCells bounds a plan: at about 20 s a cell, 10000 cells are more
+	// than two days of runs.
+	MaxCells = 10000
+
+	DefaultRepetitions    = 3
+	DefaultRate           = Rate("100")
+	DefaultNodes          = 1
+	DefaultDuration       = 10 * time.Second
+	DefaultWarmup         = 2 * time.Second
+	DefaultDrain          = 2 * time.Second
+	DefaultConnections    = 16
+	DefaultSampleInterval = time.Second
+	DefaultConfidence     = 0.95
+	DefaultRateShortfall  = 0.002 // results.RateShortfallTolerance
+	DefaultErrors         = 0.01
+	DefaultLoadCPU        = 0.9 // local.DefaultLoadCPUMax
+)
+
+// Defaults returns the plan that an empty file gives: every mesh mode,
+// the static app at 100 requests per second, 1 replica, no policies,
+// HTTP, mTLS, no gateway, 3 repetitions of 10 s (see the package doc).
+func Defaults() *Plan {
+	return &Plan{
+		Platform:    PlatformLocal,
+		Repetitions: DefaultRepetitions,
+		Axes: Axes{
+			Mesh:     append([]mesh.Mode(nil), mesh.Modes...),
+			App:      []mesh.App{mesh.AppStatic},
+			Rate:     []Rate{DefaultRate},
+			Replicas: []int{1},
+			Policies: []int{0},
+			Protocol: []mesh.Protocol{mesh.ProtocolHTTP},
+			Gateway:  []bool{false},
+			MTLS:     []bool{true},
+		},
+		Nodes:          DefaultNodes,
+		Duration:       DefaultDuration,
+		Warmup:         DefaultWarmup,
+		Drain:          DefaultDrain,
+		Connections:    DefaultConnections,
+		SampleInterval: DefaultSampleInterval,
+		Baseline:       mesh.ModeNone,
+		Thresholds:     Thresholds{RateShortfall: DefaultRateShortfall, Errors: DefaultErrors, LoadCPU: DefaultLoadCPU},
+		Confidence:     DefaultConfidence,
+	}
+}
+
+// Rate is one value of the rate axis: an open-loop rate in requests per
+// second as `meshbench load --rate` reads it, in its shortest form ("50",
+// "33.3"), or RateMax.
+type Rate string
+
+// RateMax is the closed loop: every connection sends when its last answer
+// arrives (`meshbench load --max`, local.Options.Max).
+const RateMax Rate = "max"
+
+// Closed reports whether r is the closed loop.
+func (r Rate) Closed() bool { return r == RateMax }
+
+// PerSecond returns the open-loop rate in requests per second, 0 for
+// RateMax or a malformed Rate.
+func (r Rate) PerSecond() float64 {
+	if r.Closed() {
+		return 0
+	}
+	v, err := strconv.ParseFloat(string(r), 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// rateAllowed is what the rate axis takes.
+var rateAllowed = fmt.Sprintf("allowed: positive numbers (requests per second, at most %d) or max", maxRatePerSec)
+
+// maxRatePerSec is loadgen's bound, for the message.
+const maxRatePerSec = 10_000_000
+
+// parseRate reads one rate value: "max", or a positive decimal number of
+// requests per second that loadgen.ParseRate accepts. It returns the
+// canonical form.
+func parseRate(s string) (Rate, bool) {
+	if s == string(RateMax) {
+		return RateMax, true
+	}
+	if s == "" || strings.ContainsAny(s, "/ \t") {
+		return "", false
+	}
+	r, err := loadgen.ParseRate(s)
+	if err != nil {
+		return "", false
+	}
+	return Rate(strconv.FormatFloat(r.PerSecond(), 'f', -1, 64)), true
+}

@@ -1,0 +1,255 @@
+package plan
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// TestBadPlans: each plan's problems, all of them, one line each, with
+// the line of the value at fault.
+func TestBadPlans(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		// A typo in a key: the line, and the likely key.
+		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
+			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, baseline, thresholds, confidence`,
+			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, replicas, policies, protocol, gateway, mtls`,
+		}},
+		// Nothing like any key: no suggestion.
+		{"unknown key far", "thresholds:\n  latency_p99: 3\n", []string{
+			`p.yaml:2: thresholds.latency_p99: unknown key; allowed: rate_shortfall, errors, load_cpu`,
+		}},
+		// Every rate problem on its own line.
+		{"rates", "axes:\n  rate:\n    - -5\n    - 0\n    - 60/m\n    - 20\n    - 20.0\n    - fast\n", []string{
+			`p.yaml:3: axes.rate "-5": allowed: positive numbers (requests per second, at most 10000000) or max`,
+			`p.yaml:4: axes.rate "0": allowed: positive numbers (requests per second, at most 10000000) or max`,
+			`p.yaml:5: axes.rate "60/m": allowed: positive numbers (requests per second, at most 10000000) or max`,
+			`p.yaml:7: axes.rate "20.0": given twice (first on line 6)`,
+			`p.yaml:8: axes.rate "fast": allowed: positive numbers (requests per second, at most 10000000) or max`,
+		}},
+		// Mode, app and protocol values go through mesh.Options.Validate.
+		{"enums", "axes:\n  mesh: [none, linkerd, istio]\n  app: [faces, bookinfo]\n  protocol: [grpc]\n", []string{
+			`p.yaml:2: axes.mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); it arrives with the Kubernetes platform`,
+			`p.yaml:2: axes.mesh "istio": allowed: none, sidecar, ambient, waypoint`,
+			`p.yaml:3: axes.app "bookinfo": allowed: static, faces`,
+			`p.yaml:4: axes.protocol "grpc": allowed: http, tcp`,
+		}},
+		// Scalars out of range.
+		{"scalars", `platform: kubernetes
+repetitions: 0
+nodes: 300
+duration: 0s
+warmup: -1s
+drain: 2
+connections: 0
+sample_interval: soon
+pss_every: -1
+seed: 1.5
+name: my plan
+confidence: 1
+thresholds:
+  rate_shortfall: 1
+  errors: -0.1
+  load_cpu: NaN
+`, []string{
+			`p.yaml:1: platform "kubernetes": allowed: local (kubernetes is not implemented yet)`,
+			`p.yaml:2: repetitions "0": allowed: a whole number, 1 or more`,
+			`p.yaml:3: nodes 300: allowed: 1 to 250 app nodes`,
+			`p.yaml:4: duration "0s": allowed: a duration above 0 such as 30s or 1m30s`,
+			`p.yaml:5: warmup "-1s": allowed: a duration of 0 or more such as 0s, 2s or 500ms`,
+			`p.yaml:6: drain "2": allowed: a duration of 0 or more such as 0s, 2s or 500ms`,
+			`p.yaml:7: connections "0": allowed: a whole number, 1 or more`,
+			`p.yaml:8: sample_interval "soon": allowed: a duration above 0 such as 30s or 1m30s`,
+			`p.yaml:9: pss_every "-1": allowed: 0 (about every 5 s) or a whole number N, every N sampling rounds`,
+			`p.yaml:10: seed "1.5": allowed: a whole number from -9223372036854775808 to 9223372036854775807`,
+			`p.yaml:11: name "my plan": allowed: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters`,
+			`p.yaml:12: confidence "1": allowed: a fraction between 0 and 1 (both excluded), such as 0.95`,
+			`p.yaml:14: thresholds.rate_shortfall "1": allowed: a fraction from 0 to below 1, such as 0.002`,
+			`p.yaml:15: thresholds.errors "-0.1": allowed: a fraction from 0 to 1, such as 0.01`,
+			`p.yaml:16: thresholds.load_cpu "NaN": allowed: a fraction of one core above 0, at most 1, such as 0.9`,
+		}},
+		// A combination problem is reported once, at the axis value at
+		// fault, however many cells share it: faces with 4 policies (in
+		// every mesh mode, at every rate and replica count), and 90 faces
+		// replicas on one node.
+		{"combinations", `axes:
+  mesh: [sidecar, ambient, waypoint]
+  app: [static, faces]
+  rate: [20, 50, 100]
+  replicas: [1, 90]
+  policies: [0, 4]
+baseline: sidecar
+`, []string{
+			`p.yaml:5: axes.replicas 90: allowed: 1 to 81 on 1 app nodes (245 pod addresses per node, 3 service(s) of app faces); add nodes`,
+			`p.yaml:6: axes.policies 4: no rule allows face's calls to smiley and color (default/face) to reach the app's services; use 0 or at least 5`,
+		}},
+		// Too few rules for the waypoint: its identity is the second rule.
+		{"waypoint rules", "axes:\n  mesh: [waypoint]\n  policies: [1]\nbaseline: waypoint\n", []string{
+			`p.yaml:3: axes.policies 1: no rule allows the waypoint (default/waypoint) to reach the server; use 0 or at least 2`,
+		}},
+		// A value no cell uses: mesh none when every policies value needs
+		// a mesh; ambient with only plaintext.
+		{"unused values", "axes:\n  mesh: [none, sidecar, ambient]\n  policies: [4]\n  mtls: [false, true]\nbaseline: sidecar\n", []string{
+			`p.yaml:2: axes.mesh "none": no cell has it: mesh none with policies > 0: policies need a mesh mode, none runs with policies 0`,
+			`p.yaml:4: axes.mtls false: no cell has it: mesh none with policies > 0: policies need a mesh mode, none runs with policies 0; mesh sidecar with mtls false and policies > 0: the rules match the peer certificate's identity, which plaintext has not; mesh ambient with mtls false: HBONE is always mTLS`,
+		}},
+		// Every combination skipped.
+		{"no cells", "axes:\n  mesh: [ambient]\n  mtls: [false]\nbaseline: ambient\n", []string{
+			`p.yaml:1: axes: the plan expands to no cells: every combination is skipped (mesh ambient with mtls false: HBONE is always mTLS)`,
+		}},
+		// The default baseline, none, is not in the mesh axis: reported at
+		// the mesh axis.
+		{"baseline default", "axes:\n  mesh: [sidecar, ambient]\n", []string{
+			`p.yaml:2: baseline "none": the default baseline is not among axes.mesh (sidecar, ambient); set baseline to one of them`,
+		}},
+		{"baseline given", "baseline: linkerd\n", []string{
+			`p.yaml:1: baseline "linkerd": allowed: one of axes.mesh (none, sidecar, ambient, waypoint)`,
+		}},
+		// Over MaxCells.
+		{"too many cells", "repetitions: 100\naxes:\n  rate: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]\n", []string{
+			`p.yaml:2: axes: expands to 10400 cells (104 configurations × 100 repetitions); allowed: at most 10000`,
+		}},
+		// Shapes: lists where one value goes, nulls, empty lists, nested
+		// lists, a mapping for axes.
+		{"shapes", `duration: [5s, 10s]
+warmup:
+axes:
+  mesh: []
+  rate: [[20]]
+  replicas: {a: 1}
+thresholds: 0.5
+`, []string{
+			`p.yaml:1: duration [...]: allowed: a single value, not a list`,
+			`p.yaml:2: warmup: no value; remove the key for the default`,
+			`p.yaml:4: axes.mesh []: allowed: one value or more; remove the key for the default`,
+			`p.yaml:5: axes.rate [...]: allowed: a list of single values`,
+			`p.yaml:6: axes.replicas {...}: allowed: a list of values such as [a, b], or one value`,
+			`p.yaml:7: thresholds "0.5": allowed: a mapping of keys (rate_shortfall, errors, load_cpu)`,
+		}},
+		{"duplicate key", "duration: 5s\nduration: 6s\n", []string{
+			`p.yaml:2: duration: given twice (first on line 1)`,
+		}},
+		{"not a mapping", "- a\n- b\n", []string{
+			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, baseline, thresholds, confidence), not [...]`,
+		}},
+		// YAML syntax: the library's message and line. (yaml.v3 puts an
+		// unclosed flow list at the line where the list's key began.)
+		{"syntax", "duration: 5s\n warmup: 2s\n", []string{
+			`p.yaml:2: mapping values are not allowed in this context`,
+		}},
+		{"syntax flow", "axes:\n  mesh: [none\n", []string{
+			`p.yaml:1: did not find expected ',' or ']'`,
+		}},
+		{"two documents", "duration: 5s\n---\nduration: 6s\n", []string{
+			`p.yaml:2: a plan file holds one YAML document; remove the second (---)`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse("p.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("no error; plan %+v", p)
+			}
+			if p != nil {
+				t.Error("a plan returned with the error")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", err, strings.Join(tc.want, "\n"))
+			}
+			var pr *Problem
+			if !errors.As(err, &pr) {
+				t.Errorf("not a *Problem: %T", err)
+			}
+		})
+	}
+}
+
+// TestBadPlanGolden: a plan with something wrong nearly everywhere; every
+// problem is listed at once, in line order.
+func TestBadPlanGolden(t *testing.T) {
+	data, err := os.ReadFile("testdata/bad-plan.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Parse("bad-plan.yaml", data)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	testutil.Golden(t, "bad-plan.golden", []byte(err.Error()+"\n"))
+}
+
+func TestFromFlags(t *testing.T) {
+	p, err := FromFlags(Flags{Mesh: "none, sidecar", Rate: "20,50", Replicas: "1,10", Policies: "0,4", Repetitions: "2", Duration: "30s", Seed: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 rates × 2 replicas × (none + sidecar × 2) = 12 configurations.
+	if n := len(p.Cells()); n != 12*2 {
+		t.Errorf("%d cells, want 24", n)
+	}
+	if p.Duration.String() != "30s" || *p.Seed != 5 || p.Warmup != DefaultWarmup || len(p.Skipped()) != 2 {
+		t.Errorf("plan %+v", p)
+	}
+	// The same plan as a file.
+	q := mustParse(t, "same.yaml", "seed: 5\nrepetitions: 2\nduration: 30s\naxes:\n  mesh: [none, sidecar]\n  rate: [20, 50]\n  replicas: [1, 10]\n  policies: [0, 4]\n")
+	if string(p.YAML()) != string(q.YAML()) {
+		t.Errorf("flags and file differ:\n%s\n%s", p.YAML(), q.YAML())
+	}
+	if p, err := FromFlags(Flags{}); err != nil || string(p.YAML()) != string(Defaults().YAML()) {
+		t.Errorf("no flags: %v, want the defaults", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		f    Flags
+		want []string
+	}{
+		// Problems name the flag; combination problems too; flags come in
+		// schema order.
+		{"values", Flags{Mesh: "none,ambient,linkerd", Rate: "-5,20,,max", Policies: "4", MTLS: "true,yes", Duration: "0s", Baseline: "sidecar", LoadCPU: "2"}, []string{
+			`--mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); it arrives with the Kubernetes platform`,
+			`--mesh "none": no cell has it: mesh none with policies > 0: policies need a mesh mode, none runs with policies 0`,
+			`--rate "-5": allowed: positive numbers (requests per second, at most 10000000) or max`,
+			`--rate "": allowed: positive numbers (requests per second, at most 10000000) or max`,
+			`--mtls "yes": allowed: true or false`,
+			`--duration "0s": allowed: a duration above 0 such as 30s or 1m30s`,
+			`--baseline "sidecar": allowed: one of --mesh (none, ambient)`,
+			`--max-load-cpu "2": allowed: a fraction of one core above 0, at most 1, such as 0.9`,
+		}},
+		{"duplicates", Flags{Replicas: "1,10,1", Gateway: "true,TRUE"}, []string{
+			`--replicas "1": given twice`,
+			`--gateway "TRUE": given twice`,
+		}},
+		{"combination", Flags{App: "faces", Mesh: "none,sidecar", Policies: "0,4", Replicas: "100"}, []string{
+			`--replicas 100: allowed: 1 to 81 on 1 app nodes (245 pod addresses per node, 3 service(s) of app faces); add nodes`,
+			`--policies 4: no rule allows face's calls to smiley and color (default/face) to reach the app's services; use 0 or at least 5`,
+		}},
+		{"default baseline", Flags{Mesh: "sidecar"}, []string{
+			`--baseline "none": the default baseline is not among --mesh (sidecar); set --baseline to one of them`,
+		}},
+		{"too many", Flags{Rate: "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26", Repetitions: "100"}, []string{
+			`matrix: expands to 10400 cells (104 configurations × 100 repetitions); allowed: at most 10000`,
+		}},
+		{"platform", Flags{Platform: "kubernetes", Nodes: "0"}, []string{
+			`--platform "kubernetes": allowed: local (kubernetes is not implemented yet)`,
+			`--nodes 0: allowed: 1 to 250 app nodes`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FromFlags(tc.f)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if err.Error() != strings.Join(tc.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", err, strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}

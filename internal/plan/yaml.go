@@ -1,0 +1,107 @@
+package plan
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// YAML writes the plan in canonical form, every default filled in, keys
+// in schema order: the plan manifest of a results directory. Parse reads
+// it back to an equal Plan. Name is written only when set, Seed only when
+// chosen (set it before writing, so the order can be replayed).
+func (p *Plan) YAML() []byte {
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	add := func(parent *yaml.Node, key string, v *yaml.Node) {
+		parent.Content = append(parent.Content, str(key), v)
+	}
+	seq := func(vals []string) *yaml.Node {
+		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, v := range vals {
+			n.Content = append(n.Content, plain(v))
+		}
+		return n
+	}
+	if p.Name != "" {
+		add(root, "name", str(p.Name))
+	}
+	add(root, "platform", str(p.Platform))
+	if p.Seed != nil {
+		add(root, "seed", plain(strconv.FormatInt(*p.Seed, 10)))
+	}
+	add(root, "repetitions", plain(strconv.Itoa(p.Repetitions)))
+	axes := &yaml.Node{Kind: yaml.MappingNode}
+	add(axes, "mesh", seq(strs(p.Axes.Mesh)))
+	add(axes, "app", seq(strs(p.Axes.App)))
+	add(axes, "rate", seq(strs(p.Axes.Rate)))
+	add(axes, "replicas", seq(ints(p.Axes.Replicas)))
+	add(axes, "policies", seq(ints(p.Axes.Policies)))
+	add(axes, "protocol", seq(strs(p.Axes.Protocol)))
+	add(axes, "gateway", seq(bools(p.Axes.Gateway)))
+	add(axes, "mtls", seq(bools(p.Axes.MTLS)))
+	add(root, "axes", axes)
+	add(root, "nodes", plain(strconv.Itoa(p.Nodes)))
+	add(root, "duration", plain(dur(p.Duration)))
+	add(root, "warmup", plain(dur(p.Warmup)))
+	add(root, "drain", plain(dur(p.Drain)))
+	add(root, "connections", plain(strconv.Itoa(p.Connections)))
+	add(root, "sample_interval", plain(dur(p.SampleInterval)))
+	add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))
+	add(root, "baseline", str(string(p.Baseline)))
+	th := &yaml.Node{Kind: yaml.MappingNode}
+	add(th, "rate_shortfall", plain(frac(p.Thresholds.RateShortfall)))
+	add(th, "errors", plain(frac(p.Thresholds.Errors)))
+	add(th, "load_cpu", plain(frac(p.Thresholds.LoadCPU)))
+	add(root, "thresholds", th)
+	add(root, "confidence", plain(frac(p.Confidence)))
+
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
+		HeadComment: "meshbench plan, every default filled in (internal/plan)"}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		// Only strings the plan's checks allow reach here; an encoder
+		// failure is a bug.
+		panic("plan: encoding YAML: " + err.Error())
+	}
+	_ = enc.Close()
+	return buf.Bytes()
+}
+
+// str is a string scalar, quoted by the encoder when it would read as
+// something else.
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+// plain is a scalar written as is (numbers, durations, booleans, max).
+func plain(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+
+func strs[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
+
+func ints(vs []int) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strconv.Itoa(v)
+	}
+	return out
+}
+
+func bools(vs []bool) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strconv.FormatBool(v)
+	}
+	return out
+}
+
+func dur(d time.Duration) string { return d.String() }
+
+func frac(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

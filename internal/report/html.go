@@ -1,0 +1,144 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+)
+
+// MethodNotes are the method's decisions the HTML report states.
+var MethodNotes = []string{
+	"Load is open loop at a constant rate; each request's latency runs from its intended send time (no coordinated omission). Closed-loop cells are labelled: their latencies are queueing-dominated.",
+	"Histograms are HDR (1 ns floor, 3 significant digits), merged exactly; percentiles come from them.",
+	"Resources are sampled from /proc every second: CPU in millicores, memory as PSS (shared pages split among processes), averaged over the measured window only (warm-up and drain excluded).",
+	"Cells run in a seeded random order so drift over time cannot masquerade as a difference between meshes.",
+	"Each figure is the median over the valid repetitions with a percentile-bootstrap interval. With 5 or fewer repetitions the interval is the range of the runs (with 3 runs it holds the true median 75% of the time).",
+	"A difference is significant when its interval excludes zero. With 3 runs per side that means the runs' ranges do not overlap, which identical setups do 10% of the time.",
+	"Invalid cells (rate short of target, errors over the threshold, a CPU-starved load generator, sampler gaps, a process that died) are listed and never averaged in.",
+}
+
+var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>meshbench report</title>
+<style>
+body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:.85em}
+table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}th{background:#f0f0f0}
+td:first-child,th:first-child{text-align:left}.bad{color:#a00}.figure{margin:1em 0}
+ul.verdicts li{margin:.2em 0}
+</style></head><body>
+<h1>meshbench report</h1>
+<p>{{.Summary}}</p>
+{{if .Incomplete}}<p class="bad">{{.Incomplete}}</p>{{end}}
+<h2 id="verdicts">Verdicts</h2>
+{{range .Scenarios}}<h3>{{.Name}}</h3><ul class="verdicts">{{range .Verdicts}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h2 id="tables">Tables</h2>
+{{range .Scenarios}}<h3>{{.Name}}</h3>
+<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
+{{end}}
+<h2 id="plots">Plots</h2>
+{{range .Plots}}<div class="figure"><h3>{{.Title}}</h3>{{.SVG}}</div>{{else}}<p>No plot: a plot needs at least two rates, two replica counts or one valid scenario.</p>{{end}}
+<h2 id="invalid">Invalid cells</h2>
+{{if .Invalid}}<ul>{{range .Invalid}}<li class="bad">{{.}}</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
+<h2 id="text">Full text report</h2>
+<pre>{{.Text}}</pre>
+<h2 id="plan">Plan</h2>
+<pre>{{.Plan}}</pre>
+<h2 id="environment">Environment</h2>
+<table>{{range .Env}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>{{end}}</table>
+<h2 id="method">Method</h2>
+<ul>{{range .Method}}<li>{{.}}</li>{{end}}</ul>
+</body></html>
+`))
+
+type htmlScenario struct {
+	Name     string
+	Verdicts []string
+	Head     []string
+	Rows     [][]string
+}
+
+type htmlPlot struct {
+	Title string
+	SVG   template.HTML
+}
+
+// PlanHTML writes the self-contained HTML report: verdicts, tables, plots
+// (inline SVG, no network needed), invalid cells, the full text report,
+// the plan, the environment and the method's decisions.
+func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
+	var text bytes.Buffer
+	if err := PlanText(&text, a); err != nil {
+		return err
+	}
+	m := a.Plan.Manifest
+	data := struct {
+		Summary, Incomplete, Text, Plan string
+		Scenarios                       []htmlScenario
+		Plots                           []htmlPlot
+		Invalid                         []string
+		Env                             [][2]string
+		Method                          []string
+	}{
+		Summary: fmt.Sprintf("%d cells (%d valid), seed %d, confidence %.0f%%, baseline %s; created %s.",
+			len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline, m.Created.Format("2006-01-02 15:04 UTC")),
+		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotes,
+	}
+	if len(a.Plan.Missing) > 0 {
+		data.Incomplete = fmt.Sprintf("Incomplete: %d of %d cells not run yet.", len(a.Plan.Missing), len(m.Order))
+	}
+	for _, s := range a.Scenarios {
+		hs := htmlScenario{Name: s.String(), Head: []string{""}}
+		var groups []*analysis.Group
+		for _, mesh := range a.Meshes {
+			if g := a.Group(mesh, s); g != nil {
+				groups = append(groups, g)
+				hs.Head = append(hs.Head, fmt.Sprintf("%s (%d/%d valid)", mesh, g.Valid, len(g.Cells)))
+			}
+		}
+		for _, r := range tableRows {
+			row := []string{r.label}
+			any := false
+			for _, g := range groups {
+				iv, ok := g.Figures[r.figure]
+				if !ok || g.Valid == 0 {
+					row = append(row, "-")
+					continue
+				}
+				any = true
+				row = append(row, cellText(iv, r.format))
+			}
+			if any {
+				hs.Rows = append(hs.Rows, row)
+			}
+		}
+		for _, c := range a.Comparisons {
+			if c.Scenario == s {
+				hs.Verdicts = append(hs.Verdicts, c.Verdict())
+			}
+		}
+		data.Scenarios = append(data.Scenarios, hs)
+	}
+	for _, c := range charts {
+		svg, err := c.Chart.SVG(800, 500)
+		if err != nil {
+			return err
+		}
+		data.Plots = append(data.Plots, htmlPlot{Title: c.Title, SVG: template.HTML(svg)}) // our own renderer's output
+	}
+	for _, c := range a.Invalid {
+		data.Invalid = append(data.Invalid, c.ID+": "+strings.Join(c.Invalid, "; "))
+	}
+	for _, id := range sortedKeysStr(a.Plan.Failed) {
+		data.Invalid = append(data.Invalid, id+": failed: "+a.Plan.Failed[id])
+	}
+	h := m.Host
+	data.Env = [][2]string{{"meshbench", m.MeshbenchVersion}, {"Envoy", m.EnvoyVersion}, {"platform", m.Platform},
+		{"host", h.Hostname}, {"CPU", fmt.Sprintf("%d × %s", h.CPUs, h.CPUModel)}, {"memory", fmt.Sprintf("%.1f GiB", float64(h.MemoryBytes)/(1<<30))},
+		{"kernel", h.Kernel}, {"OS/arch", h.OS + "/" + h.Arch}, {"load average at start", h.LoadAvg1m}}
+	return htmlTmpl.Execute(w, data)
+}

@@ -1,0 +1,280 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/stats"
+)
+
+// tableRows are the rows of a scenario's comparison table.
+var tableRows = []struct{ label, figure, format string }{
+	{"p50 ms", analysis.LatencyP50, "%.3g"},
+	{"p90 ms", analysis.LatencyP90, "%.3g"},
+	{"p99 ms", analysis.LatencyP99, "%.3g"},
+	{"p99.9 ms", analysis.LatencyP999, "%.3g"},
+	{"max ms", analysis.LatencyMax, "%.3g"},
+	{"achieved rps", analysis.AchievedRate, "%.1f"},
+	{"success", analysis.SuccessRatio, "%.4f"},
+	{"data-plane CPU m", analysis.CPUPrefix + "data-plane", "%.0f"},
+	{"data-plane MiB", analysis.MemPrefix + "data-plane", "%.1f"},
+	{"DP CPU m / 1000 rps", analysis.DataPlaneCPUPer1000, "%.0f"},
+	{"DP MiB / replica", analysis.DataPlaneMemPerPod, "%.1f"},
+	{"app CPU m", analysis.CPUPrefix + "app", "%.0f"},
+	{"load CPU m", analysis.CPUPrefix + "load", "%.0f"},
+	{"gateway CPU m", analysis.CPUPrefix + "gateway", "%.0f"},
+	{"TOTAL CPU m", analysis.CPUPrefix + "TOTAL", "%.0f"},
+	{"TOTAL MiB", analysis.MemPrefix + "TOTAL", "%.1f"},
+}
+
+// cellText is "median [lo, hi]" or the median alone for one run.
+func cellText(iv stats.Interval, format string) string {
+	if math.IsNaN(iv.Estimate) {
+		return "-"
+	}
+	s := fmt.Sprintf(format, iv.Estimate)
+	if iv.HasInterval() && iv.Lo != iv.Hi {
+		s += fmt.Sprintf(" [%s, %s]", fmt.Sprintf(format, iv.Lo), fmt.Sprintf(format, iv.Hi))
+	}
+	return s
+}
+
+// pct formats a relative difference interval: "−21% [−25%, −17%]".
+func pct(iv stats.Interval) string {
+	if math.IsNaN(iv.Estimate) {
+		return "n/a (" + iv.Method + ")"
+	}
+	f := func(x float64) string {
+		if math.IsInf(x, 1) {
+			return "+∞"
+		}
+		return strings.Replace(fmt.Sprintf("%+.0f%%", x*100), "-", "−", 1)
+	}
+	s := f(iv.Estimate)
+	if iv.HasInterval() {
+		s += " [" + f(iv.Lo) + ", " + f(iv.Hi) + "]"
+		if !iv.Significant() {
+			s += " not significant"
+		}
+	} else {
+		s += " (one run each, no interval)"
+	}
+	return s
+}
+
+// PlanText writes the comparison of a plan: per scenario a table with one
+// column per mesh (median over valid repetitions and its interval), the
+// relative differences against the baseline, and a one-line verdict per
+// comparison; then the scaling fits and the invalid cells.
+func PlanText(w io.Writer, a *analysis.Analysis) error {
+	bw := &errWriter{w: w}
+	m := a.Plan.Manifest
+	fmt.Fprintf(bw, "meshbench plan: %d cells (%d valid), seed %d, confidence %.0f%%, baseline %s\n",
+		len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline)
+	if len(a.Plan.Missing) > 0 {
+		fmt.Fprintf(bw, "INCOMPLETE: %d of %d cells not run yet (resume with meshbench bench --resume %s)\n", len(a.Plan.Missing), len(m.Order), a.Plan.Dir)
+	}
+	fmt.Fprintln(bw, "Each figure: median over the valid repetitions [bootstrap interval]; latencies from the client, from the intended send time.")
+	for _, s := range a.Scenarios {
+		var cols []string
+		var groups []*analysis.Group
+		for _, mesh := range a.Meshes {
+			if g := a.Group(mesh, s); g != nil {
+				cols = append(cols, fmt.Sprintf("%s (%d/%d)", mesh, g.Valid, len(g.Cells)))
+				groups = append(groups, g)
+			}
+		}
+		fmt.Fprintf(bw, "\n== %s ==\n", s)
+		rows := [][]string{append([]string{""}, cols...)}
+		for _, r := range tableRows {
+			row := []string{r.label}
+			any := false
+			for _, g := range groups {
+				iv, ok := g.Figures[r.figure]
+				if !ok || g.Valid == 0 {
+					row = append(row, "-")
+					continue
+				}
+				any = true
+				row = append(row, cellText(iv, r.format))
+			}
+			if any {
+				rows = append(rows, row)
+			}
+		}
+		writeAligned(bw, rows)
+		for _, c := range a.Comparisons {
+			if c.Scenario != s {
+				continue
+			}
+			fmt.Fprintf(bw, "  %s vs %s:", c.Mesh, c.Baseline)
+			for _, f := range []struct{ label, fig string }{{"p50", analysis.LatencyP50}, {"p99", analysis.LatencyP99},
+				{"DP CPU", analysis.CPUPrefix + "data-plane"}, {"DP mem", analysis.MemPrefix + "data-plane"},
+				{"total CPU", analysis.CPUPrefix + "TOTAL"}} {
+				if iv, ok := c.Diffs[f.fig]; ok {
+					fmt.Fprintf(bw, "  %s %s;", f.label, pct(iv))
+				}
+			}
+			fmt.Fprintln(bw)
+		}
+		fmt.Fprintln(bw, "  Verdicts:")
+		for _, c := range a.Comparisons {
+			if c.Scenario == s {
+				fmt.Fprintln(bw, "    "+c.Verdict())
+			}
+		}
+	}
+	if len(a.Fits) > 0 {
+		fmt.Fprintln(bw, "\nScaling with replicas (least-squares fit over every valid cell):")
+		for _, f := range a.Fits {
+			unit := "MiB"
+			if strings.HasPrefix(f.Figure, analysis.CPUPrefix) {
+				unit = "m"
+			}
+			fmt.Fprintf(bw, "  %-9s %-22s %s: %+.2f %s per extra replica %s, R² %.2f, %d points\n", f.Mesh, f.Figure, f.Scenario.App+" "+f.Scenario.Rate+" rps",
+				f.Slope.Estimate, unit, ciText(f.Slope), f.R2, f.Points)
+		}
+	}
+	if len(a.Invalid) > 0 || len(a.Plan.Failed) > 0 {
+		fmt.Fprintln(bw, "\nInvalid cells (shown, never averaged in):")
+		for _, c := range a.Invalid {
+			fmt.Fprintf(bw, "  %s: %s\n", c.ID, strings.Join(c.Invalid, "; "))
+		}
+		for _, id := range sortedKeysStr(a.Plan.Failed) {
+			fmt.Fprintf(bw, "  %s: failed: %s\n", id, a.Plan.Failed[id])
+		}
+	}
+	return bw.err
+}
+
+func ciText(iv stats.Interval) string {
+	if !iv.HasInterval() {
+		return "(no interval)"
+	}
+	return fmt.Sprintf("[%+.2f, %+.2f]", iv.Lo, iv.Hi)
+}
+
+// writeAligned writes rows as space-aligned columns, indented two spaces.
+func writeAligned(w io.Writer, rows [][]string) {
+	widths := map[int]int{}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		b.WriteString("  ")
+		for i, c := range r {
+			pad := widths[i] - len([]rune(c))
+			if i == 0 {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			} else {
+				b.WriteString("   " + strings.Repeat(" ", pad) + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// NighthawkCSV writes the seed nighthawk script's layout, one block per
+// scenario: a header "# scenario", then rows p50, p90, p99, max (ms), one
+// column per mesh (medians over the valid repetitions).
+func NighthawkCSV(w io.Writer, a *analysis.Analysis) error {
+	cw := csv.NewWriter(w)
+	for _, s := range a.Scenarios {
+		var groups []*analysis.Group
+		head := []string{"# " + s.String()}
+		for _, mesh := range a.Meshes {
+			if g := a.Group(mesh, s); g != nil {
+				groups = append(groups, g)
+				head = append(head, mesh)
+			}
+		}
+		_ = cw.Write(head)
+		for _, r := range []struct{ label, fig string }{{"p50", analysis.LatencyP50}, {"p90", analysis.LatencyP90},
+			{"p99", analysis.LatencyP99}, {"max", analysis.LatencyMax}} {
+			row := []string{r.label}
+			for _, g := range groups {
+				row = append(row, num(g.Figures[r.fig].Estimate))
+			}
+			_ = cw.Write(row)
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// TidyCSV writes every figure of every group, one row each, for people's
+// own tools: scenario columns, mesh, figure, median, lo, hi, level, n
+// (valid repetitions), cells, method.
+func TidyCSV(w io.Writer, a *analysis.Analysis) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
+		"median", "lo", "hi", "level", "n", "cells", "method"})
+	for _, s := range a.Scenarios {
+		for _, mesh := range a.Meshes {
+			g := a.Group(mesh, s)
+			if g == nil {
+				continue
+			}
+			for _, f := range sortedKeysIv(g.Figures) {
+				iv := g.Figures[f]
+				_ = cw.Write([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
+					strconv.FormatBool(s.Gateway), strconv.FormatBool(s.MTLS), mesh, f, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
+					num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method})
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func num(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'g', 6, 64)
+}
+
+func sortedKeysIv(m map[string]stats.Interval) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+func sortedKeysStr(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+func sortStrings(s []string) { slices.Sort(s) }
+
+// errWriter keeps the first write error so a renderer can write freely and
+// report it once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, nil
+}

@@ -1,0 +1,192 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/plot"
+)
+
+// NamedChart is one plot of a plan report.
+type NamedChart struct {
+	Name  string // file name without extension
+	Title string
+	Chart *plot.Chart
+}
+
+// PlanCharts builds the plan report's plots: latency percentiles, data-plane
+// CPU and memory against rate per mesh (one set per app/replicas/policies
+// combination with at least two rates); CPU and memory against replicas per
+// mesh (per rate, with at least two replica counts); and the latency
+// spectrum per mesh for every scenario. Bands are the bootstrap intervals
+// where there are repetitions.
+func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
+	var out []NamedChart
+	add := func(name, title string, c *plot.Chart, err error) error {
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", name, err)
+		}
+		out = append(out, NamedChart{Name: name, Title: title, Chart: c})
+		return nil
+	}
+	// Against rate: group scenarios by everything but the rate.
+	byRest := map[string][]analysis.Scenario{}
+	var restKeys []string
+	for _, s := range a.Scenarios {
+		if math.IsNaN(analysis.RateValue(s.Rate)) {
+			continue
+		}
+		r := s
+		r.Rate = ""
+		k := r.Key()
+		if _, ok := byRest[k]; !ok {
+			restKeys = append(restKeys, k)
+		}
+		byRest[k] = append(byRest[k], s)
+	}
+	n := 0
+	for _, k := range restKeys {
+		ss := byRest[k]
+		if len(ss) < 2 {
+			continue
+		}
+		n++
+		label := ss[0]
+		label.Rate = "various"
+		figs := []struct{ fig, name, ylabel string }{
+			{analysis.LatencyP50, "p50", "p50 latency (ms)"},
+			{analysis.LatencyP99, "p99", "p99 latency (ms)"},
+			{analysis.CPUPrefix + "data-plane", "dp-cpu", "data-plane CPU (millicores)"},
+			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, PSS)"},
+		}
+		for _, f := range figs {
+			series := seriesOver(a, ss, f.fig, func(s analysis.Scenario) float64 { return analysis.RateValue(s.Rate) })
+			if len(series) == 0 {
+				continue
+			}
+			title := fmt.Sprintf("%s vs rate (%s)", f.ylabel, scenarioNoRate(ss[0]))
+			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "request rate (req/s)", YLabel: f.ylabel}, series)
+			if err := add(fmt.Sprintf("rate-%d-%s", n, f.name), title, c, err); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Against replicas.
+	byRest = map[string][]analysis.Scenario{}
+	restKeys = nil
+	for _, s := range a.Scenarios {
+		r := s
+		r.Replicas = 0
+		k := r.Key()
+		if _, ok := byRest[k]; !ok {
+			restKeys = append(restKeys, k)
+		}
+		byRest[k] = append(byRest[k], s)
+	}
+	n = 0
+	for _, k := range restKeys {
+		ss := byRest[k]
+		if len(ss) < 2 {
+			continue
+		}
+		n++
+		for _, f := range []struct{ fig, name, ylabel string }{
+			{analysis.CPUPrefix + "data-plane", "dp-cpu", "data-plane CPU (millicores)"},
+			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, PSS)"},
+			{analysis.LatencyP99, "p99", "p99 latency (ms)"},
+		} {
+			series := seriesOver(a, ss, f.fig, func(s analysis.Scenario) float64 { return float64(s.Replicas) })
+			if len(series) == 0 {
+				continue
+			}
+			title := fmt.Sprintf("%s vs replicas (%s, %s rps)", f.ylabel, ss[0].App, ss[0].Rate)
+			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "replicas", YLabel: f.ylabel}, series)
+			if err := add(fmt.Sprintf("replicas-%d-%s", n, f.name), title, c, err); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Spectrum per scenario.
+	for i, s := range a.Scenarios {
+		var series []plot.SpectrumSeries
+		for _, mesh := range a.Meshes {
+			g := a.Group(mesh, s)
+			if g == nil || g.Valid == 0 {
+				continue
+			}
+			ss := plot.SpectrumSeries{Name: mesh}
+			band := true
+			for j, p := range analysis.SpectrumPercentiles {
+				if p >= 100 || j >= len(g.Spectrum) || math.IsNaN(g.Spectrum[j].Estimate) || g.Spectrum[j].Estimate <= 0 {
+					continue
+				}
+				iv := g.Spectrum[j]
+				ss.Percentiles = append(ss.Percentiles, p)
+				ss.Values = append(ss.Values, iv.Estimate)
+				ss.Lo, ss.Hi = append(ss.Lo, iv.Lo), append(ss.Hi, iv.Hi)
+				band = band && iv.HasInterval()
+			}
+			if !band {
+				ss.Lo, ss.Hi = nil, nil
+			}
+			if len(ss.Values) > 1 {
+				series = append(series, ss)
+			}
+		}
+		if len(series) == 0 {
+			continue
+		}
+		title := "latency spectrum (" + s.String() + ")"
+		c, err := plot.Spectrum(plot.ChartOptions{Title: title}, series)
+		if err := add(fmt.Sprintf("spectrum-%d", i+1), title, c, err); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func scenarioNoRate(s analysis.Scenario) string {
+	out := s.App + fmt.Sprintf(", %d replica(s)", s.Replicas)
+	if s.Policies > 0 {
+		out += fmt.Sprintf(", %d policies", s.Policies)
+	}
+	return out
+}
+
+// seriesOver makes one series per mesh of fig over the scenarios ss, x
+// from the scenario; bands where every point has an interval.
+func seriesOver(a *analysis.Analysis, ss []analysis.Scenario, fig string, x func(analysis.Scenario) float64) []plot.Series {
+	var out []plot.Series
+	for _, mesh := range a.Meshes {
+		type pt struct{ x, y, lo, hi float64 }
+		var pts []pt
+		band := true
+		for _, s := range ss {
+			g := a.Group(mesh, s)
+			if g == nil || g.Valid == 0 {
+				continue
+			}
+			iv, ok := g.Figures[fig]
+			if !ok || math.IsNaN(iv.Estimate) {
+				continue
+			}
+			pts = append(pts, pt{x(s), iv.Estimate, iv.Lo, iv.Hi})
+			band = band && iv.HasInterval()
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sort.Slice(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
+		se := plot.Series{Name: mesh}
+		for _, p := range pts {
+			se.X, se.Y = append(se.X, p.x), append(se.Y, p.y)
+			if band {
+				se.Lo, se.Hi = append(se.Lo, p.lo), append(se.Hi, p.hi)
+			}
+		}
+		out = append(out, se)
+	}
+	return out
+}
