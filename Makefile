@@ -4,7 +4,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo test envoy vet fmt-check unit fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test envoy vet fmt-check unit fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -15,7 +15,14 @@ $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') go.mod go
 
 # The main job: a short open-loop run against meshbench's built-in static
 # server (a separate process on loopback), with the report printed.
-demo: build
+# The README's main job: the default plan on the local lab (none, sidecar,
+# ambient, waypoint at two rates, 3 repetitions, about 4 minutes), its
+# comparison with verdicts, and the HTML report.
+demo: build envoy
+	$(BIN) bench examples/quick.yaml
+
+# The load engine alone against the built-in static server, in seconds.
+demo-load: build
 	./scripts/demo.sh $(BIN)
 
 # The test command (.ci/run calls exactly this). The Envoy tests need the

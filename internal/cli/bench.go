@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
 )
 
@@ -163,6 +164,17 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version}
 	if bin != nil {
 		ro.EnvoyVersion = bin.Version
+	}
+	if f.resume != "" {
+		if m, err := results.ReadPlanManifest(dir); err == nil {
+			done := 0
+			for _, st := range m.Cells {
+				if st.Finished() {
+					done++
+				}
+			}
+			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished\n", done, len(m.Order))
+		}
 	}
 	started := time.Now()
 	if !f.quiet {

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// TestBenchBadPlan: a plan file with several problems lists every one with
+// its line, exits 2, and runs nothing (no results directory).
+func TestBenchBadPlan(t *testing.T) {
+	dir := t.TempDir()
+	planFile := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(planFile, []byte("repetitions: 0\naxes:\n  mesh: [none, istio]\n  rate: [-5]\nduraton: 10s\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	inv := runCLI(t, nil, "bench", planFile, "--out", out)
+	code, stdout, stderr := inv.code, inv.stdout, inv.stderr
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, stderr)
+	}
+	for _, want := range []string{"bad.yaml:1:", "bad.yaml:3:", "bad.yaml:4:", "bad.yaml:5:"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("results directory created for a bad plan")
+	}
+	// Axes in a file and as flags at once: one line, exit 2.
+	if inv := runCLI(t, nil, "bench", planFile, "--rate", "5"); inv.code != ExitUsage || !strings.Contains(inv.stderr, "not both") {
+		t.Errorf("plan and axis flags: exit %d, %s", inv.code, inv.stderr)
+	}
+}
+
+// TestBenchRunAndResume runs a small real plan (mode none: apps and load
+// generator, no Envoy) with the built binary, checks the comparison and
+// the report files, then resumes the finished plan: nothing runs again and
+// the report is regenerated.
+func TestBenchRunAndResume(t *testing.T) {
+	bin := testutil.BuildMeshbench(t)
+	out := filepath.Join(t.TempDir(), "plan")
+	run := func(args ...string) (string, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = t.TempDir()
+		var so, se strings.Builder
+		cmd.Stdout, cmd.Stderr = &so, &se
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("meshbench %v: %v\n%s", args, err, se.String())
+		}
+		return so.String(), se.String()
+	}
+	stdout, stderr := run("bench", "--mesh", "none", "--rate", "50,100", "--repetitions", "1", "--duration", "1s",
+		"--warmup", "200ms", "--drain", "200ms", "--seed", "3", "--out", out, "--loopback-net", "62")
+	for _, want := range []string{"== static, 50 rps, 1 replica ==", "== static, 100 rps, 1 replica ==", "p50 ms", "Reports: ", "Plan took"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "[2/2] none-static-r") || !strings.Contains(stderr, "seed 3") {
+		t.Errorf("progress lines missing:\n%s", stderr)
+	}
+	for _, f := range []string{"report.txt", "report.html", "latency.csv", "figures.csv"} {
+		if _, err := os.Stat(filepath.Join(out, ReportDir, f)); err != nil {
+			t.Errorf("report file %s: %v", f, err)
+		}
+	}
+	m, err := results.ReadPlanManifest(out)
+	if err != nil || !m.Complete || m.Seed != 3 {
+		t.Fatalf("plan manifest %+v %v", m, err)
+	}
+	first, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
+
+	_, stderr = run("bench", "--resume", out)
+	if strings.Contains(stderr, "running") || !strings.Contains(stderr, "2 of 2 cells already finished") {
+		t.Errorf("resume of a finished plan ran cells:\n%s", stderr)
+	}
+	again, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
+	if first == nil || again == nil || !again.StartedAt.Equal(first.StartedAt) {
+		t.Error("resume rewrote a finished cell")
+	}
+}
