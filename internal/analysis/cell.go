@@ -290,6 +290,14 @@ func ReadPlan(dir string) (*Plan, error) {
 		}
 		c, err := ReadCell(results.CellDir(dir, id), id)
 		if err != nil {
+			if st.State == results.CellFailed {
+				// The runner keeps a failed cell's directory whatever it
+				// holds: a load generator that died leaves no load.json.
+				// Nothing measured: report it as failed, like a cell
+				// without a directory, rather than refuse the whole plan.
+				p.Failed[id] = st.Error
+				continue
+			}
 			return nil, err
 		}
 		if st.State == results.CellFailed {

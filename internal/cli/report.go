@@ -9,8 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/plot"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/results"
 )
 
 // ReportDir is where a plan's reports go inside its results directory.
@@ -42,12 +44,24 @@ row each) and plots/*.png|svg. Prints the text report.`,
 			if err != nil {
 				return &UsageError{Err: err}
 			}
-			a := analysis.Analyze(p, analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed)})
+			o := analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed)}
+			// Unless told otherwise, compare as the plan asked (and as bench's
+			// own report did). A plan.yaml this meshbench cannot read keeps
+			// the flags' defaults.
+			if pl, err := plan.Parse(results.PlanFile, p.PlanYAML); err == nil {
+				if !cmd.Flags().Changed("baseline") {
+					o.Baseline = string(pl.Baseline)
+				}
+				if !cmd.Flags().Changed("confidence") {
+					o.Level = pl.Confidence
+				}
+			}
+			a := analysis.Analyze(p, o)
 			return writeReports(env, a, f.quiet)
 		},
 	}
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "mesh the others are compared with (default: the plan's, or none)")
-	cmd.Flags().Float64Var(&f.confidence, "confidence", 0.95, "confidence level of every interval")
+	cmd.Flags().Float64Var(&f.confidence, "confidence", 0.95, "confidence level of every interval (without the flag: the plan's)")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "write the reports without printing the text report")
 	return cmd
 }

@@ -63,7 +63,7 @@ func pct(iv stats.Interval) string {
 			s += " not significant"
 		}
 	} else {
-		s += " (one run each, no interval)"
+		s += " (one run on a side, no interval)"
 	}
 	return s
 }
@@ -202,7 +202,11 @@ func NighthawkCSV(w io.Writer, a *analysis.Analysis) error {
 			{"p99", analysis.LatencyP99}, {"max", analysis.LatencyMax}} {
 			row := []string{r.label}
 			for _, g := range groups {
-				row = append(row, num(g.Figures[r.fig].Estimate))
+				iv, ok := g.Figures[r.fig]
+				if !ok { // never measured (no answered request): not 0 ms
+					iv.Estimate = math.NaN()
+				}
+				row = append(row, num(iv.Estimate))
 			}
 			_ = cw.Write(row)
 		}

@@ -148,7 +148,10 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 }
 
 func scenarioNoRate(s analysis.Scenario) string {
-	out := s.App + fmt.Sprintf(", %d replica(s)", s.Replicas)
+	out := s.App + fmt.Sprintf(", %d replica", s.Replicas)
+	if s.Replicas != 1 {
+		out += "s"
+	}
 	if s.Policies > 0 {
 		out += fmt.Sprintf(", %d policies", s.Policies)
 	}
