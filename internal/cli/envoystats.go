@@ -103,13 +103,16 @@ func renderEnvoyStats(w io.Writer, t *mesh.Topology, stats map[string]envoy.Prox
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "Envoy stats (admin /stats at the end: warm-up included; a tunnel is one request):")
+	fmt.Fprintln(w, "Envoy stats (admin /stats at the end, warm-up included; a tunnel is one request; ms are whole):")
 	const format = "  %-20s %8s %8s %9s %6s %12s %7s %8s %7s\n"
 	fmt.Fprintf(w, format, "proxy", "down rq", "up rq", "up p99 ms", "TLS hs", "RBAC ok/deny", "retries", "overflow", "cx fail")
 	n := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, r := range rows {
 		p99, rbac := "-", "-"
-		if r.hasP99 {
+		switch {
+		case r.hasP99 && r.p99 == 0:
+			p99 = "<1" // Envoy records upstream_rq_time in whole ms
+		case r.hasP99:
 			p99 = strconv.FormatFloat(r.p99, 'f', 2, 64)
 		}
 		if r.rbac {

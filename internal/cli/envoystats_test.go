@@ -57,7 +57,7 @@ func TestRenderEnvoyStatsPerProxy(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	renderEnvoyStats(&buf, topo, stats)
-	want := `Envoy stats (admin /stats at the end: warm-up included; a tunnel is one request):
+	want := `Envoy stats (admin /stats at the end, warm-up included; a tunnel is one request; ms are whole):
   proxy                 down rq    up rq up p99 ms TLS hs RBAC ok/deny retries overflow cx fail
   client-sidecar            250      251         -      2            -       1        3       1
   server-0-sidecar          125      125      3.05      1            -       0        0       0
