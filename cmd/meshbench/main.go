@@ -26,6 +26,13 @@ func main() {
 		Signals:     sigs,
 		StdoutIsTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		StderrIsTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		StderrWidth: func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
 	}
 	os.Exit(cli.Run(context.Background(), env, os.Args[1:]))
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
+	"github.com/meshbench/meshbench/internal/sample"
 )
 
 type benchFlags struct {
@@ -177,10 +179,27 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 	}
 	started := time.Now()
-	if !f.quiet {
-		ro.Progress = benchProgress(env, started)
+	// Progress: a live view redrawn in place on a terminal; plain lines
+	// otherwise (a pipe, a dumb terminal, NO_COLOR); nothing with --quiet.
+	var live *liveView
+	var phase func(string)
+	var onRound func(sample.Round)
+	switch {
+	case f.quiet:
+	case env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb":
+		live = newLiveView(env, len(rcells))
+		ro.Progress, phase, onRound = live.progress, live.phase, live.round
+		live.start()
+	default:
+		ro.Progress, phase = benchProgress(env, started)
+	}
+	for i := range ro.Cells {
+		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
 	}
 	_, runErr := runner.Run(ctx, ro)
+	if live != nil {
+		live.finish()
+	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
 	}
@@ -217,10 +236,17 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 }
 
 // benchProgress prints one line per cell start and end, with the plan's
-// progress and an estimate of the time left from the cells run so far.
-func benchProgress(env *Env, started time.Time) func(runner.Event) {
+// progress and an estimate of the time left from the cells run so far, and
+// returns it with a hook printing one line per lab phase (sub-phases such
+// as prepare/apps left out).
+func benchProgress(env *Env, started time.Time) (func(runner.Event), func(string)) {
+	var mu sync.Mutex // phases start on the lab's goroutines
 	ran := 0
-	return func(ev runner.Event) {
+	var cur runner.Event
+	progress := func(ev runner.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		cur = ev
 		if !ev.Done {
 			eta := ""
 			if ran > 0 {
@@ -232,21 +258,36 @@ func benchProgress(env *Env, started time.Time) func(runner.Event) {
 			return
 		}
 		ran++
-		line := fmt.Sprintf("[%d/%d] %s: ", ev.Index, ev.Total, ev.Cell.ID)
-		switch {
-		case ev.Status.State == "failed":
-			line += "FAILED: " + ev.Status.Error
-		case ev.Result != nil && ev.Result.Load != nil:
-			lr := ev.Result.Load
-			lat, _, _, err := lr.Histograms()
-			if err == nil && lat.Count() > 0 {
-				line += fmt.Sprintf("%.1f/s, p50 %.3fms p99 %.3fms, %.2f%% ok", lr.AchievedRatePerSec(),
-					float64(lat.Percentile(50))/1e6, float64(lat.Percentile(99))/1e6, lr.SuccessRatio()*100)
-			}
-			if !ev.Status.Valid {
-				line += "; INVALID: " + strings.Join(ev.Status.Invalid, "; ")
-			}
-		}
-		fmt.Fprintln(env.Stderr, line)
+		fmt.Fprintf(env.Stderr, "[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev))
 	}
+	phase := func(name string) {
+		if strings.Contains(name, "/") {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(env.Stderr, "[%d/%d] %s: phase %s\n", cur.Index, cur.Total, cur.Cell.ID, name)
+	}
+	return progress, phase
+}
+
+// cellEndText is how a cell ended: its rate, p50, p99 and success, or why
+// it failed or is invalid.
+func cellEndText(ev runner.Event) string {
+	line := ""
+	switch {
+	case ev.Status.State == "failed":
+		line += "FAILED: " + ev.Status.Error
+	case ev.Result != nil && ev.Result.Load != nil:
+		lr := ev.Result.Load
+		lat, _, _, err := lr.Histograms()
+		if err == nil && lat.Count() > 0 {
+			line += fmt.Sprintf("%.1f/s, p50 %.3fms p99 %.3fms, %.2f%% ok", lr.AchievedRatePerSec(),
+				float64(lat.Percentile(50))/1e6, float64(lat.Percentile(99))/1e6, lr.SuccessRatio()*100)
+		}
+		if !ev.Status.Valid {
+			line += "; INVALID: " + strings.Join(ev.Status.Invalid, "; ")
+		}
+	}
+	return line
 }

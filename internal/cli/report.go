@@ -34,7 +34,8 @@ cells (median over valid repetitions with bootstrap intervals, differences
 against the baseline mesh, scaling fits) and write DIR/report/: report.txt,
 report.html (self-contained), latency.csv (the nighthawk script's layout:
 rows p50/p90/p99/max, one column per mesh), figures.csv (every figure, one
-row each) and plots/*.png|svg. Prints the text report.`,
+row each), plots/*.png|svg and smp/CELL.json (each cell in the Service
+Mesh Performance format, for Meshery). Prints the text report.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.confidence <= 0 || f.confidence >= 1 {
@@ -100,9 +101,37 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 			return err
 		}
 	}
+	if err := writeSMP(filepath.Join(dir, "smp"), a.Plan); err != nil {
+		return err
+	}
 	if !quiet {
 		_, _ = env.Stdout.Write(text.Bytes())
 	}
 	fmt.Fprintf(env.Stdout, "\nReports: %s (HTML: %s, %d plots)\n", dir, filepath.Join(dir, "report.html"), len(charts))
+	return nil
+}
+
+// writeSMP writes every cell of p in the SMP format to dir/CELL.json.
+func writeSMP(dir string, p *analysis.Plan) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, c := range p.Cells {
+		run, err := results.ReadManifest(c.Dir)
+		if err != nil {
+			return fmt.Errorf("smp export of %s: %w", c.ID, err)
+		}
+		load, err := results.ReadFile(filepath.Join(c.Dir, results.LoadFile))
+		if err != nil {
+			return fmt.Errorf("smp export of %s: %w", c.ID, err)
+		}
+		b, err := report.SMPResult(c, run, load)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.ID+".json"), b, 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }

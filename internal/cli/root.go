@@ -41,6 +41,10 @@ type Env struct {
 	StdoutIsTTY bool
 	// StderrIsTTY tells whether stderr is an interactive terminal.
 	StderrIsTTY bool
+	// StderrWidth, when not nil, returns stderr's terminal width in
+	// columns, or 0 when unknown; it is asked again at every redraw, so a
+	// resized terminal is followed. Nil or 0: $COLUMNS, else 80.
+	StderrWidth func() int
 }
 
 // Version is meshbench's version, set at build time with -ldflags.
@@ -124,6 +128,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newMergeCmd(env))
 	root.AddCommand(newRunCmd(env))
 	root.AddCommand(newReportCmd(env))
+	root.AddCommand(newCompareCmd(env))
 	root.AddCommand(newBenchCmd(env))
 	return root
 }

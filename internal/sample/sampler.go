@@ -160,6 +160,11 @@ type Sampler struct {
 	// samples leaves it due). CPU and RSS are read every round. 0 or 1
 	// means every round. Set it before the first round.
 	PSSEvery int
+	// OnRound, when not nil, is called with every round after it is kept
+	// and written, outside the sampler's locks, on the goroutine that took
+	// it (Run's). It must not modify the round's slices, and should return
+	// quickly: the next round waits for it. Set it before the first round.
+	OnRound func(Round)
 
 	interval  time.Duration
 	clock     Clock
@@ -270,9 +275,18 @@ func (s *Sampler) Run(ctx context.Context) error {
 	}
 }
 
-// SampleNow takes one round at once, keeps it, writes it to Out, and
-// returns it.
+// SampleNow takes one round at once, keeps it, writes it to Out, passes it
+// to OnRound, and returns it.
 func (s *Sampler) SampleNow() Round {
+	r := s.takeRound()
+	if s.OnRound != nil {
+		s.OnRound(r)
+	}
+	return r
+}
+
+// takeRound takes, keeps and writes one round.
+func (s *Sampler) takeRound() Round {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
 	// The round runs on one locked thread so that the thread's CPU clock

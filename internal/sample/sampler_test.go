@@ -367,6 +367,31 @@ func TestSamplerRun(t *testing.T) {
 	}
 }
 
+// TestSamplerOnRound: the hook sees every round after it is kept, and runs
+// outside every lock: it may read the sampler, and even take a round
+// itself (the hook of round 0 does, so round 1 is seen first).
+func TestSamplerOnRound(t *testing.T) {
+	s, clock, procs := newFakeSampler()
+	procs.procs[1000] = &fakeProc{}
+	var seen []int
+	s.OnRound = func(r Round) {
+		if n := len(s.Rounds()); n != r.Index+1 {
+			t.Errorf("round %d: %d rounds kept when the hook runs, want %d", r.Index, n, r.Index+1)
+		}
+		if r.Index == 0 {
+			s.SampleNow() // would deadlock if a lock were held
+		}
+		seen = append(seen, r.Index)
+	}
+	for i := 0; i < 3; i++ {
+		s.SampleNow()
+		clock.Advance(time.Second)
+	}
+	if !reflect.DeepEqual(seen, []int{1, 0, 2, 3}) {
+		t.Errorf("hook saw rounds %v, want [1 0 2 3]", seen)
+	}
+}
+
 type failingWriter struct{ n int }
 
 func (w *failingWriter) Write(p []byte) (int, error) {

@@ -62,6 +62,14 @@ type Options struct {
 
 	// Log receives one line per phase (nil: discard).
 	Log io.Writer
+	// Phase, when not nil, is called with each phase's name as it starts
+	// (prepare, prepare/render…, idle, warmup, measure, drain, collect,
+	// teardown), where Log gets "phase NAME". It may be called from
+	// another goroutine than Run's (measure starts on a timer).
+	Phase func(name string)
+	// OnRound, when not nil, receives every sampling round as it is taken
+	// (sample.Sampler.OnRound), on the sampler's goroutine.
+	OnRound func(sample.Round)
 	// Version is meshbench's version for the manifest.
 	Version string
 }
@@ -105,8 +113,16 @@ func (l *lab) logf(format string, a ...any) {
 	}
 }
 
-func (l *lab) phase(name string) func() {
+// enter announces that phase name starts: to Log and to Phase.
+func (l *lab) enter(name string) {
 	l.logf("phase %s", name)
+	if l.opts.Phase != nil {
+		l.opts.Phase(name)
+	}
+}
+
+func (l *lab) phase(name string) func() {
+	l.enter(name)
 	p := results.Phase{Name: name, Started: time.Now().UTC()}
 	return func() {
 		p.Ended = time.Now().UTC()
@@ -223,6 +239,7 @@ func (l *lab) run(ctx context.Context) (*Result, error) {
 	l.sampler = sample.New(l.opts.SampleInterval, sample.SystemClock())
 	l.sampler.Out = samplesFile
 	l.sampler.PSSEvery = l.opts.pssEvery()
+	l.sampler.OnRound = l.opts.OnRound
 	for _, t := range l.targets() {
 		if err := l.sampler.Add(t); err != nil {
 			return nil, err
@@ -495,7 +512,7 @@ func (l *lab) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time
 	_ = l.sampler.Add(sample.Target{PID: c.pid(), Name: "load", Component: "load", Category: sample.CategoryLoad})
 	started := time.Now()
 	measureFrom := started.Add(l.opts.Warmup)
-	warmTimer := time.AfterFunc(l.opts.Warmup, func() { endWarm(); l.logf("phase measure") })
+	warmTimer := time.AfterFunc(l.opts.Warmup, func() { endWarm(); l.enter("measure") })
 	defer warmTimer.Stop()
 
 	// Watch for a process dying mid-run.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
@@ -74,6 +76,12 @@ func TestRunEveryMode(t *testing.T) {
 	for i, tt := range modes {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			o := labOptions(t, tt.mode, 2, uint8(10+i))
+			// The hooks: every phase as it starts, every sampling round.
+			var mu sync.Mutex
+			var started []string
+			rounds := 0
+			o.Phase = func(name string) { mu.Lock(); started = append(started, name); mu.Unlock() }
+			o.OnRound = func(sample.Round) { mu.Lock(); rounds++; mu.Unlock() }
 			res, err := Run(context.Background(), o)
 			if err != nil {
 				t.Fatalf("run: %v", err)
@@ -140,6 +148,18 @@ func TestRunEveryMode(t *testing.T) {
 			if got := strings.Join(phases, ","); got != want {
 				t.Errorf("phases %s", got)
 			}
+			mu.Lock()
+			wantStarted := "prepare,prepare/apps,idle,warmup,measure,drain,collect,teardown"
+			if tt.mode != mesh.ModeNone {
+				wantStarted = "prepare,prepare/render,prepare/validate,prepare/apps,prepare/envoys,idle,warmup,measure,drain,collect,teardown"
+			}
+			if got := strings.Join(started, ","); got != wantStarted {
+				t.Errorf("Phase hook saw %s, want %s", got, wantStarted)
+			}
+			if rounds == 0 || rounds < res.Summary.Rounds {
+				t.Errorf("OnRound saw %d rounds; the window alone has %d", rounds, res.Summary.Rounds)
+			}
+			mu.Unlock()
 			assertNothingLeft(t, res.Manifest)
 		})
 	}

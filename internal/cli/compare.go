@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/report"
+)
+
+type compareFlags struct {
+	out        string
+	confidence float64
+}
+
+func newCompareCmd(env *Env) *cobra.Command {
+	f := &compareFlags{}
+	cmd := &cobra.Command{
+		Use:   "compare DIR_A DIR_B",
+		Short: "Compare two plan results directories config by config (B vs A)",
+		Long: `Read two plan results directories (written by meshbench bench: two versions
+of a mesh, two machines) and, for every config (mesh and scenario) with
+valid cells in both, print each side's medians over its valid repetitions
+and the relative difference B vs A of latency p50/p90/p99/max, data-plane
+and total CPU and memory and achieved rate, with a bootstrap interval over
+both sides' repetitions ("not significant" when it spans zero), and one
+verdict line per config. Configs found on one side only are listed;
+invalid, failed and unfinished cells are left out and counted.
+--out FILE writes the same as a tidy CSV. Exits 1 when no config has valid
+cells in both.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.confidence <= 0 || f.confidence >= 1 {
+				return usagef("--confidence %v: allowed: a level between 0 and 1, e.g. 0.95", f.confidence)
+			}
+			a, err := analysis.ReadPlan(args[0])
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			b, err := analysis.ReadPlan(args[1])
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			sc := analysis.CompareSets(a, b, analysis.Options{Level: f.confidence, Seed: uint64(a.Manifest.Seed)})
+			if len(sc.Configs) == 0 {
+				return fmt.Errorf("nothing to compare: no config (mesh and scenario) has a valid cell in both %s (%d configs) and %s (%d configs)",
+					args[0], len(sc.OnlyA), args[1], len(sc.OnlyB))
+			}
+			var text, csv bytes.Buffer
+			if err := report.CompareText(&text, sc); err != nil {
+				return err
+			}
+			if f.out != "" {
+				if err := report.CompareCSV(&csv, sc); err != nil {
+					return err
+				}
+				if err := os.WriteFile(f.out, csv.Bytes(), 0o644); err != nil {
+					return fmt.Errorf("writing the comparison CSV: %w", err)
+				}
+			}
+			_, err = env.Stdout.Write(text.Bytes())
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&f.out, "out", "o", "", "also write the comparison as a tidy CSV to `FILE` (one row per config and figure)")
+	cmd.Flags().Float64Var(&f.confidence, "confidence", 0.95, "confidence level of every interval")
+	return cmd
+}

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCompareCommand: `meshbench compare A B` prints the comparison (the
+// report package's golden for the same fixtures) and, with --out, writes
+// the tidy CSV (its golden too).
+func TestCompareCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cmp.csv")
+	a, b := filepath.Join("..", "analysis", "testdata", "plan-small"), filepath.Join("..", "analysis", "testdata", "plan-invalid")
+	inv := runCLI(t, nil, "compare", "--out", out, a, b)
+	if inv.code != ExitOK || inv.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", inv.code, inv.stderr)
+	}
+	// The goldens name the fixtures as seen from internal/report.
+	rel := func(s string) string {
+		return strings.ReplaceAll(s, "../analysis/testdata/", filepath.ToSlash(filepath.Join("..", "analysis", "testdata"))+"/")
+	}
+	want, err := os.ReadFile(filepath.Join("..", "report", "testdata", "compare-small-invalid.txt.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.stdout != rel(string(want)) {
+		t.Errorf("stdout differs from internal/report/testdata/compare-small-invalid.txt.golden:\n%s", inv.stdout)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCSV, _ := os.ReadFile(filepath.Join("..", "report", "testdata", "compare-small-invalid.csv.golden"))
+	if !bytes.Equal(got, wantCSV) {
+		t.Errorf("--out CSV differs from internal/report/testdata/compare-small-invalid.csv.golden:\n%s", got)
+	}
+}
+
+// TestCompareSelfCLI: a plan against itself: every difference not significant.
+func TestCompareSelfCLI(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "self.csv")
+	inv := runCLI(t, nil, "compare", "-o", out, planSmall, planSmall)
+	if inv.code != ExitOK {
+		t.Fatalf("exit %d: %s", inv.code, inv.stderr)
+	}
+	if !strings.Contains(inv.stdout, "6 configs in both") || strings.Contains(inv.stdout, "B has") {
+		t.Errorf("stdout:\n%s", inv.stdout)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows[1:] {
+		if r[17] != "0" || r[21] != "false" {
+			t.Errorf("row %v", r)
+		}
+	}
+}
+
+// TestCompareBadInput: a directory that is not a plan exits 2, no config
+// in both exits 1; one line each, nothing on stdout, no CSV.
+func TestCompareBadInput(t *testing.T) {
+	empty := t.TempDir()
+	// A copy of plan-small whose meshes are all renamed: nothing in common.
+	other := copyPlan(t, planSmall)
+	cells, _ := filepath.Glob(filepath.Join(other, "cells", "*", "manifest.json"))
+	for _, m := range cells {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(m, bytes.Replace(b, []byte(`"mesh": "`), []byte(`"mesh": "v2-`), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	csvOut := filepath.Join(empty, "out.csv")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"A not a plan", []string{"compare", empty, planSmall}, ExitUsage, "is not a plan results directory"},
+		{"B not a plan", []string{"compare", planSmall, filepath.Join(empty, "nope")}, ExitUsage, "is not a plan results directory"},
+		{"one directory", []string{"compare", planSmall}, ExitUsage, "accepts 2 arg"},
+		{"confidence", []string{"compare", "--confidence", "2", planSmall, planSmall}, ExitUsage, "--confidence 2: allowed"},
+		{"nothing in common", []string{"compare", "-o", csvOut, planSmall, other}, ExitFailure,
+			"nothing to compare: no config (mesh and scenario) has a valid cell in both " + planSmall + " (6 configs) and " + other + " (6 configs)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := runCLI(t, nil, tt.args...)
+			if inv.code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", inv.code, tt.code, inv.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(inv.stderr), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "meshbench: ") || !strings.Contains(lines[0], tt.want) {
+				t.Errorf("stderr %q, want one line containing %q", inv.stderr, tt.want)
+			}
+			if inv.stdout != "" {
+				t.Errorf("stdout %q", inv.stdout)
+			}
+		})
+	}
+	if _, err := os.Stat(csvOut); !os.IsNotExist(err) {
+		t.Errorf("CSV written with nothing to compare: %v", err)
+	}
+}
+
+// TestReportSMP: `meshbench report` writes report/smp/CELL.json for every
+// cell, the report package's SMP golden for the cells it pins.
+func TestReportSMP(t *testing.T) {
+	dir := copyPlan(t, planSmall)
+	if inv := runCLI(t, nil, "report", "-q", dir); inv.code != ExitOK {
+		t.Fatalf("exit %d: %s", inv.code, inv.stderr)
+	}
+	ids, _ := os.ReadDir(filepath.Join(dir, "cells"))
+	for _, id := range ids {
+		b, err := os.ReadFile(filepath.Join(dir, ReportDir, "smp", id.Name()+".json"))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		var doc struct {
+			Result struct {
+				ID string `json:"id"`
+			} `json:"performance_test_result"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || doc.Result.ID != id.Name() {
+			t.Errorf("%s: id %q, %v", id.Name(), doc.Result.ID, err)
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, ReportDir, "smp", "sidecar-static-r50-x1-p0-http-pod-mtls-rep1.json"))
+	want, _ := os.ReadFile(filepath.Join("..", "report", "testdata", "smp-sidecar.json.golden"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Errorf("smp/sidecar-…-rep1.json differs from internal/report/testdata/smp-sidecar.json.golden")
+	}
+}

@@ -1,0 +1,89 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// compareFixtures compares fixture b against fixture a as `meshbench
+// compare` does with its defaults.
+func compareFixtures(t *testing.T, a, b string) *analysis.SetComparison {
+	t.Helper()
+	pa, err := analysis.ReadPlan(filepath.Join("..", "analysis", "testdata", a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := analysis.ReadPlan(filepath.Join("..", "analysis", "testdata", b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return analysis.CompareSets(pa, pb, analysis.Options{Level: 0.95, Seed: uint64(pa.Manifest.Seed)})
+}
+
+// TestCompareGolden pins the text and the CSV of plan-small against itself
+// (every difference 0%, not significant) and against plan-invalid (configs
+// with one valid run on a side, cells left out of B).
+func TestCompareGolden(t *testing.T) {
+	for _, tt := range []struct{ a, b, golden string }{
+		{"plan-small", "plan-small", "compare-small-small"},
+		{"plan-small", "plan-invalid", "compare-small-invalid"},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			sc := compareFixtures(t, tt.a, tt.b)
+			var txt, cs bytes.Buffer
+			if err := CompareText(&txt, sc); err != nil {
+				t.Fatal(err)
+			}
+			if err := CompareCSV(&cs, sc); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Golden(t, tt.golden+".txt.golden", txt.Bytes())
+			testutil.Golden(t, tt.golden+".csv.golden", cs.Bytes())
+		})
+	}
+}
+
+// TestCompareSelf: a plan against itself says "+0%" and "not significant"
+// on every difference line, claims no difference in any verdict, and its
+// CSV has one row per config and measured figure, all not significant.
+func TestCompareSelf(t *testing.T) {
+	sc := compareFixtures(t, "plan-small", "plan-small")
+	var txt bytes.Buffer
+	if err := CompareText(&txt, sc); err != nil {
+		t.Fatal(err)
+	}
+	diffs := 0
+	for _, line := range strings.Split(txt.String(), "\n") {
+		if strings.Contains(line, "Verdict:") && strings.Contains(line, "B has") {
+			t.Errorf("verdict claims a difference: %s", line)
+		}
+		if strings.Contains(line, "%") && strings.HasPrefix(line, "    ") {
+			diffs++
+			if !strings.Contains(line, " +0% [") || !strings.HasSuffix(line, "not significant") {
+				t.Errorf("difference line not 0%% and not significant: %s", line)
+			}
+		}
+	}
+	var cs bytes.Buffer
+	if err := CompareCSV(&cs, sc); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&cs).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows)-1 != diffs || diffs != 40 {
+		t.Errorf("%d CSV rows, %d text lines; want 40 each (6 configs × 6 or 7 figures)", len(rows)-1, diffs)
+	}
+	for _, r := range rows[1:] {
+		if r[17] != "0" || r[21] != "false" {
+			t.Errorf("row %v: diff %s significant %s", r, r[17], r[21])
+		}
+	}
+}
