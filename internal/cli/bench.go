@@ -154,7 +154,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		mo.LoopbackNet = uint8(f.loopbackNet)
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
-			LoadCPUMax: p.Thresholds.LoadCPU, Envoy: bin, Version: Version}
+			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}

@@ -34,7 +34,13 @@ type Options struct {
 	// LoadCPUMax is the load generator's CPU, as a fraction of one core,
 	// above which the run counts as CPU-starved and invalid (0:
 	// DefaultLoadCPUMax).
-	LoadCPUMax  float64
+	LoadCPUMax float64
+	// RateShortfall is the fraction of its schedule an open-loop run may
+	// fall short by before it is invalid (0: results.RateShortfallTolerance).
+	RateShortfall float64
+	// ErrorRatio is the fraction of failed requests above which a run is
+	// invalid (0: DefaultErrorRatio).
+	ErrorRatio  float64
 	Duration    time.Duration // measured window
 	Warmup      time.Duration // load before the window, not counted
 	Connections int           // load generator connections (0: 16, at least one per target)
@@ -85,6 +91,9 @@ type Result struct {
 	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
 	EnvoyStats map[string]envoy.ProxyStats
 }
+
+// DefaultErrorRatio is Options.ErrorRatio's default: 1% of the requests.
+const DefaultErrorRatio = 0.01
 
 // DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
 const DefaultLoadCPUMax = 0.9
@@ -646,10 +655,17 @@ func (l *lab) checkValidity(r *results.LoadResult) {
 	}
 	// Scheduled covers the whole window asked for: an interrupted run falls
 	// short of it because it stopped, not because the rate was missed.
-	if !r.Interrupted && r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-results.RateShortfallTolerance) {
+	shortfall, errRatio := l.opts.RateShortfall, l.opts.ErrorRatio
+	if shortfall <= 0 {
+		shortfall = results.RateShortfallTolerance
+	}
+	if errRatio <= 0 {
+		errRatio = DefaultErrorRatio
+	}
+	if !r.Interrupted && r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-shortfall) {
 		l.invalid(fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled))
 	}
-	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > 0.01*float64(r.Completed) {
+	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > errRatio*float64(r.Completed) {
 		l.invalid(fmt.Sprintf("%d of %d requests failed", failed, r.Completed))
 	}
 	if r.Interrupted {

@@ -274,3 +274,23 @@ func TestRunLoadCPUStarved(t *testing.T) {
 	}
 	assertNothingLeft(t, res.Manifest)
 }
+
+// TestCheckValidityThresholds: the plan's thresholds replace the defaults
+// (1% errors, 0.2% rate shortfall) in judging a run.
+func TestCheckValidityThresholds(t *testing.T) {
+	r := &results.LoadResult{Scheduled: 1000, Sent: 990, Completed: 990, Success: 970}
+	judge := func(o Options) []string {
+		l := &lab{opts: o, manifest: &results.RunManifest{Valid: true}}
+		l.checkValidity(r)
+		return l.manifest.Invalid
+	}
+	if got := judge(Options{}); len(got) != 2 {
+		t.Errorf("defaults: %q, want rate and errors both flagged (1%% short, 2%% failed)", got)
+	}
+	if got := judge(Options{RateShortfall: 0.02, ErrorRatio: 0.05}); len(got) != 0 {
+		t.Errorf("loose thresholds: %q, want valid", got)
+	}
+	if got := judge(Options{RateShortfall: 0.02, ErrorRatio: 0.01}); len(got) != 1 || !strings.Contains(got[0], "20 of 990 requests failed") {
+		t.Errorf("errors only: %q", got)
+	}
+}
