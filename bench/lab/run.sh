@@ -72,6 +72,7 @@ END {
 	row("&nbsp;&nbsp;&nbsp;&nbsp;per app replica", "pss_read_us/app", "%.0f µs", "")
 	row("&nbsp;&nbsp;reading stat + status alone", "nopss_read_ms/round", "%.2f ms", "")
 	row("&nbsp;&nbsp;round without PSS (estimate)", "sampler_nopss_ms/round", "%.2f ms", "back-to-back round − smaps_rollup reads")
+	row("sampler CPU per round, default lab schedule (PSS every 5th round)", "sampler_default_ms/round", "%.2f ms", "measured: 10 rounds back to back")
 	row("sampler CPU per round, 200 lab-like processes", "sampler200est_ms/round", "%.2f ms", "µs per lab process (same mix) × 200")
 	row("sampler CPU per round, 200 idle sleeps", "sampler200sleep_ms/round", "%.2f ms", "measured")
 }'

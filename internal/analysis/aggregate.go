@@ -1,9 +1,10 @@
 package analysis
 
 import (
-	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -146,7 +147,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 	sort.Slice(a.Scenarios, func(i, j int) bool { return scenarioLess(a.Scenarios[i], a.Scenarios[j]) })
 
 	// Medians and intervals over the valid repetitions.
-	for _, key := range sortedKeys(a.Groups) {
+	for _, key := range slices.Sorted(maps.Keys(a.Groups)) {
 		g := a.Groups[key]
 		names := map[string]bool{}
 		for _, c := range g.Cells {
@@ -154,7 +155,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 				names[n] = true
 			}
 		}
-		for _, n := range sortedKeys(names) {
+		for _, n := range slices.Sorted(maps.Keys(names)) {
 			g.Figures[n] = stats.BootstrapMedianCI(values(g, n), level, o.Resamples, rng)
 		}
 		for i := range SpectrumPercentiles {
@@ -308,40 +309,51 @@ func scenarioLess(a, b Scenario) bool {
 // ~1/4 the data-plane memory". Differences whose interval spans zero say
 // "no significant difference"; figures with one run per side say so.
 func (c Comparison) Verdict() string {
-	parts := []string{}
+	head := c.Mesh + " vs " + c.Baseline
+	parts := verdictParts(c.Diffs, c.Ratios, "")
+	if len(parts) == 0 {
+		return head + ": nothing to compare"
+	}
+	return head + ": " + strings.Join(parts, "; ")
+}
+
+// verdictParts words the differences of a comparison, one part per
+// figure: p50, p99, and the data plane's CPU and memory (the whole lab's
+// when one side has no data plane). subject starts a part that states a
+// difference ("B has " in a compare of two result sets).
+func verdictParts(diffs map[string]stats.Interval, ratios map[string]float64, subject string) []string {
+	var parts []string
 	say := func(fig, label string) {
-		iv, ok := c.Diffs[fig]
+		iv, ok := diffs[fig]
 		if !ok {
 			return
 		}
-		switch {
+		switch r := stats.HumanRatio(ratios[fig]); {
 		case math.IsNaN(iv.Estimate):
-			parts = append(parts, label+" n/a")
+			parts = append(parts, label+": n/a")
+			return
 		case iv.HasInterval() && !iv.Significant():
 			parts = append(parts, label+": no significant difference")
+			return
+		case r == "about the same":
+			parts = append(parts, label+": about the same")
+		case strings.HasSuffix(r, "lower") || strings.HasSuffix(r, "higher"):
+			parts = append(parts, subject+r+" "+label) // "~20% lower p50"
 		default:
-			r := stats.HumanRatio(c.Ratios[fig])
-			if strings.HasSuffix(r, "lower") || strings.HasSuffix(r, "higher") || r == "about the same" {
-				parts = append(parts, r+" "+label)
-			} else {
-				parts = append(parts, r+" the "+label) // "~1/2 the data-plane CPU", "~3× the p99"
-			}
+			parts = append(parts, subject+r+" the "+label) // "~1/2 the data-plane CPU", "~3× the p99"
 		}
-		if !iv.HasInterval() && !math.IsNaN(iv.Estimate) {
+		if !iv.HasInterval() {
 			parts[len(parts)-1] += " (one run, no interval)"
 		}
 	}
 	say(LatencyP50, "p50")
 	say(LatencyP99, "p99")
-	if _, ok := c.Diffs[CPUPrefix+"data-plane"]; ok {
+	if _, ok := diffs[CPUPrefix+"data-plane"]; ok {
 		say(CPUPrefix+"data-plane", "data-plane CPU")
 		say(MemPrefix+"data-plane", "data-plane memory")
 	} else { // against no mesh: the whole lab's cost
 		say(CPUPrefix+"TOTAL", "total CPU")
 		say(MemPrefix+"TOTAL", "total memory")
 	}
-	if len(parts) == 0 {
-		return fmt.Sprintf("%s vs %s: nothing to compare", c.Mesh, c.Baseline)
-	}
-	return fmt.Sprintf("%s vs %s: %s", c.Mesh, c.Baseline, strings.Join(parts, "; "))
+	return parts
 }

@@ -608,11 +608,11 @@ func TestVerdict(t *testing.T) {
 			analysis.LatencyP50: sig(2, 1.5, 2.5), analysis.LatencyP99: sig(0.02, 0.01, 0.03),
 			dpCPU: sig(-0.5, -0.6, -0.4), dpMem: sig(-0.75, -0.8, -0.7)},
 			map[string]float64{analysis.LatencyP50: 3, analysis.LatencyP99: 1.02, dpCPU: 0.5, dpMem: 0.25},
-			"ambient vs sidecar: ~3× the p50; about the same p99; ~1/2 the data-plane CPU; ~1/4 the data-plane memory"},
+			"ambient vs sidecar: ~3× the p50; p99: about the same; ~1/2 the data-plane CPU; ~1/4 the data-plane memory"},
 		{"total without data plane", map[string]stats.Interval{totCPU: sig(1.8, 1.5, 2), totMem: sig(0.1, -0.1, 0.3)},
 			map[string]float64{totCPU: 2.8, totMem: 1.1}, "ambient vs sidecar: ~2.8× the total CPU; total memory: no significant difference"},
 		{"not computable", map[string]stats.Interval{analysis.LatencyP50: nan}, map[string]float64{},
-			"ambient vs sidecar: p50 n/a"},
+			"ambient vs sidecar: p50: n/a"},
 		{"nothing", map[string]stats.Interval{}, map[string]float64{}, "ambient vs sidecar: nothing to compare"},
 	}
 	for _, tt := range tests {

@@ -11,9 +11,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -201,10 +201,7 @@ func ReadCell(dir, id string) (*Cell, error) {
 
 // appPods is how many app pods the config ran (faces: three services).
 func appPods(c Config) int {
-	if c.App == "faces" {
-		return 3 * c.Replicas
-	}
-	return c.Replicas
+	return mesh.Options{App: mesh.App(c.App), Replicas: c.Replicas}.AppPods()
 }
 
 func readResources(dir string) (sample.Summary, error) {
@@ -307,14 +304,4 @@ func ReadPlan(dir string) (*Plan, error) {
 		p.Cells = append(p.Cells, c)
 	}
 	return p, nil
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,8 +1,6 @@
 package analysis
 
 import (
-	"fmt"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -118,44 +116,10 @@ func configLess(a, b Config) bool {
 // difference whose interval spans zero is "no significant difference",
 // whatever its estimate; a side with one run says "(one run, no interval)".
 func (d ConfigDiff) Verdict() string {
-	var parts []string
-	say := func(fig, label string) {
-		iv, ok := d.Diffs[fig]
-		if !ok {
-			return
-		}
-		switch {
-		case math.IsNaN(iv.Estimate):
-			parts = append(parts, label+": n/a")
-		case iv.HasInterval() && !iv.Significant():
-			parts = append(parts, label+": no significant difference")
-		default:
-			r := stats.HumanRatio(d.Ratios[fig])
-			switch {
-			case r == "about the same":
-				parts = append(parts, label+": about the same")
-			case strings.HasSuffix(r, "lower") || strings.HasSuffix(r, "higher"):
-				parts = append(parts, "B has "+r+" "+label) // "B has ~20% lower p50"
-			default:
-				parts = append(parts, "B has "+r+" the "+label) // "B has ~1/2 the data-plane CPU"
-			}
-			if !iv.HasInterval() {
-				parts[len(parts)-1] += " (one run, no interval)"
-			}
-		}
-	}
-	say(LatencyP50, "p50")
-	say(LatencyP99, "p99")
-	if _, ok := d.Diffs[CPUPrefix+"data-plane"]; ok {
-		say(CPUPrefix+"data-plane", "data-plane CPU")
-		say(MemPrefix+"data-plane", "data-plane memory")
-	} else {
-		say(CPUPrefix+"TOTAL", "total CPU")
-		say(MemPrefix+"TOTAL", "total memory")
-	}
 	head := d.Config.Mesh + ", " + d.Config.Scenario().String()
+	parts := verdictParts(d.Diffs, d.Ratios, "B has ")
 	if len(parts) == 0 {
 		return head + ": nothing to compare"
 	}
-	return fmt.Sprintf("%s: %s", head, strings.Join(parts, "; "))
+	return head + ": " + strings.Join(parts, "; ")
 }

@@ -239,15 +239,7 @@ func resourceLines(s liveState) []string {
 // ratioLine is the mesh's cost relative to the app: data-plane CPU / app
 // CPU, and data-plane PSS / app PSS when both have PSS readings.
 func ratioLine(m sample.Summary) string {
-	var dp, app *sample.GroupSummary
-	for i := range m.Categories {
-		switch m.Categories[i].Name {
-		case sample.CategoryDataPlane:
-			dp = &m.Categories[i]
-		case sample.CategoryApp:
-			app = &m.Categories[i]
-		}
-	}
+	dp, app := m.Category(sample.CategoryDataPlane), m.Category(sample.CategoryApp)
 	switch {
 	case dp == nil:
 		return "data-plane/app: no data-plane process"

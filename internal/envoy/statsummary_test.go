@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -81,15 +81,6 @@ func str(p *uint64) string {
 	return fmt.Sprint(*p)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // checkCounters compares counters given as (name, got, want) triples.
 func checkCounters(t *testing.T, what string, pairs ...any) {
 	t.Helper()
@@ -107,7 +98,7 @@ func TestSummarizeSidecarCapture(t *testing.T) {
 
 	// 125 of the 250 requests reached this replica, over one mTLS
 	// connection from the client sidecar.
-	if got := sortedKeys(ps.HTTP); !slices.Equal(got, []string{"virtualInbound"}) {
+	if got := slices.Sorted(maps.Keys(ps.HTTP)); !slices.Equal(got, []string{"virtualInbound"}) {
 		t.Errorf("HCMs %v (admin must be left out)", got)
 	}
 	for what, h := range map[string]HTTPStats{"downstream": *ps.Downstream, "http.virtualInbound": ps.HTTP["virtualInbound"]} {
@@ -115,7 +106,7 @@ func TestSummarizeSidecarCapture(t *testing.T) {
 			"2xx", h.Rq2xx, u(125), "3xx", h.Rq3xx, u(0), "4xx", h.Rq4xx, u(0), "5xx", h.Rq5xx, u(0))
 	}
 	// The per-worker scope (worker_0) and the admin listener are left out.
-	if got := sortedKeys(ps.Listeners); !slices.Equal(got, []string{"127.77.2.10_15006"}) {
+	if got := slices.Sorted(maps.Keys(ps.Listeners)); !slices.Equal(got, []string{"127.77.2.10_15006"}) {
 		t.Fatalf("listeners %v", got)
 	}
 	l := ps.Listeners["127.77.2.10_15006"]
@@ -128,7 +119,7 @@ func TestSummarizeSidecarCapture(t *testing.T) {
 			"fail_verify", tl.FailVerify, u(0), "no_certificate", tl.NoCertificate, u(0))
 	}
 
-	if got := sortedKeys(ps.Clusters); !slices.Equal(got, []string{"inbound|8080||"}) {
+	if got := slices.Sorted(maps.Keys(ps.Clusters)); !slices.Equal(got, []string{"inbound|8080||"}) {
 		t.Fatalf("clusters %v", got)
 	}
 	c := ps.Clusters["inbound|8080||"]
@@ -158,7 +149,7 @@ func TestSummarizeSidecarCapture(t *testing.T) {
 		t.Fatal("no RBAC")
 	}
 	checkCounters(t, "rbac", "allowed", ps.RBAC.Allowed, u(1), "denied", ps.RBAC.Denied, u(0))
-	if got := sortedKeys(ps.RBAC.ByPrefix); !slices.Equal(got, []string{"virtualInbound"}) {
+	if got := slices.Sorted(maps.Keys(ps.RBAC.ByPrefix)); !slices.Equal(got, []string{"virtualInbound"}) {
 		t.Errorf("RBAC prefixes %v", got)
 	}
 	checkCounters(t, "overflow", "total", ps.Overflow.Total, u(0),
@@ -190,7 +181,7 @@ func TestSummarizeWaypointCapture(t *testing.T) {
 
 	// The 250 requests arrived in one HBONE CONNECT stream
 	// (connect_terminate) and were routed by main_internal.
-	if got := sortedKeys(ps.HTTP); !slices.Equal(got, []string{"connect_terminate", "main_internal"}) {
+	if got := slices.Sorted(maps.Keys(ps.HTTP)); !slices.Equal(got, []string{"connect_terminate", "main_internal"}) {
 		t.Fatalf("HCMs %v", got)
 	}
 	checkCounters(t, "connect_terminate", "rq_total", ps.HTTP["connect_terminate"].RqTotal, u(1),
@@ -201,7 +192,7 @@ func TestSummarizeWaypointCapture(t *testing.T) {
 	checkCounters(t, "downstream", "rq_total", ps.Downstream.RqTotal, u(251), "2xx", ps.Downstream.Rq2xx, u(251))
 
 	wantListeners := []string{"127.77.3.1_15008", "envoy_internal_connect_originate_node2", "envoy_internal_main_internal"}
-	if got := sortedKeys(ps.Listeners); !slices.Equal(got, wantListeners) {
+	if got := slices.Sorted(maps.Keys(ps.Listeners)); !slices.Equal(got, wantListeners) {
 		t.Fatalf("listeners %v, want %v", got, wantListeners)
 	}
 	for name, want := range map[string]uint64{"127.77.3.1_15008": 1, "envoy_internal_connect_originate_node2": 2, "envoy_internal_main_internal": 1} {
@@ -213,7 +204,7 @@ func TestSummarizeWaypointCapture(t *testing.T) {
 	checkCounters(t, "downstream TLS", "handshake", ps.DownstreamTLS.Handshakes, u(1))
 
 	wantClusters := []string{"hbone|node2", "main_internal", "outbound|8080||server.default.svc.cluster.local"}
-	if got := sortedKeys(ps.Clusters); !slices.Equal(got, wantClusters) {
+	if got := slices.Sorted(maps.Keys(ps.Clusters)); !slices.Equal(got, wantClusters) {
 		t.Fatalf("clusters %v, want %v", got, wantClusters)
 	}
 	hb := ps.Clusters["hbone|node2"]
@@ -242,12 +233,12 @@ func TestSummarizeWaypointCapture(t *testing.T) {
 	}
 
 	// HTTP RBAC in connect_terminate counts the CONNECT stream.
-	if ps.RBAC == nil || !slices.Equal(sortedKeys(ps.RBAC.ByPrefix), []string{"http.connect_terminate"}) {
+	if ps.RBAC == nil || !slices.Equal(slices.Sorted(maps.Keys(ps.RBAC.ByPrefix)), []string{"http.connect_terminate"}) {
 		t.Fatalf("RBAC %+v", ps.RBAC)
 	}
 	checkCounters(t, "rbac", "allowed", ps.RBAC.Allowed, u(1), "denied", ps.RBAC.Denied, u(0))
 
-	if got := sortedKeys(ps.TCPProxies); !slices.Equal(got, []string{"connect_originate_node2"}) {
+	if got := slices.Sorted(maps.Keys(ps.TCPProxies)); !slices.Equal(got, []string{"connect_originate_node2"}) {
 		t.Fatalf("tcp_proxies %v", got)
 	}
 	tp := ps.TCPProxies["connect_originate_node2"]
@@ -393,7 +384,7 @@ func TestSummarizeRealTraffic(t *testing.T) {
 	allowed := client(ip)
 	sent := map[string]int{"/ok": 4, "/missing": 2, "/fail": 1, "/starved": 2}
 	wantCode := map[string]int{"/ok": 200, "/missing": 404, "/fail": 503, "/starved": 503}
-	for _, path := range sortedKeys(sent) {
+	for _, path := range slices.Sorted(maps.Keys(sent)) {
 		for range sent[path] {
 			resp, err := allowed.Get("https://" + listener + path)
 			if err != nil {
@@ -446,12 +437,12 @@ func TestSummarizeRealTraffic(t *testing.T) {
 	lname := strings.ReplaceAll(listener, ":", "_")
 	l, ok := ps.Listeners[lname]
 	if !ok || l.TLS == nil {
-		t.Fatalf("listener %s: %+v (listeners %v)", lname, l, sortedKeys(ps.Listeners))
+		t.Fatalf("listener %s: %+v (listeners %v)", lname, l, slices.Sorted(maps.Keys(ps.Listeners)))
 	}
 	checkCounters(t, "listener", "cx_total", l.CxTotal, u(11), "handshake", l.TLS.Handshakes, u(11),
 		"no_certificate", l.TLS.NoCertificate, u(11), "connection_error", l.TLS.ConnectionErrors, u(0),
 		"fail_verify", l.TLS.FailVerify, u(0))
-	if ps.RBAC == nil || !slices.Equal(sortedKeys(ps.RBAC.ByPrefix), []string{"in"}) {
+	if ps.RBAC == nil || !slices.Equal(slices.Sorted(maps.Keys(ps.RBAC.ByPrefix)), []string{"in"}) {
 		t.Fatalf("RBAC %+v", ps.RBAC)
 	}
 	checkCounters(t, "rbac", "allowed", ps.RBAC.Allowed, u(9), "denied", ps.RBAC.Denied, u(2))

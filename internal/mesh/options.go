@@ -217,6 +217,10 @@ func joinModes() string {
 	return strings.Join(s, ", ")
 }
 
+// AppPods is how many app pods the options run: Replicas for every
+// service of the app.
+func (o Options) AppPods() int { return o.Replicas * o.servicesPerApp() }
+
 // servicesPerApp is how many services (each with Replicas pods) the app has.
 func (o Options) servicesPerApp() int {
 	if o.App == AppFaces {

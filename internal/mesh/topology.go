@@ -74,6 +74,7 @@ type Pod struct {
 	Name     string     // "client", "attacker", "server-0", "face-0", "smiley-1", …
 	Role     PodRole    // what the pod runs
 	Service  string     // the service an app pod belongs to; "" for client pods
+	Replica  int        // an app pod's index among its service's pods
 	Node     int        // the node's index
 	Addr     netip.Addr // 127.0.N.10, .11, … (the attacker: 127.0.1.20)
 	AppPort  int        // the port the app listens on; 0 for client pods
@@ -451,7 +452,7 @@ func Plan(opts Options) (*Topology, error) {
 			node := 2 + i%o.Nodes
 			host := FirstPodHost + nextHost[node]
 			nextHost[node]++
-			t.Pods = append(t.Pods, Pod{Name: fmt.Sprintf("%s-%d", svc.Name, i), Role: PodServer, Service: svc.Name, Node: node,
+			t.Pods = append(t.Pods, Pod{Name: fmt.Sprintf("%s-%d", svc.Name, i), Role: PodServer, Service: svc.Name, Replica: i, Node: node,
 				Addr: at(node, host), AppPort: PortApp, Identity: svc.Identity})
 		}
 	}
@@ -608,9 +609,7 @@ func Plan(opts Options) (*Topology, error) {
 				// No proxy to balance: replica i calls replica i of each
 				// backend (a fixed spread, as kube-proxy's per-connection
 				// choice is for few long-lived connections).
-				var idx int
-				fmt.Sscanf(p.Name[len(p.Service)+1:], "%d", &idx)
-				addr = t.ServicePods(b)[idx].AppAddr()
+				addr = t.ServicePods(b)[p.Replica].AppAddr()
 			} else {
 				addr, _ = outboundOf(p.Name, b)
 			}

@@ -4,6 +4,8 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,7 +105,7 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 		for _, c := range side.a.Invalid {
 			fmt.Fprintf(bw, "  %s: %s\n", c.ID, strings.Join(c.Invalid, "; "))
 		}
-		for _, id := range sortedKeysStr(p.Failed) {
+		for _, id := range slices.Sorted(maps.Keys(p.Failed)) {
 			fmt.Fprintf(bw, "  %s: failed: %s\n", id, p.Failed[id])
 		}
 	}

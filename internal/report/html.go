@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
@@ -92,30 +94,8 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 		data.Incomplete = fmt.Sprintf("Incomplete: %d of %d cells not run yet.", len(a.Plan.Missing), len(m.Order))
 	}
 	for _, s := range a.Scenarios {
-		hs := htmlScenario{Name: s.String(), Head: []string{""}}
-		var groups []*analysis.Group
-		for _, mesh := range a.Meshes {
-			if g := a.Group(mesh, s); g != nil {
-				groups = append(groups, g)
-				hs.Head = append(hs.Head, fmt.Sprintf("%s (%d/%d valid)", mesh, g.Valid, len(g.Cells)))
-			}
-		}
-		for _, r := range tableRows {
-			row := []string{r.label}
-			any := false
-			for _, g := range groups {
-				iv, ok := g.Figures[r.figure]
-				if !ok || g.Valid == 0 {
-					row = append(row, "-")
-					continue
-				}
-				any = true
-				row = append(row, cellText(iv, r.format))
-			}
-			if any {
-				hs.Rows = append(hs.Rows, row)
-			}
-		}
+		hs := htmlScenario{Name: s.String()}
+		hs.Head, hs.Rows = scenarioTable(a, s)
 		for _, c := range a.Comparisons {
 			if c.Scenario == s {
 				hs.Verdicts = append(hs.Verdicts, c.Verdict())
@@ -133,7 +113,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	for _, c := range a.Invalid {
 		data.Invalid = append(data.Invalid, c.ID+": "+strings.Join(c.Invalid, "; "))
 	}
-	for _, id := range sortedKeysStr(a.Plan.Failed) {
+	for _, id := range slices.Sorted(maps.Keys(a.Plan.Failed)) {
 		data.Invalid = append(data.Invalid, id+": failed: "+a.Plan.Failed[id])
 	}
 	h := m.Host

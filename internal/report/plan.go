@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -45,6 +46,37 @@ func cellText(iv stats.Interval, format string) string {
 	return s
 }
 
+// scenarioTable is the comparison table of one scenario: a head row
+// ("", then "mesh (valid/cells)" per mesh with cells) and one row per
+// tableRows figure that some mesh has, each cell "median [lo, hi]".
+func scenarioTable(a *analysis.Analysis, s analysis.Scenario) (head []string, rows [][]string) {
+	head = []string{""}
+	var groups []*analysis.Group
+	for _, mesh := range a.Meshes {
+		if g := a.Group(mesh, s); g != nil {
+			head = append(head, fmt.Sprintf("%s (%d/%d)", mesh, g.Valid, len(g.Cells)))
+			groups = append(groups, g)
+		}
+	}
+	for _, r := range tableRows {
+		row := []string{r.label}
+		any := false
+		for _, g := range groups {
+			iv, ok := g.Figures[r.figure]
+			if !ok || g.Valid == 0 {
+				row = append(row, "-")
+				continue
+			}
+			any = true
+			row = append(row, cellText(iv, r.format))
+		}
+		if any {
+			rows = append(rows, row)
+		}
+	}
+	return head, rows
+}
+
 // pct formats a relative difference interval: "−21% [−25%, −17%]".
 func pct(iv stats.Interval) string {
 	if math.IsNaN(iv.Estimate) {
@@ -82,32 +114,9 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 	}
 	fmt.Fprintln(bw, "Each figure: median over the valid repetitions [bootstrap interval]; latencies from the client, from the intended send time.")
 	for _, s := range a.Scenarios {
-		var cols []string
-		var groups []*analysis.Group
-		for _, mesh := range a.Meshes {
-			if g := a.Group(mesh, s); g != nil {
-				cols = append(cols, fmt.Sprintf("%s (%d/%d)", mesh, g.Valid, len(g.Cells)))
-				groups = append(groups, g)
-			}
-		}
 		fmt.Fprintf(bw, "\n== %s ==\n", s)
-		rows := [][]string{append([]string{""}, cols...)}
-		for _, r := range tableRows {
-			row := []string{r.label}
-			any := false
-			for _, g := range groups {
-				iv, ok := g.Figures[r.figure]
-				if !ok || g.Valid == 0 {
-					row = append(row, "-")
-					continue
-				}
-				any = true
-				row = append(row, cellText(iv, r.format))
-			}
-			if any {
-				rows = append(rows, row)
-			}
-		}
+		head, body := scenarioTable(a, s)
+		rows := append([][]string{head}, body...)
 		writeAligned(bw, rows)
 		for _, c := range a.Comparisons {
 			if c.Scenario != s {
@@ -146,7 +155,7 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 		for _, c := range a.Invalid {
 			fmt.Fprintf(bw, "  %s: %s\n", c.ID, strings.Join(c.Invalid, "; "))
 		}
-		for _, id := range sortedKeysStr(a.Plan.Failed) {
+		for _, id := range slices.Sorted(maps.Keys(a.Plan.Failed)) {
 			fmt.Fprintf(bw, "  %s: failed: %s\n", id, a.Plan.Failed[id])
 		}
 	}
@@ -228,7 +237,7 @@ func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 			if g == nil {
 				continue
 			}
-			for _, f := range sortedKeysIv(g.Figures) {
+			for _, f := range slices.Sorted(maps.Keys(g.Figures)) {
 				iv := g.Figures[f]
 				_ = cw.Write([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
 					strconv.FormatBool(s.Gateway), strconv.FormatBool(s.MTLS), mesh, f, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
@@ -246,26 +255,6 @@ func num(x float64) string {
 	}
 	return strconv.FormatFloat(x, 'g', 6, 64)
 }
-
-func sortedKeysIv(m map[string]stats.Interval) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sortStrings(out)
-	return out
-}
-
-func sortedKeysStr(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sortStrings(out)
-	return out
-}
-
-func sortStrings(s []string) { slices.Sort(s) }
 
 // errWriter keeps the first write error so a renderer can write freely and
 // report it once.

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,8 +45,6 @@ type Options struct {
 	Cells []Cell
 	// Version and EnvoyVersion go into the manifest.
 	Version, EnvoyVersion string
-	// Log receives one line per cell start and end (nil: discard).
-	Log io.Writer
 	// Progress, when set, is called before each cell runs (res nil) and
 	// after it ends (res as local.Run returned it, possibly nil).
 	Progress func(ev Event)
@@ -79,14 +76,6 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			skipped++
 		}
 	}
-	logf := func(format string, a ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, format+"\n", a...)
-		}
-	}
-	if skipped > 0 {
-		logf("resuming: %d of %d cells already finished", skipped, len(o.Cells))
-	}
 	for i, c := range o.Cells {
 		st := m.Cells[c.ID]
 		if st.Finished() {
@@ -99,7 +88,6 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 		if o.Progress != nil {
 			o.Progress(ev)
 		}
-		logf("cell %d/%d %s", i+1, len(o.Cells), c.ID)
 		partial := results.CellDir(o.Dir, c.ID) + results.PartialSuffix
 		if err := os.RemoveAll(partial); err != nil {
 			return m, err
@@ -136,14 +124,6 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 		if err := save(o.Dir, m); err != nil {
 			return m, err
 		}
-		verdict := "valid"
-		switch {
-		case st.State == results.CellFailed:
-			verdict = "FAILED: " + st.Error
-		case !st.Valid:
-			verdict = "INVALID: " + strings.Join(st.Invalid, "; ")
-		}
-		logf("cell %d/%d %s: %s", i+1, len(o.Cells), c.ID, verdict)
 		if o.Progress != nil {
 			ev.Done, ev.Status, ev.Result, ev.Err = true, st, res, runErr
 			o.Progress(ev)

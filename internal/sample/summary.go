@@ -180,6 +180,17 @@ type group struct {
 	pids map[Target]bool
 }
 
+// Category returns the summary of category name, or nil when no process
+// of it was sampled.
+func (s Summary) Category(name string) *GroupSummary {
+	for i := range s.Categories {
+		if s.Categories[i].Name == name {
+			return &s.Categories[i]
+		}
+	}
+	return nil
+}
+
 // Summarize computes min, max and avg per process, component, category and
 // in total. For a group, every round's samples of its processes are summed
 // first, and the statistics are taken over the rounds in which the group

@@ -32,7 +32,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -69,7 +70,7 @@ func Render(topo *mesh.Topology, certs CertPaths) (map[string][]byte, error) {
 		return nil, err
 	}
 	out := make(map[string][]byte, len(bs))
-	for _, name := range sortedKeys(bs) {
+	for _, name := range slices.Sorted(maps.Keys(bs)) {
 		js, err := Marshal(bs[name])
 		if err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", name, err)
@@ -147,13 +148,4 @@ func checkCerts(topo *mesh.Topology, certs CertPaths) error {
 		errs = append(errs, errors.New("no CA bundle file: mesh peers need it to verify each other"))
 	}
 	return errors.Join(errs...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

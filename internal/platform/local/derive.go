@@ -16,15 +16,7 @@ func derive(t *mesh.Topology, r *results.LoadResult, s sample.Summary) map[strin
 	}
 	rate := r.AchievedRatePerSec()
 	out["achieved_rate_per_sec"] = rate
-	var dp, app *sample.GroupSummary
-	for i := range s.Categories {
-		switch s.Categories[i].Name {
-		case sample.CategoryDataPlane:
-			dp = &s.Categories[i]
-		case sample.CategoryApp:
-			app = &s.Categories[i]
-		}
-	}
+	dp, app := s.Category(sample.CategoryDataPlane), s.Category(sample.CategoryApp)
 	replicas := float64(len(t.ServerPods())) // app pods, all services
 	if dp != nil {
 		out["data_plane_cpu_millicores_avg"] = dp.CPUMillicores.Avg

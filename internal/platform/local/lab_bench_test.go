@@ -168,6 +168,11 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The lab's own schedule (PSS about every 5 s), measured, not derived.
+	defaultRound, err := sampleDefaultSchedule(targets, 2*sample.PSSEveryFor(sample.DefaultInterval, sample.DefaultPSSPeriod))
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	// Teardown, as Run does it.
 	before := labPIDs(l)
@@ -241,6 +246,7 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	b.ReportMetric(ms(max(b2bRound-pssRead, 0)), "sampler_nopss_ms/round")
 	b.ReportMetric(ms(perProc*benchSleepers), "sampler200est_ms/round")
 	b.ReportMetric(ms(sleep200), "sampler200sleep_ms/round")
+	b.ReportMetric(ms(defaultRound), "sampler_default_ms/round")
 }
 
 // benchEnvInt reads a positive integer from the environment.
@@ -587,4 +593,27 @@ func alive(pid int) bool {
 	}
 	st, err := sample.ParseStat(b)
 	return err == nil && !st.Exited()
+}
+
+// sampleDefaultSchedule takes rounds back to back with a sampler reading
+// PSS on the lab's default schedule and returns the mean CPU of a round
+// that has samples (the first, baselines only, left out).
+func sampleDefaultSchedule(targets []sample.Target, rounds int) (time.Duration, error) {
+	s := sample.New(sample.DefaultInterval, nil)
+	s.PSSEvery = sample.PSSEveryFor(sample.DefaultInterval, sample.DefaultPSSPeriod)
+	for _, t := range targets {
+		if err := s.Add(t); err != nil {
+			return 0, err
+		}
+	}
+	s.SampleNow() // baselines
+	var cpu time.Duration
+	for range rounds {
+		r := s.SampleNow()
+		if len(r.Gaps) > 0 {
+			return 0, fmt.Errorf("sampler round %d: %d gaps", r.Index, len(r.Gaps))
+		}
+		cpu += r.Overhead.CPU
+	}
+	return cpu / time.Duration(rounds), nil
 }

@@ -641,11 +641,9 @@ func (l *lab) checkLoadCPU(s sample.Summary) {
 	if limit <= 0 {
 		limit = DefaultLoadCPUMax
 	}
-	for _, c := range s.Categories {
-		if c.Name == sample.CategoryLoad && c.CPUMillicores.Avg > limit*1000 {
-			l.invalid(fmt.Sprintf("load generator CPU-starved: %.0fm on average, over %.0fm (%.0f%% of one core)",
-				c.CPUMillicores.Avg, limit*1000, limit*100))
-		}
+	if c := s.Category(sample.CategoryLoad); c != nil && c.CPUMillicores.Avg > limit*1000 {
+		l.invalid(fmt.Sprintf("load generator CPU-starved: %.0fm on average, over %.0fm (%.0f%% of one core)",
+			c.CPUMillicores.Avg, limit*1000, limit*100))
 	}
 }
 
