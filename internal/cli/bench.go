@@ -69,6 +69,7 @@ examples/faces.yaml, examples/saturation.yaml.`,
 	fl.StringVar(&f.Warmup, "warmup", "", "warm-up per cell (default 2s)")
 	fl.StringVar(&f.Drain, "drain", "", "drain per cell (default 2s)")
 	fl.StringVar(&f.Connections, "connections", "", "load generator connections (default 16)")
+	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Confidence, "confidence", "", "confidence level (default 0.95)")
 	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
@@ -132,7 +133,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if dir == "" {
 		dir = filepath.Join("results", "bench-"+env.Now().Format("20060102-150405"))
 	}
-	cells := p.Order(*p.Seed, false)
+	cells := p.Order(*p.Seed, p.ReuseTopology)
 	needEnvoy := false
 	for _, c := range cells {
 		if c.Mesh.Mode != "none" || c.Mesh.Gateway {
@@ -159,6 +160,9 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			lo.Rate = ""
 		}
 		rcells[i] = runner.Cell{ID: c.ID, Lab: lo}
+		if p.ReuseTopology {
+			rcells[i].Topology = c.TopologyKey
+		}
 	}
 	est := p.Estimate(plan.CellOverheadLocal)
 	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations), seed %d, about %s; results in %s\n",

@@ -33,11 +33,17 @@ var adminClient = &http.Client{
 
 // adminGet fetches http://ADMIN/path and returns the body of a 200 answer.
 func adminGet(ctx context.Context, adminAddr, path string) ([]byte, error) {
+	return adminDo(ctx, http.MethodGet, adminAddr, path)
+}
+
+// adminDo sends method http://ADMIN/path and returns the body of a 200
+// answer (Envoy wants POST for what changes its state).
+func adminDo(ctx context.Context, method, adminAddr, path string) ([]byte, error) {
 	ap, err := checkLoopbackAddr("envoy admin address", adminAddr)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ap.String()+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+ap.String()+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +111,17 @@ func (h Histogram) CumulativeAt(percent float64) (float64, bool) {
 	return 0, false
 }
 
+// IntervalAt returns the value at percent over the last flush interval
+// and whether Envoy reported one.
+func (h Histogram) IntervalAt(percent float64) (float64, bool) {
+	for i, q := range h.Quantiles {
+		if q == percent && i < len(h.Interval) && !math.IsNaN(h.Interval[i]) {
+			return h.Interval[i], true
+		}
+	}
+	return 0, false
+}
+
 // Counter returns a counter's value and whether the snapshot has it.
 func (s *StatsSnapshot) Counter(name string) (uint64, bool) {
 	v, ok := s.Counters[name]
@@ -139,6 +156,19 @@ func (s *StatsSnapshot) SumCounters(prefix, suffix string) uint64 {
 func FlushStats(ctx context.Context, adminAddr string) error {
 	_, err := adminGet(ctx, adminAddr, "/stats?filter=%5E%24") // ^$
 	return err
+}
+
+// StartInterval makes what Stats reports next cover only what happens from
+// now on: it resets every counter to zero (POST /reset_counters) and
+// flushes, which starts a new histogram interval. Envoy's reset leaves the
+// cumulative histograms alone (checked on Envoy 1.40: `totals` keep their
+// samples, `intervals` empty), which is why Summarize reads the interval
+// quantiles. Gauges are current values and need no reset.
+func StartInterval(ctx context.Context, adminAddr string) error {
+	if _, err := adminDo(ctx, http.MethodPost, adminAddr, "/reset_counters"); err != nil {
+		return err
+	}
+	return FlushStats(ctx, adminAddr)
 }
 
 // Stats scrapes GET /stats?format=json from the admin address (loopback

@@ -98,17 +98,18 @@ type ClusterStats struct {
 	CxOverflow        *uint64 `json:"upstream_cx_overflow,omitempty"`
 	// TLS is nil for a cluster without a TLS transport socket.
 	TLS *TLSStats `json:"ssl,omitempty"`
-	// RqTimeMs is the histogram upstream_rq_time since the start, as of
-	// Envoy's last stats flush (it computes quantiles at each, every 5 s by
-	// default, so requests after it are missing); nil when Envoy reported
-	// none: no request, or no flush since the first. Envoy records whole
-	// milliseconds: 0 is under 1 ms.
+	// RqTimeMs is the histogram upstream_rq_time over Envoy's last flush
+	// interval (between its last two stats flushes: the lab flushes when a
+	// cell starts, with StartInterval, and again just before it scrapes,
+	// so this is the cell); nil when Envoy reported none: no request in
+	// the interval. Envoy records whole milliseconds: 0 is under 1 ms.
 	RqTimeMs *Quantiles `json:"upstream_rq_time_ms,omitempty"`
 	// CxConnectMs is upstream_cx_connect_ms likewise.
 	CxConnectMs *Quantiles `json:"upstream_cx_connect_ms,omitempty"`
 }
 
-// Quantiles are a histogram's cumulative quantiles, in its unit.
+// Quantiles are a histogram's quantiles over Envoy's last flush interval,
+// in its unit.
 type Quantiles struct {
 	P50  float64 `json:"p50"`
 	P90  float64 `json:"p90"`
@@ -359,8 +360,10 @@ func (s *StatsSnapshot) tls(scope string) *TLSStats {
 	return t
 }
 
-// quantiles reads a histogram's cumulative p50, p90, p99, p99.9 and max;
-// nil unless Envoy reported all five.
+// quantiles reads a histogram's p50, p90, p99, p99.9 and max over the last
+// flush interval; nil unless Envoy reported all five. The interval, not the
+// cumulative values: counters are reset when a cell starts on a running
+// lab, and Envoy's reset does not reach cumulative histograms.
 func (s *StatsSnapshot) quantiles(name string) *Quantiles {
 	h, ok := s.Histograms[name]
 	if !ok {
@@ -371,7 +374,7 @@ func (s *StatsSnapshot) quantiles(name string) *Quantiles {
 		percent float64
 		dst     *float64
 	}{{50, &q.P50}, {90, &q.P90}, {99, &q.P99}, {99.9, &q.P999}, {100, &q.Max}} {
-		v, ok := h.CumulativeAt(x.percent)
+		v, ok := h.IntervalAt(x.percent)
 		if !ok {
 			return nil
 		}

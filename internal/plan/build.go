@@ -98,6 +98,13 @@ func (b *builder) scalars() {
 	b.integer("connections", 1, math.MaxInt32, "allowed: a whole number, 1 or more", &p.Connections)
 	b.duration("sample_interval", false, &p.SampleInterval)
 	b.integer("pss_every", 0, math.MaxInt32, "allowed: 0 (about every 5 s) or a whole number N, every N sampling rounds", &p.PSSEvery)
+	if it, ok := b.one("reuse_topology"); ok {
+		if v, ok := parseBool(it.text); ok {
+			p.ReuseTopology = v
+		} else {
+			b.s.badItem("reuse_topology", it, "allowed: true, false")
+		}
+	}
 	if it, ok := b.one("baseline"); ok {
 		p.Baseline = mesh.Mode(it.text) // checked against the mesh axis in matrix
 	}

@@ -194,15 +194,13 @@ const orderStream = 0x6d65736862656e63 // "meshbenc"
 // page cache) lands on every configuration alike instead of masquerading
 // as a difference between meshes.
 //
-// With reuseTopologies, cells sharing a TopologyKey run back to back, so
-// a runner can start each topology once: the topologies come in a random
-// order, and within a topology its cells run in rounds (every rate once
-// per round, in a random order, round after round). This trades
-// randomisation for time: drift is still spread across rates, but a whole
-// topology's repetitions now fall in one stretch of the run, so drift
-// between stretches can show as a difference between configurations.
-// Prefer it only when start-up dominates (many replicas, short cells),
-// and keep Repetitions up.
+// With reuseTopologies the rounds stay, but within a round the cells
+// sharing a TopologyKey (same mesh options, other rates) run back to
+// back, so a runner can start that topology once per round instead of
+// once per cell: each round runs the topologies in its own random order,
+// and each topology's cells in a random order. Drift is spread as before
+// across repetitions; within a round, the rates of one topology now run
+// in one stretch.
 func (p *Plan) Order(seed int64, reuseTopologies bool) []Cell {
 	cells := p.Cells()
 	sort.Slice(cells, func(i, j int) bool { return cells[i].ID < cells[j].ID })
@@ -211,18 +209,35 @@ func (p *Plan) Order(seed int64, reuseTopologies bool) []Cell {
 	if !reuseTopologies {
 		return append(out, rounds(rng, cells)...)
 	}
-	groups := map[string][]Cell{}
-	var keys []string
-	for _, c := range cells {
-		if groups[c.TopologyKey] == nil {
-			keys = append(keys, c.TopologyKey)
+	for _, round := range byRepetition(cells) {
+		groups := map[string][]Cell{}
+		var keys []string
+		for _, c := range round {
+			if groups[c.TopologyKey] == nil {
+				keys = append(keys, c.TopologyKey)
+			}
+			groups[c.TopologyKey] = append(groups[c.TopologyKey], c)
 		}
-		groups[c.TopologyKey] = append(groups[c.TopologyKey], c)
+		shuffle(rng, len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		for _, k := range keys {
+			g := groups[k]
+			shuffle(rng, len(g), func(i, j int) { g[i], g[j] = g[j], g[i] })
+			out = append(out, g...)
+		}
 	}
-	sort.Strings(keys)
-	shuffle(rng, len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-	for _, k := range keys {
-		out = append(out, rounds(rng, groups[k])...)
+	return out
+}
+
+// byRepetition splits cells (sorted by ID) into rounds, one per
+// repetition, each keeping the ID order.
+func byRepetition(cells []Cell) [][]Cell {
+	maxRep := 0
+	for _, c := range cells {
+		maxRep = max(maxRep, c.Repetition)
+	}
+	out := make([][]Cell, maxRep)
+	for _, c := range cells {
+		out[c.Repetition-1] = append(out[c.Repetition-1], c)
 	}
 	return out
 }
@@ -233,15 +248,8 @@ func newOrderRNG(seed int64) *rand.PCG { return rand.NewPCG(uint64(seed), orderS
 // rounds orders cells (sorted by ID) by repetition, each repetition's
 // cells shuffled.
 func rounds(rng *rand.PCG, cells []Cell) []Cell {
-	byRep := map[int][]Cell{}
-	maxRep := 0
-	for _, c := range cells {
-		byRep[c.Repetition] = append(byRep[c.Repetition], c)
-		maxRep = max(maxRep, c.Repetition)
-	}
 	var out []Cell
-	for rep := 1; rep <= maxRep; rep++ {
-		r := byRep[rep]
+	for _, r := range byRepetition(cells) {
 		shuffle(rng, len(r), func(i, j int) { r[i], r[j] = r[j], r[i] })
 		out = append(out, r...)
 	}

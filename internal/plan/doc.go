@@ -29,6 +29,7 @@
 //	connections: 16          # load generator connections, at least 1
 //	sample_interval: 1s      # /proc sampling period, above 0
 //	pss_every: 0             # read PSS every N sampling rounds; 0: about every 5 s
+//	reuse_topology: true     # within a round, run a topology's cells on one running lab
 //	baseline: none           # the mesh others are compared with; must be in axes.mesh
 //	thresholds:
 //	  rate_shortfall: 0.002  # a run sending less than 1-this of its schedule is invalid
@@ -74,6 +75,6 @@
 // seeded random order in rounds, one per repetition, so that drift over
 // the hours of a plan (thermal, a noisy neighbour, the page cache) falls
 // on every configuration alike instead of masquerading as a difference
-// between meshes; with topology reuse, cells sharing a topology run
-// back to back instead (see Plan.Order for the trade-off).
+// between meshes; with topology reuse (the default), the cells of a round
+// that share a topology run back to back on one lab (see Plan.Order).
 package plan

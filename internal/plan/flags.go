@@ -28,6 +28,7 @@ type Flags struct {
 	Connections    string // --connections
 	SampleInterval string // --sample-interval
 	PSSEvery       string // --pss-every
+	ReuseTopology  string // --reuse-topology
 	Baseline       string // --baseline
 
 	RateShortfall string // --max-rate-shortfall (thresholds.rate_shortfall)
@@ -74,6 +75,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("connections", f.Connections)
 	set("sample_interval", f.SampleInterval)
 	set("pss_every", f.PSSEvery)
+	set("reuse_topology", f.ReuseTopology)
 	set("baseline", f.Baseline)
 	set("thresholds.rate_shortfall", f.RateShortfall)
 	set("thresholds.errors", f.Errors)

@@ -40,6 +40,10 @@ type Plan struct {
 	// PSSEvery reads PSS every this many sampling rounds; 0: about every 5 s
 	// (local.Options.PSSEvery).
 	PSSEvery int
+	// ReuseTopology runs the cells of one topology (same mesh options,
+	// other rates) on one running lab within each round instead of
+	// bringing a lab up and down for every cell (see Order).
+	ReuseTopology bool
 	// Baseline is the mesh mode the others are compared with; one of
 	// Axes.Mesh.
 	Baseline mesh.Mode
@@ -122,6 +126,7 @@ func Defaults() *Plan {
 		Drain:          DefaultDrain,
 		Connections:    DefaultConnections,
 		SampleInterval: DefaultSampleInterval,
+		ReuseTopology:  true,
 		Baseline:       mesh.ModeNone,
 		Thresholds:     Thresholds{RateShortfall: DefaultRateShortfall, Errors: DefaultErrors, LoadCPU: DefaultLoadCPU},
 		Confidence:     DefaultConfidence,

@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 			Gateway: []bool{false}, MTLS: []bool{true},
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
-		Connections: 16, SampleInterval: time.Second, Baseline: "none",
+		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Baseline: "none",
 		Thresholds: Thresholds{RateShortfall: 0.002, Errors: 0.01, LoadCPU: 0.9}, Confidence: 0.95,
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -333,22 +333,33 @@ func TestOrder(t *testing.T) {
 		t.Error("rounds 1 and 2 run the configurations in the same order")
 	}
 
-	// With reuse: every topology's cells are contiguous, in rounds.
+	// With reuse: still in rounds, and within a round every topology's
+	// cells are contiguous (20 topologies × 2 rates: 20 stretches a round).
 	o = p.Order(1, true)
-	done := map[string]bool{}
 	for i, c := range o {
-		if i > 0 && o[i-1].TopologyKey != c.TopologyKey {
-			if done[c.TopologyKey] {
-				t.Fatalf("topology %s comes back at position %d", c.TopologyKey, i)
-			}
-			done[o[i-1].TopologyKey] = true
-		}
-		if i > 0 && o[i-1].TopologyKey == c.TopologyKey && o[i-1].Repetition > c.Repetition {
-			t.Errorf("position %d: repetition %d after %d within topology %s", i, c.Repetition, o[i-1].Repetition, c.TopologyKey)
+		if want := i/40 + 1; c.Repetition != want {
+			t.Fatalf("reuse: position %d: %s in round %d", i, c.ID, want)
 		}
 	}
-	if len(done)+1 != 20 {
-		t.Errorf("%d topology groups, want 20", len(done)+1)
+	var firsts []string
+	for r := 0; r < 3; r++ {
+		round := o[r*40 : (r+1)*40]
+		done := map[string]bool{}
+		for i, c := range round {
+			if i > 0 && round[i-1].TopologyKey != c.TopologyKey {
+				if done[c.TopologyKey] {
+					t.Fatalf("round %d: topology %s comes back at position %d", r+1, c.TopologyKey, i)
+				}
+				done[round[i-1].TopologyKey] = true
+			}
+		}
+		if len(done)+1 != 20 {
+			t.Errorf("round %d: %d topology stretches, want 20", r+1, len(done)+1)
+		}
+		firsts = append(firsts, round[0].TopologyKey+round[2].TopologyKey+round[4].TopologyKey)
+	}
+	if firsts[0] == firsts[1] && firsts[1] == firsts[2] {
+		t.Error("reuse: every round runs the topologies in the same order")
 	}
 
 	// Independent of the order the file lists its values in.

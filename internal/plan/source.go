@@ -34,6 +34,7 @@ var schema = []setting{
 	{key: "connections", flag: "connections"},
 	{key: "sample_interval", flag: "sample-interval"},
 	{key: "pss_every", flag: "pss-every"},
+	{key: "reuse_topology", flag: "reuse-topology"},
 	{key: "baseline", flag: "baseline"},
 	{key: "thresholds.rate_shortfall", flag: "max-rate-shortfall"},
 	{key: "thresholds.errors", flag: "max-errors"},

@@ -49,6 +49,7 @@ func (p *Plan) YAML() []byte {
 	add(root, "connections", plain(strconv.Itoa(p.Connections)))
 	add(root, "sample_interval", plain(dur(p.SampleInterval)))
 	add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))
+	add(root, "reuse_topology", plain(strconv.FormatBool(p.ReuseTopology)))
 	add(root, "baseline", str(string(p.Baseline)))
 	th := &yaml.Node{Kind: yaml.MappingNode}
 	add(th, "rate_shortfall", plain(frac(p.Thresholds.RateShortfall)))

@@ -17,11 +17,14 @@ const PlanSchema = "meshbench.plan/v1"
 //	DIR/plan-manifest.json   PlanManifest: seed, cell order, state of every cell
 //	DIR/cells/ID/            one run results directory per finished cell
 //	DIR/cells/ID.partial/    a cell being written; discarded on resume
+//	DIR/labs/KEY.N/          a topology several cells ran on: certificates,
+//	                         Envoy configs, the apps' and Envoys' logs
 const (
 	PlanFile         = "plan.yaml"
 	PlanManifestFile = "plan-manifest.json"
 	CellsDir         = "cells"
 	PartialSuffix    = ".partial"
+	LabsDir          = "labs"
 )
 
 // Cell states in a PlanManifest.
@@ -51,6 +54,21 @@ type PlanManifest struct {
 	Resumes int `json:"resumes"`
 	// Complete is true once every cell is done or failed.
 	Complete bool `json:"complete"`
+	// Labs lists the topologies the runner kept up across cells, in the
+	// order they started.
+	Labs []*LabRecord `json:"labs,omitempty"`
+}
+
+// LabRecord is one running topology of a plan run and the cells that ran
+// on it.
+type LabRecord struct {
+	Dir      string    `json:"dir"` // relative to the plan directory
+	Topology string    `json:"topology"`
+	Started  time.Time `json:"started"`
+	Stopped  time.Time `json:"stopped,omitzero"`
+	Cells    []string  `json:"cells,omitempty"`
+	// Error says why it failed to start, was given up or failed to stop.
+	Error string `json:"error,omitempty"`
 }
 
 // CellStatus is where one cell of a plan stands.

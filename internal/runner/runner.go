@@ -7,6 +7,12 @@
 // has ended; the plan manifest is rewritten atomically after each cell.
 // On resume, .partial directories (a cell cut short) are discarded and
 // their cells run again; cells the manifest records as finished are not.
+//
+// Consecutive cells with the same Topology run on one lab (local.Lab):
+// started for the first, kept up while the next cells fit it, stopped
+// before a cell of another topology or at the end, and rebuilt if one of
+// its processes died. Each such lab has its directory under DIR/labs/ and
+// a record in the manifest.
 package runner
 
 import (
@@ -16,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +35,9 @@ import (
 type Cell struct {
 	ID  string
 	Lab local.Options
+	// Topology, when not empty, lets consecutive cells with the same value
+	// run on one lab; empty: the cell brings its own up and down.
+	Topology string
 }
 
 // Options is a plan run.
@@ -76,6 +86,8 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			skipped++
 		}
 	}
+	labs := &labs{planDir: o.Dir, m: m}
+	defer labs.stop("")
 	for i, c := range o.Cells {
 		st := m.Cells[c.ID]
 		if st.Finished() {
@@ -95,11 +107,12 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 		lo := c.Lab
 		lo.OutDir = partial
 		st.Started = ev.Started.UTC()
-		res, runErr := local.Run(ctx, lo)
+		res, runErr := labs.run(ctx, c, lo)
 		if ctx.Err() != nil {
 			// Cut short: not a measurement. Discard it; resume runs it again.
 			_ = os.RemoveAll(partial)
 			*st = results.CellStatus{State: results.CellPending}
+			labs.stop("interrupted")
 			_ = save(o.Dir, m)
 			return m, ctx.Err()
 		}
@@ -120,6 +133,11 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			}
 			res.Dir = results.CellDir(o.Dir, c.ID)
 		}
+		// Stop the lab now if the next cell to run will not use it, so its
+		// teardown is not counted in the next cell's time.
+		if next := nextPending(m, o.Cells, i+1); next == nil || next.Topology != c.Topology {
+			labs.stop("")
+		}
 		m.Complete = allFinished(m, o.Cells)
 		if err := save(o.Dir, m); err != nil {
 			return m, err
@@ -131,6 +149,93 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 	}
 	m.Complete = allFinished(m, o.Cells)
 	return m, save(o.Dir, m)
+}
+
+// nextPending is the first unfinished cell from index from on, or nil.
+func nextPending(m *results.PlanManifest, cells []Cell, from int) *Cell {
+	for i := from; i < len(cells); i++ {
+		if !m.Cells[cells[i].ID].Finished() {
+			return &cells[i]
+		}
+	}
+	return nil
+}
+
+// labs keeps the one lab consecutive cells of a topology share.
+type labs struct {
+	planDir string
+	m       *results.PlanManifest
+	lab     *local.Lab
+	rec     *results.LabRecord
+}
+
+// run runs cell c (options lo) on the current lab when it fits and is
+// healthy, on a new lab when c has a topology, or on its own otherwise.
+func (ls *labs) run(ctx context.Context, c Cell, lo local.Options) (*local.Result, error) {
+	if c.Topology == "" {
+		ls.stop("")
+		return local.Run(ctx, lo)
+	}
+	if ls.lab != nil {
+		if ls.rec.Topology != c.Topology || !ls.lab.Fits(lo) {
+			ls.stop("")
+		} else if err := ls.lab.Healthy(); err != nil {
+			ls.stop("given up after a cell: " + err.Error())
+		}
+	}
+	if ls.lab == nil {
+		dir, err := newLabDir(ls.planDir, c.Topology)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(ls.planDir, dir)
+		rec := &results.LabRecord{Dir: rel, Topology: c.Topology, Started: time.Now().UTC()}
+		ls.m.Labs = append(ls.m.Labs, rec)
+		lab, err := local.Start(ctx, lo, dir)
+		if err != nil {
+			rec.Stopped, rec.Error = time.Now().UTC(), "failed to start: "+errString(err)
+			return nil, err
+		}
+		ls.lab, ls.rec = lab, rec
+	}
+	ls.rec.Cells = append(ls.rec.Cells, c.ID)
+	return ls.lab.Run(ctx, lo)
+}
+
+// stop stops the current lab, if any, noting why when why is not empty.
+func (ls *labs) stop(why string) {
+	if ls.lab == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := ls.lab.Stop(ctx)
+	ls.rec.Stopped = time.Now().UTC()
+	switch {
+	case err != nil:
+		ls.rec.Error = strings.TrimPrefix(why+"; ", "; ") + "stopping: " + errString(err)
+	case why != "":
+		ls.rec.Error = why
+	}
+	ls.lab, ls.rec = nil, nil
+}
+
+// newLabDir makes a new directory DIR/labs/KEY.N for a lab of topology key.
+func newLabDir(planDir, key string) (string, error) {
+	base := filepath.Join(planDir, results.LabsDir)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	for n := 1; ; n++ {
+		dir := filepath.Join(base, key+"."+strconv.Itoa(n))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !os.IsExist(err) {
+			return "", err
+		}
+	}
 }
 
 func errString(err error) string {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,5 +146,63 @@ func TestRunRefusesOtherPlan(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Options{Dir: dir, Cells: []Cell{{ID: "a/b"}}}); err == nil {
 		t.Error("cell ID with a path separator accepted")
+	}
+}
+
+// TestRunReusesLabs: consecutive cells of one topology share a lab (the
+// same app process serves them), a cell of another topology gets its own,
+// a topology that comes back later is started again, the manifest records
+// each lab with its cells, and nothing is left running.
+func TestRunReusesLabs(t *testing.T) {
+	cs := cells(t, 4)
+	for i := range cs {
+		cs[i].Topology = "none-x1"
+	}
+	cs[2].Lab.Mesh.Replicas, cs[2].Topology = 2, "none-x2"
+	dir := filepath.Join(t.TempDir(), "plan")
+	m, err := Run(context.Background(), Options{Dir: dir, PlanYAML: []byte("plan: reuse\n"), Seed: 1, Cells: cs, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range m.Labs {
+		got = append(got, l.Topology+":"+strings.Join(l.Cells, "+"))
+		if l.Stopped.IsZero() || l.Error != "" {
+			t.Errorf("lab %s: stopped %v, error %q", l.Dir, l.Stopped, l.Error)
+		}
+		if _, err := os.Stat(filepath.Join(dir, l.Dir, results.LogsDir)); err != nil {
+			t.Errorf("lab %s: no logs directory: %v", l.Dir, err)
+		}
+	}
+	want := "none-x1:" + cs[0].ID + "+" + cs[1].ID + ",none-x2:" + cs[2].ID + ",none-x1:" + cs[3].ID
+	if strings.Join(got, ",") != want {
+		t.Errorf("labs %s, want %s", strings.Join(got, ","), want)
+	}
+	apps := make([]map[string]int, len(cs))
+	for i, c := range cs {
+		rm, err := results.ReadManifest(results.CellDir(dir, c.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rm.Valid {
+			t.Errorf("cell %s invalid: %q", c.ID, rm.Invalid)
+		}
+		apps[i] = map[string]int{}
+		for _, p := range rm.Processes {
+			if p.Category == "app" {
+				apps[i][p.Name] = p.PID
+			}
+			if err := syscall.Kill(p.PID, 0); err == nil {
+				if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "stat")); len(b) > 0 && !strings.Contains(string(b), ") Z ") {
+					t.Errorf("cell %s: %s (pid %d) still running", c.ID, p.Name, p.PID)
+				}
+			}
+		}
+	}
+	if !reflect.DeepEqual(apps[0], apps[1]) || len(apps[0]) != 1 {
+		t.Errorf("cells 1 and 2 ran on apps %v and %v, want the same one", apps[0], apps[1])
+	}
+	if len(apps[2]) != 2 || reflect.DeepEqual(apps[0], apps[3]) {
+		t.Errorf("apps: cell 3 %v (want 2 of its own), cell 4 %v (want a new one, not %v)", apps[2], apps[3], apps[0])
 	}
 }

@@ -96,9 +96,8 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := &lab{opts: o, topo: topo, dir: dir, manifest: &results.RunManifest{
-		Schema: results.RunSchema, MeshbenchVersion: o.Version, EnvoyVersion: bin.Version, Platform: "local",
-		StartedAt: time.Now().UTC(), Options: optionsMap(o, topo), Valid: true}}
+	l := newLab(o, topo, dir.Path)
+	c := l.newCell(o, dir)
 	var stopSampling func()
 	b.Cleanup(func() {
 		// Registered after b.TempDir, so it runs before the directory goes.
@@ -107,7 +106,7 @@ func BenchmarkLabSidecar90(b *testing.B) {
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := l.teardown(cctx); err != nil {
+		if err := l.Stop(cctx); err != nil {
 			b.Errorf("teardown in cleanup: %v", err)
 		}
 		for _, p := range labPIDs(l) {
@@ -129,8 +128,8 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	// Idle: the lab's own sampler and idle rule, then rounds at 1 s.
 	s := sample.New(sample.DefaultInterval, nil)
 	s.Out = io.Discard // JSON lines are encoded (and counted), not kept
-	l.sampler = s
-	targets := l.targets()
+	c.sampler = s
+	targets := c.targets()
 	for _, t := range targets {
 		if err := s.Add(t); err != nil {
 			b.Fatal(err)
@@ -147,7 +146,7 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	if err := waitRounds(s, 2, 10*time.Second); err != nil {
 		b.Fatal(err)
 	}
-	if err := l.waitIdle(ctx); err != nil {
+	if err := c.waitIdle(ctx); err != nil {
 		b.Logf("warning: %v; measuring anyway", err)
 	}
 	idle := time.Now()
@@ -178,7 +177,7 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	before := labPIDs(l)
 	tdStart := time.Now()
 	tdCtx, tdCancel := context.WithTimeout(context.Background(), 15*time.Second)
-	tdErr := l.teardown(tdCtx)
+	tdErr := l.Stop(tdCtx)
 	tdCancel()
 	teardown := time.Since(tdStart)
 	if tdErr != nil {
@@ -207,7 +206,7 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	b.Logf("lab: %d replicas, %d apps, %d Envoys, %d processes sampled (the sampler's own included)",
 		replicas, idleFig.apps, idleFig.sidecars, idleFig.processes)
 	b.Logf("ready %.2fs = config %.2fs (plan+certs+render %.2fs, validate %.2fs of %v) + apps %.2fs + Envoys %.2fs (slowest /ready %.2fs after its start); idle %.1fs after ready",
-		sec(ready.Sub(t0)), sec(phases.config), sec(phases.config-phases.validate), sec(phases.validate), l.manifest.Options["validated_configs"],
+		sec(ready.Sub(t0)), sec(phases.config), sec(phases.config-phases.validate), sec(phases.validate), l.validated,
 		sec(phases.apps), sec(phases.envoys), sec(phases.slowestEnvoy), sec(idle.Sub(ready)))
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 	b.Logf("sampler per round at 1 s: %.2f ms CPU (%.1f µs/process); back to back: %.2f ms, of which alone: stat %.2f ms, status %.2f ms, smaps_rollup %.2f ms (per Envoy %.0f µs, per app %.0f µs, own process %.0f µs)",
@@ -281,9 +280,9 @@ type readySplit struct {
 // 10 ms resolution), the Envoy phase when the Supervisor spawned the first
 // Envoy; config rendering ends with the last Envoy config written (its
 // mtime), validation between that and the first app.
-func readyPhases(l *lab, t0, ready time.Time) (readySplit, error) {
+func readyPhases(l *Lab, t0, ready time.Time) (readySplit, error) {
 	var firstApp time.Time
-	for _, c := range l.children {
+	for _, c := range l.apps {
 		if c.category != sample.CategoryApp {
 			continue
 		}
@@ -307,7 +306,7 @@ func readyPhases(l *lab, t0, ready time.Time) (readySplit, error) {
 		return readySplit{}, errors.New("the lab started no app or no Envoy")
 	}
 	var rendered time.Time
-	configs, _ := filepath.Glob(filepath.Join(l.dir.Path, results.EnvoyDir, "*.json"))
+	configs, _ := filepath.Glob(filepath.Join(l.dir, results.EnvoyDir, "*.json"))
 	for _, f := range configs {
 		if st, err := os.Stat(f); err == nil && st.ModTime().After(rendered) {
 			rendered = st.ModTime()
@@ -571,9 +570,9 @@ type labProc struct {
 }
 
 // labPIDs lists the lab's processes: apps and Envoys.
-func labPIDs(l *lab) []labProc {
+func labPIDs(l *Lab) []labProc {
 	var out []labProc
-	for _, c := range l.children {
+	for _, c := range l.apps {
 		out = append(out, labProc{c.name, c.pid()})
 	}
 	for _, p := range l.procs {

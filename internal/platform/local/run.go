@@ -102,42 +102,33 @@ const DefaultLoadCPUMax = 0.9
 // measurement; the manifest says why.
 var ErrInvalid = errors.New("run invalid")
 
-type lab struct {
+// cell is one run on a lab: its results directory, manifest and sampler.
+type cell struct {
+	lab      *Lab
 	opts     Options
-	topo     *mesh.Topology
 	dir      *results.RunDir
-	sup      *envoy.Supervisor
-	procs    []*envoy.Proc
-	children []*child
 	sampler  *sample.Sampler
 	manifest *results.RunManifest
+	load     *child
 	mu       sync.Mutex
 	// envoyStats is filled by collectStats.
 	envoyStats map[string]envoy.ProxyStats
 }
 
-func (l *lab) logf(format string, a ...any) {
-	if l.opts.Log != nil {
-		fmt.Fprintf(l.opts.Log, format+"\n", a...)
+func (c *cell) logf(format string, a ...any) {
+	if c.opts.Log != nil {
+		fmt.Fprintf(c.opts.Log, format+"\n", a...)
 	}
 }
 
-// enter announces that phase name starts: to Log and to Phase.
-func (l *lab) enter(name string) {
-	l.logf("phase %s", name)
-	if l.opts.Phase != nil {
-		l.opts.Phase(name)
-	}
-}
-
-func (l *lab) phase(name string) func() {
-	l.enter(name)
+func (c *cell) phase(name string) func() {
+	enter(c.opts, name)
 	p := results.Phase{Name: name, Started: time.Now().UTC()}
 	return func() {
 		p.Ended = time.Now().UTC()
-		l.mu.Lock()
-		l.manifest.Phases = append(l.manifest.Phases, p)
-		l.mu.Unlock()
+		c.mu.Lock()
+		c.manifest.Phases = append(c.manifest.Phases, p)
+		c.mu.Unlock()
 	}
 }
 
@@ -150,47 +141,114 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	topo, err := mesh.Plan(o.Mesh)
-	if err != nil {
-		return nil, err
-	}
-	if len(topo.Proxies) > 0 && o.Envoy == nil {
-		return nil, errors.New("no Envoy binary: install it with `make envoy`")
-	}
 	// Every address must be free before anything starts.
-	if err := envoy.CheckAddrsFree(bindPlan(topo)); err != nil {
+	topo, err := planTopology(o)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := results.CreateRunDir(o.OutDir)
 	if err != nil {
 		return nil, err
 	}
-	l := &lab{opts: o, topo: topo, dir: dir, manifest: &results.RunManifest{
-		Schema: results.RunSchema, MeshbenchVersion: o.Version, Platform: "local",
-		StartedAt: time.Now().UTC(), Host: results.ReadHost(), Options: optionsMap(o, topo), Valid: true,
-	}}
-	if o.Envoy != nil {
-		l.manifest.EnvoyVersion = o.Envoy.Version
+	l := newLab(o, topo, dir.Path)
+	c := l.newCell(o, dir)
+	prepErr := l.prepare(ctx)
+	var res *Result
+	runErr := prepErr
+	if prepErr == nil {
+		res, runErr = c.run(ctx)
+	} else {
+		c.takeLabPhases()
 	}
-	res, runErr := l.run(ctx)
 	// Teardown always runs, with a fresh context: an interrupt must still
 	// stop every process.
 	stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	endTeardown := l.phase("teardown")
-	tdErr := l.teardown(stopCtx)
+	endTeardown := c.phase("teardown")
+	tdErr := l.stop(stopCtx)
+	stopChildren([]*child{c.load})
 	endTeardown()
-	l.manifest.EndedAt = time.Now().UTC()
-	if runErr != nil {
-		l.invalid(runErr.Error())
+	res, runErr = c.finish(res, runErr)
+	return res, errors.Join(runErr, tdErr)
+}
+
+// Run runs one cell on the running lab: o must fit it (Fits). The cell's
+// results go to o.OutDir; the lab's prepare phases go into the manifest of
+// its first cell, and every manifest says which lab it ran on and how
+// many cells it had run before. The lab is left running, even when the
+// cell fails; check Healthy before the next.
+func (l *Lab) Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
 	}
-	if err := l.dir.WriteJSON(results.ManifestFile, l.manifest); err != nil && runErr == nil {
+	if !l.Fits(o) {
+		return nil, fmt.Errorf("cell %s: its topology differs from the running lab's", o.OutDir)
+	}
+	if err := l.Healthy(); err != nil {
+		return nil, err
+	}
+	dir, err := results.CreateRunDir(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	c := l.newCell(o, dir)
+	res, runErr := c.run(ctx)
+	stopChildren([]*child{c.load})
+	return c.finish(res, runErr)
+}
+
+// newCell starts cell number l.cells+1 on the lab, with its manifest.
+func (l *Lab) newCell(o Options, dir *results.RunDir) *cell {
+	l.mu.Lock()
+	l.cells++
+	n := l.cells
+	l.mu.Unlock()
+	opts := optionsMap(o, l.topo)
+	labDir, err := filepath.Rel(dir.Path, l.dir)
+	if err != nil {
+		labDir = l.dir
+	}
+	opts["lab"] = map[string]any{"dir": labDir, "started": l.started, "cell": n, "reused": n > 1}
+	c := &cell{lab: l, opts: o, dir: dir, manifest: &results.RunManifest{
+		Schema: results.RunSchema, MeshbenchVersion: o.Version, Platform: "local",
+		StartedAt: time.Now().UTC(), Host: results.ReadHost(), Options: opts, Valid: true,
+	}}
+	if o.Envoy != nil {
+		c.manifest.EnvoyVersion = o.Envoy.Version
+	}
+	return c
+}
+
+// takeLabPhases puts the lab's prepare phases (and its validated configs)
+// into the manifest, once: the first cell on a lab carries them.
+func (c *cell) takeLabPhases() {
+	l := c.lab
+	l.mu.Lock()
+	phases := l.phases
+	l.phases = nil
+	validated := l.validated
+	l.mu.Unlock()
+	c.mu.Lock()
+	c.manifest.Phases = append(phases, c.manifest.Phases...)
+	if len(validated) > 0 {
+		c.manifest.Options["validated_configs"] = validated
+	}
+	c.mu.Unlock()
+}
+
+// finish ends the manifest and writes it.
+func (c *cell) finish(res *Result, runErr error) (*Result, error) {
+	c.manifest.EndedAt = time.Now().UTC()
+	if runErr != nil {
+		c.invalid(runErr.Error())
+	}
+	if err := c.dir.WriteJSON(results.ManifestFile, c.manifest); err != nil && runErr == nil {
 		runErr = err
 	}
 	if res != nil {
-		res.Manifest = l.manifest
+		res.Manifest = c.manifest
 	}
-	return res, errors.Join(runErr, tdErr)
+	return res, runErr
 }
 
 func (o *Options) defaults() error {
@@ -212,12 +270,8 @@ func (o *Options) defaults() error {
 	if o.Drain == 0 {
 		o.Drain = 2 * time.Second
 	}
-	if o.Meshbench == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding the meshbench executable: %w", err)
-		}
-		o.Meshbench = exe
+	if err := o.defaultMeshbench(); err != nil {
+		return err
 	}
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("results", time.Now().Format("20060102-150405")+"-"+string(o.Mesh.Mode))
@@ -225,32 +279,45 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-func (l *lab) invalid(reason string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.manifest.Valid = false
-	l.manifest.Invalid = append(l.manifest.Invalid, reason)
+// defaultMeshbench sets Meshbench to this executable when it is empty.
+func (o *Options) defaultMeshbench() error {
+	if o.Meshbench != "" {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the meshbench executable: %w", err)
+	}
+	o.Meshbench = exe
+	return nil
 }
 
-func (l *lab) run(ctx context.Context) (*Result, error) {
-	endPrepare := l.phase("prepare")
-	if err := l.prepare(ctx); err != nil {
-		endPrepare()
-		return nil, err
-	}
-	endPrepare()
+func (c *cell) invalid(reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.manifest.Valid = false
+	c.manifest.Invalid = append(c.manifest.Invalid, reason)
+}
 
-	samplesFile, err := os.Create(filepath.Join(l.dir.Path, results.SamplesFile))
+func (c *cell) run(ctx context.Context) (*Result, error) {
+	c.takeLabPhases()
+	l := c.lab
+	// The Envoys' stats from here on are this cell's.
+	if err := l.startInterval(ctx); err != nil {
+		return nil, fmt.Errorf("starting the cell's Envoy stats interval: %w", err)
+	}
+
+	samplesFile, err := os.Create(filepath.Join(c.dir.Path, results.SamplesFile))
 	if err != nil {
 		return nil, err
 	}
 	defer samplesFile.Close()
-	l.sampler = sample.New(l.opts.SampleInterval, sample.SystemClock())
-	l.sampler.Out = samplesFile
-	l.sampler.PSSEvery = l.opts.pssEvery()
-	l.sampler.OnRound = l.opts.OnRound
-	for _, t := range l.targets() {
-		if err := l.sampler.Add(t); err != nil {
+	c.sampler = sample.New(c.opts.SampleInterval, sample.SystemClock())
+	c.sampler.Out = samplesFile
+	c.sampler.PSSEvery = c.opts.pssEvery()
+	c.sampler.OnRound = c.opts.OnRound
+	for _, t := range c.targets() {
+		if err := c.sampler.Add(t); err != nil {
 			return nil, err
 		}
 	}
@@ -258,37 +325,37 @@ func (l *lab) run(ctx context.Context) (*Result, error) {
 	samplerDone := make(chan struct{})
 	go func() {
 		defer close(samplerDone)
-		_ = l.sampler.Run(sctx)
+		_ = c.sampler.Run(sctx)
 	}()
 	defer func() {
 		stopSampling()
 		<-samplerDone
 	}()
 
-	endIdle := l.phase("idle")
-	if err := l.waitIdle(ctx); err != nil {
-		l.invalid(err.Error())
-		l.logf("warning: %v", err)
+	endIdle := c.phase("idle")
+	if err := c.waitIdle(ctx); err != nil {
+		c.invalid(err.Error())
+		c.logf("warning: %v", err)
 	}
 	endIdle()
 
-	loadRes, measureFrom, measureTo, loadErr := l.runLoad(ctx)
+	loadRes, measureFrom, measureTo, loadErr := c.runLoad(ctx)
 
-	endDrain := l.phase("drain")
+	endDrain := c.phase("drain")
 	select {
-	case <-time.After(l.opts.Drain):
+	case <-time.After(c.opts.Drain):
 	case <-ctx.Done():
 	}
 	endDrain()
 	stopSampling()
 	<-samplerDone
 
-	endCollect := l.phase("collect")
-	l.collectStats(context.WithoutCancel(ctx))
-	rounds := l.sampler.Rounds()
+	endCollect := c.phase("collect")
+	c.collectStats(context.WithoutCancel(ctx))
+	rounds := c.sampler.Rounds()
 	window := sample.Window(rounds, measureFrom, measureTo)
 	summary := sample.Summarize(window)
-	if err := l.dir.WriteJSON(results.ResourcesFile, map[string]any{
+	if err := c.dir.WriteJSON(results.ResourcesFile, map[string]any{
 		"window": map[string]any{"from": measureFrom, "to": measureTo,
 			"rule": "rounds whose sampling time falls inside the measured window (warm-up and drain excluded)"},
 		"summary": summary,
@@ -297,100 +364,17 @@ func (l *lab) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	for _, g := range countGaps(window) {
-		l.invalid(g)
+		c.invalid(g)
 	}
 	endCollect()
+	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats}
 	if loadErr != nil {
-		return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: l.envoyStats}, loadErr
+		return res, loadErr
 	}
-	l.checkValidity(loadRes)
-	l.checkLoadCPU(summary)
-	l.manifest.Derived = derive(l.topo, loadRes, summary)
-	return &Result{Dir: l.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: l.envoyStats}, ctx.Err()
-}
-
-// prepare writes certificates and configs, validates them, and starts the
-// apps and the Envoys.
-//
-// Its steps are sub-phases in the manifest (prepare/render,
-// prepare/validate, prepare/apps, prepare/envoys), so a slow start says
-// where the time went.
-func (l *lab) prepare(ctx context.Context) error {
-	configs := map[string]string{}
-	if len(l.topo.Proxies) > 0 {
-		endRender := l.phase("prepare/render")
-		certs, err := writeCerts(l.topo, filepath.Join(l.dir.Path, "pki"))
-		if err != nil {
-			return err
-		}
-		rendered, err := bootstrap.Render(l.topo, certs)
-		if err != nil {
-			return err
-		}
-		for name, js := range rendered {
-			rel := filepath.Join(results.EnvoyDir, name+".json")
-			if err := l.dir.WriteFile(rel, js); err != nil {
-				return err
-			}
-			configs[name] = filepath.Join(l.dir.Path, rel)
-		}
-		endRender()
-		endValidate := l.phase("prepare/validate")
-		err = l.validateConfigs(ctx, configs)
-		endValidate()
-		if err != nil {
-			return err
-		}
-	}
-	endApps := l.phase("prepare/apps")
-	// Apps first: sidecars and node proxies connect to them.
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	sem := make(chan struct{}, 8)
-	for _, p := range l.topo.ServerPods() {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			svc := l.topo.Svc(p.Service)
-			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
-			c, err := startServe(ctx, l.opts.Meshbench, p.Name+" app", svc.Component,
-				filepath.Join(l.dir.Path, results.LogsDir, p.Name+".log"), args...)
-			mu.Lock()
-			defer mu.Unlock()
-			if c != nil {
-				l.children = append(l.children, c)
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
-	}
-	wg.Wait()
-	endApps()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if len(l.topo.Proxies) == 0 {
-		return nil
-	}
-	defer l.phase("prepare/envoys")()
-	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{})
-	var specs []envoy.Spec
-	for _, p := range l.topo.Proxies {
-		specs = append(specs, envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),
-			LogPath: filepath.Join(l.dir.Path, results.LogsDir, p.Name+".log")})
-	}
-	start := time.Now()
-	procs, err := l.sup.StartAll(ctx, specs)
-	if err != nil {
-		return err
-	}
-	l.procs = procs
-	l.logf("%d Envoys ready in %v", len(procs), time.Since(start).Round(time.Millisecond))
-	return nil
+	c.checkValidity(loadRes)
+	c.checkLoadCPU(summary)
+	c.manifest.Derived = derive(l.topo, loadRes, summary)
+	return res, ctx.Err()
 }
 
 // callArgs are the `meshbench serve` flags that tell an app pod where to
@@ -409,42 +393,19 @@ func callArgs(p mesh.Pod) []string {
 	return out
 }
 
-// validateConfigs runs `envoy --mode validate` on every config when there
-// are few, and on one config per (role, component) when there are many:
-// configs of one role differ only in addresses.
-func (l *lab) validateConfigs(ctx context.Context, configs map[string]string) error {
-	seen := map[string]bool{}
-	var names []string
-	for _, p := range l.topo.Proxies {
-		key := string(p.Role) + "/" + p.Component
-		if len(l.topo.Proxies) > 12 && seen[key] {
-			continue
-		}
-		seen[key] = true
-		names = append(names, p.Name)
-	}
-	var errs []error
-	for _, n := range names {
-		if err := envoy.Validate(ctx, l.opts.Envoy, configs[n]); err != nil {
-			errs = append(errs, fmt.Errorf("Envoy config of %s: %w", n, err))
-		}
-	}
-	l.manifest.Options["validated_configs"] = names
-	return errors.Join(errs...)
-}
-
 // targets lists every process to sample.
-func (l *lab) targets() []sample.Target {
+func (c *cell) targets() []sample.Target {
 	var out []sample.Target
-	for _, c := range l.children {
-		out = append(out, sample.Target{PID: c.pid(), Name: c.name, Component: c.component, Category: c.category})
-		l.manifest.Processes = append(l.manifest.Processes, results.ProcessInfo{Name: c.name, Component: c.component,
-			Category: c.category, PID: c.pid(), Command: strings.Join(c.cmd.Args, " ")})
+	l := c.lab
+	for _, a := range l.apps {
+		out = append(out, sample.Target{PID: a.pid(), Name: a.name, Component: a.component, Category: a.category})
+		c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: a.name, Component: a.component,
+			Category: a.category, PID: a.pid(), Command: strings.Join(a.cmd.Args, " ")})
 	}
 	for _, p := range l.procs {
 		mp := l.topo.Proxy(p.Name)
 		out = append(out, sample.Target{PID: p.PID, Name: p.Name, Component: mp.Component, Category: string(mp.Category)})
-		l.manifest.Processes = append(l.manifest.Processes, results.ProcessInfo{Name: p.Name, Component: mp.Component,
+		c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: p.Name, Component: mp.Component,
 			Category: string(mp.Category), PID: p.PID, Command: "envoy -c " + p.ConfigPath})
 	}
 	return out
@@ -452,23 +413,24 @@ func (l *lab) targets() []sample.Target {
 
 // waitIdle waits until the apps' and proxies' CPU falls under the
 // threshold (start-up work done), up to IdleTimeout.
-func (l *lab) waitIdle(ctx context.Context) error {
-	threshold := l.opts.IdleMillicores
+func (c *cell) waitIdle(ctx context.Context) error {
+	l := c.lab
+	threshold := c.opts.IdleMillicores
 	if threshold == 0 {
 		// An idle Envoy or app uses ~1–2m (LAB.md: 30 idle Envoys ≈ 4% of a core).
-		threshold = 50 + 2*float64(len(l.children)+len(l.procs))
+		threshold = 50 + 2*float64(len(l.apps)+len(l.procs))
 	}
-	deadline := time.Now().Add(l.opts.IdleTimeout)
+	deadline := time.Now().Add(c.opts.IdleTimeout)
 	last := -1.0
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(l.opts.SampleInterval):
+		case <-time.After(c.opts.SampleInterval):
 		}
 		// A round without samples holds only baselines (a process's first
 		// reading): no CPU figure yet, so no evidence of idleness.
-		rounds := l.sampler.Rounds()
+		rounds := c.sampler.Rounds()
 		if len(rounds) == 0 || len(rounds[len(rounds)-1].Samples) == 0 {
 			continue
 		}
@@ -480,29 +442,30 @@ func (l *lab) waitIdle(ctx context.Context) error {
 		}
 		last = total
 		if total < threshold {
-			l.logf("idle: lab CPU %.0fm < %.0fm", total, threshold)
+			c.logf("idle: lab CPU %.0fm < %.0fm", total, threshold)
 			return nil
 		}
 	}
-	return fmt.Errorf("lab not idle before the load: CPU %.0fm, threshold %.0fm after %v", last, threshold, l.opts.IdleTimeout)
+	return fmt.Errorf("lab not idle before the load: CPU %.0fm, threshold %.0fm after %v", last, threshold, c.opts.IdleTimeout)
 }
 
 // runLoad runs `meshbench load` as its own (sampled) process and reads its
 // result. It watches every other process: one dying ends the load.
-func (l *lab) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time.Time, error) {
-	endWarm := l.phase("warmup")
-	loadPath := filepath.Join(l.dir.Path, results.LoadFile)
-	pace := []string{"--rate", l.opts.Rate}
-	if l.opts.Max {
+func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time.Time, error) {
+	l := c.lab
+	endWarm := c.phase("warmup")
+	loadPath := filepath.Join(c.dir.Path, results.LoadFile)
+	pace := []string{"--rate", c.opts.Rate}
+	if c.opts.Max {
 		pace = []string{"--max"}
 	}
 	args := append([]string{"load"}, pace...)
-	args = append(args, "--duration", l.opts.Duration.String(), "--warmup", l.opts.Warmup.String(),
-		"--timeout", l.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath)
-	conns := max(l.opts.Connections, len(l.topo.LoadTargets))
+	args = append(args, "--duration", c.opts.Duration.String(), "--warmup", c.opts.Warmup.String(),
+		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath)
+	conns := max(c.opts.Connections, len(l.topo.LoadTargets))
 	args = append(args, "--connections", strconv.Itoa(conns))
 	if len(l.topo.LoadTargets) > 0 && strings.HasPrefix(l.topo.LoadTargets[0].URL, "https://") {
-		args = append(args, "--cacert", filepath.Join(l.dir.Path, "pki", "ca.pem"))
+		args = append(args, "--cacert", filepath.Join(l.dir, "pki", "ca.pem"))
 	}
 	// With protocol tcp the app and the load still speak HTTP: only the
 	// proxies treat the traffic as opaque TCP, as Istio does for a port
@@ -510,18 +473,18 @@ func (l *lab) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time
 	for _, t := range l.topo.LoadTargets {
 		args = append(args, t.URL)
 	}
-	c, _, err := startChild(l.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(l.dir.Path, results.LogsDir, "load.log"), args...)
+	lc, _, err := startChild(c.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(c.dir.Path, results.LogsDir, "load.log"), args...)
 	if err != nil {
 		endWarm()
 		return nil, time.Time{}, time.Time{}, err
 	}
-	l.children = append(l.children, c)
-	l.manifest.Processes = append(l.manifest.Processes, results.ProcessInfo{Name: "load", Component: "load", Category: sample.CategoryLoad,
-		PID: c.pid(), Command: strings.Join(c.cmd.Args, " ")})
-	_ = l.sampler.Add(sample.Target{PID: c.pid(), Name: "load", Component: "load", Category: sample.CategoryLoad})
+	c.load = lc
+	c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: "load", Component: "load", Category: sample.CategoryLoad,
+		PID: lc.pid(), Command: strings.Join(lc.cmd.Args, " ")})
+	_ = c.sampler.Add(sample.Target{PID: lc.pid(), Name: "load", Component: "load", Category: sample.CategoryLoad})
 	started := time.Now()
-	measureFrom := started.Add(l.opts.Warmup)
-	warmTimer := time.AfterFunc(l.opts.Warmup, func() { endWarm(); l.enter("measure") })
+	measureFrom := started.Add(c.opts.Warmup)
+	warmTimer := time.AfterFunc(c.opts.Warmup, func() { endWarm(); enter(c.opts, "measure") })
 	defer warmTimer.Stop()
 
 	// Watch for a process dying mid-run.
@@ -531,17 +494,17 @@ func (l *lab) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time
 loop:
 	for {
 		select {
-		case <-c.done:
+		case <-lc.done:
 			break loop
 		case <-ctx.Done():
-			_ = c.cmd.Process.Signal(os.Interrupt)
-			<-c.done
+			_ = lc.cmd.Process.Signal(os.Interrupt)
+			<-lc.done
 			break loop
 		case <-watch.C:
 			if err := l.somethingDied(); err != nil {
 				died = err
-				_ = c.cmd.Process.Signal(os.Interrupt)
-				<-c.done
+				_ = lc.cmd.Process.Signal(os.Interrupt)
+				<-lc.done
 				break loop
 			}
 		}
@@ -550,48 +513,29 @@ loop:
 	if warmTimer.Stop() {
 		endWarm() // ended during the warm-up: no measured window
 	} else {
-		l.mu.Lock()
-		l.manifest.Phases = append(l.manifest.Phases, results.Phase{Name: "measure", Started: measureFrom.UTC(), Ended: measureTo.UTC()})
-		l.mu.Unlock()
+		c.mu.Lock()
+		c.manifest.Phases = append(c.manifest.Phases, results.Phase{Name: "measure", Started: measureFrom.UTC(), Ended: measureTo.UTC()})
+		c.mu.Unlock()
 	}
 	lr, rerr := results.ReadFile(loadPath)
 	switch {
 	case died != nil:
 		return lr, measureFrom, measureTo, fmt.Errorf("the run ended early: %w", died)
 	case rerr != nil:
-		return nil, measureFrom, measureTo, fmt.Errorf("load generator: %v%s", rerr, c.tail())
+		return nil, measureFrom, measureTo, fmt.Errorf("load generator: %v%s", rerr, lc.tail())
 	}
 	return lr, measureFrom, measureTo, nil
-}
-
-func (l *lab) somethingDied() error {
-	for _, p := range l.procs {
-		select {
-		case <-p.Done():
-			return fmt.Errorf("Envoy %s died: %v", p.Name, p.ExitErr())
-		default:
-		}
-	}
-	for _, c := range l.children {
-		if c.name == "load" {
-			continue
-		}
-		if err := c.unexpectedExit(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // collectStats scrapes every Envoy's admin /stats into the results: the
 // raw answer per proxy, and one file of every proxy's summary, kept for
 // the Result too.
-func (l *lab) collectStats(ctx context.Context) {
+func (c *cell) collectStats(ctx context.Context) {
 	summaries := map[string]envoy.ProxyStats{}
 	// Histograms are merged at a flush, which completes just after the
 	// flushing request is answered: flush all, wait, then scrape.
 	flushed := 0
-	for _, p := range l.procs {
+	for _, p := range c.lab.procs {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if envoy.FlushStats(cctx, p.AdminAddr) == nil {
 			flushed++
@@ -601,7 +545,7 @@ func (l *lab) collectStats(ctx context.Context) {
 	if flushed > 0 {
 		time.Sleep(300 * time.Millisecond)
 	}
-	for _, p := range l.procs {
+	for _, p := range c.lab.procs {
 		select {
 		case <-p.Done():
 			continue
@@ -611,18 +555,18 @@ func (l *lab) collectStats(ctx context.Context) {
 		st, err := envoy.Stats(cctx, p.AdminAddr)
 		cancel()
 		if err != nil {
-			l.logf("stats of %s: %v", p.Name, err)
+			c.logf("stats of %s: %v", p.Name, err)
 			continue
 		}
-		_ = l.dir.WriteFile(filepath.Join(results.EnvoyDir, p.Name+".stats.json"), st.Raw)
+		_ = c.dir.WriteFile(filepath.Join(results.EnvoyDir, p.Name+".stats.json"), st.Raw)
 		summaries[p.Name] = envoy.Summarize(st)
 	}
-	if len(l.procs) == 0 {
+	if len(c.lab.procs) == 0 {
 		return
 	}
-	l.envoyStats = summaries
-	if err := l.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
-		l.logf("envoy stats summary: %v", err)
+	c.envoyStats = summaries
+	if err := c.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
+		c.logf("envoy stats summary: %v", err)
 	}
 }
 
@@ -633,27 +577,27 @@ func (l *lab) collectStats(ctx context.Context) {
 //
 // Closed loop (Max) is exempt: there the generator runs flat out by design,
 // and the output already labels its latencies as queueing-dominated.
-func (l *lab) checkLoadCPU(s sample.Summary) {
-	if l.opts.Max {
+func (c *cell) checkLoadCPU(s sample.Summary) {
+	if c.opts.Max {
 		return
 	}
-	limit := l.opts.LoadCPUMax
+	limit := c.opts.LoadCPUMax
 	if limit <= 0 {
 		limit = DefaultLoadCPUMax
 	}
-	if c := s.Category(sample.CategoryLoad); c != nil && c.CPUMillicores.Avg > limit*1000 {
-		l.invalid(fmt.Sprintf("load generator CPU-starved: %.0fm on average, over %.0fm (%.0f%% of one core)",
-			c.CPUMillicores.Avg, limit*1000, limit*100))
+	if g := s.Category(sample.CategoryLoad); g != nil && g.CPUMillicores.Avg > limit*1000 {
+		c.invalid(fmt.Sprintf("load generator CPU-starved: %.0fm on average, over %.0fm (%.0f%% of one core)",
+			g.CPUMillicores.Avg, limit*1000, limit*100))
 	}
 }
 
-func (l *lab) checkValidity(r *results.LoadResult) {
+func (c *cell) checkValidity(r *results.LoadResult) {
 	if r == nil {
 		return
 	}
 	// Scheduled covers the whole window asked for: an interrupted run falls
 	// short of it because it stopped, not because the rate was missed.
-	shortfall, errRatio := l.opts.RateShortfall, l.opts.ErrorRatio
+	shortfall, errRatio := c.opts.RateShortfall, c.opts.ErrorRatio
 	if shortfall <= 0 {
 		shortfall = results.RateShortfallTolerance
 	}
@@ -661,30 +605,14 @@ func (l *lab) checkValidity(r *results.LoadResult) {
 		errRatio = DefaultErrorRatio
 	}
 	if !r.Interrupted && r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-shortfall) {
-		l.invalid(fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled))
+		c.invalid(fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled))
 	}
 	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > errRatio*float64(r.Completed) {
-		l.invalid(fmt.Sprintf("%d of %d requests failed", failed, r.Completed))
+		c.invalid(fmt.Sprintf("%d of %d requests failed", failed, r.Completed))
 	}
 	if r.Interrupted {
-		l.invalid("interrupted")
+		c.invalid("interrupted")
 	}
-}
-
-func (l *lab) teardown(ctx context.Context) error {
-	var errs []error
-	if l.sup != nil {
-		if err := l.sup.StopAll(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	var wg sync.WaitGroup
-	for _, c := range l.children {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.stop(3 * time.Second) }()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // countGaps lists processes the sampler could not read while they were

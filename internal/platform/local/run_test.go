@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,9 +281,9 @@ func TestRunLoadCPUStarved(t *testing.T) {
 func TestCheckValidityThresholds(t *testing.T) {
 	r := &results.LoadResult{Scheduled: 1000, Sent: 990, Completed: 990, Success: 970}
 	judge := func(o Options) []string {
-		l := &lab{opts: o, manifest: &results.RunManifest{Valid: true}}
-		l.checkValidity(r)
-		return l.manifest.Invalid
+		c := &cell{opts: o, manifest: &results.RunManifest{Valid: true}}
+		c.checkValidity(r)
+		return c.manifest.Invalid
 	}
 	if got := judge(Options{}); len(got) != 2 {
 		t.Errorf("defaults: %q, want rate and errors both flagged (1%% short, 2%% failed)", got)
@@ -292,5 +293,104 @@ func TestCheckValidityThresholds(t *testing.T) {
 	}
 	if got := judge(Options{RateShortfall: 0.02, ErrorRatio: 0.01}); len(got) != 1 || !strings.Contains(got[0], "20 of 990 requests failed") {
 		t.Errorf("errors only: %q", got)
+	}
+}
+
+// TestLabReuse runs two cells on one running sidecar lab: the same
+// processes serve both, the first cell's manifest carries the prepare
+// phases and the second says it reused the lab, and each cell's Envoy
+// stats count only its own requests (counters reset, a new histogram
+// interval) although the Envoys kept running.
+func TestLabReuse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real Envoys")
+	}
+	o := labOptions(t, mesh.ModeSidecar, 1, 23)
+	o.Warmup = 0 // every request the Envoys see is one the load counts
+	labDir := filepath.Join(t.TempDir(), "lab")
+	lab, err := Start(context.Background(), o, labDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifests []*results.RunManifest
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := lab.Stop(ctx); err != nil {
+			t.Errorf("stopping the lab: %v", err)
+		}
+		for _, m := range manifests {
+			assertNothingLeft(t, m)
+		}
+	})
+	var results2 []*Result
+	for i, rate := range []string{"50", "100"} {
+		co := o
+		co.Rate, co.OutDir = rate, filepath.Join(t.TempDir(), "cell"+strconv.Itoa(i))
+		res, err := lab.Run(context.Background(), co)
+		if err != nil {
+			t.Fatalf("cell %d: %v", i, err)
+		}
+		if !res.Manifest.Valid {
+			t.Errorf("cell %d invalid: %q", i, res.Manifest.Invalid)
+		}
+		manifests = append(manifests, res.Manifest)
+		results2 = append(results2, res)
+	}
+	pids := func(m *results.RunManifest) map[string]int {
+		out := map[string]int{}
+		for _, p := range m.Processes {
+			if p.Name != "load" {
+				out[p.Name] = p.PID
+			}
+		}
+		return out
+	}
+	if a, b := pids(manifests[0]), pids(manifests[1]); len(a) != 3 || !reflect.DeepEqual(a, b) {
+		t.Errorf("processes: cell 1 %v, cell 2 %v; want the same app and two sidecars", a, b)
+	}
+	hasPrepare := func(m *results.RunManifest) bool {
+		for _, p := range m.Phases {
+			if p.Name == "prepare" {
+				return true
+			}
+		}
+		return false
+	}
+	if !hasPrepare(manifests[0]) || hasPrepare(manifests[1]) {
+		t.Errorf("prepare phase in cell 1: %v, in cell 2: %v; want only the first", hasPrepare(manifests[0]), hasPrepare(manifests[1]))
+	}
+	for i, m := range manifests {
+		info, _ := m.Options["lab"].(map[string]any)
+		if info == nil || info["cell"] != i+1 || info["reused"] != (i > 0) {
+			t.Errorf("cell %d: lab info %v", i+1, info)
+		}
+	}
+	for i, res := range results2 {
+		st, ok := res.EnvoyStats["server-0-sidecar"]
+		if !ok || st.Downstream == nil || st.Downstream.Rq2xx == nil {
+			t.Fatalf("cell %d: no downstream 2xx count for the server sidecar: %+v", i+1, st)
+		}
+		if got, want := *st.Downstream.Rq2xx, res.Load.Success; got != uint64(want) {
+			t.Errorf("cell %d: server sidecar counted %d 2xx, the load %d successes: counters not the cell's own", i+1, got, want)
+		}
+		var withTime int
+		for _, c := range st.Clusters {
+			if c.RqTimeMs != nil {
+				withTime++
+			}
+		}
+		if withTime == 0 {
+			t.Errorf("cell %d: no cluster has upstream_rq_time quantiles for the cell's interval", i+1)
+		}
+	}
+	if lab.Cells() != 2 {
+		t.Errorf("lab ran %d cells, want 2", lab.Cells())
+	}
+	bad := o
+	bad.Mesh.Replicas = 2
+	bad.OutDir = filepath.Join(t.TempDir(), "misfit")
+	if _, err := lab.Run(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "topology differs") {
+		t.Errorf("a cell of another topology on the lab: %v, want refused", err)
 	}
 }

@@ -1,0 +1,325 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/results"
+)
+
+// Lab is a running topology: certificates and Envoy configs written and
+// validated, every app and Envoy started and ready. Cells run on it one
+// after the other (Lab.Run); Run is Start, one cell and Stop.
+//
+// Reusing a lab across cells is faithful when the cells differ only in
+// what the load does (rate, repetition): the processes, configs and
+// addresses are the same ones a fresh lab would have. What carries over
+// is the processes' state: pooled upstream connections, allocator heaps
+// grown by an earlier cell (memory is a process's current PSS), Envoy's
+// cumulative histograms (which is why every cell starts a new stats
+// interval, see envoy.StartInterval, and counters are reset). Each cell
+// still waits for the lab to be idle and warms up before it measures.
+type Lab struct {
+	opts Options
+	topo *mesh.Topology
+	// dir holds pki/, envoy/ (configs) and logs/ of the apps and Envoys.
+	dir   string
+	sup   *envoy.Supervisor
+	procs []*envoy.Proc
+	apps  []*child
+
+	mu sync.Mutex
+	// phases are the prepare phases, given to the first cell's manifest.
+	phases    []results.Phase
+	validated []string
+	started   time.Time
+	cells     int
+	stopped   bool
+}
+
+// Start brings o.Mesh's topology up with its files in dir (created if
+// needed): the first step of a run, for a runner that runs several cells
+// on one topology. Stop it when done, whatever happens; on error Start
+// has stopped everything it started.
+func Start(ctx context.Context, o Options, dir string) (*Lab, error) {
+	if err := o.defaultMeshbench(); err != nil {
+		return nil, err
+	}
+	topo, err := planTopology(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{dir, filepath.Join(dir, results.EnvoyDir), filepath.Join(dir, results.LogsDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	l := newLab(o, topo, dir)
+	if err := l.prepare(ctx); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, l.stop(stopCtx))
+	}
+	return l, nil
+}
+
+// planTopology plans o's topology and checks it can start: an Envoy when
+// it needs one, every address free.
+func planTopology(o Options) (*mesh.Topology, error) {
+	topo, err := mesh.Plan(o.Mesh)
+	if err != nil {
+		return nil, err
+	}
+	if len(topo.Proxies) > 0 && o.Envoy == nil {
+		return nil, errors.New("no Envoy binary: install it with `make envoy`")
+	}
+	if err := envoy.CheckAddrsFree(bindPlan(topo)); err != nil {
+		return nil, err
+	}
+	return topo, nil
+}
+
+func newLab(o Options, topo *mesh.Topology, dir string) *Lab {
+	return &Lab{opts: o, topo: topo, dir: dir, started: time.Now().UTC()}
+}
+
+// Topology is the lab's plan.
+func (l *Lab) Topology() *mesh.Topology { return l.topo }
+
+// Dir is where the lab keeps its certificates, configs and process logs.
+func (l *Lab) Dir() string { return l.dir }
+
+// Cells is how many cells have run on the lab.
+func (l *Lab) Cells() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cells
+}
+
+// Fits reports whether a cell with options o can run on the lab: the
+// same topology options and binaries.
+func (l *Lab) Fits(o Options) bool {
+	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench
+}
+
+// Healthy returns an error when a process of the lab has exited.
+func (l *Lab) Healthy() error {
+	l.mu.Lock()
+	stopped := l.stopped
+	l.mu.Unlock()
+	if stopped {
+		return errors.New("the lab has been stopped")
+	}
+	return l.somethingDied()
+}
+
+func (l *Lab) logf(format string, a ...any) {
+	if l.opts.Log != nil {
+		fmt.Fprintf(l.opts.Log, format+"\n", a...)
+	}
+}
+
+// phase starts one of the lab's own phases (prepare…); the returned func
+// ends it.
+func (l *Lab) phase(name string) func() {
+	enter(l.opts, name)
+	p := results.Phase{Name: name, Started: time.Now().UTC()}
+	return func() {
+		p.Ended = time.Now().UTC()
+		l.mu.Lock()
+		l.phases = append(l.phases, p)
+		l.mu.Unlock()
+	}
+}
+
+// enter announces that phase name starts: to o.Log and to o.Phase.
+func enter(o Options, name string) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "phase %s\n", name)
+	}
+	if o.Phase != nil {
+		o.Phase(name)
+	}
+}
+
+// prepare writes certificates and configs, validates them, and starts the
+// apps and the Envoys.
+//
+// Its steps are sub-phases (prepare/render, prepare/validate,
+// prepare/apps, prepare/envoys), so a slow start says where the time went.
+func (l *Lab) prepare(ctx context.Context) error {
+	defer l.phase("prepare")()
+	configs := map[string]string{}
+	if len(l.topo.Proxies) > 0 {
+		endRender := l.phase("prepare/render")
+		certs, err := writeCerts(l.topo, filepath.Join(l.dir, "pki"))
+		if err != nil {
+			return err
+		}
+		rendered, err := bootstrap.Render(l.topo, certs)
+		if err != nil {
+			return err
+		}
+		for name, js := range rendered {
+			path := filepath.Join(l.dir, results.EnvoyDir, name+".json")
+			if err := os.WriteFile(path, js, 0o644); err != nil {
+				return err
+			}
+			configs[name] = path
+		}
+		endRender()
+		endValidate := l.phase("prepare/validate")
+		err = l.validateConfigs(ctx, configs)
+		endValidate()
+		if err != nil {
+			return err
+		}
+	}
+	endApps := l.phase("prepare/apps")
+	// Apps first: sidecars and node proxies connect to them.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, 8)
+	for _, p := range l.topo.ServerPods() {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			svc := l.topo.Svc(p.Service)
+			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
+			c, err := startServe(ctx, l.opts.Meshbench, p.Name+" app", svc.Component,
+				filepath.Join(l.dir, results.LogsDir, p.Name+".log"), args...)
+			mu.Lock()
+			defer mu.Unlock()
+			if c != nil {
+				l.apps = append(l.apps, c)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	endApps()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(l.topo.Proxies) == 0 {
+		return nil
+	}
+	defer l.phase("prepare/envoys")()
+	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{})
+	var specs []envoy.Spec
+	for _, p := range l.topo.Proxies {
+		specs = append(specs, envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),
+			LogPath: filepath.Join(l.dir, results.LogsDir, p.Name+".log")})
+	}
+	start := time.Now()
+	procs, err := l.sup.StartAll(ctx, specs)
+	if err != nil {
+		return err
+	}
+	l.procs = procs
+	l.logf("%d Envoys ready in %v", len(procs), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// validateConfigs runs `envoy --mode validate` on every config when there
+// are few, and on one config per (role, component) when there are many:
+// configs of one role differ only in addresses.
+func (l *Lab) validateConfigs(ctx context.Context, configs map[string]string) error {
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range l.topo.Proxies {
+		key := string(p.Role) + "/" + p.Component
+		if len(l.topo.Proxies) > 12 && seen[key] {
+			continue
+		}
+		seen[key] = true
+		names = append(names, p.Name)
+	}
+	var errs []error
+	for _, n := range names {
+		if err := envoy.Validate(ctx, l.opts.Envoy, configs[n]); err != nil {
+			errs = append(errs, fmt.Errorf("Envoy config of %s: %w", n, err))
+		}
+	}
+	l.validated = names
+	return errors.Join(errs...)
+}
+
+// startInterval resets every Envoy's counters and starts a new histogram
+// interval, so the stats collected at the end of a cell are the cell's.
+func (l *Lab) startInterval(ctx context.Context) error {
+	var errs []error
+	for _, p := range l.procs {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if err := envoy.StartInterval(cctx, p.AdminAddr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+		}
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Lab) somethingDied() error {
+	for _, p := range l.procs {
+		select {
+		case <-p.Done():
+			return fmt.Errorf("Envoy %s died: %v", p.Name, p.ExitErr())
+		default:
+		}
+	}
+	for _, c := range l.apps {
+		if err := c.unexpectedExit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops every process of the lab (Envoys, then apps), announced as
+// phase teardown. It may be called more than once.
+func (l *Lab) Stop(ctx context.Context) error {
+	enter(l.opts, "teardown")
+	return l.stop(ctx)
+}
+
+func (l *Lab) stop(ctx context.Context) error {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	var errs []error
+	if l.sup != nil {
+		if err := l.sup.StopAll(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	stopChildren(l.apps)
+	return errors.Join(errs...)
+}
+
+// stopChildren stops cs in parallel, each with a 3 s grace; nil entries
+// are skipped.
+func stopChildren(cs []*child) {
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		if c == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.stop(3 * time.Second) }()
+	}
+	wg.Wait()
+}
