@@ -19,6 +19,10 @@ type SetComparison struct {
 	// OnlyA and OnlyB are the configs with a valid cell on one side only
 	// (absent from the other, or only invalid there), in the same order.
 	OnlyA, OnlyB []Config
+	// MethodDifferences names what differs between the sets besides the
+	// configs (settings, machine, versions), one line each; a difference
+	// between the sets may come from any of them.
+	MethodDifferences []string
 }
 
 // ConfigDiff is one config measured in both sets.
@@ -44,7 +48,7 @@ type ConfigDiff struct {
 // differences; o.Baseline only orders the meshes. The result is the same
 // for the same inputs and seed.
 func CompareSets(a, b *Plan, o Options) *SetComparison {
-	sc := &SetComparison{A: Analyze(a, o), B: Analyze(b, o)}
+	sc := &SetComparison{A: Analyze(a, o), B: Analyze(b, o), MethodDifferences: methodDifferences(a, b)}
 	sc.Level = sc.A.Level
 	rng := rand.New(rand.NewPCG(o.Seed, 0x636d70)) // "cmp"
 	keys := map[string]Config{}

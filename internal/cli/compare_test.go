@@ -146,3 +146,40 @@ func TestReportSMP(t *testing.T) {
 		t.Errorf("smp/sidecar-…-rep1.json differs from internal/report/testdata/smp-sidecar.json.golden")
 	}
 }
+
+// TestCompareWarnsOnMethodDifferences: two sets measured with other
+// settings or versions get one WARNING line per difference; a set
+// against itself gets none.
+func TestCompareWarnsOnMethodDifferences(t *testing.T) {
+	b := filepath.Join(t.TempDir(), "b")
+	if err := os.CopyFS(b, os.DirFS(planSmall)); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(name, old, new string) {
+		p := filepath.Join(b, name)
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(data), old) {
+			t.Fatalf("%s: %v, or no %q in it", p, err, old)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("plan.yaml", "duration: 2s", "duration: 5s")
+	edit("plan-manifest.json", `"envoy_version": "1.40.0"`, `"envoy_version": "1.41.0"`)
+	inv := runCLI(t, nil, "compare", planSmall, b)
+	if inv.code != ExitOK {
+		t.Fatalf("exit %d: %s", inv.code, inv.stderr)
+	}
+	for _, want := range []string{"WARNING: duration differs: A 2s, B 5s;", "WARNING: Envoy version differs: A 1.40.0, B 1.41.0;"} {
+		if !strings.Contains(inv.stdout, want) {
+			t.Errorf("no %q in:\n%s", want, inv.stdout)
+		}
+	}
+	if n := strings.Count(inv.stdout, "WARNING:"); n != 2 {
+		t.Errorf("%d WARNING lines, want 2:\n%s", n, inv.stdout)
+	}
+	if self := runCLI(t, nil, "compare", planSmall, planSmall); strings.Contains(self.stdout, "WARNING") {
+		t.Errorf("a set against itself warns:\n%s", self.stdout)
+	}
+}

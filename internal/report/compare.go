@@ -50,6 +50,9 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 			side.name, side.a.Plan.Dir, m.MeshbenchVersion, envoy, m.Seed, m.Platform, m.Host.Hostname, m.Host.CPUs, m.Host.CPUModel,
 			len(side.a.Plan.Cells), len(side.a.Plan.Cells)-len(side.a.Invalid))
 	}
+	for _, d := range sc.MethodDifferences {
+		fmt.Fprintf(bw, "WARNING: %s; a difference between A and B may come from this, not from the mesh\n", d)
+	}
 	fmt.Fprintln(bw, "Each figure: median over the valid repetitions [bootstrap interval]; B vs A: relative difference of medians [bootstrap interval].")
 	var last analysis.Scenario
 	for i, d := range sc.Configs {
