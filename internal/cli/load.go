@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,22 @@ type loadFlags struct {
 	quiet       bool
 	cpus        int
 	cpuProfile  string
+	// workers and workerIndex split the load between several generators
+	// (the pods of a Kubernetes Job): this one sends its share.
+	workers     int
+	workerIndex int
+	// workerIndexEnv is $JOB_COMPLETION_INDEX, --worker-index's default
+	// when the flag is not given.
+	workerIndexEnv string
 }
+
+// JobCompletionIndexEnv is the environment variable an Indexed Kubernetes
+// Job sets in each pod to its completion index; it is --worker-index's
+// default.
+const JobCompletionIndexEnv = "JOB_COMPLETION_INDEX"
+
+// maxWorkers bounds --workers.
+const maxWorkers = 10000
 
 func newLoadCmd(env *Env) *cobra.Command {
 	f := &loadFlags{}
@@ -67,12 +83,21 @@ which measures saturation throughput; its latencies are queueing-dominated.
 Targets: http://, https:// (add --http2 for h2), h2c://, grpc://, grpcs://
 (unary calls to grpc.testing.TestService, as served by 'meshbench serve grpc'),
 tcp:// (fixed-size request, echoed back). Several targets are spread over the
-connections round-robin.`,
+connections round-robin.
+
+Several generators (the pods of a Kubernetes Job) share one load with
+--workers W and --worker-index I (default: $JOB_COMPLETION_INDEX, which an
+Indexed Job sets, else 0): each sends its share of --rate and of
+--connections, the remainder spread one unit each over the first workers
+(100/s over 3 workers: 33.333334, 33.333333, 33.333333 per second), so the
+W results merged with 'meshbench merge' are the whole load.`,
 		Example: `  meshbench load --rate 1000 --duration 10s http://127.0.0.1:8080/
   meshbench load --rate 200 --connections 4 -o result.json h2c://127.0.0.1:8080/
-  meshbench load --max --connections 16 --duration 5s http://127.0.0.1:8080/`,
+  meshbench load --max --connections 16 --duration 5s http://127.0.0.1:8080/
+  meshbench load --rate 1000 --workers 4 --worker-index 2 --output-format json http://static:8080/`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.workerIndexEnv = env.Getenv(JobCompletionIndexEnv)
 			return runLoad(cmd.Context(), env, cmd, f, args)
 		},
 	}
@@ -108,6 +133,8 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpuprofile")
+	fl.IntVar(&f.workers, "workers", 1, "load generators sharing this load; this one sends its share of --rate and --connections")
+	fl.IntVar(&f.workerIndex, "worker-index", 0, "this generator's index among --workers, 0 to W-1 (default: $"+JobCompletionIndexEnv+" when set, else 0)")
 }
 
 // buildLoadConfig turns flags into an engine configuration, reporting every
@@ -140,6 +167,9 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	}
 	if !cmd.Flags().Changed("connections") && len(cfg.Targets) > cfg.Connections {
 		cfg.Connections = len(cfg.Targets)
+	}
+	if err := splitForWorker(cmd, f, &cfg); err != nil {
+		errs = append(errs, err)
 	}
 	switch {
 	case f.maxQueue >= 0:
@@ -215,6 +245,44 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		return cfg, format, &UsageError{Err: errors.Join(errs...)}
 	}
 	return cfg, format, nil
+}
+
+// splitForWorker resolves --workers and --worker-index and, for W > 1,
+// leaves cfg with this worker's share of the rate and the connections (at
+// least one connection per target). One worker keeps the exact rate.
+func splitForWorker(cmd *cobra.Command, f *loadFlags, cfg *loadgen.Config) error {
+	var errs []error
+	w := f.workers
+	if w < 1 || w > maxWorkers {
+		return fmt.Errorf("--workers %d: allowed: 1 to %d", w, maxWorkers)
+	}
+	i := f.workerIndex
+	if !cmd.Flags().Changed("worker-index") && f.workerIndexEnv != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(f.workerIndexEnv))
+		if err != nil || n < 0 || n >= w {
+			return fmt.Errorf("$%s %q (the default of --worker-index): allowed: 0 to %d with --workers %d", JobCompletionIndexEnv, f.workerIndexEnv, w-1, w)
+		}
+		i = n
+	}
+	if i < 0 || i >= w {
+		return fmt.Errorf("--worker-index %d: allowed: 0 to %d with --workers %d", i, w-1, w)
+	}
+	f.workerIndex = i
+	if w == 1 {
+		return nil
+	}
+	if !cfg.Closed && cfg.Rate.Freq > 0 {
+		share := loadgen.WorkerShare(cfg.Rate.PerSecond(), w, i)
+		r, err := loadgen.ParseRate(strconv.FormatFloat(share, 'f', 6, 64))
+		if share <= 0 || err != nil {
+			errs = append(errs, fmt.Errorf("--rate %s over --workers %d: worker %d's share (%s/s) is below the minimum of %g per second; use fewer workers",
+				f.rate, w, i, strconv.FormatFloat(share, 'f', -1, 64), loadgen.WorkerShareStep))
+		} else {
+			cfg.Rate = r
+		}
+	}
+	cfg.Connections = max(loadgen.WorkerConnections(cfg.Connections, w, i), len(cfg.Targets))
+	return errors.Join(errs...)
 }
 
 func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, args []string) error {

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -317,6 +323,173 @@ func TestMergeCommand(t *testing.T) {
 	inv = runCLI(t, nil, "merge", a, bad)
 	if inv.code != ExitUsage || !strings.Contains(inv.stderr, "bad.json") {
 		t.Errorf("bad merge input: exit %d stderr %q", inv.code, inv.stderr)
+	}
+}
+
+// TestLoadWorkersBadInput: bad --workers / --worker-index values (and a
+// bad $JOB_COMPLETION_INDEX default) are one usage line, exit 2, no load.
+func TestLoadWorkersBadInput(t *testing.T) {
+	url := "http://" + deadPort(t) + "/" // never reached: input is checked first
+	env := func(idx string) *Env {
+		return &Env{Getenv: func(k string) string {
+			if k == JobCompletionIndexEnv {
+				return idx
+			}
+			return ""
+		}}
+	}
+	tests := []struct {
+		name string
+		env  *Env
+		args []string
+		want string
+	}{
+		{"zero workers", nil, []string{"--workers", "0"}, "--workers 0: allowed: 1 to 10000"},
+		{"negative workers", nil, []string{"--workers", "-2"}, "--workers -2: allowed: 1 to 10000"},
+		{"workers not a number", nil, []string{"--workers", "two"}, `invalid argument "two" for "--workers"`},
+		{"index past the last worker", nil, []string{"--workers", "2", "--worker-index", "2"}, "--worker-index 2: allowed: 0 to 1 with --workers 2"},
+		{"negative index", nil, []string{"--workers", "3", "--worker-index", "-1"}, "--worker-index -1: allowed: 0 to 2 with --workers 3"},
+		{"index without workers", nil, []string{"--worker-index", "1"}, "--worker-index 1: allowed: 0 to 0 with --workers 1"},
+		// The Job's index is the default; a bad one is named as such.
+		{"env index too big", env("5"), []string{"--workers", "2"}, `$JOB_COMPLETION_INDEX "5" (the default of --worker-index): allowed: 0 to 1 with --workers 2`},
+		{"env index not a number", env("x"), []string{"--workers", "2"}, `$JOB_COMPLETION_INDEX "x"`},
+		// Each worker needs at least one step (1e-6/s) of the rate.
+		{"rate too low for the workers", nil, []string{"--rate", "0.000002", "--workers", "3", "--worker-index", "2"},
+			"--rate 0.000002 over --workers 3: worker 2's share (0/s) is below the minimum of 1e-06 per second"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := runCLI(t, tt.env, append(append([]string{"load"}, tt.args...), url)...)
+			if inv.code != ExitUsage {
+				t.Errorf("exit %d, want %d (stderr %q)", inv.code, ExitUsage, inv.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(inv.stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tt.want) || !strings.HasPrefix(lines[0], "meshbench: ") {
+				t.Errorf("stderr %q, want one line containing %q", inv.stderr, tt.want)
+			}
+			if inv.stdout != "" {
+				t.Errorf("stdout %q, want nothing", inv.stdout)
+			}
+		})
+	}
+}
+
+// TestLoadWorkerShare: each worker's configuration holds its share of the
+// rate and the connections, the remainder on the first workers; one
+// worker keeps the exact rate.
+func TestLoadWorkerShare(t *testing.T) {
+	config := func(t *testing.T, envIndex string, args ...string) loadgen.Config {
+		t.Helper()
+		lf := &loadFlags{workerIndexEnv: envIndex}
+		cmd := &cobra.Command{}
+		bindLoadFlags(cmd.Flags(), lf)
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := buildLoadConfig(cmd, lf, []string{"http://127.0.0.1:9/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	tests := []struct {
+		name     string
+		envIndex string
+		args     []string
+		rate     float64 // requests per second of this worker
+		conns    int
+	}{
+		// 100/s and 16 connections over 3 workers: 33.333334/6, then 33.333333/5.
+		{"first of 3", "", []string{"--rate", "100", "--workers", "3", "--worker-index", "0"}, 33.333334, 6},
+		{"last of 3", "", []string{"--rate", "100", "--workers", "3", "--worker-index", "2"}, 33.333333, 5},
+		// The index defaults to $JOB_COMPLETION_INDEX…
+		{"index from the Job", "1", []string{"--rate", "100", "--workers", "3"}, 33.333333, 5},
+		// …which the flag overrides.
+		{"flag beats the Job", "1", []string{"--rate", "100", "--workers", "3", "--worker-index", "0"}, 33.333334, 6},
+		// N/UNIT rates split too: 60/m = 1/s over 4 workers.
+		{"per minute", "", []string{"--rate", "60/m", "--workers", "4", "--worker-index", "3", "-c", "2"}, 0.25, 1},
+		// One worker: the rate exactly as given, all connections.
+		{"one worker", "", []string{"--rate", "33.3", "-c", "7"}, 33.3, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config(t, tt.envIndex, tt.args...)
+			if got := cfg.Rate.PerSecond(); got != tt.rate {
+				t.Errorf("rate %v/s, want %v/s", got, tt.rate)
+			}
+			if cfg.Connections != tt.conns {
+				t.Errorf("connections %d, want %d", cfg.Connections, tt.conns)
+			}
+		})
+	}
+	// One worker keeps the parsed rate itself (333 per 10 s), not a
+	// rounded copy.
+	if r := config(t, "", "--rate", "33.3").Rate; r.Freq != 333 || r.Per != 10*time.Second {
+		t.Errorf("one worker's rate %+v, want 333 per 10s", r)
+	}
+	// Closed loop: only the connections split.
+	if cfg := config(t, "", "--max", "-c", "10", "--workers", "4", "--worker-index", "1"); cfg.Connections != 3 || !cfg.Closed {
+		t.Errorf("closed loop worker: connections %d closed %v", cfg.Connections, cfg.Closed)
+	}
+	// The workers' shares add up to the total rate and connections.
+	sum, conns := 0.0, 0
+	for i := range 7 {
+		cfg := config(t, strconv.Itoa(i), "--rate", "1000", "-c", "16", "--workers", "7")
+		sum += cfg.Rate.PerSecond()
+		conns += cfg.Connections
+	}
+	if math.Abs(sum-1000) > 1e-9 || conns != 16 {
+		t.Errorf("7 workers: rate %v/s, %d connections; want 1000/s, 16", sum, conns)
+	}
+}
+
+// TestLoadTwoWorkers: two real workers of a 40/s load (one told its index,
+// one reading it from $JOB_COMPLETION_INDEX, as in a Job's pods) each send
+// 20/s for 1 s against a local server; their JSON results merge into the
+// whole load.
+func TestLoadTwoWorkers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	common := []string{"load", "--rate", "40", "--workers", "2", "--duration", "1s", "--warmup", "0s", "-c", "4",
+		"--output-format", "json", "--quiet", srv.URL + "/"}
+	var parts []*results.LoadResult
+	for i := range 2 {
+		env := &Env{Getenv: func(k string) string {
+			if k == JobCompletionIndexEnv && i == 1 {
+				return "1"
+			}
+			return ""
+		}}
+		args := common
+		if i == 0 {
+			args = append(slices.Clone(common[:len(common)-1]), "--worker-index", "0", common[len(common)-1])
+		}
+		inv := runCLI(t, env, args...)
+		if inv.code != 0 || inv.stderr != "" {
+			t.Fatalf("worker %d: exit %d stderr %q", i, inv.code, inv.stderr)
+		}
+		// stdout is exactly the JSON result (what a Job's pod log holds).
+		r, err := results.Read(strings.NewReader(inv.stdout))
+		if err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, inv.stdout)
+		}
+		if r.TargetRatePerSec != 20 || r.Scheduled != 20 || r.Sent != 20 || r.Success != 20 || r.Connections != 2 {
+			t.Errorf("worker %d: target %v/s, scheduled %d, sent %d, success %d, connections %d; want 20/s, 20, 20, 20, 2",
+				i, r.TargetRatePerSec, r.Scheduled, r.Sent, r.Success, r.Connections)
+		}
+		if rate := r.AchievedRatePerSec(); rate < 19 || rate > 21.5 {
+			t.Errorf("worker %d: achieved %.2f/s, want about 20", i, rate)
+		}
+		parts = append(parts, r)
+	}
+	m, err := results.Merge(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Workers != 2 || m.Sent != 40 || m.TargetRatePerSec != 40 || m.Connections != 4 {
+		t.Errorf("merged: workers %d sent %d target %v/s connections %d; want 2, 40, 40/s, 4", m.Workers, m.Sent, m.TargetRatePerSec, m.Connections)
 	}
 }
 

@@ -130,6 +130,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newReportCmd(env))
 	root.AddCommand(newCompareCmd(env))
 	root.AddCommand(newBenchCmd(env))
+	root.AddCommand(newDoctorCmd(env))
 	return root
 }
 

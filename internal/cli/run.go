@@ -29,6 +29,9 @@ type runFlags struct {
 	connections             int
 	out, envoyPath          string
 	loopbackNet             int
+	platform                string
+	drainSet                bool
+	kube                    kubeFlags
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -49,10 +52,20 @@ proxy ships only in its images; use the Kubernetes platform.`,
 		Example: `  meshbench run --mesh sidecar --replicas 10 --rate 50 --duration 60s
   meshbench run --mesh ambient --policies 4 --rate 100 --duration 10s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), env, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.drainSet = cmd.Flags().Changed("drain")
+			switch f.platform {
+			case "local":
+				return runRun(cmd.Context(), env, f)
+			case "kube":
+				return runKube(cmd.Context(), env, f)
+			}
+			return usagef("--platform %q: allowed: local, kube", f.platform)
+		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.mesh, "mesh", "none", "mesh mode: none, sidecar, ambient, waypoint")
+	fl.StringVar(&f.platform, "platform", "local", "where to run: local (this machine's lab) or kube (a cluster from a kubeconfig)")
+	fl.StringVar(&f.mesh, "mesh", "none", "mesh mode: none, sidecar, ambient, waypoint (kube also: linkerd)")
 	fl.StringVar(&f.app, "app", "static", "app: static (nginx's 615-byte page), faces (face calls smiley over HTTP and color over gRPC; --replicas pods of each)")
 	fl.IntVar(&f.replicas, "replicas", 1, "app replicas")
 	fl.IntVar(&f.nodes, "nodes", 1, "app nodes the replicas are spread over (the load generator has its own)")
@@ -75,6 +88,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	// run side by side.
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet N of the lab's addresses 127.N.x.y")
 	_ = fl.MarkHidden("loopback-net")
+	f.kube.add(cmd, true)
 	return cmd
 }
 

@@ -19,12 +19,20 @@ const (
 	// RSS: resident set size. Shared pages count in full in every process,
 	// so RSS over-counts when summed.
 	RSS
+	// WorkingSet: the memory working set that metrics.k8s.io reports for a
+	// container (its cgroup's memory use minus inactive file pages). The
+	// Kubernetes sampler stores it in both RSSBytes and PSSBytes (with
+	// HasPSS), so a table shows the PSS figures under this name.
+	WorkingSet
 )
 
-// String returns "PSS" or "RSS".
+// String returns "PSS", "RSS" or "working set".
 func (m Memory) String() string {
-	if m == RSS {
+	switch m {
+	case RSS:
 		return "RSS"
+	case WorkingSet:
+		return "working set"
 	}
 	return "PSS"
 }
@@ -106,8 +114,13 @@ func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "CPU in millicores (1000m = one core); Mem is %s in Mi (2^20 bytes).\n", memoryName(opts.Memory))
-	fmt.Fprintf(&b, "Each row is summed over its processes in every round; min, max and avg are over the rounds (TOTAL: %d of %d).\n",
-		s.Total.Rounds, s.Rounds)
+	if opts.Memory == WorkingSet {
+		fmt.Fprintf(&b, "Each row is summed over its containers' fresh samples in every round; min, max and avg are over the rounds with one (TOTAL: %d of %d; a round where metrics.k8s.io served only samples already counted has none).\n",
+			s.Total.Rounds, s.Rounds)
+	} else {
+		fmt.Fprintf(&b, "Each row is summed over its processes in every round; min, max and avg are over the rounds (TOTAL: %d of %d).\n",
+			s.Total.Rounds, s.Rounds)
+	}
 	if opts.Memory == PSS && s.Total.PSSRounds != s.Total.Rounds {
 		fmt.Fprintf(&b, "PSS is not read every round: Mem is over the rounds that read it (TOTAL: %d of %d); - means no reading.\n",
 			s.Total.PSSRounds, s.Rounds)
@@ -117,8 +130,11 @@ func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
 }
 
 func memoryName(m Memory) string {
-	if m == RSS {
+	switch m {
+	case RSS:
 		return "RSS (resident set size, shared pages counted in every process)"
+	case WorkingSet:
+		return "the working set (metrics.k8s.io: memory in use minus inactive file pages, per container)"
 	}
 	return "PSS (proportional set size, shared pages split among their processes)"
 }

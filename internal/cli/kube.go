@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/sample"
+)
+
+// kubeFlags are the Kubernetes platform's flags, shared by run and doctor.
+type kubeFlags struct {
+	kubeconfig, context  string
+	namespacePrefix      string
+	image, appImage      string
+	workers              int
+	installMesh          bool
+	allowForeign, keep   bool
+	kubeSampleInterval   time.Duration
+	idleTimeout, timeout time.Duration
+}
+
+func (k *kubeFlags) add(cmd *cobra.Command, run bool) {
+	fl := cmd.Flags()
+	fl.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (kube platform; default: $KUBECONFIG, then ~/.kube/config)")
+	fl.StringVar(&k.context, "context", "", "kubeconfig context (kube platform; default: the current one)")
+	fl.StringVar(&k.namespacePrefix, "namespace-prefix", "meshbench", "namespaces PREFIX-app and PREFIX-load (kube platform)")
+	if !run {
+		return
+	}
+	fl.StringVar(&k.image, "image", kube.DefaultImage, "meshbench image for the app and the load workers (kube platform; `make image` builds it)")
+	fl.StringVar(&k.appImage, "app-image", "", "image for the static app instead of meshbench's, e.g. nginx pinned by digest (kube platform)")
+	fl.IntVar(&k.workers, "workers", 1, "load generator pods; the rate and connections are split among them (kube platform)")
+	fl.BoolVar(&k.installMesh, "install-mesh", false, "install the mesh with its own CLI (istioctl, linkerd) first; default: verify the one installed (kube platform)")
+	fl.BoolVar(&k.allowForeign, "allow-foreign-workloads", false, "run even if the namespaces hold workloads meshbench did not create (kube platform)")
+	fl.BoolVar(&k.keep, "keep", false, "leave the namespaces after the run (kube platform)")
+	fl.DurationVar(&k.kubeSampleInterval, "metrics-interval", 10*time.Second, "metrics.k8s.io polling period (kube platform)")
+	fl.DurationVar(&k.idleTimeout, "idle-timeout", 2*time.Minute, "longest wait for the app to be idle before the load (kube platform)")
+	fl.DurationVar(&k.timeout, "ready-timeout", 5*time.Minute, "longest wait for the app and the load Job (kube platform)")
+}
+
+func (k *kubeFlags) connect() kube.ConnectOptions {
+	return kube.ConnectOptions{Kubeconfig: k.kubeconfig, Context: k.context}
+}
+
+// kubeMeshOptions checks the topology flags for the kube platform, where
+// linkerd is a mesh too.
+func kubeMeshOptions(mo mesh.Options) error {
+	check := mo
+	if mo.Mode == kube.Linkerd {
+		check.Mode = mesh.ModeSidecar // Linkerd's options are a sidecar mesh's
+	}
+	if mo.Gateway {
+		return errors.New("--gateway: not on the kube platform yet")
+	}
+	return check.Validate()
+}
+
+func runKube(ctx context.Context, env *Env, f *runFlags) error {
+	mo := mesh.DefaultOptions()
+	mo.Mode, mo.App = mesh.Mode(f.mesh), mesh.App(f.app)
+	mo.Replicas, mo.Nodes, mo.Policies = f.replicas, f.nodes, f.policy
+	mo.Gateway, mo.MTLS, mo.Protocol = f.gateway, f.mtls, mesh.Protocol(f.protocol)
+	var errs []error
+	if err := kubeMeshOptions(mo); err != nil {
+		errs = append(errs, err)
+	}
+	if f.duration <= 0 {
+		errs = append(errs, fmt.Errorf("--duration %v: must be > 0", f.duration))
+	}
+	if f.kube.workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers %d: allowed: 1 or more", f.kube.workers))
+	}
+	if f.kube.kubeSampleInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--metrics-interval %v: must be > 0", f.kube.kubeSampleInterval))
+	}
+	if len(errs) > 0 {
+		return &UsageError{Err: errors.Join(errs...)}
+	}
+	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
+		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage}
+	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Rate: f.rate, Workers: f.kube.workers,
+		Duration: f.duration, Warmup: f.warmup, Connections: f.connections, InstallMesh: f.kube.installMesh,
+		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
+		IdleTimeout: f.kube.idleTimeout, ReadyTimeout: f.kube.timeout, OutDir: f.out, Log: env.Stderr, Version: Version}
+	if f.drain > 0 && f.drainSet {
+		o.Drain = f.drain
+	}
+	res, err := kube.Run(ctx, o)
+	if res != nil {
+		printKubeRun(env, mo, res)
+	}
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Manifest.Valid {
+		return fmt.Errorf("run invalid (results kept in %s): %s", res.Dir, strings.Join(res.Manifest.Invalid, "; "))
+	}
+	return nil
+}
+
+func printKubeRun(env *Env, mo mesh.Options, res *kube.Result) {
+	w := env.Stdout
+	fmt.Fprintf(w, "meshbench run (kube): mesh %s, app %s, %d replica(s), policies %d, protocol %s\n\n",
+		mo.Mode, mo.App, mo.Replicas, mo.Policies, mo.Protocol)
+	if res.Load != nil {
+		_ = report.LoadText(w, res.Load)
+		fmt.Fprintln(w)
+	}
+	if res.Summary.Rounds > 0 {
+		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByComponent, Memory: sample.WorkingSet})
+		fmt.Fprintln(w)
+		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByCategory, Memory: sample.WorkingSet})
+		fmt.Fprintf(w, "Metrics samples seen again (stale, not counted twice): %d pod, %d node.\n", res.StalePods, res.StaleNodes)
+	}
+	if res.Manifest != nil && !res.Manifest.Valid {
+		for _, r := range res.Manifest.Invalid {
+			fmt.Fprintln(w, "INVALID: "+r)
+		}
+	}
+	fmt.Fprintf(w, "\nResults: %s\n", res.Dir)
+}
+
+type doctorFlags struct {
+	platform string
+	mesh     string
+	nodes    int
+	kube     kubeFlags
+}
+
+func newDoctorCmd(env *Env) *cobra.Command {
+	f := &doctorFlags{}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that a platform can run benchmarks (preflight), as a table",
+		Long: `Run the preflight checks of a platform and print them as a table.
+
+--platform kube: the API server answers, metrics.k8s.io is available and
+fresh, enough nodes are ready for the placement (load and app apart), the
+mesh CLIs (istioctl, linkerd) and their versions, the namespaces meshbench
+would create hold nothing it did not create, and RBAC grants what a run
+needs. Exits 1 when a check fails.`,
+		Example: `  meshbench doctor --platform kube --kubeconfig ~/.kube/k3d.yaml --mesh sidecar,ambient`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.platform != "kube" {
+				return usagef("--platform %q: allowed: kube (the local lab checks itself when it starts)", f.platform)
+			}
+			var meshes []string
+			if f.mesh != "" {
+				meshes = strings.Split(f.mesh, ",")
+			}
+			ns := []string{f.kube.namespacePrefix + "-app", f.kube.namespacePrefix + "-load"}
+			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: meshes, Nodes: f.nodes, Namespaces: ns})
+			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
+			failed := 0
+			for _, c := range checks {
+				st := "ok"
+				switch {
+				case c.OK:
+				case c.Warn:
+					st = "warn"
+				default:
+					st = "FAIL"
+					failed++
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, st, c.Detail)
+			}
+			_ = tw.Flush()
+			if failed > 0 {
+				return fmt.Errorf("%d of %d checks failed", failed, len(checks))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&f.platform, "platform", "kube", "platform to check: kube")
+	cmd.Flags().StringVar(&f.mesh, "mesh", "", "meshes you will run (their CLIs become required): sidecar, ambient, waypoint, linkerd")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 2, "ready nodes needed (2: load and app on different nodes)")
+	f.kube.add(cmd, false)
+	return cmd
+}

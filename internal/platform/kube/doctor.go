@@ -1,0 +1,205 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DoctorOptions is what a preflight checks for.
+type DoctorOptions struct {
+	Connect ConnectOptions
+	// Meshes are the mesh modes the user wants to run (their CLIs are
+	// checked); empty: every CLI is looked for, none required.
+	Meshes []string
+	// Nodes is the number of schedulable nodes the placement needs (load
+	// and app apart: 2).
+	Nodes int
+	// Namespaces are the namespaces meshbench would create.
+	Namespaces []string
+	// MetricsMaxAge is how old the newest node metric may be (0: 2 min).
+	MetricsMaxAge time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// DoctorCheck is one line of the preflight table.
+type DoctorCheck struct {
+	Name   string
+	OK     bool
+	Warn   bool // not fatal: shown, but does not fail the preflight
+	Detail string
+}
+
+// Doctor runs the preflight checks: API reachable, metrics API available
+// and fresh, enough nodes, mesh CLIs and versions, namespaces free, RBAC.
+// It returns every check it could run; the cluster is nil when the API
+// could not be reached (the later checks are then skipped, and say so).
+func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
+	if o.MetricsMaxAge == 0 {
+		o.MetricsMaxAge = 2 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	var out []DoctorCheck
+	c, err := Connect(ctx, o.Connect)
+	if err != nil {
+		out = append(out, DoctorCheck{Name: "API server reachable", Detail: err.Error()})
+		for _, n := range []string{"metrics API", "nodes", "namespaces free", "RBAC"} {
+			out = append(out, DoctorCheck{Name: n, Detail: "skipped: no API server"})
+		}
+		return append(out, cliChecks(ctx, o.Meshes)...), nil
+	}
+	out = append(out, DoctorCheck{Name: "API server reachable", OK: true,
+		Detail: fmt.Sprintf("%s, Kubernetes %s, context %q", c.Server, c.Version, c.Context)})
+	out = append(out, metricsCheck(ctx, c, o))
+	out = append(out, nodesCheck(ctx, c, o.Nodes))
+	out = append(out, cliChecks(ctx, o.Meshes)...)
+	nsCheck := DoctorCheck{Name: "namespaces free", OK: true, Detail: strings.Join(o.Namespaces, ", ") + ": free"}
+	if err := c.CheckNamespaces(ctx, o.Namespaces); err != nil {
+		nsCheck.OK, nsCheck.Detail = false, err.Error()
+	}
+	out = append(out, nsCheck)
+	out = append(out, rbacCheck(ctx, c))
+	return out, c
+}
+
+func metricsCheck(ctx context.Context, c *Cluster, o DoctorOptions) DoctorCheck {
+	chk := DoctorCheck{Name: "metrics API (metrics.k8s.io)"}
+	nm, err := c.Metrics.MetricsV1beta1().NodeMetricses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		chk.Detail = "not available: " + oneLine(err.Error()) + " (is metrics-server installed?)"
+		return chk
+	}
+	if len(nm.Items) == 0 {
+		// Available but empty: a new metrics-server (two scrapes first),
+		// or nodes whose kubelet reports nothing; not fatal yet.
+		chk.Warn, chk.Detail = true, "available, but no node metrics yet (metrics-server needs two scrapes; check again in a minute)"
+		return chk
+	}
+	var newest time.Time
+	for _, m := range nm.Items {
+		if m.Timestamp.After(newest) {
+			newest = m.Timestamp.Time
+		}
+	}
+	age := o.Now().Sub(newest)
+	chk.OK = age <= o.MetricsMaxAge
+	chk.Detail = fmt.Sprintf("%d node metrics, newest %s old (window %s)", len(nm.Items), age.Round(time.Second), nm.Items[0].Window.Duration)
+	if !chk.OK {
+		chk.Detail += fmt.Sprintf(": stale, older than %s", o.MetricsMaxAge)
+	}
+	return chk
+}
+
+func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
+	chk := DoctorCheck{Name: "nodes"}
+	nodes, err := c.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		chk.Detail = err.Error()
+		return chk
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		if nodeReady(&n) && !n.Spec.Unschedulable {
+			ready++
+		}
+	}
+	chk.OK = ready >= max(need, 1)
+	chk.Detail = fmt.Sprintf("%d of %d ready and schedulable", ready, len(nodes.Items))
+	if need > 0 {
+		chk.Detail += fmt.Sprintf(", %d needed (load and app on different nodes)", need)
+	}
+	return chk
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// cliChecks looks for the mesh CLIs: required (fails) for a mesh asked
+// for, optional (a warning) otherwise.
+func cliChecks(ctx context.Context, meshes []string) []DoctorCheck {
+	want := map[string][]string{}
+	for _, m := range meshes {
+		if cli := MeshCLI(m); cli != "" {
+			want[cli] = append(want[cli], m)
+		}
+	}
+	var out []DoctorCheck
+	for _, probe := range []struct{ cli, mode string }{{"istioctl", "sidecar"}, {"linkerd", Linkerd}} {
+		chk := DoctorCheck{Name: probe.cli}
+		v, err := CLIVersion(ctx, probe.mode)
+		switch {
+		case err == nil:
+			chk.OK, chk.Detail = true, "version "+v
+		case len(want[probe.cli]) == 0:
+			chk.Warn, chk.Detail = true, err.Error()+"; not needed unless a mesh must be installed"
+		default:
+			chk.Detail = err.Error()
+		}
+		out = append(out, chk)
+	}
+	return out
+}
+
+// rbacVerbs are what a run needs to do, as SelfSubjectAccessReviews.
+var rbacVerbs = []authv1.ResourceAttributes{
+	{Verb: "create", Resource: "namespaces"},
+	{Verb: "delete", Resource: "namespaces"},
+	{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "meshbench-app"},
+	{Verb: "create", Resource: "services", Namespace: "meshbench-app"},
+	{Verb: "create", Group: "batch", Resource: "jobs", Namespace: "meshbench-load"},
+	{Verb: "get", Resource: "pods", Subresource: "log", Namespace: "meshbench-load"},
+	{Verb: "list", Resource: "pods"},
+	{Verb: "list", Group: "metrics.k8s.io", Resource: "pods"},
+	{Verb: "list", Group: "metrics.k8s.io", Resource: "nodes"},
+	{Verb: "patch", Resource: "nodes"},
+}
+
+func rbacCheck(ctx context.Context, c *Cluster) DoctorCheck {
+	chk := DoctorCheck{Name: "RBAC"}
+	var denied []string
+	for _, ra := range rbacVerbs {
+		ra := ra
+		r, err := c.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+			&authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
+		if err != nil {
+			chk.Detail = "cannot ask: " + err.Error()
+			return chk
+		}
+		if !r.Status.Allowed {
+			denied = append(denied, describeAccess(ra))
+		}
+	}
+	sort.Strings(denied)
+	if len(denied) > 0 {
+		chk.Detail = "denied: " + strings.Join(denied, ", ")
+		return chk
+	}
+	chk.OK, chk.Detail = true, fmt.Sprintf("all %d permissions meshbench needs are granted", len(rbacVerbs))
+	return chk
+}
+
+func describeAccess(ra authv1.ResourceAttributes) string {
+	r := ra.Resource
+	if ra.Subresource != "" {
+		r += "/" + ra.Subresource
+	}
+	if ra.Group != "" {
+		r += "." + ra.Group
+	}
+	return ra.Verb + " " + r
+}

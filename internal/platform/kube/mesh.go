@@ -1,0 +1,382 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// Namespaces the meshes install themselves into.
+const (
+	IstioNamespace   = "istio-system"
+	LinkerdNamespace = "linkerd"
+)
+
+// Command is one command meshbench runs (or would run) to install a mesh,
+// kept in the results with its output.
+type Command struct {
+	Args []string `json:"args"`
+	// ApplyOutput: the command prints manifests that meshbench applies
+	// itself (what `CMD | kubectl apply -f -` does), instead of running
+	// them through kubectl.
+	ApplyOutput bool    `json:"apply_output,omitempty"`
+	Output      string  `json:"output,omitempty"`
+	Err         string  `json:"error,omitempty"`
+	Seconds     float64 `json:"seconds,omitempty"`
+}
+
+// String is the command as a user would type it.
+func (c Command) String() string {
+	s := shellJoin(c.Args)
+	if c.ApplyOutput {
+		s += " | kubectl apply -f -"
+	}
+	return s
+}
+
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'$|&;<>()*?[]{}\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// MeshCLI is the CLI that installs mode's mesh ("" for none).
+func MeshCLI(mode string) string {
+	switch mode {
+	case "sidecar", "ambient", "waypoint":
+		return "istioctl"
+	case Linkerd:
+		return "linkerd"
+	}
+	return ""
+}
+
+// InstallCommands are the commands that install mode's mesh with mTLS
+// strict where the mesh has the choice (meshbench's PeerAuthentication
+// and Linkerd's all-authenticated default policy do the rest), for the
+// cluster of kubeconfig/context (either may be empty: the CLI's defaults).
+func InstallCommands(mode, kubeconfig, context string) []Command {
+	conn := func(cli string) []string {
+		var a []string
+		if kubeconfig != "" {
+			a = append(a, "--kubeconfig", kubeconfig)
+		}
+		if context != "" {
+			a = append(a, "--context", context)
+		}
+		return a
+	}
+	switch mode {
+	case "sidecar":
+		return []Command{{Args: append([]string{"istioctl", "install", "-y", "--set", "profile=default"}, conn("istioctl")...)}}
+	case "ambient", "waypoint":
+		return []Command{{Args: append([]string{"istioctl", "install", "-y", "--set", "profile=ambient"}, conn("istioctl")...)}}
+	case Linkerd:
+		return []Command{
+			{Args: append([]string{"linkerd", "install", "--crds"}, conn("linkerd")...), ApplyOutput: true},
+			{Args: append([]string{"linkerd", "install"}, conn("linkerd")...), ApplyOutput: true},
+			{Args: append([]string{"linkerd", "check", "--wait", "5m"}, conn("linkerd")...)},
+		}
+	}
+	return nil
+}
+
+// VersionCommand prints the version of mode's CLI.
+func VersionCommand(mode string) []string {
+	switch MeshCLI(mode) {
+	case "istioctl":
+		return []string{"istioctl", "version", "--remote=false", "--short"}
+	case "linkerd":
+		return []string{"linkerd", "version", "--client", "--short"}
+	}
+	return nil
+}
+
+// CLIVersion runs mode's CLI for its version; "" and an error naming the
+// CLI when it is not on PATH or fails.
+func CLIVersion(ctx context.Context, mode string) (string, error) {
+	args := VersionCommand(mode)
+	if args == nil {
+		return "", nil
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return "", fmt.Errorf("%s not found on PATH (needed to install the %s mesh; or install the mesh yourself and pass --install-mesh=false)", args[0], mode)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, path, args[1:]...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s: %v: %s", shellJoin(args), err, oneLine(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// Install runs mode's install commands against c, applying the output of
+// those that print manifests. It returns every command with its output,
+// also when one fails (the failing one last).
+func (c *Cluster) Install(ctx context.Context, cmds []Command, log io.Writer) ([]Command, error) {
+	var done []Command
+	for _, cmd := range cmds {
+		if log != nil {
+			fmt.Fprintf(log, "$ %s\n", cmd)
+		}
+		start := time.Now()
+		var stdout, stderr bytes.Buffer
+		x := exec.CommandContext(ctx, cmd.Args[0], cmd.Args[1:]...)
+		x.Stdout, x.Stderr = &stdout, &stderr
+		err := x.Run()
+		cmd.Seconds = time.Since(start).Seconds()
+		if cmd.ApplyOutput {
+			cmd.Output = stderr.String()
+			if err == nil {
+				objs, derr := decodeManifests(stdout.Bytes())
+				if derr == nil {
+					derr = c.Apply(ctx, objs)
+				}
+				err = derr
+			}
+		} else {
+			cmd.Output = stdout.String() + stderr.String()
+		}
+		if err != nil {
+			cmd.Err = err.Error()
+			done = append(done, cmd)
+			return done, fmt.Errorf("%s: %v: %s", cmd, err, oneLine(cmd.Output))
+		}
+		done = append(done, cmd)
+	}
+	return done, nil
+}
+
+// decodeManifests reads a multi-document YAML stream into objects.
+func decodeManifests(data []byte) ([]runtime.Object, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []runtime.Object
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("reading manifests: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		out = append(out, u)
+	}
+}
+
+// Check is one verified fact about an installed mesh.
+type Check struct {
+	What string `json:"what"`
+	OK   bool   `json:"ok"`
+	// Detail says what was found (or what is missing).
+	Detail string `json:"detail"`
+}
+
+// VerifyMesh checks that mode's mesh runs on c: its control plane and
+// node proxies are ready. After the app is up, VerifyEnrolment checks the
+// app's pods are in the mesh. It returns every check, passed or not, and
+// an error listing the failed ones.
+func (c *Cluster) VerifyMesh(ctx context.Context, mode string) ([]Check, error) {
+	var checks []Check
+	apps := c.Core.AppsV1()
+	deploy := func(ns, name string) {
+		chk := Check{What: "Deployment " + ns + "/" + name + " available"}
+		d, err := apps.Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			chk.Detail = "not found"
+		case err != nil:
+			chk.Detail = err.Error()
+		default:
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			chk.OK = d.Status.AvailableReplicas >= want && want > 0
+			chk.Detail = fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, want)
+			if img := imageOf(d.Spec.Template.Spec.Containers); img != "" {
+				chk.Detail += ", image " + img
+			}
+		}
+		checks = append(checks, chk)
+	}
+	daemonset := func(ns, name string) {
+		chk := Check{What: "DaemonSet " + ns + "/" + name + " ready on every node"}
+		d, err := apps.DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			chk.Detail = "not found"
+		case err != nil:
+			chk.Detail = err.Error()
+		default:
+			chk.OK = d.Status.DesiredNumberScheduled > 0 && d.Status.NumberReady == d.Status.DesiredNumberScheduled
+			chk.Detail = fmt.Sprintf("%d/%d ready", d.Status.NumberReady, d.Status.DesiredNumberScheduled)
+			if img := imageOf(d.Spec.Template.Spec.Containers); img != "" {
+				chk.Detail += ", image " + img
+			}
+		}
+		checks = append(checks, chk)
+	}
+	switch mode {
+	case "none":
+	case "sidecar":
+		deploy(IstioNamespace, "istiod")
+	case "ambient", "waypoint":
+		deploy(IstioNamespace, "istiod")
+		daemonset(IstioNamespace, "ztunnel")
+		if mode == "waypoint" {
+			checks = append(checks, c.servesKind(ctx, schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "Gateway"}))
+		}
+	case Linkerd:
+		for _, n := range []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"} {
+			deploy(LinkerdNamespace, n)
+		}
+	default:
+		return nil, fmt.Errorf("mesh %q: allowed: none, sidecar, ambient, waypoint, linkerd", mode)
+	}
+	return checks, failed(checks)
+}
+
+func (c *Cluster) servesKind(ctx context.Context, gvk schema.GroupVersionKind) Check {
+	chk := Check{What: "the cluster serves " + gvk.Kind + " (" + gvk.GroupVersion().String() + ")"}
+	if _, err := c.resource(gvk, "default"); err != nil {
+		chk.Detail = err.Error()
+	} else {
+		chk.OK, chk.Detail = true, "yes"
+	}
+	return chk
+}
+
+func imageOf(cs []corev1.Container) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	return cs[0].Image
+}
+
+func failed(checks []Check) error {
+	var bad []string
+	for _, c := range checks {
+		if !c.OK {
+			bad = append(bad, c.What+": "+c.Detail)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return errors.New("mesh not ready: " + strings.Join(bad, "; "))
+}
+
+// VerifyEnrolment checks that every running pod of the app namespace is
+// in mode's mesh: an istio-proxy container (sidecar), the ambient
+// redirection annotation istio-cni sets (ambient, waypoint), a
+// linkerd-proxy container (linkerd); for waypoint also a ready waypoint
+// pod.
+func (c *Cluster) VerifyEnrolment(ctx context.Context, mode, ns string) ([]Check, error) {
+	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var checks []Check
+	var in, total int
+	var missing []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if isWaypointPod(p) {
+			continue
+		}
+		total++
+		ok := false
+		switch mode {
+		case "none":
+			ok = !hasContainer(p, "istio-proxy") && !hasContainer(p, "linkerd-proxy")
+		case "sidecar":
+			ok = hasContainer(p, "istio-proxy")
+		case "ambient", "waypoint":
+			ok = p.Annotations["ambient.istio.io/redirection"] == "enabled"
+		case Linkerd:
+			ok = hasContainer(p, "linkerd-proxy")
+		}
+		if ok {
+			in++
+		} else {
+			missing = append(missing, p.Name)
+		}
+	}
+	what := map[string]string{"none": "no pod has a mesh proxy", "sidecar": "every app pod has an istio-proxy sidecar",
+		"ambient": "every app pod is redirected to ztunnel (ambient.istio.io/redirection)", "waypoint": "every app pod is redirected to ztunnel (ambient.istio.io/redirection)",
+		Linkerd: "every app pod has a linkerd-proxy sidecar"}[mode]
+	chk := Check{What: what, OK: total > 0 && in == total, Detail: fmt.Sprintf("%d of %d pods", in, total)}
+	if len(missing) > 0 {
+		chk.Detail += "; not: " + strings.Join(missing[:min(3, len(missing))], ", ")
+	}
+	checks = append(checks, chk)
+	if mode == "waypoint" {
+		var ready int
+		for i := range pods.Items {
+			if isWaypointPod(&pods.Items[i]) && podReady(&pods.Items[i]) {
+				ready++
+			}
+		}
+		checks = append(checks, Check{What: "a waypoint pod runs in " + ns, OK: ready > 0, Detail: fmt.Sprintf("%d ready", ready)})
+	}
+	return checks, failed(checks)
+}
+
+func hasContainer(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	for _, c := range p.Spec.InitContainers { // native sidecars (restartPolicy Always)
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func isWaypointPod(p *corev1.Pod) bool {
+	return p.Labels["gateway.networking.k8s.io/gateway-class-name"] == "istio-waypoint" ||
+		p.Labels["istio.io/gateway-name"] != "" && p.Labels["gateway.istio.io/managed"] != ""
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,703 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
+)
+
+// Options is one benchmark cell on a cluster.
+type Options struct {
+	Connect ConnectOptions
+	// Spec is what to deploy (RunID is set by Run when empty).
+	Spec Spec
+	Rate string // load rate as `meshbench load --rate` reads it
+	Max  bool   // closed loop
+	// Workers is the number of load pods (a Job's parallelism); the rate
+	// and connections are split among them.
+	Workers     int
+	Duration    time.Duration
+	Warmup      time.Duration
+	Timeout     time.Duration
+	Connections int
+
+	// InstallMesh runs the mesh's own CLI to install it; false: the mesh
+	// must already run, and is verified.
+	InstallMesh bool
+	// AllowForeign runs even when the target namespaces hold workloads
+	// meshbench did not create.
+	AllowForeign bool
+	// Keep leaves the namespaces in place after the run (for debugging).
+	Keep bool
+
+	// SampleInterval is the metrics API polling period (0: 10 s).
+	SampleInterval time.Duration
+	// Drain keeps sampling after the load ends: the metrics API lags
+	// (0: 2 × SampleInterval).
+	Drain time.Duration
+	// IdleMillicores is the app CPU under which the cluster counts as idle
+	// before the load starts (0: 10m per app pod), waited for at most
+	// IdleTimeout (0: 2 min).
+	IdleMillicores float64
+	IdleTimeout    time.Duration
+	// ReadyTimeout bounds the wait for the app and the Job (0: 5 min).
+	ReadyTimeout time.Duration
+
+	RateShortfall, ErrorRatio float64
+
+	OutDir  string
+	Log     io.Writer
+	Phase   func(name string)
+	Version string
+
+	// beforeCollect, in tests, runs when the load Job has finished and
+	// before the workers' logs are read: on kwok no container runs, so
+	// the test runs the workers on this machine and has kwok serve their
+	// output as the pods' logs.
+	beforeCollect func(ctx context.Context, job *batchv1.Job, pods []corev1.Pod) error
+}
+
+// Result is what a run wrote and measured.
+type Result struct {
+	Dir      string
+	Manifest *results.RunManifest
+	Load     *results.LoadResult
+	Summary  sample.Summary
+	// Stale counts metrics samples seen again (not counted twice).
+	StalePods, StaleNodes int
+}
+
+type run struct {
+	o        Options
+	c        *Cluster
+	dir      *results.RunDir
+	manifest *results.RunManifest
+	mu       sync.Mutex
+}
+
+func (r *run) logf(format string, a ...any) {
+	if r.o.Log != nil {
+		fmt.Fprintf(r.o.Log, format+"\n", a...)
+	}
+}
+
+func (r *run) phase(name string) func() {
+	r.logf("phase %s", name)
+	if r.o.Phase != nil {
+		r.o.Phase(name)
+	}
+	p := results.Phase{Name: name, Started: time.Now().UTC()}
+	return func() {
+		p.Ended = time.Now().UTC()
+		r.mu.Lock()
+		r.manifest.Phases = append(r.manifest.Phases, p)
+		r.mu.Unlock()
+	}
+}
+
+func (r *run) invalid(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.manifest.Valid = false
+	r.manifest.Invalid = append(r.manifest.Invalid, reason)
+}
+
+func (o *Options) defaults() error {
+	var errs []error
+	if o.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration %v: must be > 0", o.Duration))
+	}
+	if o.Workers == 0 {
+		o.Workers = 1
+	}
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers %d: allowed: 1 or more", o.Workers))
+	}
+	if o.Connections == 0 {
+		o.Connections = 16
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.SampleInterval == 0 {
+		o.SampleInterval = 10 * time.Second
+	}
+	if o.Drain == 0 {
+		o.Drain = 2 * o.SampleInterval
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 5 * time.Minute
+	}
+	if o.Spec.RunID == "" {
+		o.Spec.RunID = time.Now().UTC().Format("20060102-150405")
+	}
+	o.Spec = o.Spec.WithDefaults()
+	if err := o.Spec.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.OutDir == "" {
+		o.OutDir = filepath.Join("results", o.Spec.RunID+"-kube-"+string(o.Spec.Mesh.Mode))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs one cell on the cluster: preflight, mesh install or check, the
+// app, the idle gate, the load Job (warm-up and measured window inside
+// each worker), a drain of metrics samples, log collection and an exact
+// merge of the workers' results, and the deletion of everything it
+// created. Everything is written as in the local lab's results directory.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	c, err := Connect(ctx, o.Connect)
+	if err != nil {
+		return nil, err
+	}
+	if !o.AllowForeign {
+		if err := c.CheckNamespaces(ctx, []string{o.Spec.AppNamespace, o.Spec.LoadNamespace}); err != nil {
+			return nil, err
+		}
+	}
+	if o.Spec.NodeCount == 0 {
+		if o.Spec.NodeCount, err = c.placeNodes(ctx, o.Spec.RunID); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := results.CreateRunDir(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{o: o, c: c, dir: dir, manifest: &results.RunManifest{
+		Schema: results.RunSchema, MeshbenchVersion: o.Version, Platform: "kube",
+		StartedAt: time.Now().UTC(), Host: results.ReadHost(), Options: optionsMap(o, c), Valid: true,
+	}}
+	res, runErr := r.run(ctx)
+	// Teardown always runs, with a fresh context: an interrupt must not
+	// leave the run's namespaces behind.
+	endTeardown := r.phase("teardown")
+	var tdErr error
+	if !o.Keep {
+		tctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		tdErr = errors.Join(c.DeleteRun(tctx, o.Spec.RunID, 3*time.Minute), c.unlabelNodes(tctx, o.Spec.RunID))
+		cancel()
+	}
+	endTeardown()
+	r.manifest.EndedAt = time.Now().UTC()
+	if runErr != nil {
+		r.invalid(runErr.Error())
+	}
+	if err := dir.WriteJSON(results.ManifestFile, r.manifest); err != nil && runErr == nil {
+		runErr = err
+	}
+	if res != nil {
+		res.Manifest = r.manifest
+	}
+	return res, errors.Join(runErr, tdErr)
+}
+
+func (r *run) run(ctx context.Context) (*Result, error) {
+	o, c := r.o, r.c
+	mode := string(o.Spec.Mesh.Mode)
+
+	endMesh := r.phase("prepare/mesh")
+	if o.InstallMesh && mode != "none" {
+		if v, err := CLIVersion(ctx, mode); err == nil {
+			r.manifest.Options["mesh_cli_version"] = v
+		} else {
+			endMesh()
+			return nil, err
+		}
+		cmds, err := c.Install(ctx, InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.Log)
+		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
+		if err != nil {
+			endMesh()
+			return nil, err
+		}
+	}
+	checks, err := c.VerifyMesh(ctx, mode)
+	_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
+	endMesh()
+	if err != nil {
+		return nil, err
+	}
+
+	endApp := r.phase("prepare/app")
+	objs, err := AppObjects(o.Spec)
+	if err == nil {
+		err = r.writeObjects("app.yaml", objs)
+	}
+	if err == nil {
+		err = c.Apply(ctx, objs)
+	}
+	if err == nil {
+		err = c.waitDeployments(ctx, o.Spec.AppNamespace, o.ReadyTimeout)
+	}
+	endApp()
+	if err != nil {
+		return nil, err
+	}
+	endVerify := r.phase("prepare/verify")
+	checks, err = c.VerifyEnrolment(ctx, mode, o.Spec.AppNamespace)
+	_ = r.dir.WriteJSON(filepath.Join("k8s", "enrolment-checks.json"), checks)
+	endVerify()
+	if err != nil {
+		return nil, err
+	}
+
+	// Metrics: sampled from now until the end of the drain.
+	rawFile, err := os.Create(filepath.Join(r.dir.Path, "metrics-raw.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer rawFile.Close()
+	cls, err := NewClassifier(mode, Namespaces{App: o.Spec.AppNamespace, Load: o.Spec.LoadNamespace})
+	if err != nil {
+		return nil, err
+	}
+	sampler, err := NewMetricsSampler(c.Metrics, c.Core, MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile})
+	if err != nil {
+		return nil, err
+	}
+	sctx, stopSampling := context.WithCancel(context.Background())
+	samplerDone := make(chan error, 1)
+	go func() { samplerDone <- sampler.Run(sctx) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		stopSampling()
+		return <-samplerDone
+	}
+	defer stop()
+
+	endIdle := r.phase("idle")
+	if err := r.waitIdle(ctx, sampler); err != nil {
+		r.invalid(err.Error())
+		r.logf("warning: %v", err)
+	}
+	endIdle()
+
+	loadRes, loadErr := r.runLoad(ctx)
+
+	endDrain := r.phase("drain")
+	select {
+	case <-time.After(o.Drain):
+	case <-ctx.Done():
+	}
+	endDrain()
+	samplerErr := stop()
+
+	endCollect := r.phase("collect")
+	defer endCollect()
+	rounds := sampler.Rounds()
+	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
+	if err != nil {
+		return nil, err
+	}
+	for _, rd := range rounds {
+		if err := sample.WriteRound(samplesFile, rd); err != nil {
+			samplesFile.Close()
+			return nil, err
+		}
+	}
+	if err := samplesFile.Close(); err != nil {
+		return nil, err
+	}
+	var from, to time.Time
+	if loadRes != nil {
+		from, to = loadRes.StartedAt, loadRes.EndedAt
+	}
+	window := sampler.Within(from, to)
+	summary := sample.Summarize(window)
+	stalePods, staleNodes := sampler.Stale()
+	if err := r.dir.WriteJSON(results.ResourcesFile, map[string]any{
+		"window": map[string]any{"from": from, "to": to,
+			"rule": "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
+		"memory":  "working set (metrics.k8s.io), not PSS",
+		"stale":   map[string]int{"pods": stalePods, "nodes": staleNodes},
+		"summary": summary,
+	}); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, StalePods: stalePods, StaleNodes: staleNodes}
+	if samplerErr != nil && !errors.Is(samplerErr, context.Canceled) {
+		r.invalid("metrics sampling: " + samplerErr.Error())
+	}
+	if len(window) == 0 && loadRes != nil {
+		r.invalid(fmt.Sprintf("no fresh metrics sample fell inside the measured window (%s): run longer than the metrics resolution", to.Sub(from).Round(time.Second)))
+	}
+	if loadErr != nil {
+		return res, loadErr
+	}
+	r.checkValidity(loadRes)
+	return res, ctx.Err()
+}
+
+// writeObjects keeps what meshbench applies, as YAML, under k8s/.
+func (r *run) writeObjects(name string, objs []runtime.Object) error {
+	var b bytes.Buffer
+	for _, obj := range objs {
+		u, _, err := toUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		y, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return err
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	if err := os.MkdirAll(filepath.Join(r.dir.Path, "k8s"), 0o755); err != nil {
+		return err
+	}
+	return r.dir.WriteFile(filepath.Join("k8s", name), b.Bytes())
+}
+
+// waitIdle waits until the app pods' CPU (fresh metrics samples only) is
+// under the threshold.
+func (r *run) waitIdle(ctx context.Context, s *MetricsSampler) error {
+	threshold := r.o.IdleMillicores
+	deadline := time.Now().Add(r.o.IdleTimeout)
+	seen := 0
+	last := -1.0
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		rounds := s.Rounds()
+		if len(rounds) == seen {
+			continue
+		}
+		seen = len(rounds)
+		var total float64
+		pods := 0
+		for _, x := range rounds[len(rounds)-1].Samples {
+			if x.Category == sample.CategoryApp {
+				total += x.CPUMillicores
+				pods++
+			}
+		}
+		if pods == 0 {
+			continue
+		}
+		limit := threshold
+		if limit == 0 {
+			limit = 10 * float64(pods)
+		}
+		last = total
+		if total < limit {
+			r.logf("idle: app CPU %.0fm < %.0fm", total, limit)
+			return nil
+		}
+	}
+	return fmt.Errorf("app not idle before the load: CPU %.0fm after %v (or no fresh app metrics)", last, r.o.IdleTimeout)
+}
+
+// runLoad creates the load Job, waits for it to finish, collects every
+// worker's JSON result from its log and merges them.
+func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
+	o, c := r.o, r.c
+	endWarm := r.phase("warmup")
+	job, err := LoadJob(LoadSpec{Spec: o.Spec, Rate: o.Rate, Max: o.Max, Workers: o.Workers, Duration: o.Duration,
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec)})
+	if err != nil {
+		endWarm()
+		return nil, err
+	}
+	if err := r.writeObjects("load-job.yaml", []runtime.Object{job}); err != nil {
+		endWarm()
+		return nil, err
+	}
+	if err := c.Apply(ctx, []runtime.Object{job}); err != nil {
+		endWarm()
+		return nil, err
+	}
+	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.logf("phase measure"); r.enter("measure") })
+	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	if warmTimer.Stop() {
+		endWarm()
+	}
+	if o.beforeCollect != nil && jobErr == nil {
+		pods, err := c.Core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
+		if err == nil {
+			err = o.beforeCollect(ctx, job, pods.Items)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	parts, logErr := r.collectWorkerLogs(context.WithoutCancel(ctx), job)
+	if jobErr != nil && len(parts) == 0 {
+		return nil, errors.Join(jobErr, logErr)
+	}
+	if logErr != nil {
+		return nil, logErr
+	}
+	merged, err := results.Merge(parts)
+	if err != nil {
+		return nil, fmt.Errorf("merging %d worker results: %w", len(parts), err)
+	}
+	r.mu.Lock()
+	r.manifest.Phases = append(r.manifest.Phases, results.Phase{Name: "measure", Started: merged.StartedAt, Ended: merged.EndedAt})
+	r.mu.Unlock()
+	if err := writeLoad(r.dir, merged); err != nil {
+		return nil, err
+	}
+	return merged, jobErr
+}
+
+func (r *run) enter(name string) {
+	if r.o.Phase != nil {
+		r.o.Phase(name)
+	}
+}
+
+func writeLoad(dir *results.RunDir, lr *results.LoadResult) error {
+	var b bytes.Buffer
+	if err := lr.Write(&b); err != nil {
+		return err
+	}
+	return dir.WriteFile(results.LoadFile, b.Bytes())
+}
+
+// collectWorkerLogs reads the log of every pod of the Job: each is one
+// worker's JSON result. Every log is kept under logs/ as it was read.
+func (r *run) collectWorkerLogs(ctx context.Context, job *batchv1.Job) ([]*results.LoadResult, error) {
+	pods, err := r.c.Core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	var parts []*results.LoadResult
+	var errs []error
+	seen := map[string]string{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded {
+			continue
+		}
+		idx := p.Annotations[batchv1.JobCompletionIndexAnnotation]
+		body, err := r.c.Core.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: LoadContainer}).DoRaw(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
+			continue
+		}
+		_ = r.dir.WriteFile(filepath.Join(results.LogsDir, "load-"+p.Name+".log"), body)
+		lr, err := parseWorkerLog(body)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
+			continue
+		}
+		if other, dup := seen[idx]; dup {
+			errs = append(errs, fmt.Errorf("load workers %s and %s both have completion index %s", other, p.Name, idx))
+			continue
+		}
+		seen[idx] = p.Name
+		parts = append(parts, lr)
+	}
+	if len(parts) != r.o.Workers {
+		errs = append(errs, fmt.Errorf("%d of %d load workers left a result", len(parts), r.o.Workers))
+	}
+	return parts, errors.Join(errs...)
+}
+
+// parseWorkerLog reads the JSON result in a worker's log: the document
+// that starts at the first line beginning with '{' (a log may hold
+// warnings before it; `meshbench load --output-format json` prints one
+// indented document).
+func parseWorkerLog(body []byte) (*results.LoadResult, error) {
+	start := -1
+	for off := 0; off < len(body); {
+		line := body[off:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i+1]
+		}
+		if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '{' {
+			start = off
+			break
+		}
+		off += len(line)
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("no JSON result in %d bytes of log", len(body))
+	}
+	return results.Read(bytes.NewReader(body[start:]))
+}
+
+func (r *run) checkValidity(lr *results.LoadResult) {
+	if lr == nil {
+		return
+	}
+	shortfall, errRatio := r.o.RateShortfall, r.o.ErrorRatio
+	if shortfall <= 0 {
+		shortfall = results.RateShortfallTolerance
+	}
+	if errRatio <= 0 {
+		errRatio = 0.01
+	}
+	if !lr.Interrupted && lr.Scheduled > 0 && float64(lr.Sent) < float64(lr.Scheduled)*(1-shortfall) {
+		r.invalid(fmt.Sprintf("target rate not reached: sent %d of %d scheduled", lr.Sent, lr.Scheduled))
+	}
+	if failed := lr.Completed - lr.Success; failed > 0 && float64(failed) > errRatio*float64(lr.Completed) {
+		r.invalid(fmt.Sprintf("%d of %d requests failed", failed, lr.Completed))
+	}
+	if lr.Interrupted {
+		r.invalid("interrupted")
+	}
+}
+
+// waitDeployments waits until every Deployment in ns has all its replicas
+// available.
+func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ds, err := c.Core.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var waiting []string
+		for _, d := range ds.Items {
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			if d.Status.AvailableReplicas < want || d.Status.ObservedGeneration < d.Generation {
+				waiting = append(waiting, fmt.Sprintf("%s %d/%d", d.Name, d.Status.AvailableReplicas, want))
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("app not ready after %v: %s", timeout, strings.Join(waiting, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// waitJob waits until the Job completes (every worker succeeded) or fails.
+func (c *Cluster) waitJob(ctx context.Context, ns, name string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		j, err := c.Core.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch cond.Type {
+			case batchv1.JobComplete:
+				return nil
+			case batchv1.JobFailed:
+				return fmt.Errorf("load Job %s/%s failed: %s: %s", ns, name, cond.Reason, cond.Message)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("load Job %s/%s not finished after %v (%d active, %d succeeded, %d failed)",
+				ns, name, timeout, j.Status.Active, j.Status.Succeeded, j.Status.Failed)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func optionsMap(o Options, c *Cluster) map[string]any {
+	m := o.Spec.Mesh
+	return map[string]any{
+		"mesh": string(m.Mode), "app": string(m.App), "replicas": m.Replicas, "nodes": m.Nodes,
+		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
+		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(),
+		"connections": o.Connections, "workers": o.Workers,
+		"sample_interval": o.SampleInterval.String(), "drain": o.Drain.String(),
+		"cluster": map[string]any{"server": c.Server, "context": c.Context, "version": c.Version},
+		"run_id":  o.Spec.RunID, "namespaces": []string{o.Spec.AppNamespace, o.Spec.LoadNamespace},
+		"image": o.Spec.Image, "install_mesh": o.InstallMesh, "workers_rate_split": strconv.Itoa(o.Workers) + " workers",
+	}
+}
+
+// placeNodes counts the ready, schedulable nodes and, from
+// NodeSelectorMinNodes on, labels them as the seed tool does: three for
+// the app (LabelNodeRole=RoleApp), the rest for the load; each label it
+// sets is marked with the run, and unlabelNodes takes it off again.
+func (c *Cluster) placeNodes(ctx context.Context, runID string) (int, error) {
+	nodes, err := c.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	var ready []corev1.Node
+	for _, n := range nodes.Items {
+		if nodeReady(&n) && !n.Spec.Unschedulable {
+			ready = append(ready, n)
+		}
+	}
+	if len(ready) < NodeSelectorMinNodes {
+		return len(ready), nil
+	}
+	sort.Slice(ready, func(i, j int) bool { return ready[i].Name < ready[j].Name })
+	for i, n := range ready {
+		role := RoleLoad
+		if i < 3 {
+			role = RoleApp
+		}
+		if n.Labels[LabelNodeRole] != "" && n.Labels[LabelNodeRole] != role {
+			continue // labelled by the user: theirs to keep
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q,%q:%q}}}`, LabelNodeRole, role, LabelRun, runID)
+		if _, err := c.Core.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return 0, fmt.Errorf("labelling node %s: %w", n.Name, err)
+		}
+	}
+	return len(ready), nil
+}
+
+// unlabelNodes removes the node-role labels run runID set.
+func (c *Cluster) unlabelNodes(ctx context.Context, runID string) error {
+	nodes, err := c.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + runID})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range nodes.Items {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null,%q:null}}}`, LabelNodeRole, LabelRun)
+		if _, err := c.Core.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("unlabelling node %s: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

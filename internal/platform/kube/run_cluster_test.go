@@ -1,0 +1,276 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// TestRunAgainstCluster runs a whole cell (mesh none, static app, 2
+// replicas, 2 load workers) on the real API server with kwok nodes and
+// metrics-server: namespaces and objects created and labelled, the app
+// rolled out, metrics sampled and classified from kwok's numbers, the Job
+// run with the right parallelism, the workers' logs collected and merged,
+// and everything deleted.
+//
+// kwok runs no container. The stand-in, and the only one: once the Job's
+// pods have completed, the test runs the two workers (real `meshbench
+// load` processes, with the Job's worker flags) against an HTTP server on
+// loopback and has kwok serve their output as the pods' logs; the run
+// reads them through the API as it would on a cluster.
+func TestRunAgainstCluster(t *testing.T) {
+	kc := kubetest.Require(t)
+	ctx := context.Background()
+	bin := testutil.BuildMeshbench(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(bytes.Repeat([]byte("x"), 615))
+	}))
+	defer srv.Close()
+
+	const appNS, loadNS = "mbr-app", "mbr-load"
+	mo := mesh.DefaultOptions()
+	mo.Replicas = 2
+	out := filepath.Join(t.TempDir(), "run")
+	var workerArgs [][]string
+	o := Options{Connect: ConnectOptions{Kubeconfig: kc.Kubeconfig},
+		Spec: Spec{RunID: "test-run", AppNamespace: appNS, LoadNamespace: loadNS, Mesh: mo},
+		Rate: "40", Workers: 2, Duration: 24 * time.Second, Warmup: time.Second, Connections: 4,
+		SampleInterval: 3 * time.Second, Drain: 12 * time.Second, IdleTimeout: time.Minute, ReadyTimeout: time.Minute,
+		OutDir: out, Version: "test"}
+	o.beforeCollect = func(ctx context.Context, job *batchv1.Job, pods []corev1.Pod) error {
+		if len(pods) != 2 {
+			return fmt.Errorf("%d load pods, want 2", len(pods))
+		}
+		var wg sync.WaitGroup
+		outs := make([][]byte, len(pods))
+		errs := make([]error, len(pods))
+		for i, p := range pods {
+			// The worker's flags as the Job gives them, the index from the
+			// pod, the target swapped for the loopback server.
+			args := append([]string(nil), job.Spec.Template.Spec.Containers[0].Args...)
+			for j, a := range args {
+				switch {
+				case strings.Contains(a, "JOB_COMPLETION_INDEX"):
+					args[j] = p.Annotations[batchv1.JobCompletionIndexAnnotation]
+				case strings.HasPrefix(a, "http://"):
+					args[j] = srv.URL + "/"
+				}
+			}
+			workerArgs = append(workerArgs, args)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cmd := exec.CommandContext(ctx, bin, args...)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				outs[i], errs[i] = cmd.Output()
+				if errs[i] != nil {
+					errs[i] = fmt.Errorf("worker %v: %v: %s", args, errs[i], stderr.String())
+				}
+			}()
+		}
+		wg.Wait()
+		for i, p := range pods {
+			if errs[i] != nil {
+				return errs[i]
+			}
+			if err := kc.ServePodLogs(ctx, p.Namespace, p.Name, LoadContainer, string(outs[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !res.Manifest.Valid {
+		t.Errorf("run invalid: %q", res.Manifest.Invalid)
+	}
+	if res.Manifest.Platform != "kube" {
+		t.Errorf("platform %q", res.Manifest.Platform)
+	}
+
+	// The Job as created: two indexed workers, each with half the rate.
+	job, err := os.ReadFile(filepath.Join(out, "k8s", "load-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"parallelism: 2", "completions: 2", "completionMode: Indexed", LabelRun + ": test-run", "--workers"} {
+		if !bytes.Contains(job, []byte(want)) {
+			t.Errorf("load Job has no %q:\n%s", want, job)
+		}
+	}
+	if len(workerArgs) != 2 {
+		t.Fatalf("worker args %v", workerArgs)
+	}
+
+	// Merged exactly: both workers' requests, at the whole rate.
+	lr := res.Load
+	if lr == nil || lr.Workers != 2 {
+		t.Fatalf("load result %+v, want 2 workers merged", lr)
+	}
+	if lr.Success < 900 || lr.Success > 1000 || lr.Success != lr.Completed {
+		t.Errorf("merged %d successes of %d completed, want about 40/s × 24 s = 960, all 200", lr.Success, lr.Completed)
+	}
+	if r := lr.AchievedRatePerSec(); r < 38 || r > 42 {
+		t.Errorf("achieved %.1f/s, want about 40", r)
+	}
+	for _, f := range []string{results.ManifestFile, results.LoadFile, results.SamplesFile, results.ResourcesFile, "metrics-raw.jsonl", "k8s/app.yaml", "k8s/mesh-checks.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("results: %v", err)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(out, results.LogsDir, "load-*.log"))
+	if len(logs) != 2 {
+		t.Errorf("worker logs kept: %v", logs)
+	}
+
+	// Metrics: kwok's numbers, classified: the app's two pods at kwok's
+	// default usage (usage-from-annotation: 1m and 1Mi a pod without the
+	// annotations), inside the measured window. Other usages are checked
+	// by TestMetricsSamplerAgainstCluster.
+	app := res.Summary.Category(sample.CategoryApp)
+	if app == nil {
+		t.Fatalf("no app category in %+v", res.Summary.Categories)
+	}
+	if got := app.CPUMillicores.Avg; got < 1.9 || got > 2.1 {
+		t.Errorf("app CPU %.2fm, want 2m (2 pods × 1m)", got)
+	}
+	if got := app.PSSBytes.Avg / (1 << 20); got != 2 {
+		t.Errorf("app memory %.2f MiB, want 2 (2 × 1Mi working set)", got)
+	}
+	var comp *sample.GroupSummary
+	for i := range res.Summary.Components {
+		if res.Summary.Components[i].Name == "app static" {
+			comp = &res.Summary.Components[i]
+		}
+	}
+	if comp == nil {
+		t.Errorf("no component \"app static\" in %+v", res.Summary.Components)
+	}
+
+	// Everything it created is gone.
+	cs, _ := clusterClients(t, kc)
+	for _, ns := range []string{appNS, loadNS} {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s still there after the run: %v", ns, err)
+		}
+	}
+}
+
+// TestRunRefusesNamespaceInUse: a target namespace holding a Deployment
+// meshbench did not create stops the run before anything is created.
+func TestRunRefusesNamespaceInUse(t *testing.T) {
+	kc := kubetest.Require(t)
+	ctx := context.Background()
+	cs, _ := clusterClients(t, kc)
+	const ns = "mbx-app"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteNamespace(t, cs, ns) })
+	d := testDeployment(ns, "someones-app", 1, map[string]string{"app": "theirs"}, "1m", "1Mi", "main")
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	_, err := Run(ctx, Options{Connect: ConnectOptions{Kubeconfig: kc.Kubeconfig},
+		Spec: Spec{RunID: "refused", AppNamespace: ns, LoadNamespace: "mbx-load", Mesh: mesh.DefaultOptions()},
+		Rate: "10", Duration: time.Second, OutDir: out})
+	var inUse *NamespaceInUseError
+	if err == nil || !asInUse(err, &inUse) || !strings.Contains(err.Error(), "deployment/someones-app") {
+		t.Fatalf("run in a namespace in use: %v, want a NamespaceInUseError naming deployment/someones-app", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run created its results directory")
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "mbx-load", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused run created the load namespace: %v", err)
+	}
+}
+
+func asInUse(err error, target **NamespaceInUseError) bool {
+	e, ok := err.(*NamespaceInUseError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// TestDoctorAgainstCluster: every check passes on the healthy test
+// cluster (the mesh CLIs are not installed here: warnings), and with the
+// metrics API gone the metrics check fails and says what to install.
+func TestDoctorAgainstCluster(t *testing.T) {
+	kc := kubetest.Require(t)
+	ctx := context.Background()
+	o := DoctorOptions{Connect: ConnectOptions{Kubeconfig: kc.Kubeconfig}, Nodes: 2, Namespaces: []string{"mbd-app", "mbd-load"}}
+	checks, c := Doctor(ctx, o)
+	if c == nil {
+		t.Fatalf("no cluster: %+v", checks)
+	}
+	byName := map[string]DoctorCheck{}
+	for _, ch := range checks {
+		byName[ch.Name] = ch
+		if !ch.OK && !ch.Warn {
+			t.Errorf("healthy cluster: %s failed: %s", ch.Name, ch.Detail)
+		}
+	}
+	for _, n := range []string{"API server reachable", "metrics API (metrics.k8s.io)", "nodes", "istioctl", "linkerd", "namespaces free", "RBAC"} {
+		if _, ok := byName[n]; !ok {
+			t.Errorf("no check %q in %+v", n, checks)
+		}
+	}
+	// Break the metrics API (put back afterwards: other tests use it).
+	saved, err := kc.Kubectl(ctx, "get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.Kubectl(ctx, "delete", "apiservice", "v1beta1.metrics.k8s.io"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		clean := strings.Replace(string(saved), `"resourceVersion"`, `"x-resourceVersion"`, 1)
+		if _, err := kc.KubectlStdin(context.Background(), []byte(clean), "create", "-f", "-"); err != nil {
+			// Fall back: apply what we saved as it was.
+			_, _ = kc.KubectlStdin(context.Background(), saved, "apply", "-f", "-")
+		}
+	}()
+	var metrics DoctorCheck
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		checks, _ = Doctor(ctx, o)
+		for _, ch := range checks {
+			if ch.Name == "metrics API (metrics.k8s.io)" {
+				metrics = ch
+			}
+		}
+		if !metrics.OK {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if metrics.OK || !strings.Contains(metrics.Detail, "metrics-server") {
+		t.Errorf("metrics API gone: check %+v, want failed, naming metrics-server", metrics)
+	}
+}
