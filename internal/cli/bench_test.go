@@ -76,6 +76,11 @@ func TestBenchRunAndResume(t *testing.T) {
 	if err != nil || !m.Complete || m.Seed != 3 {
 		t.Fatalf("plan manifest %+v %v", m, err)
 	}
+	// Both rates of the one topology ran on one lab (topology reuse is
+	// the default).
+	if len(m.Labs) != 1 || len(m.Labs[0].Cells) != 2 {
+		t.Errorf("labs %+v, want one running both cells", m.Labs)
+	}
 	first, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
 
 	_, stderr = run("bench", "--resume", out)

@@ -108,6 +108,9 @@ func (l *Lab) Cells() int {
 // Fits reports whether a cell with options o can run on the lab: the
 // same topology options and binaries.
 func (l *Lab) Fits(o Options) bool {
+	if o.defaultMeshbench() != nil {
+		return false
+	}
 	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench
 }
 

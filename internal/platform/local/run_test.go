@@ -394,3 +394,23 @@ func TestLabReuse(t *testing.T) {
 		t.Errorf("a cell of another topology on the lab: %v, want refused", err)
 	}
 }
+
+// TestLabFitsDefaultMeshbench: a cell that leaves Meshbench empty (as
+// bench's cells do) fits a lab started with this executable's path, the
+// default it stands for.
+func TestLabFitsDefaultMeshbench(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mo := mesh.DefaultOptions()
+	l := newLab(Options{Mesh: mo, Meshbench: exe}, nil, t.TempDir())
+	if !l.Fits(Options{Mesh: mo}) {
+		t.Error("a cell without a Meshbench path does not fit a lab running this executable")
+	}
+	other := mo
+	other.Replicas = 2
+	if l.Fits(Options{Mesh: other}) || l.Fits(Options{Mesh: mo, Meshbench: "/other/meshbench"}) {
+		t.Error("cells of another topology or binary fit")
+	}
+}
