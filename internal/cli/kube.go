@@ -12,7 +12,6 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/kube"
-	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -114,22 +113,15 @@ func printKubeRun(env *Env, mo mesh.Options, res *kube.Result) {
 	w := env.Stdout
 	fmt.Fprintf(w, "meshbench run (kube): mesh %s, app %s, %d replica(s), policies %d, protocol %s\n\n",
 		mo.Mode, mo.App, mo.Replicas, mo.Policies, mo.Protocol)
-	if res.Load != nil {
-		_ = report.LoadText(w, res.Load)
+	printMeasured(w, res.Load, res.Summary, sample.WorkingSet)
+	if len(res.Nodes) > 0 {
 		fmt.Fprintln(w)
+		_ = kube.RenderNodeTable(w, res.Nodes)
 	}
-	if res.Summary.Rounds > 0 {
-		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByComponent, Memory: sample.WorkingSet})
-		fmt.Fprintln(w)
-		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByCategory, Memory: sample.WorkingSet})
+	if res.Summary.Rounds > 0 || len(res.Nodes) > 0 {
 		fmt.Fprintf(w, "Metrics samples seen again (stale, not counted twice): %d pod, %d node.\n", res.StalePods, res.StaleNodes)
 	}
-	if res.Manifest != nil && !res.Manifest.Valid {
-		for _, r := range res.Manifest.Invalid {
-			fmt.Fprintln(w, "INVALID: "+r)
-		}
-	}
-	fmt.Fprintf(w, "\nResults: %s\n", res.Dir)
+	printRunEnd(w, res.Manifest, res.Dir)
 }
 
 type doctorFlags struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -152,14 +154,8 @@ func printRun(env *Env, res *local.Result) {
 	t := res.Topology
 	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v\n\n",
 		t.Options.Mode, t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway)
-	if res.Load != nil {
-		_ = report.LoadText(w, res.Load)
-		fmt.Fprintln(w)
-	}
+	printMeasured(w, res.Load, res.Summary, sample.PSS)
 	if res.Summary.Rounds > 0 {
-		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByComponent})
-		fmt.Fprintln(w)
-		_ = sample.RenderTable(w, res.Summary, sample.TableOptions{By: sample.ByCategory})
 		fmt.Fprintln(w)
 		_ = sample.RenderOverhead(w, res.Summary)
 	}
@@ -178,10 +174,30 @@ func printRun(env *Env, res *local.Result) {
 			fmt.Fprintf(w, "  %-45s %.2f\n", k, res.Manifest.Derived[k])
 		}
 	}
-	if res.Manifest != nil && !res.Manifest.Valid {
-		for _, r := range res.Manifest.Invalid {
+	printRunEnd(w, res.Manifest, res.Dir)
+}
+
+// printMeasured prints what every platform's run measured: the load
+// report and the resource tables by component and by category.
+func printMeasured(w io.Writer, lr *results.LoadResult, s sample.Summary, mem sample.Memory) {
+	if lr != nil {
+		_ = report.LoadText(w, lr)
+		fmt.Fprintln(w)
+	}
+	if s.Rounds > 0 {
+		_ = sample.RenderTable(w, s, sample.TableOptions{By: sample.ByComponent, Memory: mem})
+		fmt.Fprintln(w)
+		_ = sample.RenderTable(w, s, sample.TableOptions{By: sample.ByCategory, Memory: mem})
+	}
+}
+
+// printRunEnd prints why a run is invalid, if it is, and where its results
+// are.
+func printRunEnd(w io.Writer, m *results.RunManifest, dir string) {
+	if m != nil && !m.Valid {
+		for _, r := range m.Invalid {
 			fmt.Fprintln(w, "INVALID: "+r)
 		}
 	}
-	fmt.Fprintf(w, "\nResults: %s\n", res.Dir)
+	fmt.Fprintf(w, "\nResults: %s\n", dir)
 }

@@ -219,7 +219,7 @@ func testDeploymentMetrics(ctx context.Context, t *testing.T, cs *kubernetes.Cli
 	}
 
 	var pods []corev1.Pod
-	poll(ctx, t, 60*time.Second, "2 Ready web pods on kwok nodes", func() (bool, string) {
+	Poll(ctx, t, 60*time.Second, "2 Ready web pods on kwok nodes", func() (bool, string) {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false, err.Error()
@@ -237,7 +237,7 @@ func testDeploymentMetrics(ctx context.Context, t *testing.T, cs *kubernetes.Cli
 	})
 	t.Logf("2 pods Ready %.1fs after the Deployment was created", time.Since(t0).Seconds())
 
-	poll(ctx, t, 30*time.Second, "an EndpointSlice with both pod IPs", func() (bool, string) {
+	Poll(ctx, t, 30*time.Second, "an EndpointSlice with both pod IPs", func() (bool, string) {
 		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web"})
 		if err != nil {
 			return false, err.Error()
@@ -257,7 +257,7 @@ func testDeploymentMetrics(ctx context.Context, t *testing.T, cs *kubernetes.Cli
 	// reports its CPU rate (see MetricResolution).
 	t1 := time.Now()
 	var got string
-	poll(ctx, t, 8*MetricResolution, "pod metrics of 250m CPU and 64Mi memory", func() (bool, string) {
+	Poll(ctx, t, 8*MetricResolution, "pod metrics of 250m CPU and 64Mi memory", func() (bool, string) {
 		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false, err.Error()
@@ -321,7 +321,7 @@ func testJob(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) {
 	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(ctx, t, 60*time.Second, "the Job to complete", func() (bool, string) {
+	Poll(ctx, t, 60*time.Second, "the Job to complete", func() (bool, string) {
 		j, err := cs.BatchV1().Jobs(ns).Get(ctx, "work", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -367,14 +367,14 @@ func testLogs(ctx context.Context, t *testing.T, c *Cluster, cs *kubernetes.Clie
 	}
 	// The pod is admitted only once the namespace's default
 	// ServiceAccount exists, which kube-controller-manager creates.
-	poll(ctx, t, 30*time.Second, "the pod to be created", func() (bool, string) {
+	Poll(ctx, t, 30*time.Second, "the pod to be created", func() (bool, string) {
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, err.Error()
 		}
 		return true, ""
 	})
-	poll(ctx, t, 60*time.Second, "the pod to be Ready", func() (bool, string) {
+	Poll(ctx, t, 60*time.Second, "the pod to be Ready", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "client", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -424,25 +424,6 @@ func createNamespace(ctx context.Context, t *testing.T, cs *kubernetes.Clientset
 		t.Fatal(err)
 	}
 	return name
-}
-
-// poll calls check every 250ms until it reports done, failing the test with
-// check's last description after timeout.
-func poll(ctx context.Context, t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		done, state := check()
-		if done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v; last state: %s", what, ctx.Err(), state)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 func nodeReady(n *corev1.Node) bool {

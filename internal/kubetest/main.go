@@ -102,3 +102,23 @@ func requireOutcome(err error, requireEnv string) (skip bool, msg string) {
 	}
 	return false, fmt.Sprintf("starting the test cluster: %v", err)
 }
+
+// Poll calls check every 250 ms until it reports done, failing t with
+// check's last description after timeout: for the cluster's eventual
+// states (pods Ready, metrics served, namespaces gone).
+func Poll(ctx context.Context, t testing.TB, timeout time.Duration, what string, check func() (done bool, state string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		done, state := check()
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; last state: %s", what, ctx.Err(), state)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -26,6 +26,37 @@ const LoadSchema = "meshbench.load-result/v1"
 // rate (0.2%). Reports warn and the lab marks the run invalid past it.
 const RateShortfallTolerance = 0.002
 
+// DefaultErrorRatio is the fraction of failed requests above which a run
+// is invalid unless a plan says otherwise: 1% of the requests.
+const DefaultErrorRatio = 0.01
+
+// Problems lists why r must not be used as a measurement: an open-loop
+// schedule missed by more than shortfall, more than errRatio of the
+// requests failed, an interruption. 0 or less means the default
+// (RateShortfallTolerance, DefaultErrorRatio). Every platform judges its
+// runs with it.
+func (r *LoadResult) Problems(shortfall, errRatio float64) []string {
+	if shortfall <= 0 {
+		shortfall = RateShortfallTolerance
+	}
+	if errRatio <= 0 {
+		errRatio = DefaultErrorRatio
+	}
+	var out []string
+	// Scheduled covers the whole window asked for: an interrupted run falls
+	// short of it because it stopped, not because the rate was missed.
+	if !r.Interrupted && r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-shortfall) {
+		out = append(out, fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled))
+	}
+	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > errRatio*float64(r.Completed) {
+		out = append(out, fmt.Sprintf("%d of %d requests failed", failed, r.Completed))
+	}
+	if r.Interrupted {
+		out = append(out, "interrupted")
+	}
+	return out
+}
+
 // Load models.
 const (
 	ModelOpen   = "open"   // open loop at a constant rate (throttled)

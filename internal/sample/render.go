@@ -96,23 +96,8 @@ func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
 	rows = append(rows, figureCells("TOTAL", s.Total, opts.Memory))
 	table := append([][]string{{header, "CPU_min", "CPU_max", "CPU_avg", "Mem_min", "Mem_max", "Mem_avg"}}, rows...)
 
-	widths := make([]int, len(table[0]))
-	for _, row := range table {
-		for i, cell := range row {
-			widths[i] = max(widths[i], len(cell)+3)
-		}
-	}
 	var b strings.Builder
-	for _, row := range table {
-		for i, cell := range row {
-			if i == len(row)-1 {
-				b.WriteString(cell)
-			} else {
-				fmt.Fprintf(&b, "%-*s", widths[i], cell)
-			}
-		}
-		b.WriteByte('\n')
-	}
+	WriteColumns(&b, table)
 	fmt.Fprintf(&b, "CPU in millicores (1000m = one core); Mem is %s in Mi (2^20 bytes).\n", memoryName(opts.Memory))
 	if opts.Memory == WorkingSet {
 		fmt.Fprintf(&b, "Each row is summed over its containers' fresh samples in every round; min, max and avg are over the rounds with one (TOTAL: %d of %d; a round where metrics.k8s.io served only samples already counted has none).\n",
@@ -200,4 +185,29 @@ func RenderOverhead(w io.Writer, s Summary) error {
 
 func ms(ns float64) string {
 	return fmt.Sprintf("%.2fms", ns/float64(time.Millisecond))
+}
+
+// WriteColumns writes table (its first row the header) in the seed
+// reports' layout: every column as wide as its widest cell plus 3 spaces,
+// the last one unpadded.
+func WriteColumns(b *strings.Builder, table [][]string) {
+	if len(table) == 0 {
+		return
+	}
+	widths := make([]int, len(table[0]))
+	for _, row := range table {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len(cell)+3)
+		}
+	}
+	for _, row := range table {
+		for i, cell := range row {
+			if i == len(row)-1 {
+				b.WriteString(cell)
+			} else {
+				fmt.Fprintf(b, "%-*s", widths[i], cell)
+			}
+		}
+		b.WriteByte('\n')
+	}
 }

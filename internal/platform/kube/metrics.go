@@ -559,6 +559,27 @@ func (s *MetricsSampler) Within(from, to time.Time) []sample.Round {
 	return out
 }
 
+// NodesWithin returns the fresh node samples whose whole window lies
+// inside [from, to], by Within's rule, each round's left without samples
+// left out.
+func (s *MetricsSampler) NodesWithin(from, to time.Time) []NodeRound {
+	var out []NodeRound
+	for _, r := range s.Nodes() {
+		var kept []NodeSample
+		for _, n := range r.Nodes {
+			if (!from.IsZero() && n.Time.Add(-n.Window).Before(from)) || (!to.IsZero() && n.Time.After(to)) {
+				continue
+			}
+			kept = append(kept, n)
+		}
+		if len(kept) > 0 {
+			r.Nodes = kept
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // sampleWindows lists the window of every sample buildRounds makes of
 // one round's records, in the same order.
 func sampleWindows(recs []RawRecord) []time.Duration {
@@ -815,23 +836,8 @@ func RenderNodeTable(w io.Writer, nodes []NodeSummary) error {
 			fmt.Sprintf("%.0fMi", n.MemoryBytes.Min/mib), fmt.Sprintf("%.0fMi", n.MemoryBytes.Max/mib), fmt.Sprintf("%.2fMi", n.MemoryBytes.Avg/mib),
 			cpuPct, memPct})
 	}
-	widths := make([]int, len(table[0]))
-	for _, row := range table {
-		for i, cell := range row {
-			widths[i] = max(widths[i], len(cell)+3)
-		}
-	}
 	var b strings.Builder
-	for _, row := range table {
-		for i, cell := range row {
-			if i == len(row)-1 {
-				b.WriteString(cell)
-			} else {
-				fmt.Fprintf(&b, "%-*s", widths[i], cell)
-			}
-		}
-		b.WriteByte('\n')
-	}
+	sample.WriteColumns(&b, table)
 	b.WriteString("Node usage from metrics.k8s.io: every container on the node and the node's own processes; Mem is the working set in Mi (2^20 bytes); % of allocatable.\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -305,7 +305,7 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 	}
 	// A bare pod is admitted once the namespace's default ServiceAccount
 	// exists (kube-controller-manager creates it).
-	pollCluster(ctx, t, 30*time.Second, "the client pod to be created", func() (bool, string) {
+	kubetest.Poll(ctx, t, 30*time.Second, "the client pod to be created", func() (bool, string) {
 		_, err := cs.CoreV1().Pods(clusterAppNS).Create(ctx, client, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, err.Error()
@@ -315,7 +315,7 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 
 	namespaces := []string{clusterAppNS, clusterLoadNS, IstioNamespace}
 	var pods []corev1.Pod
-	pollCluster(ctx, t, 90*time.Second, "9 Ready pods", func() (bool, string) {
+	kubetest.Poll(ctx, t, 90*time.Second, "9 Ready pods", func() (bool, string) {
 		pods = pods[:0]
 		var state []string
 		for _, ns := range namespaces {
@@ -324,8 +324,8 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 				return false, err.Error()
 			}
 			for _, p := range l.Items {
-				state = append(state, fmt.Sprintf("%s/%s node=%q ready=%v", p.Namespace, p.Name, p.Spec.NodeName, clusterPodReady(&p)))
-				if clusterPodReady(&p) {
+				state = append(state, fmt.Sprintf("%s/%s node=%q ready=%v", p.Namespace, p.Name, p.Spec.NodeName, podReady(&p)))
+				if podReady(&p) {
 					pods = append(pods, p)
 				}
 			}
@@ -362,7 +362,7 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 	// metrics-server reports a pod's CPU after two scrapes that include it;
 	// then three fresh rounds are measured (about three scrapes).
 	var tFirst time.Time
-	pollCluster(ctx, t, 12*kubetest.MetricResolution, "every pod's metrics right, then 3 fresh rounds", func() (bool, string) {
+	kubetest.Poll(ctx, t, 12*kubetest.MetricResolution, "every pod's metrics right, then 3 fresh rounds", func() (bool, string) {
 		rounds := s.Rounds()
 		first := slices.IndexFunc(rounds, func(r sample.Round) bool { ok, _ := completeRound(r); return ok })
 		if first < 0 {
@@ -548,7 +548,7 @@ func checkMetricsAPIGone(ctx context.Context, t *testing.T, c *kubetest.Cluster,
 	defer restore()
 
 	var gotErr error
-	pollCluster(ctx, t, 30*time.Second, "metrics.k8s.io to be gone", func() (bool, string) {
+	kubetest.Poll(ctx, t, 30*time.Second, "metrics.k8s.io to be gone", func() (bool, string) {
 		fresh, err := NewMetricsSampler(mc, cs, MetricsOptions{Classifier: classifier, Namespaces: []string{clusterAppNS}})
 		if err != nil {
 			t.Fatal(err)
@@ -616,39 +616,11 @@ func deleteNamespace(t *testing.T, cs kubernetes.Interface, ns string) {
 		t.Errorf("deleting namespace %s: %v", ns, err)
 		return
 	}
-	pollCluster(ctx, t, 2*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
+	kubetest.Poll(ctx, t, 2*time.Minute, "namespace "+ns+" to be gone", func() (bool, string) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""
 		}
 		return false, fmt.Sprint(err)
 	})
-}
-
-// pollCluster calls check every 250 ms until it reports done, failing the
-// test with check's last description after timeout.
-func pollCluster(ctx context.Context, t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		done, state := check()
-		if done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v; last state: %s", what, ctx.Err(), state)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func clusterPodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

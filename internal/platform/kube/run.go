@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -82,6 +81,8 @@ type Result struct {
 	Manifest *results.RunManifest
 	Load     *results.LoadResult
 	Summary  sample.Summary
+	// Nodes summarises each node's usage over the measured window.
+	Nodes []NodeSummary
 	// Stale counts metrics samples seen again (not counted twice).
 	StalePods, StaleNodes int
 }
@@ -328,23 +329,44 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if err := samplesFile.Close(); err != nil {
 		return nil, err
 	}
+	// Without a load result there is no measured window, and so no
+	// figure: the raw samples are still kept.
 	var from, to time.Time
+	var window []sample.Round
+	var nodes []NodeSummary
 	if loadRes != nil {
 		from, to = loadRes.StartedAt, loadRes.EndedAt
+		window = sampler.Within(from, to)
+		nodes = SummarizeNodes(sampler.NodesWithin(from, to))
 	}
-	window := sampler.Within(from, to)
 	summary := sample.Summarize(window)
 	stalePods, staleNodes := sampler.Stale()
 	if err := r.dir.WriteJSON(results.ResourcesFile, map[string]any{
 		"window": map[string]any{"from": from, "to": to,
 			"rule": "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
-		"memory":  "working set (metrics.k8s.io), not PSS",
-		"stale":   map[string]int{"pods": stalePods, "nodes": staleNodes},
-		"summary": summary,
+		"memory":       "working set (metrics.k8s.io), not PSS",
+		"stale":        map[string]int{"pods": stalePods, "nodes": staleNodes},
+		"mixed_rounds": sampler.MixedRounds(),
+		"api_errors":   len(sampler.Errors()),
+		"summary":      summary,
+		"nodes":        nodes,
 	}); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, StalePods: stalePods, StaleNodes: staleNodes}
+	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes}
+	// An API error in a round of the measured window is the kube form of
+	// the local sampler's gap.
+	if loadRes != nil {
+		n := 0
+		for _, e := range sampler.Errors() {
+			if !e.Time.Before(from) && !e.Time.After(to) {
+				n++
+			}
+		}
+		if n > 0 {
+			r.invalid(fmt.Sprintf("metrics sampling: %d API errors in the measured window (see metrics-raw.jsonl)", n))
+		}
+	}
 	if samplerErr != nil && !errors.Is(samplerErr, context.Canceled) {
 		r.invalid("metrics sampling: " + samplerErr.Error())
 	}
@@ -533,20 +555,13 @@ func (r *run) collectWorkerLogs(ctx context.Context, job *batchv1.Job) ([]*resul
 // warnings before it; `meshbench load --output-format json` prints one
 // indented document).
 func parseWorkerLog(body []byte) (*results.LoadResult, error) {
-	start := -1
-	for off := 0; off < len(body); {
-		line := body[off:]
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line = line[:i+1]
+	start := 0
+	if !bytes.HasPrefix(body, []byte("{")) {
+		i := bytes.Index(body, []byte("\n{"))
+		if i < 0 {
+			return nil, fmt.Errorf("no JSON result in %d bytes of log", len(body))
 		}
-		if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '{' {
-			start = off
-			break
-		}
-		off += len(line)
-	}
-	if start < 0 {
-		return nil, fmt.Errorf("no JSON result in %d bytes of log", len(body))
+		start = i + 1
 	}
 	return results.Read(bytes.NewReader(body[start:]))
 }
@@ -555,21 +570,8 @@ func (r *run) checkValidity(lr *results.LoadResult) {
 	if lr == nil {
 		return
 	}
-	shortfall, errRatio := r.o.RateShortfall, r.o.ErrorRatio
-	if shortfall <= 0 {
-		shortfall = results.RateShortfallTolerance
-	}
-	if errRatio <= 0 {
-		errRatio = 0.01
-	}
-	if !lr.Interrupted && lr.Scheduled > 0 && float64(lr.Sent) < float64(lr.Scheduled)*(1-shortfall) {
-		r.invalid(fmt.Sprintf("target rate not reached: sent %d of %d scheduled", lr.Sent, lr.Scheduled))
-	}
-	if failed := lr.Completed - lr.Success; failed > 0 && float64(failed) > errRatio*float64(lr.Completed) {
-		r.invalid(fmt.Sprintf("%d of %d requests failed", failed, lr.Completed))
-	}
-	if lr.Interrupted {
-		r.invalid("interrupted")
+	for _, p := range lr.Problems(r.o.RateShortfall, r.o.ErrorRatio) {
+		r.invalid(p)
 	}
 }
 
@@ -647,7 +649,7 @@ func optionsMap(o Options, c *Cluster) map[string]any {
 		"sample_interval": o.SampleInterval.String(), "drain": o.Drain.String(),
 		"cluster": map[string]any{"server": c.Server, "context": c.Context, "version": c.Version},
 		"run_id":  o.Spec.RunID, "namespaces": []string{o.Spec.AppNamespace, o.Spec.LoadNamespace},
-		"image": o.Spec.Image, "install_mesh": o.InstallMesh, "workers_rate_split": strconv.Itoa(o.Workers) + " workers",
+		"image": o.Spec.Image, "install_mesh": o.InstallMesh,
 	}
 }
 

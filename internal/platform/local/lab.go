@@ -92,12 +92,6 @@ func newLab(o Options, topo *mesh.Topology, dir string) *Lab {
 	return &Lab{opts: o, topo: topo, dir: dir, started: time.Now().UTC()}
 }
 
-// Topology is the lab's plan.
-func (l *Lab) Topology() *mesh.Topology { return l.topo }
-
-// Dir is where the lab keeps its certificates, configs and process logs.
-func (l *Lab) Dir() string { return l.dir }
-
 // Cells is how many cells have run on the lab.
 func (l *Lab) Cells() int {
 	l.mu.Lock()

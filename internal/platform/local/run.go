@@ -39,7 +39,7 @@ type Options struct {
 	// fall short by before it is invalid (0: results.RateShortfallTolerance).
 	RateShortfall float64
 	// ErrorRatio is the fraction of failed requests above which a run is
-	// invalid (0: DefaultErrorRatio).
+	// invalid (0: results.DefaultErrorRatio).
 	ErrorRatio  float64
 	Duration    time.Duration // measured window
 	Warmup      time.Duration // load before the window, not counted
@@ -91,9 +91,6 @@ type Result struct {
 	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
 	EnvoyStats map[string]envoy.ProxyStats
 }
-
-// DefaultErrorRatio is Options.ErrorRatio's default: 1% of the requests.
-const DefaultErrorRatio = 0.01
 
 // DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
 const DefaultLoadCPUMax = 0.9
@@ -595,23 +592,8 @@ func (c *cell) checkValidity(r *results.LoadResult) {
 	if r == nil {
 		return
 	}
-	// Scheduled covers the whole window asked for: an interrupted run falls
-	// short of it because it stopped, not because the rate was missed.
-	shortfall, errRatio := c.opts.RateShortfall, c.opts.ErrorRatio
-	if shortfall <= 0 {
-		shortfall = results.RateShortfallTolerance
-	}
-	if errRatio <= 0 {
-		errRatio = DefaultErrorRatio
-	}
-	if !r.Interrupted && r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-shortfall) {
-		c.invalid(fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled))
-	}
-	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > errRatio*float64(r.Completed) {
-		c.invalid(fmt.Sprintf("%d of %d requests failed", failed, r.Completed))
-	}
-	if r.Interrupted {
-		c.invalid("interrupted")
+	for _, p := range r.Problems(c.opts.RateShortfall, c.opts.ErrorRatio) {
+		c.invalid(p)
 	}
 }
 
