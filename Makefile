@@ -83,6 +83,7 @@ fuzz:
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStatus$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseSmapsRollup$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/plan -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/extgen -run XXX -fuzz FuzzWrk2 -fuzztime $(FUZZTIME)
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build

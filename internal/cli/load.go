@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
@@ -55,6 +56,9 @@ type loadFlags struct {
 	// workerIndexEnv is $JOB_COMPLETION_INDEX, --worker-index's default
 	// when the flag is not given.
 	workerIndexEnv string
+	// generator is the load generator (extgen.Names), generatorPath its
+	// binary for an external one.
+	generator, generatorPath string
 }
 
 // JobCompletionIndexEnv is the environment variable an Indexed Kubernetes
@@ -130,11 +134,13 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVar(&f.format, "output-format", "", "text, json or hdr (default: text; from -o's extension .json/.hdr when given)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the report in --output-format to this file (the text report still goes to stdout)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
-	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
+	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS; with --generator, the tool's threads); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpuprofile")
 	fl.IntVar(&f.workers, "workers", 1, "load generators sharing this load; this one sends its share of --rate and --connections")
 	fl.IntVar(&f.workerIndex, "worker-index", 0, "this generator's index among --workers, 0 to W-1 (default: $"+JobCompletionIndexEnv+" when set, else 0)")
+	fl.StringVar(&f.generator, "generator", extgen.Meshbench, "load generator: meshbench (this engine), oha or wrk2 (run as a subprocess, HTTP/1.1 only; same result format, with how exact each figure is)")
+	fl.StringVar(&f.generatorPath, "generator-path", "", "binary of --generator oha|wrk2 (default: oha, or wrk2 then wrk, on $PATH)")
 }
 
 // buildLoadConfig turns flags into an engine configuration, reporting every
@@ -241,6 +247,9 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 			errs = append(errs, err)
 		}
 	}
+	if err := checkGenerator(f, cfg); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return cfg, format, &UsageError{Err: errors.Join(errs...)}
 	}
@@ -328,16 +337,12 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 		prog = &progressLine{w: env.Stderr, total: cfg.Duration}
 		cfg.Progress = prog.show
 	}
-	res, err := loadgen.Run(ctx, cfg)
-	if prog != nil {
-		prog.clear()
-	}
+	out, interrupted, err := runGenerator(ctx, f, cfg, prog)
 	if err != nil {
 		return err
 	}
-	out, err := results.FromRun(res, Version)
-	if err != nil {
-		return err
+	if f.workers > 1 { // one share of a split load: say which
+		out.Worker = &results.WorkerShare{Index: f.workerIndex, Count: f.workers}
 	}
 	if outFile != nil {
 		if err := report.WriteLoad(outFile, out, format); err != nil {
@@ -352,7 +357,7 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 	} else if err := report.WriteLoad(env.Stdout, out, format); err != nil {
 		return err
 	}
-	if res.Interrupted {
+	if interrupted {
 		return errInterrupted
 	}
 	return nil

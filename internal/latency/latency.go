@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -63,6 +64,31 @@ func (r *Recorder) Record(ns int64) {
 	if ns > r.maxNs {
 		r.maxNs = ns
 	}
+}
+
+// RecordN adds n copies of one value in nanoseconds, as n calls of Record
+// would (n <= 0 records nothing). It rebuilds a histogram from counts
+// printed by another tool.
+func (r *Recorder) RecordN(ns, n int64) {
+	if n <= 0 {
+		return
+	}
+	if ns < 0 || ns > HighestNs {
+		r.outOfRange += n
+		return
+	}
+	if err := r.h.RecordValues(ns, n); err != nil {
+		r.outOfRange += n
+		return
+	}
+	r.count += n
+	if hi, lo := bits.Mul64(uint64(ns), uint64(n)); hi == 0 && lo <= uint64(math.MaxInt64-r.sumNs) {
+		r.sumNs += int64(lo)
+	} else {
+		r.sumNs = math.MaxInt64
+	}
+	r.minNs = min(r.minNs, ns)
+	r.maxNs = max(r.maxNs, ns)
 }
 
 // Count is the number of values recorded in range.

@@ -45,16 +45,33 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 	attack, wait := r.AttackDuration(), r.Wait()
 	fmt.Fprintf(tw, "Requests\t[total, rate, throughput]\t%d, %.2f, %.2f\n", r.Sent, r.AchievedRatePerSec(), r.ThroughputPerSec())
 	fmt.Fprintf(tw, "Duration\t[total, attack, wait]\t%s, %s, %s\n", Dur(attack+wait), Dur(attack), Dur(wait))
-	fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\t%s, %s, %s, %s, %s, %s, %s\n",
-		DurNs(lat.MinNs()), DurNs(int64(math.Round(lat.MeanNs()))), DurNs(lat.Percentile(50)), DurNs(lat.Percentile(90)),
-		DurNs(lat.Percentile(95)), DurNs(lat.Percentile(99)), DurNs(lat.MaxNs()))
-	fmt.Fprintf(tw, "Latencies\t[99.9, 99.99]\t%s, %s\n", DurNs(lat.Percentile(99.9)), DurNs(lat.Percentile(99.99)))
-	fmt.Fprintf(tw, "Service time\t[mean, 50, 90, 99, 99.9, max]\t%s, %s, %s, %s, %s, %s\n",
-		DurNs(int64(math.Round(svc.MeanNs()))), DurNs(svc.Percentile(50)), DurNs(svc.Percentile(90)),
-		DurNs(svc.Percentile(99)), DurNs(svc.Percentile(99.9)), DurNs(svc.MaxNs()))
+	// An external generator may not report a histogram: say so rather
+	// than print zeros.
+	unknown := func(h interface{ Count() int64 }) bool {
+		return r.Generator != nil && h.Count() == 0 && r.Completed > 0
+	}
+	if unknown(lat) {
+		fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\tunknown (not reported by %s)\n", r.Generator.Name)
+	} else {
+		fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\t%s, %s, %s, %s, %s, %s, %s\n",
+			DurNs(lat.MinNs()), DurNs(int64(math.Round(lat.MeanNs()))), DurNs(lat.Percentile(50)), DurNs(lat.Percentile(90)),
+			DurNs(lat.Percentile(95)), DurNs(lat.Percentile(99)), DurNs(lat.MaxNs()))
+		fmt.Fprintf(tw, "Latencies\t[99.9, 99.99]\t%s, %s\n", DurNs(lat.Percentile(99.9)), DurNs(lat.Percentile(99.99)))
+	}
+	if unknown(svc) {
+		fmt.Fprintf(tw, "Service time\t[mean, 50, 90, 99, 99.9, max]\tunknown (not reported by %s)\n", r.Generator.Name)
+	} else {
+		fmt.Fprintf(tw, "Service time\t[mean, 50, 90, 99, 99.9, max]\t%s, %s, %s, %s, %s, %s\n",
+			DurNs(int64(math.Round(svc.MeanNs()))), DurNs(svc.Percentile(50)), DurNs(svc.Percentile(90)),
+			DurNs(svc.Percentile(99)), DurNs(svc.Percentile(99.9)), DurNs(svc.MaxNs()))
+	}
 	if r.Model == results.ModelOpen {
-		fmt.Fprintf(tw, "Sched. lag\t[mean, 50, 99, max]\t%s, %s, %s, %s\n",
-			DurNs(int64(math.Round(lag.MeanNs()))), DurNs(lag.Percentile(50)), DurNs(lag.Percentile(99)), DurNs(lag.MaxNs()))
+		if unknown(lag) {
+			fmt.Fprintf(tw, "Sched. lag\t[mean, 50, 99, max]\tunknown (not reported by %s)\n", r.Generator.Name)
+		} else {
+			fmt.Fprintf(tw, "Sched. lag\t[mean, 50, 99, max]\t%s, %s, %s, %s\n",
+				DurNs(int64(math.Round(lag.MeanNs()))), DurNs(lag.Percentile(50)), DurNs(lag.Percentile(99)), DurNs(lag.MaxNs()))
+		}
 		fmt.Fprintf(tw, "Dropped\t[total, ratio]\t%d, %.2f%%\n", r.Dropped, 100*ratio(r.Dropped, r.Scheduled))
 	}
 	fmt.Fprintf(tw, "Bytes In\t[total, mean]\t%d, %.2f\n", r.BytesIn, meanOf(r.BytesIn, r.Completed))
@@ -67,6 +84,12 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 	fmt.Fprintln(w, "Error Set:")
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "%s: %s (%d)\n", e.Kind, e.Message, e.Count)
+	}
+	if g := r.Generator; g != nil {
+		fmt.Fprintf(w, "Generator: %s %s; histograms %s\n", g.Name, g.Version, g.Histograms)
+		for _, n := range g.Notes {
+			fmt.Fprintln(w, "NOTE: "+n)
+		}
 	}
 	for _, warn := range Warnings(r) {
 		fmt.Fprintln(w, "WARNING: "+warn)
@@ -93,6 +116,9 @@ func Headline(r *results.LoadResult) string {
 	}
 	if r.Workers > 1 {
 		fmt.Fprintf(&b, "; merged from %d workers", r.Workers)
+	}
+	if r.Generator != nil {
+		fmt.Fprintf(&b, "; generator %s %s", r.Generator.Name, r.Generator.Version)
 	}
 	return b.String()
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/latency"
@@ -81,6 +83,11 @@ type LoadResult struct {
 	MaxQueue         int     `json:"max_queue"`
 	// Workers is how many load generators this result combines (1 unless merged).
 	Workers int `json:"workers"`
+	// Worker says which share of a split load this result is (`meshbench
+	// load --workers W --worker-index I` with W > 1); nil for an unsplit
+	// run and for a merge. Merge refuses two parts with the same index or
+	// with different counts.
+	Worker *WorkerShare `json:"worker,omitempty"`
 
 	StartedAt time.Time `json:"started_at"` // wall clock, start of the measured window
 	EndedAt   time.Time `json:"ended_at"`   // wall clock, last answer
@@ -108,6 +115,41 @@ type LoadResult struct {
 	ScheduleLag latency.Encoded `json:"schedule_lag"`
 
 	Interrupted bool `json:"interrupted"`
+
+	// Generator names the external load generator that measured this
+	// result (`meshbench load --generator oha|wrk2`) and how; nil for
+	// meshbench's own engine.
+	Generator *Generator `json:"generator,omitempty"`
+}
+
+// Generator records an external load generator's run: which tool, its
+// command line, and how exact each figure is. A figure the tool does not
+// give is left at zero and named in Notes.
+type Generator struct {
+	Name    string `json:"name"`    // "oha" or "wrk2"
+	Version string `json:"version"` // as the tool reports it
+	// Commands is the measured run's command line, shell-quoted; one per
+	// worker in a merge.
+	Commands []string `json:"commands"`
+	// Histograms says how the histograms were obtained ("exact: from
+	// oha's 400 per-request records", "reconstructed from wrk2's
+	// percentile spectrum (N points)").
+	Histograms string `json:"histograms"`
+	// PartialHistograms: the histograms hold fewer values than completed
+	// (failed requests the tool keeps no timing for, wrk2's calibration
+	// period).
+	PartialHistograms bool `json:"partial_histograms,omitempty"`
+	// Notes lists what the tool does not report and how the other figures
+	// were derived, one sentence each.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// WorkerShare identifies one generator's share of a load split among
+// Count generators: Index is 0 to Count-1 (a Kubernetes Job's completion
+// index).
+type WorkerShare struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
 }
 
 // ErrorCount is one entry of the error set.
@@ -205,10 +247,15 @@ func (r *LoadResult) Histograms() (lat, svc, lag *latency.Recorder, err error) {
 }
 
 // AttackDuration is the span between the first and the last send (vegeta's
-// "attack"); Wait is from the last send to the last answer.
+// "attack"); Wait is from the last send to the last answer. For a
+// generator that reports no send times (wrk2: FirstSendNs 0) it is the
+// measured window, StartedAt to EndedAt.
 func (r *LoadResult) AttackDuration() time.Duration {
 	if r.Sent == 0 {
 		return 0
+	}
+	if r.FirstSendNs == 0 && r.Generator != nil {
+		return max(r.EndedAt.Sub(r.StartedAt), 0)
 	}
 	return time.Duration(r.LastSendNs - r.FirstSendNs)
 }
@@ -304,11 +351,23 @@ func (r *LoadResult) Check() error {
 	if r.Workers < 1 {
 		errs = append(errs, fmt.Errorf("workers %d: must be >= 1", r.Workers))
 	}
+	if w := r.Worker; w != nil {
+		if w.Count < 1 || w.Index < 0 || w.Index >= w.Count {
+			errs = append(errs, fmt.Errorf("worker index %d of count %d: the index must be 0 to count-1", w.Index, w.Count))
+		}
+		if r.Workers != 1 {
+			errs = append(errs, fmt.Errorf("worker %d of %d combines %d workers: one worker's share is one generator", w.Index, w.Count, r.Workers))
+		}
+	}
 	if len(errs) == 0 {
 		lat, _, _, err := r.Histograms()
 		if err != nil {
 			errs = append(errs, err)
-		} else if lat.Count()+lat.OutOfRange() != r.Completed {
+		} else if n := lat.Count() + lat.OutOfRange(); r.Generator != nil && r.Generator.PartialHistograms {
+			if n > r.Completed {
+				errs = append(errs, fmt.Errorf("latency histogram holds %d values, more than the %d completed", n, r.Completed))
+			}
+		} else if n != r.Completed {
 			errs = append(errs, fmt.Errorf("latency histogram holds %d values but completed is %d", lat.Count()+lat.OutOfRange(), r.Completed))
 		}
 	}
@@ -317,13 +376,20 @@ func (r *LoadResult) Check() error {
 
 // Merge combines results of several load workers into one, exactly:
 // histograms merged, counts summed, time spans joined. All parts must share
-// the model and protocol.
+// the model and protocol; parts that are shares of a split load (Worker)
+// must have distinct indexes and one count, so no share is counted twice.
+// The merged result has no Worker. Parts without one (unsplit runs,
+// earlier merges) are not checked against each other.
 func Merge(parts []*LoadResult) (*LoadResult, error) {
 	if len(parts) == 0 {
 		return nil, errors.New("nothing to merge")
 	}
+	if err := checkShares(parts); err != nil {
+		return nil, err
+	}
 	first := parts[0]
 	out := *first
+	out.Worker = nil
 	out.Targets = nil
 	out.StatusCodes = map[string]int64{}
 	out.Errors = nil
@@ -332,6 +398,11 @@ func Merge(parts []*LoadResult) (*LoadResult, error) {
 	out.Connections = 0
 	out.Scheduled, out.Sent, out.Completed, out.Success, out.Dropped, out.Canceled, out.BytesIn, out.BytesOut = 0, 0, 0, 0, 0, 0, 0, 0
 	out.Interrupted = false
+	if first.Generator != nil {
+		g := *first.Generator
+		g.Commands, g.Notes = nil, nil
+		out.Generator = &g
+	}
 	lat, svc, lag := latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()
 	seenTarget := map[string]bool{}
 	errCounts := map[[2]string]int64{}
@@ -341,6 +412,9 @@ func Merge(parts []*LoadResult) (*LoadResult, error) {
 		}
 		if p.Protocol != first.Protocol {
 			return nil, fmt.Errorf("part %d used %s but part 1 used %s: only results of one protocol merge", i+1, p.Protocol, first.Protocol)
+		}
+		if err := mergeGenerator(out.Generator, p.Generator, i); err != nil {
+			return nil, err
 		}
 		l, s, g, err := p.Histograms()
 		if err != nil {
@@ -408,4 +482,57 @@ func Merge(parts []*LoadResult) (*LoadResult, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// checkShares refuses worker shares that cannot come from one split load:
+// two with the same index, or different worker counts.
+func checkShares(parts []*LoadResult) error {
+	byIndex := map[int]int{} // worker index -> part number (from 1)
+	countPart := 0
+	for i, p := range parts {
+		w := p.Worker
+		if w == nil {
+			continue
+		}
+		if countPart == 0 {
+			countPart = i + 1
+		} else if c := parts[countPart-1].Worker.Count; w.Count != c {
+			return fmt.Errorf("part %d is worker %d of %d but part %d is worker %d of %d: only shares of one split load merge",
+				i+1, w.Index, w.Count, countPart, parts[countPart-1].Worker.Index, c)
+		}
+		if other, dup := byIndex[w.Index]; dup {
+			return fmt.Errorf("parts %d and %d are both worker %d of %d: a share would be counted twice", other, i+1, w.Index, w.Count)
+		}
+		byIndex[w.Index] = i + 1
+	}
+	return nil
+}
+
+// mergeGenerator adds part i's generator to the merge's (out, from part
+// 1): all parts must come from one generator, or all from meshbench's
+// engine (nil).
+func mergeGenerator(out, p *Generator, i int) error {
+	name := func(g *Generator) string {
+		if g == nil {
+			return "meshbench's engine"
+		}
+		return g.Name + " " + g.Version
+	}
+	if (out == nil) != (p == nil) || (out != nil && (out.Name != p.Name || out.Version != p.Version)) {
+		return fmt.Errorf("part %d was measured by %s but part 1 by %s: only results of one load generator merge", i+1, name(p), name(out))
+	}
+	if out == nil {
+		return nil
+	}
+	out.Commands = append(out.Commands, p.Commands...)
+	if !slices.Contains(strings.Split(out.Histograms, "; "), p.Histograms) {
+		out.Histograms += "; " + p.Histograms
+	}
+	out.PartialHistograms = out.PartialHistograms || p.PartialHistograms
+	for _, n := range p.Notes {
+		if !slices.Contains(out.Notes, n) {
+			out.Notes = append(out.Notes, n)
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +137,77 @@ func TestMergeRefusesMixedModels(t *testing.T) {
 	}
 }
 
+// TestMergeWorkerShares: shares of one split load merge (in any order,
+// beside unsplit results), and the merge has no worker of its own; two
+// shares with the same index, or with different counts, are refused with
+// the parts named.
+func TestMergeWorkerShares(t *testing.T) {
+	share := func(seed uint64, w *WorkerShare) *LoadResult {
+		r := encode(t, fakeRun(seed, 10, time.Unix(0, 0)))
+		r.Worker = w
+		return r
+	}
+	tests := []struct {
+		name    string
+		workers []*WorkerShare // nil: an unsplit result
+		err     string         // "" merges
+	}{
+		// Every share of a 3-way split, out of order.
+		{"whole split", []*WorkerShare{{2, 3}, {0, 3}, {1, 3}}, ""},
+		// Part of a split: merging what arrived is allowed (the caller
+		// counts what is missing).
+		{"some shares", []*WorkerShare{{0, 3}, {2, 3}}, ""},
+		// Unsplit results are not shares: nothing to check.
+		{"unsplit", []*WorkerShare{nil, nil}, ""},
+		{"shares and an unsplit result", []*WorkerShare{{0, 2}, nil, {1, 2}}, ""},
+		// The same share twice would count its requests twice.
+		{"same index", []*WorkerShare{{0, 2}, {1, 2}, {1, 2}}, "parts 2 and 3 are both worker 1 of 2"},
+		// Shares of different splits do not add up to one load.
+		{"different counts", []*WorkerShare{{0, 2}, {1, 3}}, "part 2 is worker 1 of 3 but part 1 is worker 0 of 2"},
+		{"different counts after an unsplit one", []*WorkerShare{nil, {0, 4}, {1, 2}}, "part 3 is worker 1 of 2 but part 2 is worker 0 of 4"},
+	}
+	for _, tt := range tests {
+		var parts []*LoadResult
+		for i, w := range tt.workers {
+			parts = append(parts, share(uint64(i+1), w))
+		}
+		m, err := Merge(parts)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.err == "" && (m.Worker != nil || m.Workers != len(parts)):
+			t.Errorf("%s: merged worker %+v, workers %d; want none, %d", tt.name, m.Worker, m.Workers, len(parts))
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.err)
+		}
+	}
+}
+
+// TestWorkerShareRoundTrip: a share is written as a "worker" object and
+// read back; an unsplit result has no "worker" key at all.
+func TestWorkerShareRoundTrip(t *testing.T) {
+	r := encode(t, fakeRun(1, 10, time.Unix(0, 0)))
+	var buf bytes.Buffer
+	if err := r.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `"worker"`) {
+		t.Errorf("unsplit result has a worker key:\n%s", buf.String())
+	}
+	r.Worker = &WorkerShare{Index: 2, Count: 4}
+	buf.Reset()
+	if err := r.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "\"worker\": {\n    \"index\": 2,\n    \"count\": 4\n  }") {
+		t.Errorf("share written as:\n%s", buf.String())
+	}
+	back, err := Read(&buf)
+	if err != nil || back.Worker == nil || *back.Worker != (WorkerShare{Index: 2, Count: 4}) {
+		t.Errorf("read back worker %+v, %v", back.Worker, err)
+	}
+}
+
 func TestOutputMatchesJSONSchema(t *testing.T) {
 	c := jsonschema.NewCompiler()
 	sch, err := c.Compile("../../schema/load-result.v1.schema.json")
@@ -144,7 +216,11 @@ func TestOutputMatchesJSONSchema(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, 500} {
 		var buf bytes.Buffer
-		if err := encode(t, fakeRun(5, n, time.Unix(1_700_000_000, 0))).Write(&buf); err != nil {
+		r := encode(t, fakeRun(5, n, time.Unix(1_700_000_000, 0)))
+		if n == 1 {
+			r.Worker = &WorkerShare{Index: 1, Count: 3} // one share of a split load
+		}
+		if err := r.Write(&buf); err != nil {
 			t.Fatal(err)
 		}
 		doc, err := jsonschema.UnmarshalJSON(&buf)
@@ -168,6 +244,9 @@ func TestReadRejects(t *testing.T) {
 		{"more completed than sent", func(r *LoadResult) { r.Completed = r.Sent + 1 }},
 		{"histogram count disagrees", func(r *LoadResult) { r.Completed--; r.Success-- }},
 		{"no workers", func(r *LoadResult) { r.Workers = 0 }},
+		{"worker index past its count", func(r *LoadResult) { r.Worker = &WorkerShare{Index: 2, Count: 2} }},
+		{"negative worker index", func(r *LoadResult) { r.Worker = &WorkerShare{Index: -1, Count: 2} }},
+		{"worker share of a merge", func(r *LoadResult) { r.Worker = &WorkerShare{Index: 0, Count: 2}; r.Workers = 2 }},
 	}
 	for _, tt := range tests {
 		r := *good
@@ -199,8 +278,10 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := Merge([]*LoadResult{r, r}); err != nil {
-			t.Fatalf("accepted result does not merge with itself: %v", err)
+		// A share of a split load must not merge with itself (it would
+		// be counted twice); anything else does.
+		if _, err := Merge([]*LoadResult{r, r}); (err != nil) != (r.Worker != nil) {
+			t.Fatalf("accepted result (worker %+v) merged with itself: %v", r.Worker, err)
 		}
 		var out bytes.Buffer
 		if err := r.Write(&out); err != nil {

@@ -65,6 +65,66 @@ type RunManifest struct {
 	// Derived holds figures computed at the end of the run for display
 	// (they are recomputed from the raw files by reports).
 	Derived map[string]float64 `json:"derived,omitempty"`
+	// Drain says how the sampling after the load ended, on platforms
+	// whose drain ends when the app is idle again (kube); nil where the
+	// drain is a fixed time (local).
+	Drain *Drain `json:"drain,omitempty"`
+}
+
+// How a drain ended (Drain.Ended).
+const (
+	DrainIdle        = "idle"        // the app was idle again by samples taken wholly after the load's end
+	DrainMaximum     = "maximum"     // its maximum was reached first
+	DrainInterrupted = "interrupted" // the run was interrupted
+	DrainOff         = "off"         // no drain was asked for
+)
+
+// Drain is how a run's drain ended. The drain keeps sampling after the
+// load's end until, for every app pod, a fresh sample whose whole window
+// lies after the load's end is in, and the app's CPU by the newest of
+// them is under the idle threshold (the one the run waited for before the
+// load), or until its maximum.
+type Drain struct {
+	// Ended is DrainIdle, DrainMaximum, DrainInterrupted or DrainOff.
+	Ended string `json:"ended"`
+	// Seconds is how long the drain lasted, MaxSeconds its bound.
+	Seconds    float64 `json:"seconds"`
+	MaxSeconds float64 `json:"max_seconds"`
+	// LoadEnded is the load's end (the merged load result's last answer,
+	// or the drain's start when there is no load result).
+	LoadEnded time.Time `json:"load_ended"`
+	// AppPods is how many app pods the run sampled; AppPodsSampled how
+	// many of them had a sample wholly after the load's end when the drain
+	// ended.
+	AppPods        int `json:"app_pods"`
+	AppPodsSampled int `json:"app_pods_sampled"`
+	// AppCPUMillicores is the app's CPU by the newest of those samples,
+	// IdleMillicores the threshold it is held to; SampleTime the newest
+	// sample's time (zero: none).
+	AppCPUMillicores float64   `json:"app_cpu_millicores"`
+	IdleMillicores   float64   `json:"idle_millicores"`
+	SampleTime       time.Time `json:"sample_time,omitzero"`
+}
+
+// String says in a few words how the drain ended.
+func (d Drain) String() string {
+	lasted := time.Duration(d.Seconds * float64(time.Second)).Round(time.Second)
+	switch d.Ended {
+	case DrainIdle:
+		return fmt.Sprintf("app idle again after %s (%.0fm < %.0fm by samples taken wholly after the load's end)", lasted, d.AppCPUMillicores, d.IdleMillicores)
+	case DrainMaximum:
+		why := fmt.Sprintf("app CPU %.0fm, not under %.0fm", d.AppCPUMillicores, d.IdleMillicores)
+		if d.AppPodsSampled < d.AppPods || d.AppPods == 0 {
+			why = fmt.Sprintf("%d of %d app pods had a sample taken wholly after the load's end", d.AppPodsSampled, d.AppPods)
+		}
+		return fmt.Sprintf("maximum of %s reached before the app was seen idle again (%s)",
+			time.Duration(d.MaxSeconds*float64(time.Second)).Round(time.Second), why)
+	case DrainInterrupted:
+		return fmt.Sprintf("interrupted after %s", lasted)
+	case DrainOff:
+		return "none"
+	}
+	return d.Ended
 }
 
 // ProcessInfo is one process a run started.
