@@ -16,7 +16,9 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
@@ -28,7 +30,18 @@ type benchFlags struct {
 	resume, out, envoyPath string
 	quiet                  bool
 	loopbackNet            int
+	kube                   kubeFlags
 }
+
+// benchRunFlags are the bench flags that are not part of the plan: they
+// go with a plan file or --resume.
+var benchRunFlags = []string{"out", "envoy", "quiet", "loopback-net",
+	"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart", "install-mesh",
+	"allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout"}
+
+// kubeCellHook, in tests, adjusts every kube cell's options (a stand-in
+// for the load workers on a cluster that runs no container).
+var kubeCellHook func(*kube.Options)
 
 func newBenchCmd(env *Env) *cobra.Command {
 	f := &benchFlags{}
@@ -36,7 +49,8 @@ func newBenchCmd(env *Env) *cobra.Command {
 		Use:   "bench [PLAN.yaml]",
 		Short: "Run a benchmark plan (meshes × rates × replicas × … × repetitions) and report the comparison",
 		Long: `Expand a plan — a YAML file, or the same axes as flags — into cells, run
-them on the local lab in a seeded random order (the seed is recorded),
+them on the local lab (or, with platform kube, on a Kubernetes cluster
+from a kubeconfig) in a seeded random order (the seed is recorded),
 write each finished cell into the results directory, then print the
 comparison: medians over repetitions with bootstrap intervals, differences
 against the baseline mesh, one-line verdicts; and write the reports (text,
@@ -45,16 +59,24 @@ CSV, plots, a self-contained HTML file) into DIR/report/.
 An interrupted plan resumes with --resume DIR: finished cells are never run
 again or overwritten; a cell cut short is discarded and run again.
 
+On a cluster (platform: kube in the plan, or --platform kube) every cell
+deploys its app and load Job into fresh namespaces and deletes them;
+--install-mesh has each mesh's first cell install it with its own CLI.
+The cluster flags (--kubeconfig, --context, --image, …) go with a plan file
+and with --resume.
+
 Example plans: examples/quick.yaml, examples/seed-matrix.yaml,
-examples/faces.yaml, examples/saturation.yaml.`,
+examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 		Example: `  meshbench bench examples/quick.yaml
   meshbench bench --mesh none,sidecar,ambient --rate 50,200 --repetitions 3 --duration 5s
-  meshbench bench --resume results/bench-20261122-101500`,
+  meshbench bench --resume results/bench-20261122-101500
+  meshbench bench examples/kube.yaml --kubeconfig ~/.kube/k3d.yaml --install-mesh`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd.Context(), env, cmd, f, args) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Mesh, "mesh", "", "meshes, comma-separated (default none,sidecar,ambient,waypoint)")
+	fl.StringVar(&f.Platform, "platform", "", "where the cells run: local (default: processes on this machine) or kube (a Kubernetes cluster)")
+	fl.StringVar(&f.Mesh, "mesh", "", "meshes, comma-separated (default none,sidecar,ambient,waypoint; linkerd too on kube)")
 	fl.StringVar(&f.App, "app", "", "apps: static, faces")
 	fl.StringVar(&f.Rate, "rate", "", "rates per second, or max (closed loop); default 100")
 	fl.StringVar(&f.Replicas, "replicas", "", "replica counts (default 1)")
@@ -69,6 +91,9 @@ examples/faces.yaml, examples/saturation.yaml.`,
 	fl.StringVar(&f.Warmup, "warmup", "", "warm-up per cell (default 2s)")
 	fl.StringVar(&f.Drain, "drain", "", "drain per cell (default 2s)")
 	fl.StringVar(&f.Connections, "connections", "", "load generator connections (default 16)")
+	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
+	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
+	fl.StringVar(&f.Generator, "generator", "", "load generator of the workers: meshbench (default), oha or wrk2 (kube platform)")
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Confidence, "confidence", "", "confidence level (default 0.95)")
@@ -78,6 +103,7 @@ examples/faces.yaml, examples/saturation.yaml.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
 	_ = fl.MarkHidden("loopback-net")
+	f.kube.add(cmd, kubeBench)
 	return cmd
 }
 
@@ -89,7 +115,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	dir := f.out
 	switch {
 	case f.resume != "":
-		if len(args) > 0 || cmd.Flags().NFlag() > flagCount(cmd, "resume", "envoy", "quiet", "loopback-net") {
+		if len(args) > 0 || cmd.Flags().NFlag() > flagCount(cmd, append(benchRunFlags[1:], "resume")...) {
 			return usagef("--resume %s: give no plan and no axes; the plan is read from the directory", f.resume)
 		}
 		data, err := os.ReadFile(filepath.Join(f.resume, "plan.yaml"))
@@ -101,7 +127,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		dir = f.resume
 	case len(args) == 1:
-		if n := flagCount(cmd, "out", "envoy", "quiet", "loopback-net", "seed"); cmd.Flags().NFlag() > n {
+		if n := flagCount(cmd, append(benchRunFlags, "seed")...); cmd.Flags().NFlag() > n {
 			return usagef("%s: give the axes in the plan file or as flags, not both", args[0])
 		}
 		data, err := os.ReadFile(args[0])
@@ -133,11 +159,26 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if dir == "" {
 		dir = filepath.Join("results", "bench-"+env.Now().Format("20060102-150405"))
 	}
+	onKube := p.Platform == plan.PlatformKube
+	if !onKube {
+		for _, name := range benchRunFlags[4:] {
+			if cmd.Flags().Changed(name) {
+				return usagef("--%s: only with platform kube (the plan's platform is %s)", name, p.Platform)
+			}
+		}
+	}
 	cells := p.Order(*p.Seed, p.ReuseTopology)
 	needEnvoy := false
 	for _, c := range cells {
-		if c.Mesh.Mode != "none" || c.Mesh.Gateway {
+		if !onKube && (c.Mesh.Mode != "none" || c.Mesh.Gateway) {
 			needEnvoy = true
+		}
+	}
+	var cluster *kube.Cluster
+	if onKube {
+		var err error
+		if cluster, err = kube.Connect(ctx, f.kube.connect()); err != nil {
+			return err
 		}
 	}
 	var bin *envoy.Binary
@@ -163,11 +204,24 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		if p.ReuseTopology {
 			rcells[i].Topology = c.TopologyKey
 		}
+		if onKube {
+			ko := benchKubeOptions(p, c, &f.kube)
+			rcells[i].Kube = &ko
+		}
 	}
-	est := p.Estimate(plan.CellOverheadLocal)
-	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations), seed %d, about %s; results in %s\n",
-		len(cells), len(p.Skipped()), *p.Seed, est.Round(time.Second), dir)
-	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version}
+	if onKube {
+		if err := planMeshInstalls(dir, f.resume != "", rcells, f.kube.installMesh); err != nil {
+			return err
+		}
+	}
+	est := p.Estimate(p.CellOverhead())
+	where := ""
+	if cluster != nil {
+		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", cluster.Server, cluster.Context, cluster.Version)
+	}
+	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
+		len(cells), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), dir)
+	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version, Platform: p.Platform}
 	if bin != nil {
 		ro.EnvoyVersion = bin.Version
 	}
@@ -191,7 +245,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	switch {
 	case f.quiet:
 	case env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb":
-		live = newLiveView(env, len(rcells))
+		live = newLiveView(env, len(rcells), onKube)
 		ro.Progress, phase, onRound = live.progress, live.phase, live.round
 		live.start()
 	default:
@@ -199,6 +253,15 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	for i := range ro.Cells {
 		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
+		if k := ro.Cells[i].Kube; k != nil {
+			k.Phase, k.OnRound = phase, onRound
+			if !f.quiet {
+				k.Log = env.Stderr
+			}
+			if kubeCellHook != nil {
+				kubeCellHook(k)
+			}
+		}
 	}
 	_, runErr := runner.Run(ctx, ro)
 	if live != nil {
@@ -224,6 +287,62 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
 		return fmt.Errorf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
+	}
+	return nil
+}
+
+// benchKubeOptions are the options of plan p's cell c on a cluster.
+func benchKubeOptions(p *plan.Plan, c plan.Cell, k *kubeFlags) kube.Options {
+	o := kube.Options{Connect: k.connect(),
+		Spec: kube.Spec{AppNamespace: k.namespacePrefix + "-app", LoadNamespace: k.namespacePrefix + "-load",
+			Mesh: c.Mesh, Image: k.image, AppImage: k.appImage, FacesChart: k.facesChart && c.Mesh.App == mesh.AppFaces},
+		Rate: string(c.Rate), Max: c.Rate.Closed(), Workers: p.Workers, Generator: p.Generator, Duration: p.Duration, Warmup: p.Warmup,
+		Connections: p.Connections, AllowForeign: k.allowForeign, Keep: k.keep,
+		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout,
+		RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Version: Version}
+	if c.Rate.Closed() {
+		o.Rate = ""
+	}
+	if o.Drain == 0 {
+		o.Drain = -1 // the plan says no drain (0 is kube.Options' default)
+	}
+	return o
+}
+
+// planMeshInstalls, with install, has the first cell of each mesh to
+// install (Istio's modes share one install, Linkerd has its own) install
+// it with its CLI; the others verify it. On resume only the unfinished
+// cells count. When the plan holds ambient or waypoint cells, Istio is
+// installed with the ambient profile for every Istio mode: it runs
+// sidecars too, and switching profiles between cells would remove ztunnel.
+func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool) error {
+	finished := map[string]bool{}
+	if resume {
+		m, err := results.ReadPlanManifest(dir)
+		if err != nil {
+			return err
+		}
+		for id, st := range m.Cells {
+			finished[id] = st.Finished()
+		}
+	}
+	ambient := false
+	for _, c := range cells {
+		if mode := c.Kube.Spec.Mesh.Mode; mode == mesh.ModeAmbient || mode == mesh.ModeWaypoint {
+			ambient = true
+		}
+	}
+	installed := map[string]bool{}
+	for _, c := range cells {
+		cli := kube.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
+		if cli == "istioctl" && ambient {
+			c.Kube.IstioProfile = "ambient"
+		}
+		if !install || cli == "" || finished[c.ID] || installed[cli] {
+			continue
+		}
+		installed[cli] = true
+		c.Kube.InstallMesh = true
 	}
 	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -20,28 +22,43 @@ type kubeFlags struct {
 	kubeconfig, context  string
 	namespacePrefix      string
 	image, appImage      string
+	facesChart           bool
 	workers              int
 	installMesh          bool
 	allowForeign, keep   bool
 	kubeSampleInterval   time.Duration
 	idleTimeout, timeout time.Duration
+	generator            string // the load workers' --generator
 }
 
-func (k *kubeFlags) add(cmd *cobra.Command, run bool) {
+// Which kubeFlags a command takes.
+const (
+	kubeConnect = iota // doctor: the cluster and the namespaces
+	kubeRun            // run: all of them
+	kubeBench          // bench: all but those the plan holds (workers, metrics interval)
+)
+
+func (k *kubeFlags) add(cmd *cobra.Command, which int) {
 	fl := cmd.Flags()
 	fl.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (kube platform; default: $KUBECONFIG, then ~/.kube/config)")
 	fl.StringVar(&k.context, "context", "", "kubeconfig context (kube platform; default: the current one)")
 	fl.StringVar(&k.namespacePrefix, "namespace-prefix", "meshbench", "namespaces PREFIX-app and PREFIX-load (kube platform)")
-	if !run {
+	if which == kubeConnect {
 		return
 	}
 	fl.StringVar(&k.image, "image", kube.DefaultImage, "meshbench image for the app and the load workers (kube platform; `make image` builds it)")
 	fl.StringVar(&k.appImage, "app-image", "", "image for the static app instead of meshbench's, e.g. nginx pinned by digest (kube platform)")
-	fl.IntVar(&k.workers, "workers", 1, "load generator pods; the rate and connections are split among them (kube platform)")
+	fl.BoolVar(&k.facesChart, "faces-chart", true, "app faces: install Buoyant's Faces chart "+kube.FacesChartVersion+" with helm, as the seed tool does; false: meshbench's own face/smiley/color (kube platform)")
+	if which == kubeRun {
+		fl.IntVar(&k.workers, "workers", 1, "load generator pods; the rate and connections are split among them (kube platform)")
+	}
 	fl.BoolVar(&k.installMesh, "install-mesh", false, "install the mesh with its own CLI (istioctl, linkerd) first; default: verify the one installed (kube platform)")
 	fl.BoolVar(&k.allowForeign, "allow-foreign-workloads", false, "run even if the namespaces hold workloads meshbench did not create (kube platform)")
 	fl.BoolVar(&k.keep, "keep", false, "leave the namespaces after the run (kube platform)")
-	fl.DurationVar(&k.kubeSampleInterval, "metrics-interval", 10*time.Second, "metrics.k8s.io polling period (kube platform)")
+	if which == kubeRun {
+		fl.DurationVar(&k.kubeSampleInterval, "metrics-interval", 10*time.Second, "metrics.k8s.io polling period (kube platform)")
+		fl.StringVar(&k.generator, "generator", extgen.Meshbench, "load generator of the workers: meshbench, oha or wrk2 (in meshbench's image; HTTP/1.1; kube platform)")
+	}
 	fl.DurationVar(&k.idleTimeout, "idle-timeout", 2*time.Minute, "longest wait for the app to be idle before the load (kube platform)")
 	fl.DurationVar(&k.timeout, "ready-timeout", 5*time.Minute, "longest wait for the app and the load Job (kube platform)")
 }
@@ -81,11 +98,14 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if f.kube.kubeSampleInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--metrics-interval %v: must be > 0", f.kube.kubeSampleInterval))
 	}
+	if !slices.Contains(extgen.Names, f.kube.generator) {
+		errs = append(errs, fmt.Errorf("--generator %q: allowed: %s", f.kube.generator, strings.Join(extgen.Names, ", ")))
+	}
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
 	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
-		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage}
+		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == mesh.AppFaces}
 	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Rate: f.rate, Workers: f.kube.workers,
 		Duration: f.duration, Warmup: f.warmup, Connections: f.connections, InstallMesh: f.kube.installMesh,
 		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
@@ -93,6 +113,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if f.drain > 0 && f.drainSet {
 		o.Drain = f.drain
 	}
+	o.Generator = f.kube.generator
 	res, err := kube.Run(ctx, o)
 	if res != nil {
 		printKubeRun(env, mo, res)
@@ -120,6 +141,10 @@ func printKubeRun(env *Env, mo mesh.Options, res *kube.Result) {
 	}
 	if res.Summary.Rounds > 0 || len(res.Nodes) > 0 {
 		fmt.Fprintf(w, "Metrics samples seen again (stale, not counted twice): %d pod, %d node.\n", res.StalePods, res.StaleNodes)
+		fmt.Fprintf(w, "Metrics rounds where only some pods had a new sample: %d (those rounds' totals leave out the pods whose sample was old).\n", res.MixedRounds)
+	}
+	if res.Drain.Ended != "" {
+		fmt.Fprintf(w, "Drain: %s.\n", res.Drain)
 	}
 	printRunEnd(w, res.Manifest, res.Dir)
 }
@@ -142,19 +167,33 @@ func newDoctorCmd(env *Env) *cobra.Command {
 fresh, enough nodes are ready for the placement (load and app apart), the
 mesh CLIs (istioctl, linkerd) and their versions, the namespaces meshbench
 would create hold nothing it did not create, and RBAC grants what a run
-needs. Exits 1 when a check fails.`,
-		Example: `  meshbench doctor --platform kube --kubeconfig ~/.kube/k3d.yaml --mesh sidecar,ambient`,
-		Args:    cobra.NoArgs,
+needs. Exits 1 when a check fails.
+
+--install-mesh means what it means to run: the meshes of --mesh will be
+installed, so their CLIs are required. Without it the meshes must already
+run on the cluster: each one of --mesh is verified as run verifies it
+(istiod, the ztunnel DaemonSet, the Gateway API for waypoints, Linkerd's
+control plane), and a missing CLI is only a warning.`,
+		Example: `  meshbench doctor --platform kube --kubeconfig ~/.kube/k3d.yaml --mesh sidecar,ambient
+  meshbench doctor --platform kube --mesh linkerd --install-mesh`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.platform != "kube" {
 				return usagef("--platform %q: allowed: kube (the local lab checks itself when it starts)", f.platform)
 			}
 			var meshes []string
 			if f.mesh != "" {
-				meshes = strings.Split(f.mesh, ",")
+				for _, m := range strings.Split(f.mesh, ",") {
+					m = strings.TrimSpace(m)
+					if !slices.Contains(kube.Modes, mesh.Mode(m)) {
+						return usagef("--mesh %q: allowed: %s", m, kubeModeList())
+					}
+					meshes = append(meshes, m)
+				}
 			}
 			ns := []string{f.kube.namespacePrefix + "-app", f.kube.namespacePrefix + "-load"}
-			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: meshes, Nodes: f.nodes, Namespaces: ns})
+			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: meshes,
+				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns})
 			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
 			failed := 0
@@ -178,8 +217,18 @@ needs. Exits 1 when a check fails.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.platform, "platform", "kube", "platform to check: kube")
-	cmd.Flags().StringVar(&f.mesh, "mesh", "", "meshes you will run (their CLIs become required): sidecar, ambient, waypoint, linkerd")
+	cmd.Flags().StringVar(&f.mesh, "mesh", "", "meshes you will run, verified on the cluster (with --install-mesh: their CLIs are required instead): "+kubeModeList())
 	cmd.Flags().IntVar(&f.nodes, "nodes", 2, "ready nodes needed (2: load and app on different nodes)")
-	f.kube.add(cmd, false)
+	f.kube.add(cmd, kubeConnect)
+	cmd.Flags().BoolVar(&f.kube.installMesh, "install-mesh", false, "the run will install the meshes (as run --install-mesh): require their CLIs instead of verifying the installed meshes")
 	return cmd
+}
+
+// kubeModeList lists the kube platform's mesh modes for messages.
+func kubeModeList() string {
+	names := make([]string, len(kube.Modes))
+	for i, m := range kube.Modes {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
 }

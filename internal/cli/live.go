@@ -60,6 +60,9 @@ type liveState struct {
 	// Finished is true for the final frame: the plan has ended or was
 	// interrupted.
 	Finished bool
+	// WorkingSet: the rounds come from metrics.k8s.io (a cluster), whose
+	// one memory figure is the working set, not RSS and PSS.
+	WorkingSet bool
 }
 
 // liveLast is a finished cell's headline figures.
@@ -203,6 +206,9 @@ func resourceLines(s liveState) []string {
 	}
 	nameW = min(nameW, 28)
 	row := func(name, cpu, rss, pss string) string {
+		if s.WorkingSet {
+			return strings.TrimRight(fmt.Sprintf("  %-*s  %-20s  %11s", nameW, truncate(name, nameW), cpu, pss), " ")
+		}
 		return fmt.Sprintf("  %-*s  %-20s  %9s  %9s", nameW, truncate(name, nameW), cpu, rss, pss)
 	}
 	figs := func(name string, f sample.Figures) string {
@@ -217,13 +223,17 @@ func resourceLines(s liveState) []string {
 		return row(name, fmt.Sprintf("%.1fm (%.0f-%.0fm)", c.Avg, c.Min, c.Max),
 			fmt.Sprintf("%.1fMi", f.RSSBytes.Avg/(1<<20)), pss)
 	}
+	memHead := "PSS avg"
+	if s.WorkingSet {
+		memHead = "working set"
+	}
 	window := "so far"
 	if s.Phase != "measure" {
 		window = "ended"
 	}
 	out := []string{
 		fmt.Sprintf("  measured window (%s): %d rounds", window, m.Rounds),
-		row("Component", "CPU avg (min-max)", "RSS avg", "PSS avg"),
+		row("Component", "CPU avg (min-max)", "RSS avg", memHead),
 	}
 	for i, c := range m.Components {
 		if i == liveMaxComponents {
@@ -233,7 +243,11 @@ func resourceLines(s liveState) []string {
 		out = append(out, figs(c.Name, c.Figures))
 	}
 	out = append(out, figs("TOTAL", m.Total))
-	return append(out, "  "+ratioLine(m))
+	ratio := ratioLine(m)
+	if s.WorkingSet {
+		ratio = strings.Replace(ratio, "PSS", "working set", 1)
+	}
+	return append(out, "  "+ratio)
 }
 
 // ratioLine is the mesh's cost relative to the app: data-plane CPU / app
@@ -335,10 +349,10 @@ type liveView struct {
 
 // newLiveView returns a view of a plan of total cells starting now; it
 // draws nothing until start.
-func newLiveView(env *Env, total int) *liveView {
+func newLiveView(env *Env, total int, workingSet bool) *liveView {
 	v := &liveView{now: env.Now, width: func() int { return termWidth(env) }, fw: frameWriter{w: env.Stderr}}
 	v.started = v.now()
-	v.st = liveState{Total: total, ETA: -1}
+	v.st = liveState{Total: total, ETA: -1, WorkingSet: workingSet}
 	return v
 }
 

@@ -76,6 +76,11 @@ func TestLiveFrameGolden(t *testing.T) {
 			CellID: "none-static-r100-1", Phase: "drain", PhaseElapsed: 300 * time.Millisecond,
 			Measure: sample.Summarize(noDataPlane(liveRounds(4))),
 			Last:    &liveLast{ID: "none-static-r50-1", HasLatency: true, P50Ns: 151_234, P99Ns: 2_345_678, SuccessRatio: 0.9876, RatePerSec: 49.4, Invalid: []string{"load CPU-starved"}}}},
+		// A cluster cell: metrics.k8s.io's working set is the one memory
+		// column.
+		{"live-kube.golden", 0, liveState{Index: 2, Total: 24, Done: 1, Elapsed: 150 * time.Second, ETA: 3450 * time.Second,
+			CellID: "sidecar-static-r200-x3-p0-http-pod-mtls-rep1", Phase: "measure", PhaseElapsed: 31 * time.Second,
+			Measure: sample.Summarize(liveRounds(3)), WorkingSet: true}},
 		// The final frame after a failed cell.
 		{"live-final.golden", 0, liveState{Index: 12, Total: 12, Done: 12, Failed: 1, Elapsed: 3*time.Minute + 4*time.Second, ETA: 0,
 			CellID: "ambient-static-r100-3", Phase: "teardown", Finished: true,
@@ -151,7 +156,7 @@ func doneEvent(ev runner.Event, valid bool) runner.Event {
 func TestLiveViewState(t *testing.T) {
 	clock := &fakeNow{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	var buf bytes.Buffer
-	v := newLiveView(&Env{Stderr: &buf, Now: clock.now, Getenv: func(string) string { return "" }}, 4)
+	v := newLiveView(&Env{Stderr: &buf, Now: clock.now, Getenv: func(string) string { return "" }}, 4, false)
 	rounds := liveRounds(6)
 
 	ev := liveEvent(1, "cell-a")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
@@ -516,8 +517,14 @@ func FuzzLoadFlags(f *testing.F) {
 	})
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// TestMain: a test cluster for the kube tests (started by the first that
+// needs it), and the meshbench binary some tests build removed at the end.
+func TestMain(m *testing.M) { kubetest.Main(cleanupAfter{m}, kubetest.Options{}) }
+
+type cleanupAfter struct{ m *testing.M }
+
+func (c cleanupAfter) Run() int {
+	code := c.m.Run()
 	testutil.RemoveMeshbenchBuild()
-	os.Exit(code)
+	return code
 }

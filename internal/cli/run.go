@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
@@ -78,7 +79,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	fl.StringVar(&f.rate, "rate", "50", "load rate per second (open loop)")
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured duration")
 	fl.DurationVar(&f.warmup, "warmup", 2*time.Second, "load before the measured window, not counted")
-	fl.DurationVar(&f.drain, "drain", 2*time.Second, "sampling after the load ends")
+	fl.DurationVar(&f.drain, "drain", 2*time.Second, "sampling after the load ends (kube platform: the most, 60s unless set; it stops once the app is idle again)")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", time.Second, "/proc sampling period")
 	fl.IntVar(&f.pssEvery, "pss-every", 0, "read PSS (/proc/PID/smaps_rollup) every N sampling rounds; CPU and RSS are read every round. "+
 		"PSS costs ~1.3 ms of CPU per Envoy and ~0.5 ms per app per reading, 96% of a round, taken from the processes measured "+
@@ -90,7 +91,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	// run side by side.
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet N of the lab's addresses 127.N.x.y")
 	_ = fl.MarkHidden("loopback-net")
-	f.kube.add(cmd, true)
+	f.kube.add(cmd, kubeRun)
 	return cmd
 }
 
@@ -116,6 +117,12 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	if f.loopbackNet < 0 || f.loopbackNet > 255 {
 		errs = append(errs, fmt.Errorf("--loopback-net %d: allowed: 0 to 255", f.loopbackNet))
+	}
+	if f.kube.generator != "" && f.kube.generator != extgen.Meshbench {
+		// The lab samples its load generator's own process: an external
+		// tool's CPU would go unmeasured and the CPU-starvation check
+		// would judge the wrong process.
+		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
 	}
 	mo.LoopbackNet = uint8(f.loopbackNet)
 	if len(errs) > 0 {

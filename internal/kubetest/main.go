@@ -28,6 +28,10 @@ var shared struct {
 	err     error
 }
 
+// M runs a package's tests: *testing.M, or a wrapper that also cleans up
+// after them.
+type M interface{ Run() int }
+
 // Main runs a test package's tests with one shared cluster, started by the
 // first Require (so a run that selects no Kubernetes test starts nothing)
 // and stopped after the last test. Call it from TestMain:
@@ -36,7 +40,7 @@ var shared struct {
 //
 // When a test failed, the cluster's files (logs) are kept and their place
 // printed. Main does not return.
-func Main(m *testing.M, o Options) {
+func Main(m M, o Options) {
 	shared.mu.Lock()
 	shared.inMain, shared.opts = true, o
 	shared.mu.Unlock()

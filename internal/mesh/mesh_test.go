@@ -26,7 +26,7 @@ func TestValidate(t *testing.T) {
 		{"zero app and protocol", opts(func(o *Options) { o.App, o.Protocol = "", "" }), nil},
 		// Linkerd is a known mode without a local form: one line saying why.
 		{"linkerd", opts(func(o *Options) { o.Mode = "linkerd" }),
-			[]string{"mode linkerd: Linkerd has no local form (its proxy ships only in its container images); it arrives with the Kubernetes platform"}},
+			[]string{"mode linkerd: Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)"}},
 		// Unknown mode lists the allowed ones.
 		{"unknown mode", opts(func(o *Options) { o.Mode = "cilium" }), []string{`mode "cilium": allowed: none, sidecar, ambient, waypoint`}},
 		// Every problem at once.

@@ -141,7 +141,7 @@ func (e *OptionError) Error() string {
 }
 
 // LinkerdUnavailable is the reason Validate gives for mode "linkerd".
-const LinkerdUnavailable = "Linkerd has no local form (its proxy ships only in its container images); it arrives with the Kubernetes platform"
+const LinkerdUnavailable = "Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)"
 
 // Validate reports every problem with o at once (joined with errors.Join,
 // each a *OptionError on one line), or nil.

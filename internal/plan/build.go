@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,10 +61,14 @@ func (b *builder) scalars() {
 		}
 	}
 	if it, ok := b.one("platform"); ok {
-		if it.text != PlatformLocal {
-			b.s.badItem("platform", it, "allowed: local (kubernetes is not implemented yet)")
+		switch it.text {
+		case PlatformLocal, PlatformKube:
+			p.Platform = it.text
+		default:
+			b.s.badItem("platform", it, "allowed: local (processes on this machine), kube (a Kubernetes cluster)")
 		}
 	}
+	kube := p.Platform == PlatformKube
 	if it, ok := b.one("seed"); ok {
 		v, err := strconv.ParseInt(it.text, 10, 64)
 		if err != nil {
@@ -99,10 +104,44 @@ func (b *builder) scalars() {
 	b.duration("sample_interval", false, &p.SampleInterval)
 	b.integer("pss_every", 0, math.MaxInt32, "allowed: 0 (about every 5 s) or a whole number N, every N sampling rounds", &p.PSSEvery)
 	if it, ok := b.one("reuse_topology"); ok {
-		if v, ok := parseBool(it.text); ok {
-			p.ReuseTopology = v
-		} else {
+		v, ok := parseBool(it.text)
+		switch {
+		case !ok:
 			b.s.badItem("reuse_topology", it, "allowed: true, false")
+		case v && kube:
+			b.s.badItem("reuse_topology", it, "allowed on platform kube: false (every cell deploys its app and deletes it)")
+		default:
+			p.ReuseTopology = v
+		}
+	}
+	b.integer("workers", 1, MaxWorkers, fmt.Sprintf("allowed: 1 to %d load generator pods", MaxWorkers), &p.Workers)
+	if kube {
+		// The kube platform's own defaults, and what it does not take.
+		if b.s.entries["reuse_topology"] == nil {
+			p.ReuseTopology = false
+		}
+		if b.s.entries["sample_interval"] == nil {
+			p.SampleInterval = DefaultKubeSampleInterval
+		}
+		if b.s.entries["drain"] == nil {
+			p.Drain = max(DefaultKubeDrain, 3*p.SampleInterval)
+		}
+		if it, ok := b.one("pss_every"); ok {
+			b.s.badItem("pss_every", it, "only on platform local (the kube platform reads the working set from metrics.k8s.io)")
+		}
+	} else {
+		if it, ok := b.one("workers"); ok {
+			b.s.badItem("workers", it, "only on platform kube (the local lab runs one load generator)")
+		}
+		if it, ok := b.one("generator"); ok && it.text != "meshbench" {
+			b.s.badItem("generator", it, "only meshbench on platform local (the lab measures its own load process); oha and wrk2 run on platform kube")
+		}
+	}
+	if it, ok := b.one("generator"); ok && kube {
+		if slices.Contains(Generators, it.text) {
+			p.Generator = it.text
+		} else {
+			b.s.badItem("generator", it, "allowed: "+strings.Join(Generators, ", "))
 		}
 	}
 	if it, ok := b.one("baseline"); ok {
@@ -259,7 +298,15 @@ func (b *builder) viaValidate(key string, it item, o mesh.Options, field, allowe
 
 func (b *builder) axes() {
 	a := &b.p.Axes
+	kube := b.p.Platform == PlatformKube
 	b.axis("axes.mesh", func(it item) (string, bool) {
+		if kube {
+			if mesh.Mode(it.text) == MeshLinkerd || slices.Contains(mesh.Modes, mesh.Mode(it.text)) {
+				return it.text, true
+			}
+			b.s.badItem("axes.mesh", it, "allowed: none, sidecar, ambient, waypoint, linkerd")
+			return it.text, false
+		}
 		o := mesh.DefaultOptions()
 		o.Mode = mesh.Mode(it.text)
 		return it.text, b.viaValidate("axes.mesh", it, o, "mode", "none, sidecar, ambient, waypoint")
@@ -314,9 +361,13 @@ func (b *builder) axes() {
 		dst *[]bool
 	}{{"axes.gateway", &a.Gateway}, {"axes.mtls", &a.MTLS}} {
 		b.axis(k.key, func(it item) (string, bool) {
-			_, ok := parseBool(it.text)
+			v, ok := parseBool(it.text)
 			if !ok {
 				b.s.badItem(k.key, it, "allowed: true or false")
+			}
+			if ok && v && kube && k.key == "axes.gateway" {
+				b.s.badItem(k.key, it, "allowed on platform kube: false (no ingress gateway there yet)")
+				ok = false
 			}
 			return strings.ToLower(it.text), ok
 		}, func() { *k.dst = nil }, func(it item) { v, _ := parseBool(it.text); *k.dst = append(*k.dst, v) })
@@ -422,7 +473,7 @@ func (b *builder) matrix() {
 		return
 	}
 	for _, t := range kept {
-		for _, e := range unjoin(t.o.Validate()) {
+		for _, e := range unjoin(validOptions(t.o)) {
 			var oe *mesh.OptionError
 			if !errors.As(e, &oe) {
 				s.bad(keyAxes, axesLine, "", e.Error())
@@ -437,6 +488,15 @@ func (b *builder) matrix() {
 			}
 		}
 	}
+}
+
+// validOptions checks o with mesh.Options.Validate; Linkerd's options are
+// a sidecar mesh's (the local lab has no linkerd mode to check).
+func validOptions(o mesh.Options) error {
+	if o.Mode == MeshLinkerd {
+		o.Mode = mesh.ModeSidecar
+	}
+	return o.Validate()
 }
 
 // axisValue shows the i-th value of axis k as a problem quotes it.

@@ -93,6 +93,8 @@ func (p *Plan) eachTopology(fn func(t topo)) {
 func (p *Plan) skipReason(o mesh.Options) string {
 	meshMode := o.Mode == mesh.ModeSidecar || o.Mode == mesh.ModeAmbient || o.Mode == mesh.ModeWaypoint
 	switch {
+	case o.Mode == MeshLinkerd && !o.MTLS:
+		return "mesh linkerd with mtls false: Linkerd's mTLS between meshed pods is always on"
 	case o.Mode == mesh.ModeNone && o.Policies > 0:
 		return "mesh none with policies > 0: policies need a mesh mode, none runs with policies 0"
 	case meshMode && o.Mode != mesh.ModeSidecar && !o.MTLS:
@@ -306,9 +308,30 @@ func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
 // (up to ~20 s for 90 sidecars).
 const CellOverheadLocal = 3 * time.Second
 
+// CellOverheadKube is a kube cell's cost beyond its warm-up, measured
+// window and drain, at the least: applying the app and waiting for it,
+// the idle gate (at least one fresh metrics sample: one period), the load
+// Job's pods starting, and deleting the namespaces. A mesh install (the
+// first cell of a mesh) and image pulls come on top.
+const CellOverheadKube = 45 * time.Second
+
+// CellOverhead is the platform's CellOverhead….
+func (p *Plan) CellOverhead() time.Duration {
+	if p.Platform == PlatformKube {
+		return CellOverheadKube + p.SampleInterval
+	}
+	return CellOverheadLocal
+}
+
 // Estimate is the plan's expected wall time when every cell costs
 // overhead beyond its warm-up, duration and drain (CellOverheadLocal for
 // the local lab).
 func (p *Plan) Estimate(overhead time.Duration) time.Duration {
-	return time.Duration(len(p.Cells())) * (p.Warmup + p.Duration + p.Drain + overhead)
+	drain := p.Drain
+	if p.Platform == PlatformKube {
+		// A maximum: the drain ends once a fresh sample shows the app
+		// idle, about two metrics periods after the load.
+		drain = min(drain, 2*p.SampleInterval)
+	}
+	return time.Duration(len(p.Cells())) * (p.Warmup + p.Duration + drain + overhead)
 }

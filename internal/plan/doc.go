@@ -1,7 +1,8 @@
 // Package plan reads benchmark plans: a YAML file, or the same axes given
 // as `meshbench bench` flags, checked all at once and expanded into cells.
-// A cell is one run of the local lab (local.Options): one combination of
-// axis values and one repetition.
+// A cell is one run of the local lab (local.Options) or, with platform
+// kube, of a Kubernetes cluster (kube.Options): one combination of axis
+// values and one repetition.
 //
 // # The plan file
 //
@@ -10,7 +11,7 @@
 // or one value as shorthand for a list of one. The defaults:
 //
 //	name: ""                 # a label, [A-Za-z0-9._-], at most 64 characters
-//	platform: local          # only local for now (kubernetes will come)
+//	platform: local          # local (processes on this machine) or kube (a cluster; see below)
 //	seed:                    # int64; absent: the runner picks one and records it
 //	repetitions: 3           # runs of every configuration, at least 1
 //	axes:
@@ -39,6 +40,22 @@
 //
 // A null value ("duration:" with nothing after it) is an error, not the
 // default: remove the key to get the default.
+//
+// # Platform kube
+//
+// The same plan runs on a Kubernetes cluster (`meshbench bench
+// --kubeconfig …`; the cluster is not part of the plan). There the mesh
+// axis takes linkerd too, and:
+//
+//	workers: 1               # load generator pods per cell (kube only), 1 to 1000
+//	generator: meshbench     # meshbench, oha or wrk2 (kube only: `meshbench load --generator`)
+//	sample_interval: 10s     # the metrics.k8s.io polling period
+//	drain: 60s               # at most (ends once the app is idle again); 3 sample intervals if longer
+//	reuse_topology: false    # every cell deploys its app and deletes it
+//
+// pss_every is local only (a cluster gives the working set), and gateway
+// true is not available on kube yet. Linkerd with mtls false is skipped:
+// its mTLS between meshed pods is always on.
 //
 // # Problems
 //

@@ -29,6 +29,8 @@ type Flags struct {
 	SampleInterval string // --sample-interval
 	PSSEvery       string // --pss-every
 	ReuseTopology  string // --reuse-topology
+	Workers        string // --workers (platform kube)
+	Generator      string // --generator (platform kube)
 	Baseline       string // --baseline
 
 	RateShortfall string // --max-rate-shortfall (thresholds.rate_shortfall)
@@ -76,6 +78,8 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("sample_interval", f.SampleInterval)
 	set("pss_every", f.PSSEvery)
 	set("reuse_topology", f.ReuseTopology)
+	set("workers", f.Workers)
+	set("generator", f.Generator)
 	set("baseline", f.Baseline)
 	set("thresholds.rate_shortfall", f.RateShortfall)
 	set("thresholds.errors", f.Errors)

@@ -16,7 +16,7 @@ type Plan struct {
 	// Name labels the plan: [A-Za-z0-9._-], at most 64 characters; "" for
 	// none.
 	Name string
-	// Platform runs the cells: PlatformLocal (the only one for now).
+	// Platform runs the cells: PlatformLocal or PlatformKube.
 	Platform string
 	// Seed orders the cells (Order). nil: the runner picks one and sets it
 	// here before writing the plan manifest (YAML), so it is recorded.
@@ -47,6 +47,14 @@ type Plan struct {
 	// Baseline is the mesh mode the others are compared with; one of
 	// Axes.Mesh.
 	Baseline mesh.Mode
+	// Workers is the number of load generator pods of every cell on
+	// PlatformKube (the rate and connections are split among them); 1 on
+	// PlatformLocal.
+	Workers int
+	// Generator is the load generator of every cell on PlatformKube:
+	// meshbench (its own engine, the default), oha or wrk2 (from
+	// meshbench's image; `meshbench load --generator`).
+	Generator string
 	// Thresholds decide when a run is invalid.
 	Thresholds Thresholds
 	// Confidence is the level of the comparisons' intervals, between 0 and
@@ -80,8 +88,20 @@ type Thresholds struct {
 	LoadCPU float64
 }
 
-// PlatformLocal is the local lab: processes on loopback "nodes".
-const PlatformLocal = "local"
+// The platforms a plan runs on.
+const (
+	// PlatformLocal is the local lab: processes on loopback "nodes".
+	PlatformLocal = "local"
+	// PlatformKube is a Kubernetes cluster from a kubeconfig
+	// (internal/platform/kube); the mesh axis takes linkerd there too.
+	PlatformKube = "kube"
+)
+
+// Generators are the load generators a plan on PlatformKube can use.
+var Generators = []string{"meshbench", "oha", "wrk2"}
+
+// MeshLinkerd is the mesh only PlatformKube runs.
+const MeshLinkerd mesh.Mode = "linkerd"
 
 // Limits and defaults.
 const (
@@ -101,6 +121,15 @@ const (
 	DefaultRateShortfall  = 0.002 // results.RateShortfallTolerance
 	DefaultErrors         = 0.01
 	DefaultLoadCPU        = 0.9 // local.DefaultLoadCPUMax
+
+	// On PlatformKube: metrics.k8s.io's period (metrics-server's default
+	// resolution is 15 s, its minimum 10 s), and the drain's maximum, the
+	// seed tool's 60 s, or three periods when that is longer: the metrics
+	// API lags the load, and the run ends the drain as soon as a fresh
+	// sample shows the app idle again (about two periods).
+	DefaultKubeSampleInterval = 10 * time.Second
+	DefaultKubeDrain          = 60 * time.Second
+	MaxWorkers                = 1000
 )
 
 // Defaults returns the plan that an empty file gives: every mesh mode,
@@ -126,6 +155,8 @@ func Defaults() *Plan {
 		Drain:          DefaultDrain,
 		Connections:    DefaultConnections,
 		SampleInterval: DefaultSampleInterval,
+		Workers:        1,
+		Generator:      "meshbench",
 		ReuseTopology:  true,
 		Baseline:       mesh.ModeNone,
 		Thresholds:     Thresholds{RateShortfall: DefaultRateShortfall, Errors: DefaultErrors, LoadCPU: DefaultLoadCPU},

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestDefaults(t *testing.T) {
 			Gateway: []bool{false}, MTLS: []bool{true},
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
-		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Baseline: "none",
+		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Baseline: "none", Workers: 1, Generator: "meshbench",
 		Thresholds: Thresholds{RateShortfall: 0.002, Errors: 0.01, LoadCPU: 0.9}, Confidence: 0.95,
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -132,6 +133,7 @@ func TestExamples(t *testing.T) {
 		{"seed-matrix.yaml", 120, 34 * time.Minute},
 		{"faces.yaml", 24, 24 * 17 * time.Second},
 		{"saturation.yaml", 12, 12 * 17 * time.Second},
+		{"kube.yaml", 24, 24 * (10 + 60 + 20 + 3) * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {
@@ -427,7 +429,7 @@ func TestShuffleUniform(t *testing.T) {
 func TestYAMLRoundTrip(t *testing.T) {
 	seed := int64(-12345)
 	plans := []*Plan{Defaults()}
-	for _, f := range []string{"quick.yaml", "seed-matrix.yaml", "faces.yaml", "saturation.yaml"} {
+	for _, f := range []string{"quick.yaml", "seed-matrix.yaml", "faces.yaml", "saturation.yaml", "kube.yaml"} {
 		plans = append(plans, readExample(t, f))
 	}
 	odd := mustParse(t, "odd.yaml", `name: odd_1.x
@@ -505,4 +507,50 @@ func cellByID(t *testing.T, cells []Cell, id string) Cell {
 	}
 	t.Fatalf("no cell %s", id)
 	return Cell{}
+}
+
+// TestKubePlan: platform kube takes linkerd, has its own defaults (metrics
+// period 10 s, drain two periods, no topology reuse, 1 worker) and skips
+// linkerd without mTLS.
+func TestKubePlan(t *testing.T) {
+	p := mustParse(t, "k.yaml", `platform: kube
+axes:
+  mesh: [none, linkerd, sidecar]
+  mtls: [true, false]
+workers: 3
+`)
+	if p.Platform != PlatformKube || p.Workers != 3 || p.SampleInterval != 10*time.Second || p.Drain != time.Minute || p.ReuseTopology {
+		t.Errorf("kube plan = platform %s, workers %d, sample interval %v, drain %v, reuse %v; want kube, 3, 10s, 1m, false",
+			p.Platform, p.Workers, p.SampleInterval, p.Drain, p.ReuseTopology)
+	}
+	var ids []string
+	for _, c := range p.Cells() {
+		if c.Repetition == 1 {
+			ids = append(ids, c.ID)
+		}
+	}
+	want := []string{"none-static-r100-x1-p0-http-pod-mtls-rep1", "linkerd-static-r100-x1-p0-http-pod-mtls-rep1",
+		"sidecar-static-r100-x1-p0-http-pod-mtls-rep1", "sidecar-static-r100-x1-p0-http-pod-plain-rep1"}
+	if strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(ids, "\n"), strings.Join(want, "\n"))
+	}
+	var skipped []string
+	for _, s := range p.Skipped() {
+		skipped = append(skipped, s.Reason)
+	}
+	if !slices.Contains(skipped, "mesh linkerd with mtls false: Linkerd's mTLS between meshed pods is always on") {
+		t.Errorf("skipped: %q; want linkerd without mTLS among them", skipped)
+	}
+	// A given drain and sample interval stay as given.
+	q := mustParse(t, "k.yaml", "platform: kube\nsample_interval: 30s\n")
+	if q.Drain != 90*time.Second {
+		t.Errorf("drain with a 30s period = %v, want 90s (three periods)", q.Drain)
+	}
+	q = mustParse(t, "k.yaml", "platform: kube\nsample_interval: 15s\ndrain: 5s\n")
+	if q.Drain != 5*time.Second {
+		t.Errorf("drain given as 5s = %v", q.Drain)
+	}
+	if e := p.Estimate(p.CellOverhead()); e != time.Duration(len(p.Cells()))*(2*time.Second+10*time.Second+20*time.Second+55*time.Second) {
+		t.Errorf("estimate %v", e)
+	}
 }

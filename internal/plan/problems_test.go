@@ -19,7 +19,7 @@ func TestBadPlans(t *testing.T) {
 	}{
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
-			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, baseline, thresholds, confidence`,
+			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, thresholds, confidence`,
 			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, replicas, policies, protocol, gateway, mtls`,
 		}},
 		// Nothing like any key: no suggestion.
@@ -36,10 +36,25 @@ func TestBadPlans(t *testing.T) {
 		}},
 		// Mode, app and protocol values go through mesh.Options.Validate.
 		{"enums", "axes:\n  mesh: [none, linkerd, istio]\n  app: [faces, bookinfo]\n  protocol: [grpc]\n", []string{
-			`p.yaml:2: axes.mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); it arrives with the Kubernetes platform`,
+			`p.yaml:2: axes.mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)`,
 			`p.yaml:2: axes.mesh "istio": allowed: none, sidecar, ambient, waypoint`,
 			`p.yaml:3: axes.app "bookinfo": allowed: static, faces`,
 			`p.yaml:4: axes.protocol "grpc": allowed: http, tcp`,
+		}},
+		// What only one platform takes.
+		{"platforms", "platform: local\nworkers: 2\ngenerator: oha\n", []string{
+			`p.yaml:2: workers "2": only on platform kube (the local lab runs one load generator)`,
+			`p.yaml:3: generator "oha": only meshbench on platform local (the lab measures its own load process); oha and wrk2 run on platform kube`,
+		}},
+		{"generator", "platform: kube\ngenerator: vegeta\n", []string{
+			`p.yaml:2: generator "vegeta": allowed: meshbench, oha, wrk2`,
+		}},
+		{"kube", "platform: kube\npss_every: 1\nreuse_topology: true\nworkers: 0\naxes:\n  mesh: [none, linkerd, consul]\n  gateway: [true, false]\n", []string{
+			`p.yaml:2: pss_every "1": only on platform local (the kube platform reads the working set from metrics.k8s.io)`,
+			`p.yaml:3: reuse_topology "true": allowed on platform kube: false (every cell deploys its app and deletes it)`,
+			`p.yaml:4: workers "0": allowed: 1 to 1000 load generator pods`,
+			`p.yaml:6: axes.mesh "consul": allowed: none, sidecar, ambient, waypoint, linkerd`,
+			`p.yaml:7: axes.gateway "true": allowed on platform kube: false (no ingress gateway there yet)`,
 		}},
 		// Scalars out of range.
 		{"scalars", `platform: kubernetes
@@ -59,7 +74,7 @@ thresholds:
   errors: -0.1
   load_cpu: NaN
 `, []string{
-			`p.yaml:1: platform "kubernetes": allowed: local (kubernetes is not implemented yet)`,
+			`p.yaml:1: platform "kubernetes": allowed: local (processes on this machine), kube (a Kubernetes cluster)`,
 			`p.yaml:2: repetitions "0": allowed: a whole number, 1 or more`,
 			`p.yaml:3: nodes 300: allowed: 1 to 250 app nodes`,
 			`p.yaml:4: duration "0s": allowed: a duration above 0 such as 30s or 1m30s`,
@@ -137,7 +152,7 @@ thresholds: 0.5
 			`p.yaml:2: duration: given twice (first on line 1)`,
 		}},
 		{"not a mapping", "- a\n- b\n", []string{
-			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, baseline, thresholds, confidence), not [...]`,
+			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, thresholds, confidence), not [...]`,
 		}},
 		// YAML syntax: the library's message and line. (yaml.v3 puts an
 		// unclosed flow list at the line where the list's key began.)
@@ -214,7 +229,7 @@ func TestFromFlags(t *testing.T) {
 		// Problems name the flag; combination problems too; flags come in
 		// schema order.
 		{"values", Flags{Mesh: "none,ambient,linkerd", Rate: "-5,20,,max", Policies: "4", MTLS: "true,yes", Duration: "0s", Baseline: "sidecar", LoadCPU: "2"}, []string{
-			`--mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); it arrives with the Kubernetes platform`,
+			`--mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)`,
 			`--mesh "none": no cell has it: mesh none with policies > 0: policies need a mesh mode, none runs with policies 0`,
 			`--rate "-5": allowed: positive numbers (requests per second, at most 10000000) or max`,
 			`--rate "": allowed: positive numbers (requests per second, at most 10000000) or max`,
@@ -238,7 +253,7 @@ func TestFromFlags(t *testing.T) {
 			`matrix: expands to 10400 cells (104 configurations × 100 repetitions); allowed: at most 10000`,
 		}},
 		{"platform", Flags{Platform: "kubernetes", Nodes: "0"}, []string{
-			`--platform "kubernetes": allowed: local (kubernetes is not implemented yet)`,
+			`--platform "kubernetes": allowed: local (processes on this machine), kube (a Kubernetes cluster)`,
 			`--nodes 0: allowed: 1 to 250 app nodes`,
 		}},
 	} {

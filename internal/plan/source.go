@@ -35,6 +35,8 @@ var schema = []setting{
 	{key: "sample_interval", flag: "sample-interval"},
 	{key: "pss_every", flag: "pss-every"},
 	{key: "reuse_topology", flag: "reuse-topology"},
+	{key: "workers", flag: "workers"},
+	{key: "generator", flag: "generator"},
 	{key: "baseline", flag: "baseline"},
 	{key: "thresholds.rate_shortfall", flag: "max-rate-shortfall"},
 	{key: "thresholds.errors", flag: "max-errors"},

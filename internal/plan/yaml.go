@@ -48,8 +48,14 @@ func (p *Plan) YAML() []byte {
 	add(root, "drain", plain(dur(p.Drain)))
 	add(root, "connections", plain(strconv.Itoa(p.Connections)))
 	add(root, "sample_interval", plain(dur(p.SampleInterval)))
-	add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))
+	if p.Platform != PlatformKube {
+		add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))
+	}
 	add(root, "reuse_topology", plain(strconv.FormatBool(p.ReuseTopology)))
+	if p.Platform == PlatformKube {
+		add(root, "workers", plain(strconv.Itoa(p.Workers)))
+		add(root, "generator", str(p.Generator))
+	}
 	add(root, "baseline", str(string(p.Baseline)))
 	th := &yaml.Node{Kind: yaml.MappingNode}
 	add(th, "rate_shortfall", plain(frac(p.Thresholds.RateShortfall)))

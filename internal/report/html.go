@@ -12,7 +12,8 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 )
 
-// MethodNotes are the method's decisions the HTML report states.
+// MethodNotes are the method's decisions the HTML report states, on the
+// local lab; MethodNotesFor gives a platform's.
 var MethodNotes = []string{
 	"Load is open loop at a constant rate; each request's latency runs from its intended send time (no coordinated omission). Closed-loop cells are labelled: their latencies are queueing-dominated.",
 	"Histograms are HDR (1 ns floor, 3 significant digits), merged exactly; percentiles come from them.",
@@ -22,6 +23,24 @@ var MethodNotes = []string{
 	"Each figure is the median over the valid repetitions with a percentile-bootstrap interval. With 5 or fewer repetitions the interval is the range of the runs (with 3 runs it holds the true median 75% of the time).",
 	"A difference is significant when its interval excludes zero. With 3 runs per side that means the runs' ranges do not overlap, which identical setups do 10% of the time.",
 	"Invalid cells (rate short of target, errors over the threshold, a CPU-starved load generator, sampler gaps, a process that died) are listed and never averaged in.",
+}
+
+// kubeNotes replace the local lab's notes on sampling and topology reuse
+// on a cluster.
+var kubeNotes = map[int]string{
+	2: "Resources come from metrics.k8s.io (metrics-server), polled every sample_interval: CPU in millicores, memory as the working set (not PSS), per container. Only samples whose whole window lies inside the measured window count, and a sample the API returns again unchanged (stale) counts once.",
+	4: "Every cell deploys its app and load Job into fresh namespaces and deletes them at its end; the mesh stays installed between cells (each mesh's first cell installs it when asked to).",
+}
+
+// MethodNotesFor is the method's decisions on platform ("local", "kube").
+func MethodNotesFor(platform string) []string {
+	notes := slices.Clone(MethodNotes)
+	if platform == "kube" {
+		for i, n := range kubeNotes {
+			notes[i] = n
+		}
+	}
+	return notes
 }
 
 var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -89,7 +108,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	}{
 		Summary: fmt.Sprintf("%d cells (%d valid), seed %d, confidence %.0f%%, baseline %s; created %s.",
 			len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline, m.Created.Format("2006-01-02 15:04 UTC")),
-		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotes,
+		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform),
 	}
 	if len(a.Plan.Missing) > 0 {
 		data.Incomplete = fmt.Sprintf("Incomplete: %d of %d cells not run yet.", len(a.Plan.Missing), len(m.Order))

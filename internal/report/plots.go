@@ -59,7 +59,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 			{analysis.LatencyP50, "p50", "p50 latency (ms)"},
 			{analysis.LatencyP99, "p99", "p99 latency (ms)"},
 			{analysis.CPUPrefix + "data-plane", "dp-cpu", "data-plane CPU (millicores)"},
-			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, PSS)"},
+			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, " + memoryKind(a) + ")"},
 		}
 		for _, f := range figs {
 			series := seriesOver(a, ss, f.fig, func(s analysis.Scenario) float64 { return analysis.RateValue(s.Rate) })
@@ -94,7 +94,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 		n++
 		for _, f := range []struct{ fig, name, ylabel string }{
 			{analysis.CPUPrefix + "data-plane", "dp-cpu", "data-plane CPU (millicores)"},
-			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, PSS)"},
+			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, " + memoryKind(a) + ")"},
 			{analysis.LatencyP99, "p99", "p99 latency (ms)"},
 		} {
 			series := seriesOver(a, ss, f.fig, func(s analysis.Scenario) float64 { return float64(s.Replicas) })
@@ -145,6 +145,15 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 		}
 	}
 	return out, nil
+}
+
+// memoryKind is what the plan's memory figures are: PSS on the local lab,
+// the working set (metrics.k8s.io) on a cluster.
+func memoryKind(a *analysis.Analysis) string {
+	if a.Plan != nil && a.Plan.Manifest != nil && a.Plan.Manifest.Platform == "kube" {
+		return "working set"
+	}
+	return "PSS"
 }
 
 func scenarioNoRate(s analysis.Scenario) string {

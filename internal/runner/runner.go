@@ -1,4 +1,5 @@
-// Package runner runs a benchmark plan's cells on the local lab, one after
+// Package runner runs a benchmark plan's cells on the local lab or on a
+// Kubernetes cluster (internal/platform/kube), one after
 // the other in the plan's order, writing each finished cell into the plan
 // results directory as it ends, and resumes an interrupted plan without
 // re-running or overwriting a finished cell.
@@ -26,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -35,9 +37,20 @@ import (
 type Cell struct {
 	ID  string
 	Lab local.Options
+	// Kube, when set, runs the cell on a Kubernetes cluster instead of the
+	// local lab (Lab is then unused; OutDir is set by the runner).
+	Kube *kube.Options
 	// Topology, when not empty, lets consecutive cells with the same value
-	// run on one lab; empty: the cell brings its own up and down.
+	// run on one lab; empty: the cell brings its own up and down. Cells on
+	// a cluster always bring their own.
 	Topology string
+}
+
+// Result is what a cell's run left, on any platform.
+type Result struct {
+	Dir      string
+	Manifest *results.RunManifest
+	Load     *results.LoadResult
 }
 
 // Options is a plan run.
@@ -55,6 +68,9 @@ type Options struct {
 	Cells []Cell
 	// Version and EnvoyVersion go into the manifest.
 	Version, EnvoyVersion string
+	// Platform is where the cells run, for the manifest: "local" (the
+	// default) or "kube".
+	Platform string
 	// Progress, when set, is called before each cell runs (res nil) and
 	// after it ends (res as local.Run returned it, possibly nil).
 	Progress func(ev Event)
@@ -68,7 +84,7 @@ type Event struct {
 	Started      time.Time
 	Done         bool // false: starting; true: ended
 	Status       *results.CellStatus
-	Result       *local.Result
+	Result       *Result
 	Err          error
 }
 
@@ -104,10 +120,17 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 		if err := os.RemoveAll(partial); err != nil {
 			return m, err
 		}
-		lo := c.Lab
-		lo.OutDir = partial
 		st.Started = ev.Started.UTC()
-		res, runErr := labs.run(ctx, c, lo)
+		var res *Result
+		var runErr error
+		if c.Kube != nil {
+			labs.stop("")
+			res, runErr = runKube(ctx, *c.Kube, partial)
+		} else {
+			lo := c.Lab
+			lo.OutDir = partial
+			res, runErr = labs.run(ctx, c, lo)
+		}
 		if ctx.Err() != nil {
 			// Cut short: not a measurement. Discard it; resume runs it again.
 			_ = os.RemoveAll(partial)
@@ -117,7 +140,16 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			return m, ctx.Err()
 		}
 		st.Ended = time.Now().UTC()
+		_, manifestErr := os.Stat(filepath.Join(partial, results.ManifestFile))
 		switch {
+		case (res == nil || res.Manifest == nil) && manifestErr == nil:
+			// Failed after its directory was written (a cluster cell whose
+			// mesh check failed keeps the checks): kept, as failed.
+			st.State, st.Valid = results.CellFailed, false
+			st.Error = errString(runErr)
+			if err := os.Rename(partial, results.CellDir(o.Dir, c.ID)); err != nil {
+				return m, err
+			}
 		case res == nil || res.Manifest == nil:
 			// Nothing was measured (e.g. an address in use): no directory.
 			_ = os.RemoveAll(partial)
@@ -151,6 +183,16 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 	return m, save(o.Dir, m)
 }
 
+// runKube runs one cell on a cluster into dir.
+func runKube(ctx context.Context, o kube.Options, dir string) (*Result, error) {
+	o.OutDir = dir
+	res, err := kube.Run(ctx, o)
+	if res == nil {
+		return nil, err
+	}
+	return &Result{Dir: res.Dir, Manifest: res.Manifest, Load: res.Load}, err
+}
+
 // nextPending is the first unfinished cell from index from on, or nil.
 func nextPending(m *results.PlanManifest, cells []Cell, from int) *Cell {
 	for i := from; i < len(cells); i++ {
@@ -171,10 +213,10 @@ type labs struct {
 
 // run runs cell c (options lo) on the current lab when it fits and is
 // healthy, on a new lab when c has a topology, or on its own otherwise.
-func (ls *labs) run(ctx context.Context, c Cell, lo local.Options) (*local.Result, error) {
+func (ls *labs) run(ctx context.Context, c Cell, lo local.Options) (*Result, error) {
 	if c.Topology == "" {
 		ls.stop("")
-		return local.Run(ctx, lo)
+		return localResult(local.Run(ctx, lo))
 	}
 	if ls.lab != nil {
 		if ls.rec.Topology != c.Topology || !ls.lab.Fits(lo) {
@@ -199,7 +241,14 @@ func (ls *labs) run(ctx context.Context, c Cell, lo local.Options) (*local.Resul
 		ls.lab, ls.rec = lab, rec
 	}
 	ls.rec.Cells = append(ls.rec.Cells, c.ID)
-	return ls.lab.Run(ctx, lo)
+	return localResult(ls.lab.Run(ctx, lo))
+}
+
+func localResult(res *local.Result, err error) (*Result, error) {
+	if res == nil {
+		return nil, err
+	}
+	return &Result{Dir: res.Dir, Manifest: res.Manifest, Load: res.Load}, err
 }
 
 // stop stops the current lab, if any, noting why when why is not empty.
@@ -286,8 +335,12 @@ func open(o Options) (*results.PlanManifest, error) {
 		return nil, err
 	}
 	now := time.Now().UTC()
+	platform := o.Platform
+	if platform == "" {
+		platform = "local"
+	}
 	m := &results.PlanManifest{Schema: results.PlanSchema, MeshbenchVersion: o.Version, EnvoyVersion: o.EnvoyVersion,
-		Platform: "local", Seed: o.Seed, Created: now, Host: results.ReadHost(), Order: order,
+		Platform: platform, Seed: o.Seed, Created: now, Host: results.ReadHost(), Order: order,
 		Cells: map[string]*results.CellStatus{}}
 	for _, id := range order {
 		m.Cells[id] = &results.CellStatus{State: results.CellPending}

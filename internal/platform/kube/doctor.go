@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,9 +17,15 @@ import (
 // DoctorOptions is what a preflight checks for.
 type DoctorOptions struct {
 	Connect ConnectOptions
-	// Meshes are the mesh modes the user wants to run (their CLIs are
-	// checked); empty: every CLI is looked for, none required.
+	// Meshes are the mesh modes the user wants to run; empty: every CLI
+	// is looked for, none required, and no mesh is verified.
 	Meshes []string
+	// InstallMesh: the run will install the meshes itself (`run
+	// --install-mesh`), so the CLI of every mesh in Meshes is required.
+	// Otherwise a missing CLI is only a warning and the mesh already
+	// installed on the cluster is verified instead (VerifyMesh), one check
+	// per mesh mode in Meshes.
+	InstallMesh bool
 	// Nodes is the number of schedulable nodes the placement needs (load
 	// and app apart: 2).
 	Nodes int
@@ -38,7 +46,8 @@ type DoctorCheck struct {
 }
 
 // Doctor runs the preflight checks: API reachable, metrics API available
-// and fresh, enough nodes, mesh CLIs and versions, namespaces free, RBAC.
+// and fresh, enough nodes, mesh CLIs and versions, the installed meshes
+// (unless they are to be installed), namespaces free, RBAC.
 // It returns every check it could run; the cluster is nil when the API
 // could not be reached (the later checks are then skipped, and say so).
 func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
@@ -55,13 +64,22 @@ func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
 		for _, n := range []string{"metrics API", "nodes", "namespaces free", "RBAC"} {
 			out = append(out, DoctorCheck{Name: n, Detail: "skipped: no API server"})
 		}
-		return append(out, cliChecks(ctx, o.Meshes)...), nil
+		out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh)...)
+		if !o.InstallMesh {
+			for _, m := range verifiedMeshes(o.Meshes) {
+				out = append(out, DoctorCheck{Name: meshCheckName(m), Detail: "skipped: no API server"})
+			}
+		}
+		return out, nil
 	}
 	out = append(out, DoctorCheck{Name: "API server reachable", OK: true,
 		Detail: fmt.Sprintf("%s, Kubernetes %s, context %q", c.Server, c.Version, c.Context)})
 	out = append(out, metricsCheck(ctx, c, o))
 	out = append(out, nodesCheck(ctx, c, o.Nodes))
-	out = append(out, cliChecks(ctx, o.Meshes)...)
+	out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh)...)
+	if !o.InstallMesh {
+		out = append(out, installedMeshChecks(ctx, c, o.Meshes)...)
+	}
 	nsCheck := DoctorCheck{Name: "namespaces free", OK: true, Detail: strings.Join(o.Namespaces, ", ") + ": free"}
 	if err := c.CheckNamespaces(ctx, o.Namespaces); err != nil {
 		nsCheck.OK, nsCheck.Detail = false, err.Error()
@@ -130,8 +148,8 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 // cliChecks looks for the mesh CLIs: required (fails) for a mesh asked
-// for, optional (a warning) otherwise.
-func cliChecks(ctx context.Context, meshes []string) []DoctorCheck {
+// for when it is to be installed, optional (a warning) otherwise.
+func cliChecks(ctx context.Context, meshes []string, install bool) []DoctorCheck {
 	want := map[string][]string{}
 	for _, m := range meshes {
 		if cli := MeshCLI(m); cli != "" {
@@ -147,8 +165,51 @@ func cliChecks(ctx context.Context, meshes []string) []DoctorCheck {
 			chk.OK, chk.Detail = true, "version "+v
 		case len(want[probe.cli]) == 0:
 			chk.Warn, chk.Detail = true, err.Error()+"; not needed unless a mesh must be installed"
+		case !install:
+			detail := err.Error()
+			if _, lerr := exec.LookPath(probe.cli); lerr != nil {
+				detail = probe.cli + " not found on PATH"
+			}
+			chk.Warn, chk.Detail = true, detail+"; needed only with --install-mesh (the installed mesh is verified instead: "+
+				strings.Join(want[probe.cli], ", ")+")"
 		default:
 			chk.Detail = err.Error()
+		}
+		out = append(out, chk)
+	}
+	return out
+}
+
+// verifiedMeshes are the modes of meshes whose installation a doctor
+// verifies: each asked for once, none left out.
+func verifiedMeshes(meshes []string) []string {
+	var out []string
+	for _, m := range meshes {
+		if m != "none" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func meshCheckName(mode string) string { return "mesh " + mode + " installed" }
+
+// installedMeshChecks verifies, for every mesh asked for, that it runs on
+// the cluster as a run without --install-mesh needs it (VerifyMesh): a
+// failed check says what is missing.
+func installedMeshChecks(ctx context.Context, c *Cluster, meshes []string) []DoctorCheck {
+	var out []DoctorCheck
+	for _, m := range verifiedMeshes(meshes) {
+		chk := DoctorCheck{Name: meshCheckName(m)}
+		checks, err := c.VerifyMesh(ctx, m)
+		if err != nil {
+			chk.Detail = oneLine(err.Error()) + " (install it, or run with --install-mesh)"
+		} else {
+			var found []string
+			for _, x := range checks {
+				found = append(found, x.What+": "+x.Detail)
+			}
+			chk.OK, chk.Detail = true, strings.Join(found, "; ")
 		}
 		out = append(out, chk)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 )
@@ -158,6 +159,11 @@ type Spec struct {
 	// ClusterDomain is the cluster's DNS domain (default
 	// DefaultClusterDomain), used in service names.
 	ClusterDomain string
+	// FacesChart deploys the faces app with Buoyant's Faces chart (helm,
+	// FacesChartCommand) as the seed tool does, instead of meshbench's own
+	// face/smiley/color workloads: AppObjects then holds the namespaces
+	// and the mesh's objects only. Faces app only.
+	FacesChart bool
 }
 
 // WithDefaults returns s with its empty fields set to their defaults.
@@ -201,6 +207,13 @@ func (s Spec) Validate() error {
 	}
 	if s.AppImage != "" && s.Mesh.App != mesh.AppStatic {
 		bad("app-image", s.AppImage, "applies to the static app only (faces runs meshbench's own workloads)")
+	}
+	if s.FacesChart {
+		if s.Mesh.App != mesh.AppFaces {
+			bad("faces-chart", "true", "applies to the faces app only")
+		} else if field, value, want, isBad := s.facesChartProblems(); isBad {
+			bad(field, value, "allowed: "+want)
+		}
 	}
 	if s.Mesh.Gateway {
 		bad("gateway", "true", "the Kubernetes platform has no ingress gateway yet; run without it")
@@ -261,6 +274,9 @@ func (s Spec) serviceHost(name string) string {
 // whatever Mesh.Protocol says (tcp keeps only the proxies at L4).
 func LoadTarget(s Spec) string {
 	s = s.WithDefaults()
+	if s.FacesChart {
+		return s.facesChartTarget()
+	}
 	return "http://" + s.serviceHost(s.appServices()[0].name) + ":" + strconv.Itoa(s.appPort()) + "/"
 }
 
@@ -361,6 +377,10 @@ func AppObjects(s Spec) ([]runtime.Object, error) {
 	}
 	objs := []runtime.Object{s.namespace(s.LoadNamespace, false), s.namespace(s.AppNamespace, true)}
 	objs = append(objs, s.serviceAccount(s.LoadNamespace, LoadServiceAccount))
+	if s.FacesChart {
+		// The chart brings the workloads (FacesChartCommand).
+		return append(objs, s.meshObjects()...), nil
+	}
 	svcs := s.appServices()
 	for _, svc := range svcs {
 		objs = append(objs, s.serviceAccount(s.AppNamespace, svc.name))
@@ -763,6 +783,10 @@ type LoadSpec struct {
 	Connections int
 	// Target is the URL to load (default LoadTarget(Spec)).
 	Target string
+	// Generator is the load generator the workers run (`meshbench load
+	// --generator`): "" or extgen.Meshbench for meshbench's engine,
+	// extgen.Oha or extgen.Wrk2 (in the image beside meshbench).
+	Generator string
 }
 
 // Validate reports every problem with ls at once (Spec's included), each
@@ -806,7 +830,55 @@ func (ls LoadSpec) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) == 0 {
+		if err := ls.checkGenerator(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// external reports whether the workers run an external generator.
+func (ls LoadSpec) external() bool {
+	return ls.Generator != "" && ls.Generator != extgen.Meshbench
+}
+
+// checkGenerator checks, worker by worker, that the generator can run
+// its share (wrk2 takes whole requests per second, HTTP/1.1 only…), so a
+// run is refused before any pod starts rather than failing in them.
+func (ls LoadSpec) checkGenerator() error {
+	if !slices.Contains(extgen.Names, cmp.Or(ls.Generator, extgen.Meshbench)) {
+		return &mesh.OptionError{Field: "generator", Value: ls.Generator, Want: "allowed: " + strings.Join(extgen.Names, ", ")}
+	}
+	if !ls.external() {
+		return nil
+	}
+	t, err := loadgen.ParseTarget(cmp.Or(ls.Target, LoadTarget(ls.Spec)), false)
+	if err != nil {
+		return err
+	}
+	conns := cmp.Or(ls.Connections, 16) // `meshbench load`'s default
+	for i := range ls.Workers {
+		c := extgen.Config{Generator: ls.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Closed: ls.Max,
+			Duration: ls.Duration, Warmup: ls.Warmup, Timeout: cmp.Or(ls.Timeout, 30*time.Second),
+			Connections: max(loadgen.WorkerConnections(conns, ls.Workers, i), 1)}}
+		if !ls.Max {
+			share := loadgen.WorkerShare(mustRate(ls.Rate).PerSecond(), ls.Workers, i)
+			if c.Load.Rate, err = loadgen.ParseRate(strconv.FormatFloat(share, 'f', 6, 64)); err != nil {
+				return err
+			}
+		}
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("worker %d of %d: %w", i, ls.Workers, err)
+		}
+	}
+	return nil
+}
+
+// mustRate parses a rate Validate has checked.
+func mustRate(s string) loadgen.Rate {
+	r, _ := loadgen.ParseRate(s)
+	return r
 }
 
 // LoadArgs are the arguments of worker index's `meshbench load` (index
@@ -828,6 +900,9 @@ func LoadArgs(ls LoadSpec, index string) []string {
 	}
 	if ls.Connections > 0 {
 		args = append(args, "--connections", strconv.Itoa(ls.Connections))
+	}
+	if ls.external() {
+		args = append(args, "--generator", ls.Generator)
 	}
 	return append(args, "--output-format", "json", "--quiet", cmp.Or(ls.Target, LoadTarget(ls.Spec)))
 }
@@ -878,6 +953,12 @@ func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
 	}
 	if s.NodeCount >= NodeSelectorMinNodes {
 		pod.NodeSelector = map[string]string{LabelNodeRole: RoleLoad}
+	}
+	if ls.external() {
+		// The tools' files (oha's per-request database) go to /tmp: the
+		// root filesystem is read-only.
+		pod.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
 	}
 	var ann map[string]string
 	switch s.Mesh.Mode {

@@ -115,6 +115,10 @@ func TestObjectsGolden(t *testing.T) {
 		// Linkerd: its native-sidecar annotations.
 		{"load-linkerd-w2", LoadSpec{Spec: spec(ModeLinkerd, mesh.AppFaces, 0),
 			Rate: "33.3", Workers: 2, Duration: 30 * time.Second}},
+		// oha in two workers: --generator oha, and /tmp writable for its
+		// per-request database (the root filesystem is read-only).
+		{"load-none-w2-oha", LoadSpec{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }),
+			Rate: "200", Workers: 2, Duration: 10 * time.Second, Warmup: time.Second, Generator: "oha"}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			job, err := LoadJob(tt.ls)
@@ -668,6 +672,13 @@ func TestLoadJobInvalid(t *testing.T) {
 		{"no rate", LoadSpec{Spec: s, Workers: 1, Duration: time.Second}, []string{`rate ""`}},
 		{"rate and max", LoadSpec{Spec: s, Rate: "10", Max: true, Workers: 1, Duration: time.Second}, []string{"excludes max"}},
 		{"rate too low to split", LoadSpec{Spec: s, Rate: "0.000002", Workers: 3, Duration: time.Second}, []string{"too low to split over 3 workers"}},
+		{"unknown generator", LoadSpec{Spec: s, Rate: "10", Workers: 1, Duration: time.Second, Generator: "hey"},
+			[]string{"generator hey: allowed: meshbench, oha, wrk2"}},
+		// wrk2 takes whole requests per second: 100/s over 3 workers is not.
+		{"wrk2 worker share not whole", LoadSpec{Spec: s, Rate: "100", Workers: 3, Duration: time.Second, Generator: "wrk2"},
+			[]string{"worker 0 of 3: --rate 33.333334/s: wrk2 takes whole requests per second"}},
+		{"wrk2 closed loop", LoadSpec{Spec: s, Max: true, Workers: 1, Duration: 10 * time.Second, Generator: "wrk2"},
+			[]string{"worker 0 of 1: --max: wrk2 has no closed loop"}},
 		{"everything", LoadSpec{Spec: Spec{}, Rate: "x", Workers: 0, Warmup: -1, Timeout: -1, Connections: -1, Target: "ftp://x/"},
 			[]string{"run-id", `mode "": allowed: none, sidecar, ambient, waypoint, linkerd`, "replicas 0", "workers 0", `rate "x"`, "duration 0s", "warmup -1ns", "timeout -1ns", "connections -1", "allowed schemes"}},
 	}

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +41,9 @@ type Options struct {
 	Warmup      time.Duration
 	Timeout     time.Duration
 	Connections int
+	// Generator is the load generator of the workers (LoadSpec.Generator;
+	// "": meshbench's engine).
+	Generator string
 
 	// InstallMesh runs the mesh's own CLI to install it; false: the mesh
 	// must already run, and is verified.
@@ -50,8 +56,12 @@ type Options struct {
 
 	// SampleInterval is the metrics API polling period (0: 10 s).
 	SampleInterval time.Duration
-	// Drain keeps sampling after the load ends: the metrics API lags
-	// (0: 2 × SampleInterval).
+	// Drain is the most the run keeps sampling after the load ends, since
+	// the metrics API lags: it stops as soon as a fresh sample of every
+	// app pod taken wholly after the load's end shows the app idle (the
+	// IdleMillicores threshold), and says how it ended (results.Drain).
+	// 0: DefaultDrain, or 3 × SampleInterval if longer; negative: no
+	// drain.
 	Drain time.Duration
 	// IdleMillicores is the app CPU under which the cluster counts as idle
 	// before the load starts (0: 10m per app pod), waited for at most
@@ -63,17 +73,33 @@ type Options struct {
 
 	RateShortfall, ErrorRatio float64
 
-	OutDir  string
-	Log     io.Writer
-	Phase   func(name string)
+	// IstioProfile, when set, is the profile istioctl installs with
+	// instead of the mode's own (default for sidecar, ambient for ambient
+	// and waypoint): a plan running sidecar and ambient cells installs
+	// ambient once, which runs sidecars too, rather than switching
+	// profiles, which would remove ztunnel.
+	IstioProfile string
+
+	OutDir string
+	Log    io.Writer
+	Phase  func(name string)
+	// OnRound, when set, gets every metrics round as it is taken (the
+	// live view), on the sampler's goroutine.
+	OnRound func(sample.Round)
 	Version string
 
-	// beforeCollect, in tests, runs when the load Job has finished and
-	// before the workers' logs are read: on kwok no container runs, so
-	// the test runs the workers on this machine and has kwok serve their
-	// output as the pods' logs.
-	beforeCollect func(ctx context.Context, job *batchv1.Job, pods []corev1.Pod) error
+	// BeforeCollect, for tests only, runs when the load Job has finished
+	// and before the workers' logs are read: on a cluster that runs no
+	// container (kwok), a test runs the workers on its own machine and
+	// has kwok serve their output as the pods' logs.
+	BeforeCollect func(ctx context.Context, job *batchv1.Job, pods []corev1.Pod) error
 }
+
+// DefaultDrain is the longest drain by default: the seed tool's 60 s.
+// With metrics-server's 15 s resolution a sample whose window starts
+// after the load's end is served up to two scrapes (30 s) after it, plus
+// a polling period.
+const DefaultDrain = 60 * time.Second
 
 // Result is what a run wrote and measured.
 type Result struct {
@@ -85,6 +111,12 @@ type Result struct {
 	Nodes []NodeSummary
 	// Stale counts metrics samples seen again (not counted twice).
 	StalePods, StaleNodes int
+	// MixedRounds counts metrics rounds in which some pods had a fresh
+	// sample and others only the previous one again: those rounds' sums
+	// leave the stale pods out.
+	MixedRounds int
+	// Drain says how the sampling after the load ended.
+	Drain results.Drain
 }
 
 type run struct {
@@ -102,9 +134,10 @@ func (r *run) logf(format string, a ...any) {
 }
 
 func (r *run) phase(name string) func() {
-	r.logf("phase %s", name)
 	if r.o.Phase != nil {
-		r.o.Phase(name)
+		r.o.Phase(name) // the caller shows it
+	} else {
+		r.logf("phase %s", name)
 	}
 	p := results.Phase{Name: name, Started: time.Now().UTC()}
 	return func() {
@@ -142,8 +175,11 @@ func (o *Options) defaults() error {
 	if o.SampleInterval == 0 {
 		o.SampleInterval = 10 * time.Second
 	}
-	if o.Drain == 0 {
-		o.Drain = 2 * o.SampleInterval
+	switch {
+	case o.Drain == 0:
+		o.Drain = max(DefaultDrain, 3*o.SampleInterval)
+	case o.Drain < 0:
+		o.Drain = 0
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = 2 * time.Minute
@@ -157,6 +193,13 @@ func (o *Options) defaults() error {
 	o.Spec = o.Spec.WithDefaults()
 	if err := o.Spec.Validate(); err != nil {
 		errs = append(errs, err)
+	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
+		// What the generator cannot do, before anything is deployed.
+		ls := LoadSpec{Spec: o.Spec, Rate: o.Rate, Max: o.Max, Workers: o.Workers, Duration: o.Duration,
+			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}
+		if err := ls.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("results", o.Spec.RunID+"-kube-"+string(o.Spec.Mesh.Mode))
@@ -231,7 +274,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			endMesh()
 			return nil, err
 		}
-		cmds, err := c.Install(ctx, InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.Log)
+		cmds, err := c.Install(ctx, withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile), o.Log)
 		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
 		if err != nil {
 			endMesh()
@@ -252,6 +295,9 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	if err == nil {
 		err = c.Apply(ctx, objs)
+	}
+	if err == nil && o.Spec.FacesChart {
+		err = r.installFacesChart(ctx)
 	}
 	if err == nil {
 		err = c.waitDeployments(ctx, o.Spec.AppNamespace, o.ReadyTimeout)
@@ -278,7 +324,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sampler, err := NewMetricsSampler(c.Metrics, c.Core, MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile})
+	sampler, err := NewMetricsSampler(c.Metrics, c.Core, MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: o.OnRound})
 	if err != nil {
 		return nil, err
 	}
@@ -305,12 +351,17 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	loadRes, loadErr := r.runLoad(ctx)
 
-	endDrain := r.phase("drain")
-	select {
-	case <-time.After(o.Drain):
-	case <-ctx.Done():
+	loadEnd := time.Now().UTC()
+	if loadRes != nil {
+		loadEnd = loadRes.EndedAt
 	}
+	endDrain := r.phase("drain")
+	drain := r.drain(ctx, sampler, loadEnd)
 	endDrain()
+	r.logf("drain: %s", drain)
+	r.mu.Lock()
+	r.manifest.Drain = &drain
+	r.mu.Unlock()
 	samplerErr := stop()
 
 	endCollect := r.phase("collect")
@@ -348,12 +399,14 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		"stale":        map[string]int{"pods": stalePods, "nodes": staleNodes},
 		"mixed_rounds": sampler.MixedRounds(),
 		"api_errors":   len(sampler.Errors()),
+		"drain":        drain,
 		"summary":      summary,
 		"nodes":        nodes,
 	}); err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes}
+	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
+		MixedRounds: sampler.MixedRounds(), Drain: drain}
 	// An API error in a round of the measured window is the kube form of
 	// the local sampler's gap.
 	if loadRes != nil {
@@ -378,6 +431,42 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	r.checkValidity(loadRes)
 	return res, ctx.Err()
+}
+
+// installFacesChart runs helm to install the Faces chart into the app
+// namespace, keeping the command, its output and helm's version under k8s/.
+func (r *run) installFacesChart(ctx context.Context) error {
+	path, err := exec.LookPath(HelmVersionCommand[0])
+	if err != nil {
+		return fmt.Errorf("helm not found on PATH (needed to install the Faces chart %s %s; or run meshbench's own faces app without --faces-chart)", FacesChart, FacesChartVersion)
+	}
+	if v, err := exec.CommandContext(ctx, path, HelmVersionCommand[1:]...).Output(); err == nil {
+		r.mu.Lock()
+		r.manifest.Options["helm_version"] = strings.TrimSpace(string(v))
+		r.mu.Unlock()
+	}
+	cmds, err := r.c.Install(ctx, []Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
+	_ = r.dir.WriteJSON(filepath.Join("k8s", "app-install.json"), cmds)
+	return err
+}
+
+// withIstioProfile sets istioctl's profile in cmds to profile ("": as
+// they are).
+func withIstioProfile(cmds []Command, profile string) []Command {
+	if profile == "" {
+		return cmds
+	}
+	out := make([]Command, len(cmds))
+	for i, c := range cmds {
+		c.Args = slices.Clone(c.Args)
+		for j, a := range c.Args {
+			if c.Args[0] == "istioctl" && strings.HasPrefix(a, "profile=") {
+				c.Args[j] = "profile=" + profile
+			}
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // writeObjects keeps what meshbench applies, as YAML, under k8s/.
@@ -430,10 +519,7 @@ func (r *run) waitIdle(ctx context.Context, s *MetricsSampler) error {
 		if pods == 0 {
 			continue
 		}
-		limit := threshold
-		if limit == 0 {
-			limit = 10 * float64(pods)
-		}
+		limit := idleLimit(threshold, pods)
 		last = total
 		if total < limit {
 			r.logf("idle: app CPU %.0fm < %.0fm", total, limit)
@@ -443,13 +529,128 @@ func (r *run) waitIdle(ctx context.Context, s *MetricsSampler) error {
 	return fmt.Errorf("app not idle before the load: CPU %.0fm after %v (or no fresh app metrics)", last, r.o.IdleTimeout)
 }
 
+// idleLimit is the app CPU under which the app counts as idle: threshold,
+// or 10m per app pod when it is 0.
+func idleLimit(threshold float64, pods int) float64 {
+	if threshold > 0 {
+		return threshold
+	}
+	return 10 * float64(pods)
+}
+
+// drain keeps sampling after the load's end until the app is idle again
+// by samples taken wholly after it (appIdleAfter, with the idle gate's
+// threshold), at most o.Drain (the seed tool's rule: it drains until the
+// app is idle, for at most 60 s). It says how it ended.
+func (r *run) drain(ctx context.Context, s *MetricsSampler, loadEnd time.Time) results.Drain {
+	start := time.Now()
+	d := results.Drain{MaxSeconds: r.o.Drain.Seconds(), LoadEnded: loadEnd}
+	check := func() bool {
+		st := appIdleAfter(s.Rounds(), s.Within(loadEnd, time.Time{}), r.o.IdleMillicores)
+		d.AppPods, d.AppPodsSampled, d.AppCPUMillicores, d.IdleMillicores, d.SampleTime = st.pods, st.sampled, st.cpuMillicores, st.limitMillicores, st.sampleTime
+		return st.idle
+	}
+	end := func(how string) results.Drain {
+		d.Ended, d.Seconds = how, time.Since(start).Seconds()
+		return d
+	}
+	if r.o.Drain <= 0 {
+		check()
+		return end(results.DrainOff)
+	}
+	deadline := time.NewTimer(r.o.Drain)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	seen := -1
+	for {
+		// A new round is the only thing that can change the answer.
+		if n := len(s.Rounds()); n != seen {
+			seen = n
+			if check() {
+				return end(results.DrainIdle)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return end(results.DrainInterrupted)
+		case <-deadline.C:
+			check()
+			return end(results.DrainMaximum)
+		case <-poll.C:
+		}
+	}
+}
+
+// idleState is what appIdleAfter found.
+type idleState struct {
+	idle bool
+	// pods: app pods sampled in the run; sampled: those with a sample
+	// wholly after the load's end.
+	pods, sampled int
+	// cpuMillicores: the app's CPU by each app container's newest sample
+	// wholly after the load's end; limitMillicores: the idle threshold.
+	cpuMillicores, limitMillicores float64
+	sampleTime                     time.Time // the newest sample counted
+}
+
+// appIdleAfter reports whether the app is idle again after the load: every
+// app pod seen in all has at least one fresh sample in after (the samples
+// whose whole window lies after the load's end, MetricsSampler.Within),
+// and the sum of each app container's newest such sample is under the
+// idle threshold (idleLimit). A pod that has stopped being sampled (gone)
+// keeps it from being idle: the drain then lasts its maximum. It is a
+// pure function of the rounds.
+func appIdleAfter(all, after []sample.Round, threshold float64) idleState {
+	pods := map[string]bool{}
+	for _, r := range all {
+		for _, x := range r.Samples {
+			if x.Category == sample.CategoryApp {
+				pods[podOf(x.Name)] = true
+			}
+		}
+	}
+	newest := map[string]sample.Sample{} // app container -> its newest sample after the load
+	for _, r := range after {
+		for _, x := range r.Samples {
+			if x.Category != sample.CategoryApp {
+				continue
+			}
+			if prev, ok := newest[x.Name]; !ok || x.Time.After(prev.Time) {
+				newest[x.Name] = x
+			}
+		}
+	}
+	st := idleState{pods: len(pods), limitMillicores: idleLimit(threshold, len(pods))}
+	sampled := map[string]bool{}
+	for name, x := range newest {
+		sampled[podOf(name)] = true
+		st.cpuMillicores += x.CPUMillicores
+		if x.Time.After(st.sampleTime) {
+			st.sampleTime = x.Time
+		}
+	}
+	st.sampled = len(sampled)
+	st.idle = st.pods > 0 && st.sampled >= st.pods && st.cpuMillicores < st.limitMillicores
+	return st
+}
+
+// podOf is the namespace/pod of a metrics sample's name
+// (namespace/pod/container).
+func podOf(sampleName string) string {
+	if i := strings.LastIndexByte(sampleName, '/'); i >= 0 {
+		return sampleName[:i]
+	}
+	return sampleName
+}
+
 // runLoad creates the load Job, waits for it to finish, collects every
 // worker's JSON result from its log and merges them.
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
 	job, err := LoadJob(LoadSpec{Spec: o.Spec, Rate: o.Rate, Max: o.Max, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec)})
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator})
 	if err != nil {
 		endWarm()
 		return nil, err
@@ -462,15 +663,15 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		endWarm()
 		return nil, err
 	}
-	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.logf("phase measure"); r.enter("measure") })
+	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.enter("measure") })
 	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
 	}
-	if o.beforeCollect != nil && jobErr == nil {
+	if o.BeforeCollect != nil && jobErr == nil {
 		pods, err := c.Core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
 		if err == nil {
-			err = o.beforeCollect(ctx, job, pods.Items)
+			err = o.BeforeCollect(ctx, job, pods.Items)
 		}
 		if err != nil {
 			return nil, err
@@ -499,6 +700,8 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 func (r *run) enter(name string) {
 	if r.o.Phase != nil {
 		r.o.Phase(name)
+	} else {
+		r.logf("phase %s", name)
 	}
 }
 
@@ -511,7 +714,9 @@ func writeLoad(dir *results.RunDir, lr *results.LoadResult) error {
 }
 
 // collectWorkerLogs reads the log of every pod of the Job: each is one
-// worker's JSON result. Every log is kept under logs/ as it was read.
+// worker's JSON result, which says which worker it is (workerIndex; the
+// pod's completion index must agree). Every log is kept under logs/ as it
+// was read.
 func (r *run) collectWorkerLogs(ctx context.Context, job *batchv1.Job) ([]*results.LoadResult, error) {
 	pods, err := r.c.Core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
 	if err != nil {
@@ -520,12 +725,11 @@ func (r *run) collectWorkerLogs(ctx context.Context, job *batchv1.Job) ([]*resul
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
 	var parts []*results.LoadResult
 	var errs []error
-	seen := map[string]string{}
+	seen := map[int]string{} // worker index -> pod
 	for _, p := range pods.Items {
 		if p.Status.Phase != corev1.PodSucceeded {
 			continue
 		}
-		idx := p.Annotations[batchv1.JobCompletionIndexAnnotation]
 		body, err := r.c.Core.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: LoadContainer}).DoRaw(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
@@ -537,8 +741,13 @@ func (r *run) collectWorkerLogs(ctx context.Context, job *batchv1.Job) ([]*resul
 			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
 			continue
 		}
+		idx, err := workerIndex(lr, &p, r.o.Workers)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("load worker %s: %w", p.Name, err))
+			continue
+		}
 		if other, dup := seen[idx]; dup {
-			errs = append(errs, fmt.Errorf("load workers %s and %s both have completion index %s", other, p.Name, idx))
+			errs = append(errs, fmt.Errorf("load workers %s and %s both report worker index %d", other, p.Name, idx))
 			continue
 		}
 		seen[idx] = p.Name
@@ -548,6 +757,31 @@ func (r *run) collectWorkerLogs(ctx context.Context, job *batchv1.Job) ([]*resul
 		errs = append(errs, fmt.Errorf("%d of %d load workers left a result", len(parts), r.o.Workers))
 	}
 	return parts, errors.Join(errs...)
+}
+
+// workerIndex is the worker index a load worker's result reports
+// (results.LoadResult.Worker; an unsplit result is worker 0 of 1), checked
+// against the run's worker count and, as a cross-check, against the
+// pod's Job completion index, which must be the same.
+func workerIndex(lr *results.LoadResult, pod *corev1.Pod, workers int) (int, error) {
+	share := results.WorkerShare{Index: 0, Count: 1}
+	if lr.Worker != nil {
+		share = *lr.Worker
+	}
+	if share.Count != workers {
+		if lr.Worker == nil {
+			return 0, fmt.Errorf("its result says no worker index, but the load is split among %d workers (is the image's meshbench older than this one?)", workers)
+		}
+		return 0, fmt.Errorf("its result is worker %d of %d, but the load is split among %d workers", share.Index, share.Count, workers)
+	}
+	ann, ok := pod.Annotations[batchv1.JobCompletionIndexAnnotation]
+	if !ok {
+		return 0, fmt.Errorf("no completion index (annotation %s): not a pod of an Indexed Job", batchv1.JobCompletionIndexAnnotation)
+	}
+	if ci, err := strconv.Atoi(ann); err != nil || ci != share.Index {
+		return 0, fmt.Errorf("its completion index is %q but its result is worker %d of %d", ann, share.Index, share.Count)
+	}
+	return share.Index, nil
 }
 
 // parseWorkerLog reads the JSON result in a worker's log: the document
@@ -649,7 +883,7 @@ func optionsMap(o Options, c *Cluster) map[string]any {
 		"sample_interval": o.SampleInterval.String(), "drain": o.Drain.String(),
 		"cluster": map[string]any{"server": c.Server, "context": c.Context, "version": c.Version},
 		"run_id":  o.Spec.RunID, "namespaces": []string{o.Spec.AppNamespace, o.Spec.LoadNamespace},
-		"image": o.Spec.Image, "install_mesh": o.InstallMesh,
+		"image": o.Spec.Image, "install_mesh": o.InstallMesh, "faces_chart": o.Spec.FacesChart,
 	}
 }
 

@@ -5,18 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,51 +53,9 @@ func TestRunAgainstCluster(t *testing.T) {
 	o := Options{Connect: ConnectOptions{Kubeconfig: kc.Kubeconfig},
 		Spec: Spec{RunID: "test-run", AppNamespace: appNS, LoadNamespace: loadNS, Mesh: mo},
 		Rate: "40", Workers: 2, Duration: 24 * time.Second, Warmup: time.Second, Connections: 4,
-		SampleInterval: 3 * time.Second, Drain: 12 * time.Second, IdleTimeout: time.Minute, ReadyTimeout: time.Minute,
+		SampleInterval: 3 * time.Second, Drain: 45 * time.Second, IdleTimeout: time.Minute, ReadyTimeout: time.Minute,
 		OutDir: out, Version: "test"}
-	o.beforeCollect = func(ctx context.Context, job *batchv1.Job, pods []corev1.Pod) error {
-		if len(pods) != 2 {
-			return fmt.Errorf("%d load pods, want 2", len(pods))
-		}
-		var wg sync.WaitGroup
-		outs := make([][]byte, len(pods))
-		errs := make([]error, len(pods))
-		for i, p := range pods {
-			// The worker's flags as the Job gives them, the index from the
-			// pod, the target swapped for the loopback server.
-			args := append([]string(nil), job.Spec.Template.Spec.Containers[0].Args...)
-			for j, a := range args {
-				switch {
-				case strings.Contains(a, "JOB_COMPLETION_INDEX"):
-					args[j] = p.Annotations[batchv1.JobCompletionIndexAnnotation]
-				case strings.HasPrefix(a, "http://"):
-					args[j] = srv.URL + "/"
-				}
-			}
-			workerArgs = append(workerArgs, args)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cmd := exec.CommandContext(ctx, bin, args...)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				outs[i], errs[i] = cmd.Output()
-				if errs[i] != nil {
-					errs[i] = fmt.Errorf("worker %v: %v: %s", args, errs[i], stderr.String())
-				}
-			}()
-		}
-		wg.Wait()
-		for i, p := range pods {
-			if errs[i] != nil {
-				return errs[i]
-			}
-			if err := kc.ServePodLogs(ctx, p.Namespace, p.Name, LoadContainer, string(outs[i])); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	o.BeforeCollect = kc.StandInWorkers(bin, srv.URL+"/", LoadContainer, func(args []string) { workerArgs = append(workerArgs, args) })
 	res, err := Run(ctx, o)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -147,6 +101,19 @@ func TestRunAgainstCluster(t *testing.T) {
 	if len(logs) != 2 {
 		t.Errorf("worker logs kept: %v", logs)
 	}
+	// Each worker's result says which share it is; the merge has none.
+	indexes := map[int]bool{}
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		if wr, err := parseWorkerLog(b); err != nil || wr.Worker == nil || wr.Worker.Count != 2 {
+			t.Errorf("worker log %s: %v, worker %+v; want a share of 2", l, err, wr)
+		} else {
+			indexes[wr.Worker.Index] = true
+		}
+	}
+	if !indexes[0] || !indexes[1] || lr.Worker != nil {
+		t.Errorf("worker indexes %v, merged worker %+v; want 0 and 1, none", indexes, lr.Worker)
+	}
 
 	// Metrics: kwok's numbers, classified: the app's two pods at kwok's
 	// default usage (usage-from-annotation: 1m and 1Mi a pod without the
@@ -175,6 +142,43 @@ func TestRunAgainstCluster(t *testing.T) {
 	// Per node: both kwok nodes, from fresh node samples in the window.
 	if len(res.Nodes) != 2 {
 		t.Errorf("node summaries %+v, want the 2 kwok nodes", res.Nodes)
+	}
+
+	// The drain: kwok's app is idle (2m < 20m) all along, so it ends as
+	// soon as both app pods have a sample whose whole window lies after
+	// the load's end: within two metrics-server scrapes (10 s here) and a
+	// polling period, well before its 45 s maximum. Recorded in the
+	// manifest and resources.json alike.
+	d := res.Manifest.Drain
+	if d == nil || d.Ended != results.DrainIdle || d.AppPods != 2 || d.AppPodsSampled != 2 || d.AppCPUMillicores >= d.IdleMillicores ||
+		d.IdleMillicores != 20 || d.Seconds <= 0 || d.Seconds >= 45 || d.MaxSeconds != 45 || !d.LoadEnded.Equal(lr.EndedAt) {
+		t.Errorf("drain %+v, want ended idle within 45 s, 2 of 2 app pods, under 20m, load end %v", d, lr.EndedAt)
+	} else if !d.SampleTime.After(d.LoadEnded.Add(5 * time.Second)) {
+		// A whole window (10 s) after the load's end.
+		t.Errorf("drain ended on a sample of %v, load ended %v: not a window after it", d.SampleTime, d.LoadEnded)
+	}
+	t.Logf("drain: %s", d)
+	var stored struct {
+		Drain results.Drain `json:"drain"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, results.ResourcesFile))
+	if err == nil {
+		err = json.Unmarshal(b, &stored)
+	}
+	if got, want := mustJSON(t, stored.Drain), mustJSON(t, d); err != nil || got != want {
+		t.Errorf("resources.json drain %s (%v), want the manifest's %s", got, err, want)
+	}
+	if m, err := results.ReadManifest(out); err != nil || m.Drain == nil || m.Drain.Ended != results.DrainIdle {
+		t.Errorf("manifest.json drain: %v, %+v", err, m)
+	}
+	var drainPhase *results.Phase
+	for i, p := range res.Manifest.Phases {
+		if p.Name == "drain" {
+			drainPhase = &res.Manifest.Phases[i]
+		}
+	}
+	if drainPhase == nil || drainPhase.Ended.Sub(drainPhase.Started) >= 45*time.Second {
+		t.Errorf("drain phase %+v, want shorter than its maximum", drainPhase)
 	}
 
 	// Everything it created is gone.
@@ -283,4 +287,13 @@ func TestDoctorAgainstCluster(t *testing.T) {
 	if metrics.OK || metrics.Warn || !strings.Contains(metrics.Detail, "not available") || !strings.Contains(metrics.Detail, "metrics-server") {
 		t.Errorf("metrics API gone: check %+v, want failed as not available, naming metrics-server", metrics)
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -1,0 +1,39 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+)
+
+// TestOptionsGenerator: a run whose load generator cannot do its workers'
+// shares is refused before anything is deployed, naming the worker.
+func TestOptionsGenerator(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		generator string
+		rate      string
+		workers   int
+		want      string // "" valid
+	}{
+		{"engine", "", "100", 3, ""},
+		{"oha, fractional shares", "oha", "100", 3, ""},
+		{"wrk2, whole shares", "wrk2", "100", 4, ""},
+		{"wrk2, fractional shares", "wrk2", "100", 3, "worker 0 of 3: --rate 33.333334/s: wrk2 takes whole requests per second"},
+		{"unknown", "hey", "100", 1, "generator hey: allowed: meshbench, oha, wrk2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0), Rate: tt.rate, Workers: tt.workers,
+				Duration: 10 * time.Second, Generator: tt.generator, OutDir: t.TempDir()}
+			err := o.defaults()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
