@@ -132,10 +132,18 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 			}
 			fmt.Fprintln(bw)
 		}
-		fmt.Fprintln(bw, "  Verdicts:")
+		var verdicts []string
 		for _, c := range a.Comparisons {
 			if c.Scenario == s {
-				fmt.Fprintln(bw, "    "+c.Verdict())
+				verdicts = append(verdicts, c.Verdict())
+			}
+		}
+		if len(verdicts) == 0 {
+			fmt.Fprintln(bw, "  Verdicts: none (no two meshes with valid cells to compare here)")
+		} else {
+			fmt.Fprintln(bw, "  Verdicts:")
+			for _, v := range verdicts {
+				fmt.Fprintln(bw, "    "+v)
 			}
 		}
 	}
