@@ -153,7 +153,7 @@ type Cluster struct {
 	t0      time.Time    // when start began, for step
 	httpc   *http.Client // admin client for the API, kwok and health checks
 	etcdBin string
-	pki     *pki
+	pki     *clusterPKI
 	ownDir  bool
 	keepDir bool
 

@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+
+	"github.com/meshbench/meshbench/internal/platform/kube"
 )
 
 // TestCluster starts a real cluster with two kwok nodes and checks what
@@ -68,7 +70,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("got %d kwok nodes, want 2", len(nodes.Items))
 		}
 		for _, n := range nodes.Items {
-			if !nodeReady(&n) {
+			if !kube.NodeReady(&n) {
 				t.Errorf("node %s is not Ready", n.Name)
 			}
 		}
@@ -227,8 +229,8 @@ func testDeploymentMetrics(ctx context.Context, t *testing.T, cs *kubernetes.Cli
 		var ready []corev1.Pod
 		var state []string
 		for _, p := range list.Items {
-			state = append(state, fmt.Sprintf("%s node=%q phase=%s ready=%v", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p)))
-			if podReady(&p) && strings.HasPrefix(p.Spec.NodeName, "kwok-node-") && p.Status.PodIP != "" {
+			state = append(state, fmt.Sprintf("%s node=%q phase=%s ready=%v", p.Name, p.Spec.NodeName, p.Status.Phase, kube.PodReady(&p)))
+			if kube.PodReady(&p) && strings.HasPrefix(p.Spec.NodeName, "kwok-node-") && p.Status.PodIP != "" {
 				ready = append(ready, p)
 			}
 		}
@@ -379,7 +381,7 @@ func testLogs(ctx context.Context, t *testing.T, c *Cluster, cs *kubernetes.Clie
 		if err != nil {
 			return false, err.Error()
 		}
-		return podReady(p), fmt.Sprintf("node=%q phase=%s", p.Spec.NodeName, p.Status.Phase)
+		return kube.PodReady(p), fmt.Sprintf("node=%q phase=%s", p.Spec.NodeName, p.Status.Phase)
 	})
 	// Replacing the contents and adding a second container.
 	if err := c.ServePodLogs(ctx, ns, "client", "app", app); err != nil {
@@ -424,24 +426,6 @@ func createNamespace(ctx context.Context, t *testing.T, cs *kubernetes.Clientset
 		t.Fatal(err)
 	}
 	return name
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func ptr[T any](v T) *T { return &v }

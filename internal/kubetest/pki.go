@@ -1,9 +1,6 @@
 package kubetest
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -12,25 +9,27 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/meshbench/meshbench/internal/pki"
 )
 
-// pki holds the paths of the throw-away certificates and keys of one
-// cluster, all under Dir/pki. Everything is generated in-process: ECDSA P-256
-// for the certificates (fast to generate; every component is Go and accepts
-// it), RSA 2048 for the service-account signing key (the usual choice, and
-// what kube-apiserver's defaults expect).
-type pki struct {
+// clusterPKI holds the paths of the throw-away certificates and keys of one
+// cluster, all under Dir/pki. Everything is generated in-process. The
+// certificates come from package pki (EC P-256 roots and leaves, valid
+// from pki.ClockSkew ago for pki.DefaultValidity, 24 h: a cluster lives as
+// long as one test run; every component is Go and accepts them); the
+// service-account signing key is RSA 2048 (the usual choice, and what
+// kube-apiserver's defaults expect).
+type clusterPKI struct {
 	dir string
 
-	caCert, caKey               string // cluster CA: signs everything below except front-proxy-client
+	caCert                      string // cluster CA: signs everything below except front-proxy-client
 	apiserverCert, apiserverKey string
 	adminCert, adminKey         string // CN=admin, O=system:masters
-	fpCACert, fpCAKey           string // front-proxy CA (aggregation layer)
+	fpCACert                    string // front-proxy CA (aggregation layer)
 	fpClientCert, fpClientKey   string // CN=front-proxy-client
 	servingCert, servingKey     string // localhost/127.0.0.1, for kwok, metrics-server, kcm, scheduler
 	saKey, saPub                string // service-account token signing key pair
@@ -42,53 +41,46 @@ type pki struct {
 	caPEM, adminCertPEM, adminKeyPEM []byte
 }
 
-// certificates are valid from an hour ago (clock skew between nothing, but
-// cheap insurance) for a day: a cluster lives as long as one test run.
-const certValidity = 24 * time.Hour
-
-type signer struct {
-	cert *x509.Certificate
-	key  crypto.Signer
-}
-
-func newPKI(dir string) (*pki, error) {
+func newPKI(dir string) (*clusterPKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p := &pki{dir: dir}
+	p := &clusterPKI{dir: dir}
 	path := func(name string) string { return filepath.Join(dir, name) }
 
-	ca, caPEM, err := p.newCA("meshbench-kubetest-ca", "ca")
+	ca, err := p.newCA("meshbench-kubetest-ca", "ca")
 	if err != nil {
 		return nil, err
 	}
-	p.caCert, p.caKey, p.caPEM = path("ca.crt"), path("ca.key"), caPEM
-	fpCA, _, err := p.newCA("meshbench-kubetest-front-proxy-ca", "front-proxy-ca")
+	p.caCert, p.caPEM = path("ca.crt"), ca.CertPEM()
+	fpCA, err := p.newCA("meshbench-kubetest-front-proxy-ca", "front-proxy-ca")
 	if err != nil {
 		return nil, err
 	}
-	p.fpCACert, p.fpCAKey = path("front-proxy-ca.crt"), path("front-proxy-ca.key")
+	p.fpCACert = path("front-proxy-ca.crt")
 
-	loopback := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	serverAuth := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	clientAuth := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	loopback := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 	// 10.0.0.1 is the "kubernetes" Service's ClusterIP in
 	// --service-cluster-ip-range; in-cluster clients would dial it. Nothing
 	// here does (there is no kube-proxy), it only keeps the cert standard.
-	apiIPs := append([]net.IP{net.IPv4(10, 0, 0, 1)}, loopback...)
+	apiIPs := append([]netip.Addr{netip.MustParseAddr("10.0.0.1")}, loopback...)
 	apiDNS := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
-	if _, _, err := p.newLeaf(ca, "apiserver", pkix.Name{CommonName: "kube-apiserver"}, apiDNS, apiIPs, x509.ExtKeyUsageServerAuth); err != nil {
+	if _, err := p.newLeaf(ca, "apiserver", pki.LeafSpec{Subject: pkix.Name{CommonName: "kube-apiserver"}, DNSNames: apiDNS, IPs: apiIPs, ExtKeyUsage: serverAuth}); err != nil {
 		return nil, err
 	}
 	p.apiserverCert, p.apiserverKey = path("apiserver.crt"), path("apiserver.key")
 
-	adminCert, adminKey, err := p.newLeaf(ca, "admin", pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}}, nil, nil, x509.ExtKeyUsageClientAuth)
+	admin, err := p.newLeaf(ca, "admin", pki.LeafSpec{Subject: pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}}, ExtKeyUsage: clientAuth})
 	if err != nil {
 		return nil, err
 	}
-	p.adminCert, p.adminKey, p.adminCertPEM, p.adminKeyPEM = path("admin.crt"), path("admin.key"), adminCert, adminKey
+	p.adminCert, p.adminKey, p.adminCertPEM, p.adminKeyPEM = path("admin.crt"), path("admin.key"), admin.CertPEM(), admin.KeyPEM()
 
 	// kube-apiserver only accepts front-proxy requests from a client cert
 	// with this CN (--requestheader-allowed-names).
-	if _, _, err := p.newLeaf(fpCA, "front-proxy-client", pkix.Name{CommonName: "front-proxy-client"}, nil, nil, x509.ExtKeyUsageClientAuth); err != nil {
+	if _, err := p.newLeaf(fpCA, "front-proxy-client", pki.LeafSpec{Subject: pkix.Name{CommonName: "front-proxy-client"}, ExtKeyUsage: clientAuth}); err != nil {
 		return nil, err
 	}
 	p.fpClientCert, p.fpClientKey = path("front-proxy-client.crt"), path("front-proxy-client.key")
@@ -100,7 +92,7 @@ func newPKI(dir string) (*pki, error) {
 	// The aggregator checks metrics-server's cert against the APIService's
 	// caBundle with ServerName SERVICE.NAMESPACE.svc, hence that SAN.
 	servingDNS := []string{"localhost", metricsServiceName + "." + metricsServiceNamespace + ".svc"}
-	if _, _, err := p.newLeaf(ca, "serving", pkix.Name{CommonName: "localhost"}, servingDNS, loopback, x509.ExtKeyUsageServerAuth); err != nil {
+	if _, err := p.newLeaf(ca, "serving", pki.LeafSpec{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: servingDNS, IPs: loopback, ExtKeyUsage: serverAuth}); err != nil {
 		return nil, err
 	}
 	p.servingCert, p.servingKey = path("serving.crt"), path("serving.key")
@@ -135,92 +127,31 @@ func newPKI(dir string) (*pki, error) {
 	return p, nil
 }
 
-func (p *pki) newCA(cn, name string) (*signer, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// newCA makes a root CA named cn and writes its certificate to NAME.crt.
+// Its key is never written: only newPKI signs with it (no component is
+// given --cluster-signing-key-file).
+func (p *clusterPKI) newCA(cn, name string) (*pki.CA, error) {
+	ca, err := pki.NewRootCA(pkix.Name{CommonName: cn}, pki.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("creating %s: %w", name, err)
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating %s: %w", name, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	certPEM, err := p.writePair(name, der, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &signer{cert: cert, key: key}, certPEM, nil
+	return ca, os.WriteFile(filepath.Join(p.dir, name+".crt"), ca.CertPEM(), 0o600)
 }
 
-// newLeaf writes NAME.crt and NAME.key signed by ca and returns their PEM.
-func (p *pki) newLeaf(ca *signer, name string, subj pkix.Name, dns []string, ips []net.IP, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// newLeaf writes NAME.crt and NAME.key (PKCS #8), signed by ca.
+func (p *clusterPKI) newLeaf(ca *pki.CA, name string, spec pki.LeafSpec) (*pki.Workload, error) {
+	w, err := ca.IssueLeaf(spec, pki.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("creating %s certificate: %w", name, err)
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      subj,
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(certValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     dns,
-		IPAddresses:  ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating %s certificate: %w", name, err)
-	}
-	certPEM, err = p.writePair(name, der, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
-}
-
-func (p *pki) writePair(name string, der []byte, key *ecdsa.PrivateKey) ([]byte, error) {
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(p.dir, name+".key"), w.KeyPEM(), 0o600); err != nil {
 		return nil, err
 	}
-	if err := writePEM(filepath.Join(p.dir, name+".key"), "EC PRIVATE KEY", keyDER); err != nil {
-		return nil, err
-	}
-	if err := writePEM(filepath.Join(p.dir, name+".crt"), "CERTIFICATE", der); err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+	return w, os.WriteFile(filepath.Join(p.dir, name+".crt"), w.CertPEM(), 0o600)
 }
 
 func writePEM(path, typ string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return n
 }
 
 // Context names in the kubeconfig written by writeKubeconfig.
@@ -233,7 +164,7 @@ const (
 
 // writeKubeconfig writes a self-contained kubeconfig (certificates embedded)
 // with the contexts ContextCert (current) and ContextToken.
-func (p *pki) writeKubeconfig(path, server string) error {
+func (p *clusterPKI) writeKubeconfig(path, server string) error {
 	b64 := base64.StdEncoding.EncodeToString
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config

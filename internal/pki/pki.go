@@ -5,9 +5,13 @@
 // peers check them with VerifySPIFFE, since Go's own hostname verification
 // has no name to check against.
 //
+// NewRootCA and IssueLeaf make general roots and leaves as well (any
+// subject, DNS names, IP addresses, server and/or client use): those of the
+// test cluster (kubetest) and of throw-away test PKIs (testutil).
+//
 // Keys never leave memory except through WriteFiles, which writes them with
-// mode 0600. Nothing here rotates certificates: a run's certificates are
-// made at its start and outlive it (DefaultValidity).
+// mode 0600, and KeyPEM. Nothing here rotates certificates: a run's
+// certificates are made at its start and outlive it (DefaultValidity).
 package pki
 
 import (
@@ -18,8 +22,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -73,12 +80,15 @@ func (o Options) window() (notBefore, notAfter time.Time, err error) {
 	return now.Add(-ClockSkew), now.Add(validity), nil
 }
 
-// CA is a self-signed EC P-256 root for one trust domain. It is safe for
-// concurrent use (Issue only reads it).
+// CA is a self-signed EC P-256 root: the lab's, for one trust domain
+// (NewCA), or a general one (NewRootCA). It is safe for concurrent use (the
+// Issue methods only read it).
 type CA struct {
-	// TrustDomain is the only trust domain this CA issues identities in.
+	// TrustDomain is the only trust domain this CA issues identities in;
+	// empty for a NewRootCA root, which issues none.
 	TrustDomain string
-	// Cert is the root certificate (CN CACommonName, O TrustDomain).
+	// Cert is the root certificate (the lab's: CN CACommonName, O
+	// TrustDomain).
 	Cert *x509.Certificate
 	key  *ecdsa.PrivateKey
 	pool *x509.CertPool
@@ -96,13 +106,37 @@ func NewCAWithOptions(trustDomain string, opts Options) (*CA, error) {
 	if err := validateTrustDomain(trustDomain); err != nil {
 		return nil, fmt.Errorf("making lab CA: %w", err)
 	}
+	ca, err := newRoot("lab CA", pkix.Name{CommonName: CACommonName, Organization: []string{trustDomain}}, opts)
+	if err != nil {
+		return nil, err
+	}
+	ca.TrustDomain = trustDomain
+	return ca, nil
+}
+
+// NewRootCA makes a self-signed EC P-256 root CA named subject (which needs
+// a common name), valid as opts says (24 h by default), for certificates
+// other than the lab's SPIFFE ones: a test cluster's, a test's. It has no
+// trust domain, so Issue refuses every SPIFFE ID; IssueLeaf and
+// IssueServing sign with it. Like the lab CA it signs leaves only (path
+// length 0).
+func NewRootCA(subject pkix.Name, opts Options) (*CA, error) {
+	if subject.CommonName == "" {
+		return nil, errors.New("making CA: the subject has no common name")
+	}
+	return newRoot(fmt.Sprintf("CA %q", subject.CommonName), subject, opts)
+}
+
+// newRoot makes a self-signed root CA named subject, with no trust domain;
+// what names it in errors.
+func newRoot(what string, subject pkix.Name, opts Options) (*CA, error) {
 	notBefore, notAfter, err := opts.window()
 	if err != nil {
-		return nil, fmt.Errorf("making lab CA: %w", err)
+		return nil, fmt.Errorf("making %s: %w", what, err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("making lab CA key: %w", err)
+		return nil, fmt.Errorf("making %s key: %w", what, err)
 	}
 	serial, err := newSerial()
 	if err != nil {
@@ -110,7 +144,7 @@ func NewCAWithOptions(trustDomain string, opts Options) (*CA, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: CACommonName, Organization: []string{trustDomain}},
+		Subject:               subject,
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		IsCA:                  true,
@@ -120,15 +154,15 @@ func NewCAWithOptions(trustDomain string, opts Options) (*CA, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, fmt.Errorf("signing lab CA certificate: %w", err)
+		return nil, fmt.Errorf("signing %s certificate: %w", what, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("reading back lab CA certificate: %w", err)
+		return nil, fmt.Errorf("reading back %s certificate: %w", what, err)
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &CA{TrustDomain: trustDomain, Cert: cert, key: key, pool: pool}, nil
+	return &CA{Cert: cert, key: key, pool: pool}, nil
 }
 
 // Pool returns a certificate pool holding only this CA, for
@@ -139,10 +173,12 @@ func (ca *CA) Pool() *x509.CertPool { return ca.pool }
 // need.
 func (ca *CA) CertPEM() []byte { return certPEM(ca.Cert.Raw) }
 
-// Workload is one workload's identity: a leaf certificate, its key, and the
-// CA that signed it.
+// Workload is a leaf certificate, its key, and the CA that signed it: one
+// workload's SPIFFE identity (Issue), or a general leaf (IssueLeaf,
+// IssueServing) whose ID is zero.
 type Workload struct {
-	// ID is the identity in the certificate's only SAN.
+	// ID is the identity in the certificate's only SAN; zero for a general
+	// leaf.
 	ID SPIFFEID
 	// Cert is the leaf certificate.
 	Cert *x509.Certificate
@@ -168,23 +204,95 @@ func (ca *CA) Issue(id SPIFFEID, opts Options) (*Workload, error) {
 	if id.TrustDomain != ca.TrustDomain {
 		return nil, fmt.Errorf("issuing certificate for %s: the CA issues identities in trust domain %q only", id, ca.TrustDomain)
 	}
-	notBefore, notAfter, err := opts.window()
+	uri, err := url.Parse(id.String())
 	if err != nil {
 		return nil, fmt.Errorf("issuing certificate for %s: %w", id, err)
+	}
+	w, err := ca.issueLeaf(id.String(), LeafSpec{
+		URIs:        []*url.URL{uri},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.ID = id
+	return w, nil
+}
+
+// LeafSpec describes a general leaf certificate for IssueLeaf: its names
+// and what it may be used for.
+type LeafSpec struct {
+	// Subject is the certificate's subject, e.g. CN admin, O system:masters
+	// for a Kubernetes client. It may be empty when there is a subject
+	// alternative name (the SAN extension is then critical).
+	Subject pkix.Name
+	// DNSNames, IPs and URIs are the subject alternative names, the names a
+	// server certificate is verified for.
+	DNSNames []string
+	IPs      []netip.Addr
+	URIs     []*url.URL
+	// ExtKeyUsage is what the certificate may be used for:
+	// x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth or both. At
+	// least one is required (without any, Go would accept the certificate
+	// for every use).
+	ExtKeyUsage []x509.ExtKeyUsage
+}
+
+// name is what names the certificate in errors: its common name, else its
+// first SAN, else its whole subject; "" when it has no name at all.
+func (s LeafSpec) name() string {
+	switch {
+	case s.Subject.CommonName != "":
+		return s.Subject.CommonName
+	case len(s.URIs) > 0:
+		return s.URIs[0].String()
+	case len(s.DNSNames) > 0:
+		return s.DNSNames[0]
+	case len(s.IPs) > 0:
+		return s.IPs[0].String()
+	}
+	return s.Subject.String()
+}
+
+// IssueLeaf makes an EC P-256 leaf certificate for spec, signed by ca: no
+// CA, key usage digitalSignature, extended key usage spec.ExtKeyUsage,
+// valid as opts says but never past the CA's NotAfter. The Workload's ID is
+// zero. It refuses a spec without any name (subject or SAN), without an
+// extended key usage, or with an invalid IP address.
+func (ca *CA) IssueLeaf(spec LeafSpec, opts Options) (*Workload, error) {
+	name := spec.name()
+	if name == "" {
+		return nil, errors.New("issuing certificate: neither a subject nor a subject alternative name given")
+	}
+	if len(spec.ExtKeyUsage) == 0 {
+		return nil, fmt.Errorf("issuing certificate for %s: no extended key usage given (server or client authentication)", name)
+	}
+	return ca.issueLeaf(name, spec, opts)
+}
+
+// issueLeaf signs spec without checking its names or usages; name names the
+// certificate in errors.
+func (ca *CA) issueLeaf(name string, spec LeafSpec, opts Options) (*Workload, error) {
+	notBefore, notAfter, err := opts.window()
+	if err != nil {
+		return nil, fmt.Errorf("issuing certificate for %s: %w", name, err)
 	}
 	if notAfter.After(ca.Cert.NotAfter) {
 		notAfter = ca.Cert.NotAfter
 	}
 	if !notAfter.After(notBefore) {
-		return nil, fmt.Errorf("issuing certificate for %s: the CA expires at %s, before the certificate would start", id, ca.Cert.NotAfter.Format(time.RFC3339))
+		return nil, fmt.Errorf("issuing certificate for %s: the CA expires at %s, before the certificate would start", name, ca.Cert.NotAfter.Format(time.RFC3339))
 	}
-	uri, err := url.Parse(id.String())
-	if err != nil {
-		return nil, fmt.Errorf("issuing certificate for %s: %w", id, err)
+	ips := make([]net.IP, 0, len(spec.IPs))
+	for _, ip := range spec.IPs {
+		if !ip.IsValid() {
+			return nil, fmt.Errorf("issuing certificate for %s: invalid (zero) IP address", name)
+		}
+		ips = append(ips, net.IP(ip.AsSlice()))
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("making key for %s: %w", id, err)
+		return nil, fmt.Errorf("making key for %s: %w", name, err)
 	}
 	serial, err := newSerial()
 	if err != nil {
@@ -192,23 +300,26 @@ func (ca *CA) Issue(id SPIFFEID, opts Options) (*Workload, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
+		Subject:               spec.Subject,
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:           spec.ExtKeyUsage,
 		BasicConstraintsValid: true,
 		IsCA:                  false,
-		URIs:                  []*url.URL{uri},
+		DNSNames:              spec.DNSNames,
+		IPAddresses:           ips,
+		URIs:                  spec.URIs,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
-		return nil, fmt.Errorf("signing certificate for %s: %w", id, err)
+		return nil, fmt.Errorf("signing certificate for %s: %w", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("reading back certificate for %s: %w", id, err)
+		return nil, fmt.Errorf("reading back certificate for %s: %w", name, err)
 	}
-	return &Workload{ID: id, Cert: cert, CA: ca, key: key}, nil
+	return &Workload{Cert: cert, CA: ca, key: key}, nil
 }
 
 // CertPEM returns the leaf certificate PEM-encoded (the whole chain a peer

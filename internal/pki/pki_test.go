@@ -167,19 +167,10 @@ func TestNewCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ca.Cert
-	if c.Subject.CommonName != CACommonName || !c.IsCA || !c.MaxPathLenZero || c.KeyUsage&x509.KeyUsageCertSign == 0 {
-		t.Errorf("CA certificate: CN %q, IsCA %v, MaxPathLenZero %v, KeyUsage %b", c.Subject.CommonName, c.IsCA, c.MaxPathLenZero, c.KeyUsage)
+	if cn := ca.Cert.Subject.CommonName; cn != CACommonName {
+		t.Errorf("CA common name %q, want %q", cn, CACommonName)
 	}
-	if pub, ok := c.PublicKey.(*ecdsa.PublicKey); !ok || pub.Curve != elliptic.P256() {
-		t.Errorf("CA key is %T, want EC P-256", c.PublicKey)
-	}
-	if !c.NotBefore.Equal(now.Add(-ClockSkew)) || !c.NotAfter.Equal(now.Add(24*time.Hour)) {
-		t.Errorf("CA valid %v – %v, want %v – %v", c.NotBefore, c.NotAfter, now.Add(-ClockSkew), now.Add(24*time.Hour))
-	}
-	if err := c.CheckSignatureFrom(c); err != nil {
-		t.Errorf("CA is not self-signed: %v", err)
-	}
+	checkRoot(t, ca.Cert, now.Add(-ClockSkew), now.Add(24*time.Hour))
 	for _, td := range []string{"", "Cluster.local", "a/b"} {
 		if _, err := NewCA(td); err == nil {
 			t.Errorf("NewCA(%q) succeeded, want an error", td)
@@ -187,6 +178,24 @@ func TestNewCA(t *testing.T) {
 	}
 	if _, err := NewCAWithOptions("cluster.local", Options{Validity: -time.Hour}); err == nil {
 		t.Error("negative validity accepted")
+	}
+}
+
+// checkRoot checks that c is a self-signed EC P-256 root that signs leaves
+// only, valid from notBefore to notAfter.
+func checkRoot(t *testing.T, c *x509.Certificate, notBefore, notAfter time.Time) {
+	t.Helper()
+	if !c.IsCA || !c.BasicConstraintsValid || !c.MaxPathLenZero || c.KeyUsage&x509.KeyUsageCertSign == 0 {
+		t.Errorf("CA certificate: IsCA %v, BasicConstraintsValid %v, MaxPathLenZero %v, KeyUsage %b; want a root that signs leaves", c.IsCA, c.BasicConstraintsValid, c.MaxPathLenZero, c.KeyUsage)
+	}
+	if pub, ok := c.PublicKey.(*ecdsa.PublicKey); !ok || pub.Curve != elliptic.P256() {
+		t.Errorf("CA key is %T, want EC P-256", c.PublicKey)
+	}
+	if !c.NotBefore.Equal(notBefore) || !c.NotAfter.Equal(notAfter) {
+		t.Errorf("CA valid %v – %v, want %v – %v", c.NotBefore, c.NotAfter, notBefore, notAfter)
+	}
+	if err := c.CheckSignatureFrom(c); err != nil {
+		t.Errorf("CA is not self-signed: %v", err)
 	}
 }
 

@@ -1,19 +1,15 @@
 package testutil
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/meshbench/meshbench/internal/pki"
 )
 
 // TestPKI is a throw-away CA with a server certificate for 127.0.0.1 and a
@@ -27,29 +23,26 @@ type TestPKI struct {
 	ServerCert                              tls.Certificate
 }
 
-// NewTestPKI creates the files under t.TempDir().
+// NewTestPKI creates the files under t.TempDir(). The certificates come
+// from package pki (NewRootCA, IssueLeaf).
 func NewTestPKI(t testing.TB) *TestPKI {
 	t.Helper()
 	dir := t.TempDir()
-	caKey, caCert, caDER := newCA(t, "meshbench test CA")
-	otherKey, otherCert, _ := newCA(t, "another CA")
-	p := &TestPKI{CAPool: x509.NewCertPool()}
-	p.CAPool.AddCert(caCert)
-	p.CAFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
-	sDER, sKey := leaf(t, caCert, caKey, "server", true)
-	p.ServerCertFile = writePEM(t, dir, "server.pem", "CERTIFICATE", sDER)
-	p.ServerKeyFile = writeKey(t, dir, "server-key.pem", sKey)
-	cDER, cKey := leaf(t, caCert, caKey, "client", false)
-	p.ClientCertFile = writePEM(t, dir, "client.pem", "CERTIFICATE", cDER)
-	p.ClientKeyFile = writeKey(t, dir, "client-key.pem", cKey)
-	oDER, oKey := leaf(t, otherCert, otherKey, "intruder", false)
-	p.OtherClientCertFile = writePEM(t, dir, "other.pem", "CERTIFICATE", oDER)
-	p.OtherClientKeyFile = writeKey(t, dir, "other-key.pem", oKey)
-	var err error
-	p.ServerCert, err = tls.LoadX509KeyPair(p.ServerCertFile, p.ServerKeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, other := newCA(t, "meshbench test CA"), newCA(t, "another CA")
+	server := leaf(t, ca, pki.LeafSpec{
+		Subject:     pkix.Name{CommonName: "server"},
+		DNSNames:    []string{"localhost"},
+		IPs:         []netip.Addr{netip.MustParseAddr("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	client := leaf(t, ca, clientSpec("client"))
+	intruder := leaf(t, other, clientSpec("intruder"))
+	p := &TestPKI{CAPool: x509.NewCertPool(), ServerCert: server.TLSCertificate()}
+	p.CAPool.AddCert(ca.Cert)
+	p.CAFile = writeFile(t, dir, "ca.pem", ca.CertPEM())
+	p.ServerCertFile, p.ServerKeyFile = writePair(t, dir, "server", server)
+	p.ClientCertFile, p.ClientKeyFile = writePair(t, dir, "client", client)
+	p.OtherClientCertFile, p.OtherClientKeyFile = writePair(t, dir, "other", intruder)
 	return p
 }
 
@@ -60,57 +53,39 @@ func (p *TestPKI) ServerTLS() *tls.Config {
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
 }
 
-func newCA(t testing.TB, cn string) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+func newCA(t testing.TB, cn string) *pki.CA {
+	t.Helper()
+	ca, err := pki.NewRootCA(pkix.Name{CommonName: cn}, pki.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return key, cert, der
+	return ca
 }
 
-func leaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, server bool) ([]byte, *ecdsa.PrivateKey) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der, key
+func clientSpec(cn string) pki.LeafSpec {
+	return pki.LeafSpec{Subject: pkix.Name{CommonName: cn}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 }
 
-func writePEM(t testing.TB, dir, name, typ string, der []byte) string {
+func leaf(t testing.TB, ca *pki.CA, spec pki.LeafSpec) *pki.Workload {
+	t.Helper()
+	w, err := ca.IssueLeaf(spec, pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// writePair writes NAME.pem and NAME-key.pem and returns their paths.
+func writePair(t testing.TB, dir, name string, w *pki.Workload) (certFile, keyFile string) {
+	t.Helper()
+	return writeFile(t, dir, name+".pem", w.CertPEM()), writeFile(t, dir, name+"-key.pem", w.KeyPEM())
+}
+
+func writeFile(t testing.TB, dir, name string, data []byte) string {
+	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func writeKey(t testing.TB, dir, name string, key *ecdsa.PrivateKey) string {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writePEM(t, dir, name, "EC PRIVATE KEY", der)
 }

@@ -126,7 +126,7 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 	}
 	ready := 0
 	for _, n := range nodes.Items {
-		if nodeReady(&n) && !n.Spec.Unschedulable {
+		if NodeReady(&n) && !n.Spec.Unschedulable {
 			ready++
 		}
 	}
@@ -138,7 +138,9 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 	return chk
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether n's Ready condition is True (false when it has
+// none). It says nothing about whether pods may be scheduled on n.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

@@ -210,42 +210,23 @@ func (c *Cluster) VerifyMesh(ctx context.Context, mode string) ([]Check, error) 
 	var checks []Check
 	apps := c.Core.AppsV1()
 	deploy := func(ns, name string) {
-		chk := Check{What: "Deployment " + ns + "/" + name + " available"}
 		d, err := apps.Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			chk.Detail = "not found"
-		case err != nil:
-			chk.Detail = err.Error()
-		default:
+		checks = append(checks, rolloutCheck("Deployment "+ns+"/"+name+" available", err, func() (bool, string, []corev1.Container) {
 			want := int32(1)
 			if d.Spec.Replicas != nil {
 				want = *d.Spec.Replicas
 			}
-			chk.OK = d.Status.AvailableReplicas >= want && want > 0
-			chk.Detail = fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, want)
-			if img := imageOf(d.Spec.Template.Spec.Containers); img != "" {
-				chk.Detail += ", image " + img
-			}
-		}
-		checks = append(checks, chk)
+			return d.Status.AvailableReplicas >= want && want > 0,
+				fmt.Sprintf("%d/%d available", d.Status.AvailableReplicas, want), d.Spec.Template.Spec.Containers
+		}))
 	}
 	daemonset := func(ns, name string) {
-		chk := Check{What: "DaemonSet " + ns + "/" + name + " ready on every node"}
 		d, err := apps.DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			chk.Detail = "not found"
-		case err != nil:
-			chk.Detail = err.Error()
-		default:
-			chk.OK = d.Status.DesiredNumberScheduled > 0 && d.Status.NumberReady == d.Status.DesiredNumberScheduled
-			chk.Detail = fmt.Sprintf("%d/%d ready", d.Status.NumberReady, d.Status.DesiredNumberScheduled)
-			if img := imageOf(d.Spec.Template.Spec.Containers); img != "" {
-				chk.Detail += ", image " + img
-			}
-		}
-		checks = append(checks, chk)
+		checks = append(checks, rolloutCheck("DaemonSet "+ns+"/"+name+" ready on every node", err, func() (bool, string, []corev1.Container) {
+			st := d.Status
+			return st.DesiredNumberScheduled > 0 && st.NumberReady == st.DesiredNumberScheduled,
+				fmt.Sprintf("%d/%d ready", st.NumberReady, st.DesiredNumberScheduled), d.Spec.Template.Spec.Containers
+		}))
 	}
 	switch mode {
 	case "none":
@@ -265,6 +246,27 @@ func (c *Cluster) VerifyMesh(ctx context.Context, mode string) ([]Check, error) 
 		return nil, fmt.Errorf("mesh %q: allowed: none, sidecar, ambient, waypoint, linkerd", mode)
 	}
 	return checks, failed(checks)
+}
+
+// rolloutCheck is the check called what of a Deployment or DaemonSet that
+// getting returned err for: "not found", the error, or else what ready
+// says of the object (ready or not, how many of how many) with the image of
+// its first container.
+func rolloutCheck(what string, err error, ready func() (ok bool, detail string, containers []corev1.Container)) Check {
+	chk := Check{What: what}
+	switch {
+	case apierrors.IsNotFound(err):
+		chk.Detail = "not found"
+	case err != nil:
+		chk.Detail = err.Error()
+	default:
+		var containers []corev1.Container
+		chk.OK, chk.Detail, containers = ready()
+		if img := imageOf(containers); img != "" {
+			chk.Detail += ", image " + img
+		}
+	}
+	return chk
 }
 
 func (c *Cluster) servesKind(ctx context.Context, gvk schema.GroupVersionKind) Check {
@@ -344,7 +346,7 @@ func (c *Cluster) VerifyEnrolment(ctx context.Context, mode, ns string) ([]Check
 	if mode == "waypoint" {
 		var ready int
 		for i := range pods.Items {
-			if isWaypointPod(&pods.Items[i]) && podReady(&pods.Items[i]) {
+			if isWaypointPod(&pods.Items[i]) && PodReady(&pods.Items[i]) {
 				ready++
 			}
 		}
@@ -372,7 +374,9 @@ func isWaypointPod(p *corev1.Pod) bool {
 		p.Labels["istio.io/gateway-name"] != "" && p.Labels["gateway.istio.io/managed"] != ""
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether p's Ready condition is True (false when it has
+// none): all its containers are ready and it may receive traffic.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

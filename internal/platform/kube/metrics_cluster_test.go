@@ -324,8 +324,8 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 				return false, err.Error()
 			}
 			for _, p := range l.Items {
-				state = append(state, fmt.Sprintf("%s/%s node=%q ready=%v", p.Namespace, p.Name, p.Spec.NodeName, podReady(&p)))
-				if podReady(&p) {
+				state = append(state, fmt.Sprintf("%s/%s node=%q ready=%v", p.Namespace, p.Name, p.Spec.NodeName, PodReady(&p)))
+				if PodReady(&p) {
 					pods = append(pods, p)
 				}
 			}

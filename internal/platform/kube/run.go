@@ -898,7 +898,7 @@ func (c *Cluster) placeNodes(ctx context.Context, runID string) (int, error) {
 	}
 	var ready []corev1.Node
 	for _, n := range nodes.Items {
-		if nodeReady(&n) && !n.Spec.Unschedulable {
+		if NodeReady(&n) && !n.Spec.Unschedulable {
 			ready = append(ready, n)
 		}
 	}
