@@ -255,7 +255,10 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
 		if k := ro.Cells[i].Kube; k != nil {
 			k.Phase, k.OnRound = phase, onRound
-			if !f.quiet {
+			switch {
+			case live != nil:
+				k.Log = liveLog{live} // above the frame, not through it
+			case !f.quiet:
 				k.Log = env.Stderr
 			}
 			if kubeCellHook != nil {

@@ -493,3 +493,12 @@ func (v *liveView) round(r sample.Round) {
 	v.rounds = append(v.rounds, r)
 	v.st.Measure = sample.Summarize(v.rounds)
 }
+
+// liveLog writes a cell's log lines (a cluster cell's idle gate, drain,
+// mesh install) above the live view's frame, which is then redrawn.
+type liveLog struct{ v *liveView }
+
+func (l liveLog) Write(p []byte) (int, error) {
+	l.v.redraw(string(p))
+	return len(p), nil
+}
