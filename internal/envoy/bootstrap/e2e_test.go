@@ -34,7 +34,7 @@ const e2eNet = 42
 type lab struct {
 	t      *testing.T
 	topo   *mesh.Topology
-	pki    *testPKI
+	pki    *Certs
 	envoys map[string]*envoyProc
 }
 
@@ -48,7 +48,7 @@ func startLab(t *testing.T, o mesh.Options) *lab {
 	}
 	dir := t.TempDir()
 	pki := newTestPKI(t, dir, topo)
-	configs, err := Render(topo, pki.paths)
+	configs, err := Render(topo, pki.Paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func startLab(t *testing.T, o mesh.Options) *lab {
 		if err := os.WriteFile(path, configs[p.Name], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		l.envoys[p.Name] = startEnvoy(t, bin, p.Name, path, p.Admin.String(), dir)
+		l.envoys[p.Name] = startEnvoy(t, bin.Path, p.Name, path, p.Admin.String(), dir)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range topo.Proxies {
@@ -90,7 +90,7 @@ func (l *lab) client(pod string, fresh bool) *http.Client {
 	}
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: d.DialContext, DisableKeepAlives: fresh,
-		TLSClientConfig: &tls.Config{RootCAs: l.pki.pool, MinVersion: tls.VersionTLS12}}}
+		TLSClientConfig: &tls.Config{RootCAs: l.pki.CA.Pool(), MinVersion: tls.VersionTLS12}}}
 }
 
 // get sends GET url and returns the status, body and headers.
@@ -242,7 +242,7 @@ func plaintextRefused(t *testing.T, addr string) {
 // certificate, asking for peer's certificate by SNI and for authority, and
 // returns the response status.
 func (l *lab) connect(hbone string, id, peer mesh.Identity, authority string) (int, error) {
-	cert := l.pki.svids[id]
+	cert := l.pki.Workloads[id].TLSCertificate()
 	tr := &http2.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ServerName: mesh.HBONESNI(peer),
 		// The peer's certificate carries only a URI SAN; this probe tests
 		// the server's checks, not the client's.
@@ -564,7 +564,7 @@ func TestListenerClashFails(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pki := newTestPKI(t, dir, topo)
-	bs, err := Build(topo, pki.paths)
+	bs, err := Build(topo, pki.Paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,11 +583,11 @@ func TestListenerClashFails(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e1 := startEnvoy(t, bin, "first", filepath.Join(dir, "first.json"), sc.Admin.String(), dir)
+	e1 := startEnvoy(t, bin.Path, "first", filepath.Join(dir, "first.json"), sc.Admin.String(), dir)
 	if err := e1.waitReady(time.Now().Add(20 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	e2 := startEnvoy(t, bin, "second", filepath.Join(dir, "second.json"), netip.AddrPortFrom(sc.Addr, mesh.PortAdmin+100).String(), dir)
+	e2 := startEnvoy(t, bin.Path, "second", filepath.Join(dir, "second.json"), netip.AddrPortFrom(sc.Addr, mesh.PortAdmin+100).String(), dir)
 	select {
 	case <-e2.done:
 	case <-time.After(20 * time.Second):

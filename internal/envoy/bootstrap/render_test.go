@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -83,7 +84,7 @@ func TestEnvoyValidatesEveryCombination(t *testing.T) {
 			t.Fatal(err)
 		}
 		pki := newTestPKI(t, cdir, topo)
-		configs, err := Render(topo, pki.paths)
+		configs, err := Render(topo, pki.Paths)
 		if err != nil {
 			t.Fatalf("%s: %v", comboName(o), err)
 		}
@@ -114,7 +115,7 @@ func TestEnvoyValidatesEveryCombination(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			for j := range ch {
-				if err := validateConfig(ctx, bin, j.path); err != nil {
+				if err := envoy.Validate(ctx, bin, j.path); err != nil {
 					mu.Lock()
 					t.Errorf("%s: %v", j.name, err)
 					mu.Unlock()

@@ -158,11 +158,11 @@ func (l *Lab) prepare(ctx context.Context) error {
 	configs := map[string]string{}
 	if len(l.topo.Proxies) > 0 {
 		endRender := l.phase("prepare/render")
-		certs, err := writeCerts(l.topo, filepath.Join(l.dir, "pki"))
+		certs, err := bootstrap.WriteCerts(l.topo, filepath.Join(l.dir, "pki"))
 		if err != nil {
 			return err
 		}
-		rendered, err := bootstrap.Render(l.topo, certs)
+		rendered, err := bootstrap.Render(l.topo, certs.Paths)
 		if err != nil {
 			return err
 		}

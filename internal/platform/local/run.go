@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,9 +18,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -631,60 +628,6 @@ func bindPlan(t *mesh.Topology) []envoy.AddrOwner {
 		}
 	}
 	return out
-}
-
-// writeCerts issues the lab's certificates into dir.
-func writeCerts(t *mesh.Topology, dir string) (bootstrap.CertPaths, error) {
-	ca, err := pki.NewCA(mesh.TrustDomain)
-	if err != nil {
-		return bootstrap.CertPaths{}, err
-	}
-	caFiles, err := ca.WriteFiles(dir)
-	if err != nil {
-		return bootstrap.CertPaths{}, err
-	}
-	cp := bootstrap.CertPaths{CAFile: caFiles.Cert, Workloads: map[mesh.Identity]bootstrap.KeyPair{}, Serving: map[string]bootstrap.KeyPair{}}
-	for _, id := range t.Identities {
-		w, err := ca.Issue(pki.SPIFFEID{TrustDomain: mesh.TrustDomain, Namespace: id.Namespace, ServiceAccount: id.ServiceAccount}, pki.Options{})
-		if err != nil {
-			return cp, err
-		}
-		b, err := w.WriteFiles(dir, id.Namespace+"-"+id.ServiceAccount)
-		if err != nil {
-			return cp, err
-		}
-		cp.Workloads[id] = bootstrap.KeyPair{CertFile: b.CertChain, KeyFile: b.PrivateKey}
-	}
-	for _, p := range t.Proxies {
-		if len(p.ServingHosts) == 0 {
-			continue
-		}
-		var ips []netip.Addr
-		for _, h := range p.ServingHosts {
-			if a, err := netip.ParseAddr(h); err == nil {
-				ips = append(ips, a)
-			}
-		}
-		kp, err := issueServing(ca, dir, p.Name, ips)
-		if err != nil {
-			return cp, err
-		}
-		cp.Serving[p.Name] = kp
-	}
-	return cp, nil
-}
-
-// issueServing writes a gateway serving certificate (IP SANs) for name.
-func issueServing(ca *pki.CA, dir, name string, ips []netip.Addr) (bootstrap.KeyPair, error) {
-	w, err := ca.IssueServing(name, ips, pki.Options{})
-	if err != nil {
-		return bootstrap.KeyPair{}, err
-	}
-	b, err := w.WriteFiles(dir, name+"-serving")
-	if err != nil {
-		return bootstrap.KeyPair{}, err
-	}
-	return bootstrap.KeyPair{CertFile: b.CertChain, KeyFile: b.PrivateKey}, nil
 }
 
 func optionsMap(o Options, t *mesh.Topology) map[string]any {
