@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,11 +34,15 @@ type benchFlags struct {
 	kube                   kubeFlags
 }
 
-// benchRunFlags are the bench flags that are not part of the plan: they
-// go with a plan file or --resume.
-var benchRunFlags = []string{"out", "envoy", "quiet", "loopback-net",
-	"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart", "install-mesh",
-	"allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout"}
+// benchClusterFlags are the bench flags that say which cluster and how to
+// deploy on it (platform kube only); with benchLocalFlags, the flags that
+// are not part of the plan: they go with a plan file or --resume.
+var (
+	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net"}
+	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
+		"install-mesh", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout"}
+	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
+)
 
 // kubeCellHook, in tests, adjusts every kube cell's options (a stand-in
 // for the load workers on a cluster that runs no container).
@@ -115,7 +120,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	dir := f.out
 	switch {
 	case f.resume != "":
-		if len(args) > 0 || cmd.Flags().NFlag() > flagCount(cmd, append(benchRunFlags[1:], "resume")...) {
+		if len(args) > 0 || cmd.Flags().NFlag() > flagCount(cmd, append(benchRunFlags, "resume")...) {
 			return usagef("--resume %s: give no plan and no axes; the plan is read from the directory", f.resume)
 		}
 		data, err := os.ReadFile(filepath.Join(f.resume, "plan.yaml"))
@@ -127,7 +132,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		dir = f.resume
 	case len(args) == 1:
-		if n := flagCount(cmd, append(benchRunFlags, "seed")...); cmd.Flags().NFlag() > n {
+		if n := flagCount(cmd, append(benchRunFlags, "out", "seed")...); cmd.Flags().NFlag() > n {
 			return usagef("%s: give the axes in the plan file or as flags, not both", args[0])
 		}
 		data, err := os.ReadFile(args[0])
@@ -161,7 +166,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	onKube := p.Platform == plan.PlatformKube
 	if !onKube {
-		for _, name := range benchRunFlags[4:] {
+		for _, name := range benchClusterFlags {
 			if cmd.Flags().Changed(name) {
 				return usagef("--%s: only with platform kube (the plan's platform is %s)", name, p.Platform)
 			}

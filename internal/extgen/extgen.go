@@ -22,9 +22,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -400,4 +402,16 @@ func errorKind(msg string) string {
 		return "protocol"
 	}
 	return "other"
+}
+
+// headerArgs are the request headers as both tools take them: -H "Name:
+// value" for every value, names sorted (a stable command line).
+func headerArgs(h map[string][]string) []string {
+	var a []string
+	for _, n := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[n] {
+			a = append(a, "-H", n+": "+v)
+		}
+	}
+	return a
 }

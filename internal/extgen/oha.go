@@ -64,16 +64,7 @@ func (o *oha) args(phase string, d time.Duration) ([]string, error) {
 		a = append(a, "-q", strconv.FormatFloat(l.Rate.PerSecond(), 'f', -1, 64), "--latency-correction")
 	}
 	a = append(a, "-m", l.Request.Method)
-	names := make([]string, 0, len(l.Request.Headers))
-	for n := range l.Request.Headers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		for _, v := range l.Request.Headers[n] {
-			a = append(a, "-H", n+": "+v)
-		}
-	}
+	a = append(a, headerArgs(l.Request.Headers)...)
 	if l.Request.Host != "" {
 		a = append(a, "--host", l.Request.Host)
 	}
@@ -111,27 +102,28 @@ type ohaSummary struct {
 }
 
 func (o *oha) result(out *execOut) (*results.LoadResult, error) {
-	var db []byte
-	if b, err := os.ReadFile(o.db("measure")); err == nil {
-		db = b
-	} else if !os.IsNotExist(err) {
+	db := o.db("measure")
+	if _, err := os.Stat(db); os.IsNotExist(err) {
+		db = ""
+	} else if err != nil {
 		return nil, err
 	}
 	res, err := ohaResult(o.c, out.stdout, db, out.started)
 	if err != nil {
 		return nil, err
 	}
-	if out.interrupted && db == nil {
+	if out.interrupted && db == "" {
 		res.Generator.Notes = append(res.Generator.Notes, "interrupted: oha writes no per-request records when interrupted, so the histograms are empty and the counts are its summary's")
 	}
 	return res, nil
 }
 
 // ohaResult builds the result from oha's JSON summary and its SQLite
-// records (nil when oha wrote none, as when interrupted). anchor is the
+// records in the SQLite file db ("" when oha wrote none, as when
+// interrupted). anchor is the
 // wall clock when oha was started: oha's offsets are from its own start,
 // a few milliseconds later (process start, runtime, DNS pre-lookup).
-func ohaResult(c *Config, summary, db []byte, anchor time.Time) (*results.LoadResult, error) {
+func ohaResult(c *Config, summary []byte, db string, anchor time.Time) (*results.LoadResult, error) {
 	var s ohaSummary
 	if err := json.Unmarshal(summary, &s); err != nil {
 		return nil, fmt.Errorf("oha's JSON summary: %w", err)
@@ -166,7 +158,7 @@ func ohaResult(c *Config, summary, db []byte, anchor time.Time) (*results.LoadRe
 		answers += n
 	}
 	lat, svc, lag := latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()
-	if db == nil {
+	if db == "" {
 		for code, n := range s.StatusCodeDistribution {
 			r.StatusCodes[code] += n
 			if isSuccess(code) {
@@ -230,7 +222,7 @@ func ohaResult(c *Config, summary, db []byte, anchor time.Time) (*results.LoadRe
 		g.Notes = append(g.Notes, "bytes_out: the request body's size times the requests sent (oha does not count it)")
 	}
 	sendTimes := "send times: oha's offsets from its start, placed on the wall clock at the moment meshbench started oha (oha's own start is a few milliseconds later)"
-	if db == nil {
+	if db == "" {
 		sendTimes = "send times: unknown without per-request records; the window runs from meshbench starting oha for oha's total time"
 	}
 	g.Notes = append(g.Notes, sendTimes,
@@ -275,23 +267,10 @@ type ohaRow struct {
 	bytes                int64
 }
 
-// ohaRows reads oha's table "oha" from the bytes of an SQLite database
-// file, with modernc.org/sqlite (SQLite in pure Go), read-only: the bytes
-// go to a temporary file, which SQLite opens immutable.
-func ohaRows(data []byte) ([]ohaRow, error) {
-	f, err := os.CreateTemp("", "meshbench-oha-*.db")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", "file:"+f.Name()+"?mode=ro&immutable=1")
+// ohaRows reads oha's table "oha" from the SQLite database file path,
+// read-only, with modernc.org/sqlite (SQLite in pure Go).
+func ohaRows(path string) ([]ohaRow, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&immutable=1")
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ func testConfig(t *testing.T, gen, rate string, d time.Duration, conns int) Conf
 	return c
 }
 
+// fixturePath is testdata/name.
+func fixturePath(name string) string { return filepath.Join("testdata", name) }
+
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -99,9 +102,9 @@ func TestOhaRecorded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := testConfig(t, Oha, tt.rate, tt.d, tt.conns)
 			summary := readFixture(t, "oha/"+tt.name+".json")
-			var db []byte
+			db := ""
 			if tt.db {
-				db = readFixture(t, "oha/"+tt.name+".db")
+				db = fixturePath("oha/" + tt.name + ".db")
 			}
 			r, err := ohaResult(&c, summary, db, anchor)
 			if err != nil {
@@ -202,7 +205,7 @@ func TestOhaRecorded(t *testing.T) {
 // (Python's sqlite3 module read open.db's row with the earliest intended
 // send time as these values).
 func TestOhaRows(t *testing.T) {
-	rows, err := ohaRows(readFixture(t, "oha/open.db"))
+	rows, err := ohaRows(fixturePath("oha/open.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +226,7 @@ func TestOhaRows(t *testing.T) {
 	if !found {
 		t.Error("no row with intended send time 0.000615754")
 	}
-	long, err := ohaRows(readFixture(t, "oha/longurl.db"))
+	long, err := ohaRows(fixturePath("oha/longurl.db"))
 	if err != nil || len(long) != 3 {
 		t.Fatalf("longurl.db: %d rows, %v", len(long), err)
 	}
@@ -233,23 +236,28 @@ func TestOhaRows(t *testing.T) {
 // silently wrong result.
 func TestOhaResultRejects(t *testing.T) {
 	c := testConfig(t, Oha, "200", 2*time.Second, 4)
-	open, db := readFixture(t, "oha/open.json"), readFixture(t, "oha/open.db")
+	open := readFixture(t, "oha/open.json")
+	// A file that is not a database, and open.db cut short.
+	dir := t.TempDir()
+	notDB, truncated := filepath.Join(dir, "x.db"), filepath.Join(dir, "truncated.db")
+	os.WriteFile(notDB, []byte(strings.Repeat("x", 4096)), 0o644)
+	os.WriteFile(truncated, readFixture(t, "oha/open.db")[:5000], 0o644)
 	anchor := time.Unix(0, 0)
 	for _, tt := range []struct {
 		name     string
 		summary  []byte
-		db       []byte
+		db       string
 		closed   bool
 		contains string
 	}{
 		// The summary is not JSON.
-		{"not json", []byte("Summary:\n  Success rate: 100%"), db, false, "JSON summary"},
+		{"not json", []byte("Summary:\n  Success rate: 100%"), fixturePath("oha/open.db"), false, "JSON summary"},
 		// Another run's database: the counts disagree.
-		{"other database", open, readFixture(t, "oha/closed.db"), false, "database holds 478"},
+		{"other database", open, fixturePath("oha/closed.db"), false, "database holds 478"},
 		// Not a database at all.
-		{"not sqlite", open, []byte(strings.Repeat("x", 4096)), false, "file is not a database"},
+		{"not sqlite", open, notDB, false, "file is not a database"},
 		// Truncated database.
-		{"truncated", open, db[:5000], false, "malformed"},
+		{"truncated", open, truncated, false, "malformed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ohaResult(&c, tt.summary, tt.db, anchor)
@@ -260,7 +268,7 @@ func TestOhaResultRejects(t *testing.T) {
 	}
 	// An open-loop run whose records have no intended send time (run
 	// without --latency-correction) is refused.
-	if _, err := ohaResult(&c, readFixture(t, "oha/closed.json"), readFixture(t, "oha/closed.db"), anchor); err == nil || !strings.Contains(err.Error(), "--latency-correction") {
+	if _, err := ohaResult(&c, readFixture(t, "oha/closed.json"), fixturePath("oha/closed.db"), anchor); err == nil || !strings.Contains(err.Error(), "--latency-correction") {
 		t.Errorf("records without intended send time: error %v", err)
 	}
 }

@@ -95,16 +95,7 @@ func (w *wrk2) args(phase string, d time.Duration) ([]string, error) {
 	a := []string{w.bin, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(l.Connections),
 		"-d", durationArg(d), "-R", strconv.FormatInt(int64(l.Rate.PerSecond()), 10),
 		"--latency", "--u_latency", "--timeout", durationArg(l.Timeout)}
-	names := make([]string, 0, len(l.Request.Headers))
-	for n := range l.Request.Headers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		for _, v := range l.Request.Headers[n] {
-			a = append(a, "-H", n+": "+v)
-		}
-	}
+	a = append(a, headerArgs(l.Request.Headers)...)
 	if l.Request.Host != "" {
 		a = append(a, "-H", "Host: "+l.Request.Host)
 	}

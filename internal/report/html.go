@@ -12,35 +12,30 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 )
 
-// MethodNotes are the method's decisions the HTML report states, on the
-// local lab; MethodNotesFor gives a platform's.
-var MethodNotes = []string{
-	"Load is open loop at a constant rate; each request's latency runs from its intended send time (no coordinated omission). Closed-loop cells are labelled: their latencies are queueing-dominated.",
-	"Histograms are HDR (1 ns floor, 3 significant digits), merged exactly; percentiles come from them.",
-	"Resources are sampled from /proc every second: CPU in millicores, memory as PSS (shared pages split among processes), averaged over the measured window only (warm-up and drain excluded).",
-	"Cells run in a seeded random order, one round per repetition, so drift over time cannot masquerade as a difference between meshes.",
-	"With reuse_topology (the default), the cells of a round that share a topology (same mesh options, other rates) run on one running lab: each cell still waits for the lab to be idle and warms up, and Envoy counters and histograms restart per cell; memory is the processes' current PSS, so heap grown by an earlier cell of the round carries over (within a round the rates run in random order).",
-	"Each figure is the median over the valid repetitions with a percentile-bootstrap interval. With 5 or fewer repetitions the interval is the range of the runs (with 3 runs it holds the true median 75% of the time).",
-	"A difference is significant when its interval excludes zero. With 3 runs per side that means the runs' ranges do not overlap, which identical setups do 10% of the time.",
-	"Invalid cells (rate short of target, errors over the threshold, a CPU-starved load generator, sampler gaps, a process that died) are listed and never averaged in.",
-}
+// Method notes: what every platform shares, and the sampling and the
+// topology's life, which differ between the local lab and a cluster.
+var (
+	noteLoad    = "Load is open loop at a constant rate; each request's latency runs from its intended send time (no coordinated omission). Closed-loop cells are labelled: their latencies are queueing-dominated."
+	noteHDR     = "Histograms are HDR (1 ns floor, 3 significant digits), merged exactly; percentiles come from them."
+	noteOrder   = "Cells run in a seeded random order, one round per repetition, so drift over time cannot masquerade as a difference between meshes."
+	noteMedian  = "Each figure is the median over the valid repetitions with a percentile-bootstrap interval. With 5 or fewer repetitions the interval is the range of the runs (with 3 runs it holds the true median 75% of the time)."
+	noteSignif  = "A difference is significant when its interval excludes zero. With 3 runs per side that means the runs' ranges do not overlap, which identical setups do 10% of the time."
+	noteInvalid = "Invalid cells (rate short of target, errors over the threshold, a CPU-starved load generator, sampler gaps, a process that died) are listed and never averaged in."
 
-// kubeNotes replace the local lab's notes on sampling and topology reuse
-// on a cluster.
-var kubeNotes = map[int]string{
-	2: "Resources come from metrics.k8s.io (metrics-server), polled every sample_interval: CPU in millicores, memory as the working set (not PSS), per container. Only samples whose whole window lies inside the measured window count, and a sample the API returns again unchanged (stale) counts once.",
-	4: "Every cell deploys its app and load Job into fresh namespaces and deletes them at its end; the mesh stays installed between cells (each mesh's first cell installs it when asked to).",
-}
+	noteSamplingLocal = "Resources are sampled from /proc every second: CPU in millicores, memory as PSS (shared pages split among processes), averaged over the measured window only (warm-up and drain excluded)."
+	noteReuseLocal    = "With reuse_topology (the default), the cells of a round that share a topology (same mesh options, other rates) run on one running lab: each cell still waits for the lab to be idle and warms up, and Envoy counters and histograms restart per cell; memory is the processes' current PSS, so heap grown by an earlier cell of the round carries over (within a round the rates run in random order)."
+	noteSamplingKube  = "Resources come from metrics.k8s.io (metrics-server), polled every sample_interval: CPU in millicores, memory as the working set (not PSS), per container. Only samples whose whole window lies inside the measured window count, and a sample the API returns again unchanged (stale) counts once."
+	noteReuseKube     = "Every cell deploys its app and load Job into fresh namespaces and deletes them at its end; the mesh stays installed between cells (each mesh's first cell installs it when asked to)."
+)
 
-// MethodNotesFor is the method's decisions on platform ("local", "kube").
+// MethodNotesFor is the method's decisions the HTML report states, on
+// platform ("local" or "kube").
 func MethodNotesFor(platform string) []string {
-	notes := slices.Clone(MethodNotes)
+	sampling, reuse := noteSamplingLocal, noteReuseLocal
 	if platform == "kube" {
-		for i, n := range kubeNotes {
-			notes[i] = n
-		}
+		sampling, reuse = noteSamplingKube, noteReuseKube
 	}
-	return notes
+	return []string{noteLoad, noteHDR, sampling, noteOrder, reuse, noteMedian, noteSignif, noteInvalid}
 }
 
 var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
