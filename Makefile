@@ -56,9 +56,13 @@ envoy:
 # controller-manager, scheduler, kubectl, kwok, metrics-server), built from
 # the Go module proxy, plus Debian's etcd-server. Cached in
 # $MESHBENCH_K8S_BIN or ~/.cache/meshbench/k8s/<versions>: 5–11 minutes on
-# 2 cores the first time, instant once built.
+# 2 cores the first time, instant once built. Then what the real test
+# nodes run (kubelet, kube-proxy, containerd, ctr, the runc shim, CoreDNS,
+# pause; Debian's runc, CNI plugins, nftables, iptables), cached in
+# $MESHBENCH_NODES_BIN or ~/.cache/meshbench/k8s/nodes-<versions>.
 k8s-tools:
 	./hack/k8s/build-tools.sh
+	./hack/k8s/build-nodes.sh
 
 fmt-check:
 	@out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -21,6 +21,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/nodes"
 )
 
 // Versions of the pinned tools; hack/k8s/build-tools.sh builds the same.
@@ -128,6 +131,15 @@ type Options struct {
 	// Log gets one line per step of Start and Stop (default: discarded).
 	// The components' own output always goes to files under Dir/logs.
 	Log io.Writer
+	// RealNodes runs Nodes real nodes (package nodes: containerd, runc,
+	// kubelet, kube-proxy, each node in its own network namespace on a
+	// bridge of this cluster's, and CoreDNS) instead of kwok's: pods run
+	// real containers. It needs root, writable cgroups and `make
+	// k8s-tools`; the apiserver then listens on the bridge address.
+	RealNodes bool
+	// Meshbench is a static meshbench binary (CGO_ENABLED=0) packed as
+	// MeshbenchImage onto the real nodes; required with RealNodes.
+	Meshbench string
 }
 
 // Ports are the loopback ports a cluster listens on, all chosen at Start.
@@ -148,6 +160,8 @@ type Cluster struct {
 	CAFile                string // the cluster CA (PEM)
 	Nodes                 []string
 	Ports                 Ports
+	// Real is the real nodes (Options.RealNodes), nil with kwok's.
+	Real *nodes.Nodes
 
 	log     io.Writer
 	t0      time.Time    // when start began, for step
@@ -161,6 +175,11 @@ type Cluster struct {
 	procs   []*proc
 	stopped bool
 	podLogs map[string]map[string]string // "ns/pod" -> container -> CRI log file
+
+	realNodes bool
+	nodesBin  string   // nodes.BinDir()
+	meshbench string   // Options.Meshbench
+	net       *realNet // the real nodes' network
 }
 
 // Start brings up a cluster and returns once its nodes are Ready and
@@ -174,6 +193,14 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if o.Nodes <= 0 {
 		o.Nodes = 2
+	}
+	if o.RealNodes {
+		if err := nodes.Check(nodes.BinDir()); err != nil {
+			return nil, err
+		}
+		if o.Meshbench == "" {
+			return nil, errors.New("kubetest: Options.Meshbench (a static meshbench binary) is required with RealNodes")
+		}
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -192,14 +219,28 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			Dir: dir, BinDir: binDir, Kubeconfig: filepath.Join(dir, "kubeconfig"),
 			Context: ContextCert, TokenContext: ContextToken,
 			log: o.Log, etcdBin: etcd, ownDir: ownDir, keepDir: o.KeepDir,
-			podLogs: map[string]map[string]string{},
+			podLogs:   map[string]map[string]string{},
+			realNodes: o.RealNodes, nodesBin: nodes.BinDir(), meshbench: o.Meshbench,
 		}
-		for i := range o.Nodes {
-			c.Nodes = append(c.Nodes, fmt.Sprintf("kwok-node-%d", i))
+		var err error
+		if o.RealNodes {
+			if c.net, err = makeRealNet(o.Nodes); err != nil {
+				return nil, fmt.Errorf("kubetest: %w", err)
+			}
+			for i := range o.Nodes {
+				c.Nodes = append(c.Nodes, fmt.Sprintf("%s-node-%d", c.net.prefix, i))
+			}
+		} else {
+			for i := range o.Nodes {
+				c.Nodes = append(c.Nodes, fmt.Sprintf("kwok-node-%d", i))
+			}
 		}
-		err := c.start(ctx)
+		err = c.start(ctx)
 		if err == nil {
 			return c, nil
+		}
+		if rerr := c.stopRealNodes(); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
 		c.stopProcs()
 		if c.httpc != nil {
@@ -241,11 +282,21 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.Ports = Ports{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}
-	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki")); err != nil {
+	// With real nodes the apiserver listens on the bridge address (the
+	// nodes reach it from their namespaces), and the kubelets serve with
+	// the cluster's serving cert: both need those IPs as SANs.
+	apiAddr := netip.MustParseAddr("127.0.0.1")
+	var apiIPs, servingIPs []netip.Addr
+	if c.net != nil {
+		apiAddr = c.net.gateway()
+		apiIPs = []netip.Addr{apiAddr}
+		servingIPs = append([]netip.Addr{apiAddr}, c.net.nodeIPs...)
+	}
+	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki"), apiIPs, servingIPs); err != nil {
 		return fmt.Errorf("generating the PKI: %w", err)
 	}
 	c.Token, c.CAFile = c.pki.token, c.pki.caCert
-	c.Server = "https://" + hostPort(c.Ports.APIServer)
+	c.Server = "https://" + net.JoinHostPort(apiAddr.String(), strconv.Itoa(c.Ports.APIServer))
 	if err := c.pki.writeKubeconfig(c.Kubeconfig, c.Server); err != nil {
 		return err
 	}
@@ -283,7 +334,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	// kube-apiserver
 	api, err := c.startProc(logDir, "kube-apiserver", c.bin("kube-apiserver"),
 		"--etcd-servers="+etcdClient,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.Ports.APIServer),
+		"--bind-address="+apiAddr.String(), "--advertise-address="+apiAddr.String(), "--secure-port="+strconv.Itoa(c.Ports.APIServer),
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver"),
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--tls-cert-file="+p.apiserverCert, "--tls-private-key-file="+p.apiserverKey,
@@ -345,6 +396,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
+	if c.realNodes {
+		return c.startRealRest(ctx, logDir, kcm, sched)
+	}
+
 	// kwok's CRDs (Metric, ResourceUsage, Logs, ...) must be established
 	// before kwok starts watching them and before objects of those kinds
 	// are applied. This overlaps with kcm and the scheduler starting.
@@ -389,18 +444,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
-	// metrics-server scrapes kwok's per-node /metrics/resource and serves
-	// metrics.k8s.io through the aggregation layer.
-	ms, err := c.startProc(logDir, "metrics-server", c.bin("metrics-server"),
-		"--secure-port="+strconv.Itoa(c.Ports.MetricsServer), "--bind-address=127.0.0.1",
-		"--cert-dir="+filepath.Join(c.Dir, "metrics-server"),
-		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
-		// Every kwok node is 127.0.0.1 at kwok's port (the node's
-		// kubeletEndpoint); its path comes from the node annotation.
-		"--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
-		"--kubelet-certificate-authority="+p.caCert,
-		"--metric-resolution="+MetricResolution.String(), "--kubelet-request-timeout=5s")
+	ms, err := c.startMetricsServer(logDir)
 	if err != nil {
 		return err
 	}
@@ -446,6 +490,24 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.step("metrics.k8s.io Available; cluster ready (apiserver %s, kubeconfig %s)", c.Server, c.Kubeconfig)
 	return nil
+}
+
+// startMetricsServer starts metrics-server: it scrapes every node's
+// /metrics/resource (kwok's shared endpoint, or the real kubelets) and
+// serves metrics.k8s.io through the aggregation layer.
+func (c *Cluster) startMetricsServer(logDir string) (*proc, error) {
+	p := c.pki
+	return c.startProc(logDir, "metrics-server", c.bin("metrics-server"),
+		"--secure-port="+strconv.Itoa(c.Ports.MetricsServer), "--bind-address=127.0.0.1",
+		"--cert-dir="+filepath.Join(c.Dir, "metrics-server"),
+		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
+		"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
+		// A kwok node is 127.0.0.1 at kwok's port (the node's
+		// kubeletEndpoint), its path from the node annotation; a real
+		// node is its InternalIP at the kubelet's port.
+		"--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
+		"--kubelet-certificate-authority="+p.caCert,
+		"--metric-resolution="+MetricResolution.String(), "--kubelet-request-timeout=5s")
 }
 
 func (c *Cluster) bin(name string) string { return filepath.Join(c.BinDir, name) }
@@ -611,6 +673,9 @@ func (c *Cluster) manifests() ([]byte, error) {
 	type obj = map[string]any
 	var items []any
 	for _, n := range c.Nodes {
+		if c.realNodes {
+			break // real kubelets register their own Node objects
+		}
 		capacity := obj{"cpu": "32", "memory": "256Gi", "pods": "110"}
 		items = append(items, obj{
 			"apiVersion": "v1", "kind": "Node",
@@ -718,6 +783,11 @@ func (c *Cluster) Stop() error {
 		if p.exited() {
 			errs = append(errs, p.failure(p.Name+" had exited before Stop", exitError(p.err)))
 		}
+	}
+	// The nodes first: their kubelets and kube-proxies talk to the
+	// control plane until they stop.
+	if err := c.stopRealNodes(); err != nil {
+		errs = append(errs, err)
 	}
 	c.stopProcs()
 	if c.httpc != nil {
