@@ -131,6 +131,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newCompareCmd(env))
 	root.AddCommand(newBenchCmd(env))
 	root.AddCommand(newDoctorCmd(env))
+	root.AddCommand(newImageCmd(env))
 	return root
 }
 

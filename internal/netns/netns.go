@@ -172,9 +172,11 @@ func (n *NS) Do(fn func() error) error {
 }
 
 // Veth joins ns to br: a veth pair PREFIX+hostName on the bridge, its peer
-// named ifName inside ns with addr, up, with a default route via the
-// bridge's address.
-func (s *Substrate) Veth(br *Bridge, ns *NS, hostName, ifName string, addr netip.Prefix) error {
+// named ifName inside ns with addr, up; with defaultRoute, a default route
+// via the bridge's address. Without one, the namespace reaches only the
+// bridge's subnet and the routes added to it: anything else fails at once
+// with "network is unreachable" (the way to keep test traffic in).
+func (s *Substrate) Veth(br *Bridge, ns *NS, hostName, ifName string, addr netip.Prefix, defaultRoute bool) error {
 	full, err := s.name(hostName)
 	if err != nil {
 		return err
@@ -217,6 +219,9 @@ func (s *Substrate) Veth(br *Bridge, ns *NS, hostName, ifName string, addr netip
 		}
 		if err := netlink.LinkSetUp(l); err != nil {
 			return err
+		}
+		if !defaultRoute {
+			return nil
 		}
 		gw := br.Addr.Addr().AsSlice()
 		return netlink.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: gw})
@@ -332,7 +337,7 @@ func InUse(p netip.Prefix, prefix string) (bool, error) {
 		if r.Dst == nil {
 			continue // the default route overlaps everything
 		}
-		if rp := prefixOf(r.Dst); rp.Overlaps(p) {
+		if rp := prefixOf(r.Dst); rp.Bits() > 0 && rp.Overlaps(p) {
 			return true, nil
 		}
 	}

@@ -225,9 +225,12 @@ func (n *Nodes) start(ctx context.Context) error {
 			return err
 		}
 		nd.NS = ns
-		if err := cfg.Net.Veth(cfg.Bridge, ns, fmt.Sprintf("h%d", i), "eth0", netip.PrefixFrom(ip, cfg.Bridge.Addr.Bits())); err != nil {
+		if err := cfg.Net.Veth(cfg.Bridge, ns, fmt.Sprintf("h%d", i), "eth0", netip.PrefixFrom(ip, cfg.Bridge.Addr.Bits()), false); err != nil {
 			return err
 		}
+		// No default route: a node reaches the bridge's subnet (the
+		// apiserver, CoreDNS, the other nodes) and the other nodes' pod
+		// subnets, nothing else; a pull from a registry fails at once.
 		// Pods reach each other across nodes on the bridge (L2), with no
 		// forwarding in the host's namespace: each node routes the other
 		// nodes' pod subnets to them directly.

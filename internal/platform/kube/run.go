@@ -831,6 +831,13 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 		if len(waiting) == 0 {
 			return nil
 		}
+		// A pod whose image cannot be pulled or that keeps crashing will
+		// not get ready: say so now, not after the timeout.
+		if p, err := c.podProblem(ctx, ns, ""); err != nil {
+			return err
+		} else if p != nil {
+			return fmt.Errorf("app not ready: %w", p)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("app not ready after %v: %s", timeout, strings.Join(waiting, ", "))
 		}
@@ -860,6 +867,11 @@ func (c *Cluster) waitJob(ctx context.Context, ns, name string, timeout time.Dur
 			case batchv1.JobFailed:
 				return fmt.Errorf("load Job %s/%s failed: %s: %s", ns, name, cond.Reason, cond.Message)
 			}
+		}
+		if p, err := c.podProblem(ctx, ns, "job-name="+name); err != nil {
+			return err
+		} else if p != nil {
+			return fmt.Errorf("load Job %s/%s cannot run: %w", ns, name, p)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("load Job %s/%s not finished after %v (%d active, %d succeeded, %d failed)",

@@ -1,0 +1,87 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Reasons a container waits that no amount of waiting fixes: the image
+// cannot be had, or the container keeps crashing.
+var (
+	imageReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true, "InvalidImageName": true}
+	stuckReasons = map[string]bool{"CrashLoopBackOff": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true}
+)
+
+// PodProblem is a pod that cannot become ready: an image that cannot be
+// pulled, or a container that keeps crashing. Its Error is one line that
+// says what to do.
+type PodProblem struct {
+	Namespace, Pod, Container, Image string
+	Reason, Message                  string
+	ExitCode, Restarts               int32
+}
+
+func (p *PodProblem) Error() string {
+	where := fmt.Sprintf("pod %s/%s container %s", p.Namespace, p.Pod, p.Container)
+	msg := strings.TrimSpace(p.Message)
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	if imageReasons[p.Reason] {
+		return fmt.Sprintf("%s: image %s cannot be pulled (%s: %s); build it and load it into the cluster's nodes: "+
+			"meshbench image --tag %s --load k3d:CLUSTER (or kind:CLUSTER, containerd:SOCKET), "+
+			"or push it where the nodes pull from: meshbench image --push %s",
+			where, p.Image, p.Reason, msg, p.Image, p.Image)
+	}
+	if p.Reason == "CrashLoopBackOff" {
+		return fmt.Sprintf("%s (image %s) is crash-looping: exit code %d, %d restarts; see kubectl logs -n %s %s -c %s --previous",
+			where, p.Image, p.ExitCode, p.Restarts, p.Namespace, p.Pod, p.Container)
+	}
+	return fmt.Sprintf("%s (image %s) cannot start: %s: %s", where, p.Image, p.Reason, msg)
+}
+
+// podProblem returns the first pod in ns (matching selector) that cannot
+// become ready, nil when none is stuck (still starting is not stuck).
+func (c *Cluster) podProblem(ctx context.Context, ns, selector string) (*PodProblem, error) {
+	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		if p := stuckPod(&pods.Items[i]); p != nil {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// stuckPod checks one pod's init and app containers.
+func stuckPod(pod *corev1.Pod) *PodProblem {
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	specImage := map[string]string{}
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		specImage[c.Name] = c.Image
+	}
+	for _, st := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		w := st.State.Waiting
+		if w == nil || (!imageReasons[w.Reason] && !stuckReasons[w.Reason]) {
+			continue
+		}
+		p := &PodProblem{Namespace: pod.Namespace, Pod: pod.Name, Container: st.Name,
+			Image: specImage[st.Name], Reason: w.Reason, Message: w.Message, Restarts: st.RestartCount}
+		if p.Image == "" {
+			p.Image = st.Image
+		}
+		if t := st.LastTerminationState.Terminated; t != nil {
+			p.ExitCode = t.ExitCode
+		}
+		return p
+	}
+	return nil
+}
