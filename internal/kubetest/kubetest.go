@@ -382,7 +382,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--bind-address=127.0.0.1", "--tls-cert-file=" + p.servingCert, "--tls-private-key-file=" + p.servingKey,
 		"--leader-elect=false",
 	}
-	kcm, err := c.startProc(logDir, "kube-controller-manager", c.bin("kube-controller-manager"), append(common,
+	kcmArgs := common
+	if c.realNodes {
+		// A real node whose kubelet stops goes NotReady after 10 s,
+		// not the default 50 s (its kubelet renews its lease every
+		// 2.5 s, see package nodes), so tests of a node failing are
+		// quick.
+		kcmArgs = append(slices.Clone(common), "--node-monitor-grace-period=10s")
+	}
+	kcm, err := c.startProc(logDir, "kube-controller-manager", c.bin("kube-controller-manager"), append(kcmArgs,
 		"--secure-port="+strconv.Itoa(c.Ports.ControllerManager),
 		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caCert,
 		"--use-service-account-credentials=false", "--controllers=*",

@@ -209,3 +209,33 @@ func (c *Cluster) startRealRest(ctx context.Context, logDir string, kcm, sched *
 type backoffStop struct{ err error }
 
 func (b backoffStop) Error() string { return b.err.Error() }
+
+// StopMetricsServer stops metrics-server (metrics.k8s.io goes unavailable)
+// until RestartMetricsServer: for tests of what a user sees then.
+func (c *Cluster) StopMetricsServer() error {
+	c.mu.Lock()
+	var ms *proc
+	for _, p := range c.procs {
+		if p.Name == "metrics-server" && !p.exited() {
+			ms = p
+		}
+	}
+	c.mu.Unlock()
+	if ms == nil {
+		return errors.New("metrics-server is not running")
+	}
+	ms.stop()
+	return nil
+}
+
+// RestartMetricsServer starts metrics-server again and waits until
+// metrics.k8s.io is Available.
+func (c *Cluster) RestartMetricsServer(ctx context.Context) error {
+	ms, err := c.startMetricsServer(filepath.Join(c.Dir, "logs"))
+	if err != nil {
+		return err
+	}
+	return ms.waitReady(ctx, 120*time.Second, func(ctx context.Context) error {
+		return c.checkConditions(ctx, "/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name%3D"+metricsAPIService, "Available", 1)
+	})
+}

@@ -131,6 +131,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "2%%", imagefs.available: "2%%"}
 nodeStatusUpdateFrequency: 2s
+# The lease is renewed every quarter of this (2.5 s): a stopped kubelet's
+# node can be declared NotReady after 10 s (kube-controller-manager's
+# --node-monitor-grace-period, which internal/kubetest sets).
+nodeLeaseDurationSeconds: 10
 `, cfg.cgroupRoot(i), nd.Socket, nd.IP, cfg.ServingCert, cfg.ServingKey, cfg.CAFile, dns,
 		filepath.Join(nd.Dir, "podlogs"))
 }

@@ -44,9 +44,21 @@ func (p *PodProblem) Error() string {
 	return fmt.Sprintf("%s (image %s) cannot start: %s: %s", where, p.Image, p.Reason, msg)
 }
 
+// NodeProblem is a node that stopped reporting (NotReady: its kubelet is
+// gone or cut off) while a pod of the run is on it.
+type NodeProblem struct {
+	Node, Namespace, Pod string
+	Reason, Message      string
+}
+
+func (p *NodeProblem) Error() string {
+	return fmt.Sprintf("node %s is not Ready (%s: %s) with pod %s/%s on it", p.Node, p.Reason, strings.TrimSpace(p.Message), p.Namespace, p.Pod)
+}
+
 // podProblem returns the first pod in ns (matching selector) that cannot
-// become ready, nil when none is stuck (still starting is not stuck).
-func (c *Cluster) podProblem(ctx context.Context, ns, selector string) (*PodProblem, error) {
+// become ready or whose node is not Ready, nil when none is stuck (still
+// starting is not stuck).
+func (c *Cluster) podProblem(ctx context.Context, ns, selector string) (problem, err error) {
 	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
@@ -54,6 +66,35 @@ func (c *Cluster) podProblem(ctx context.Context, ns, selector string) (*PodProb
 	for i := range pods.Items {
 		if p := stuckPod(&pods.Items[i]); p != nil {
 			return p, nil
+		}
+	}
+	var nodes map[string]*corev1.Node
+	for _, pod := range pods.Items {
+		if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if nodes == nil {
+			list, err := c.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			nodes = map[string]*corev1.Node{}
+			for i := range list.Items {
+				nodes[list.Items[i].Name] = &list.Items[i]
+			}
+		}
+		n := nodes[pod.Spec.NodeName]
+		if n == nil {
+			return &NodeProblem{Node: pod.Spec.NodeName, Namespace: pod.Namespace, Pod: pod.Name, Reason: "NotFound", Message: "the node was deleted"}, nil
+		}
+		if !NodeReady(n) {
+			np := &NodeProblem{Node: n.Name, Namespace: pod.Namespace, Pod: pod.Name, Reason: "NotReady"}
+			for _, cnd := range n.Status.Conditions {
+				if cnd.Type == corev1.NodeReady {
+					np.Reason, np.Message = cnd.Reason, cnd.Message
+				}
+			}
+			return np, nil
 		}
 	}
 	return nil, nil

@@ -389,6 +389,9 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		from, to = loadRes.StartedAt, loadRes.EndedAt
 		window = sampler.Within(from, to)
 		nodes = SummarizeNodes(sampler.NodesWithin(from, to))
+		if err := c.addBootIDs(context.WithoutCancel(ctx), nodes); err != nil {
+			r.logf("reading the nodes' boot IDs: %v", err)
+		}
 	}
 	summary := sample.Summarize(window)
 	stalePods, staleNodes := sampler.Stale()
@@ -664,7 +667,7 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		return nil, err
 	}
 	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.enter("measure") })
-	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
 	}
@@ -809,6 +812,25 @@ func (r *run) checkValidity(lr *results.LoadResult) {
 	}
 }
 
+// addBootIDs fills in each node's boot ID (see NodeSummary.BootID).
+func (c *Cluster) addBootIDs(ctx context.Context, nodes []NodeSummary) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	list, err := c.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	boot := map[string]string{}
+	for _, n := range list.Items {
+		boot[n.Name] = n.Status.NodeInfo.BootID
+	}
+	for i := range nodes {
+		nodes[i].BootID = boot[nodes[i].Name]
+	}
+	return nil
+}
+
 // waitDeployments waits until every Deployment in ns has all its replicas
 // available.
 func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.Duration) error {
@@ -850,7 +872,8 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 }
 
 // waitJob waits until the Job completes (every worker succeeded) or fails.
-func (c *Cluster) waitJob(ctx context.Context, ns, name string, timeout time.Duration) error {
+// Pods of appNS (when not "") that stop being able to run fail it too.
+func (c *Cluster) waitJob(ctx context.Context, ns, name, appNS string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		j, err := c.Core.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
@@ -872,6 +895,15 @@ func (c *Cluster) waitJob(ctx context.Context, ns, name string, timeout time.Dur
 			return err
 		} else if p != nil {
 			return fmt.Errorf("load Job %s/%s cannot run: %w", ns, name, p)
+		}
+		// The app's pods too: a node of theirs that stops reporting
+		// makes the measurement meaningless.
+		if appNS != "" {
+			if p, err := c.podProblem(ctx, appNS, ""); err != nil {
+				return err
+			} else if p != nil {
+				return fmt.Errorf("app broke while the load Job %s/%s ran: %w", ns, name, p)
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("load Job %s/%s not finished after %v (%d active, %d succeeded, %d failed)",
