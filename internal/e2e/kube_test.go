@@ -142,9 +142,20 @@ func TestFacesOnRealNodes(t *testing.T) {
 // metrics-server stopped the metrics check fails with its one-line reason.
 func TestDoctorOnRealNodes(t *testing.T) {
 	kc := kubetest.Require(t)
-	inv := meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig)
-	if inv.code != 0 || strings.Contains(inv.stdout, "FAIL") {
-		t.Fatalf("doctor on the real cluster: exit %d", inv.code)
+	// Right after the cluster starts metrics-server has not scraped
+	// twice yet (a warning): ask again until every check is ok.
+	var inv invocation
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(5 * time.Second) {
+		inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig)
+		if inv.code != 0 || strings.Contains(inv.stdout, "FAIL") {
+			t.Fatalf("doctor on the real cluster: exit %d", inv.code)
+		}
+		if !strings.Contains(inv.stdout, " warn ") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if strings.Contains(inv.stdout, " warn ") {
+		t.Errorf("doctor still warns on the real cluster")
 	}
 	if err := kc.StopMetricsServer(); err != nil {
 		t.Fatal(err)
@@ -333,8 +344,8 @@ func TestWorkerKilledOnRealNodes(t *testing.T) {
 	if d := time.Since(t0); d > 2*time.Minute {
 		t.Errorf("ended %v after the kill", d)
 	}
-	if !strings.Contains(inv.stderr, "load Job") {
-		t.Errorf("stderr does not name the load Job")
+	if !strings.Contains(inv.stderr, "load Job") || !strings.Contains(inv.stderr, "exit code 137") {
+		t.Errorf("stderr does not name the load Job and the killed worker's exit code 137")
 	}
 	if _, err := os.Stat(filepath.Join(out, results.ManifestFile)); err != nil {
 		t.Errorf("results not kept: %v", err)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -225,6 +226,10 @@ func (c *Cluster) StopMetricsServer() error {
 		return errors.New("metrics-server is not running")
 	}
 	ms.stop()
+	// Stopped on purpose: not a component that died (Stop reports those).
+	c.mu.Lock()
+	c.procs = slices.DeleteFunc(c.procs, func(p *proc) bool { return p == ms })
+	c.mu.Unlock()
 	return nil
 }
 

@@ -126,3 +126,30 @@ func stuckPod(pod *corev1.Pod) *PodProblem {
 	}
 	return nil
 }
+
+// failedWorkers describes the failed pods of load Job name ("" when none
+// is found): which worker, and how its container ended (exit code 137 is
+// SIGKILL: the OOM killer, or someone).
+func (c *Cluster) failedWorkers(ctx context.Context, ns, name string) string {
+	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodFailed {
+			continue
+		}
+		desc := "pod " + p.Name
+		for _, st := range p.Status.ContainerStatuses {
+			if t := st.State.Terminated; t != nil {
+				desc += fmt.Sprintf(" (container %s: exit code %d, %s)", st.Name, t.ExitCode, t.Reason)
+			}
+		}
+		parts = append(parts, desc)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; failed: " + strings.Join(parts, ", ")
+}

@@ -888,7 +888,7 @@ func (c *Cluster) waitJob(ctx context.Context, ns, name, appNS string, timeout t
 			case batchv1.JobComplete:
 				return nil
 			case batchv1.JobFailed:
-				return fmt.Errorf("load Job %s/%s failed: %s: %s", ns, name, cond.Reason, cond.Message)
+				return fmt.Errorf("load Job %s/%s failed: %s: %s%s", ns, name, cond.Reason, cond.Message, c.failedWorkers(ctx, ns, name))
 			}
 		}
 		if p, err := c.podProblem(ctx, ns, "job-name="+name); err != nil {
