@@ -73,7 +73,27 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 			t.Errorf("stdout lacks %q", want)
 		}
 	}
-	// Real CPU: the app serves 50/s, the load sends it.
+	for _, f := range []string{results.ManifestFile, results.LoadFile, results.SamplesFile, results.ResourcesFile, "metrics-raw.jsonl", "k8s/app.yaml", "k8s/load-job.yaml"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("results: %v", err)
+		}
+	}
+	// Each worker's own log (its JSON result, read through the pods/log
+	// API from the real container's output) is kept, with its share.
+	logs, _ := filepath.Glob(filepath.Join(out, results.LogsDir, "load-*.log"))
+	if len(logs) != 2 {
+		t.Errorf("worker logs kept: %v", logs)
+	}
+	for i, l := range logs {
+		b, _ := os.ReadFile(l)
+		if !strings.Contains(string(b), `"worker":{`) || !strings.Contains(string(b), `"count":2`) {
+			t.Errorf("worker log %d (%s) has no worker share of 2:\n%.300s", i, l, b)
+		}
+	}
+	if m, err := results.ReadManifest(out); err != nil || m.Drain == nil || m.Drain.Ended != results.DrainIdle || m.Drain.AppPods != 2 {
+		t.Errorf("manifest drain: %v %+v, want ended idle over 2 app pods", err, m)
+	}
+	// Real CPU: the app serves 40/s, the load sends it.
 	if cpu := rowCPU(inv.stdout, "app static"); cpu <= 0 {
 		t.Errorf("app static CPU_avg %v, want > 0", cpu)
 	}
@@ -221,6 +241,32 @@ sample_interval: 10s
 	for _, id := range m.Order {
 		if st := m.Cells[id]; st.State != results.CellDone || !st.Valid {
 			t.Errorf("cell %s: %s, valid %v: %v %q", id, st.State, st.Valid, st.Invalid, st.Error)
+		}
+		cd := results.CellDir(out, id)
+		for _, f := range []string{results.ManifestFile, results.LoadFile, results.ResourcesFile, "metrics-raw.jsonl", "k8s/app.yaml", "k8s/load-job.yaml"} {
+			if _, err := os.Stat(filepath.Join(cd, f)); err != nil {
+				t.Errorf("cell %s: %v", id, err)
+			}
+		}
+		lr, err := results.ReadFile(filepath.Join(cd, results.LoadFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 20.0
+		if strings.Contains(id, "-r40-") {
+			want = 40
+		}
+		if r := lr.AchievedRatePerSec(); r < want*0.95 || r > want*1.05 || lr.Success != lr.Sent {
+			t.Errorf("cell %s: %.1f/s, %d of %d ok; want %.0f/s, all ok", id, r, lr.Success, lr.Sent, want)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report", "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"metrics.k8s.io", "working set", "<td>platform</td><td>kube</td>"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html lacks %q", want)
 		}
 	}
 	txt, err := os.ReadFile(filepath.Join(out, "report", "report.txt"))

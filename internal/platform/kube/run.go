@@ -87,12 +87,6 @@ type Options struct {
 	// live view), on the sampler's goroutine.
 	OnRound func(sample.Round)
 	Version string
-
-	// BeforeCollect, for tests only, runs when the load Job has finished
-	// and before the workers' logs are read: on a cluster that runs no
-	// container (kwok), a test runs the workers on its own machine and
-	// has kwok serve their output as the pods' logs.
-	BeforeCollect func(ctx context.Context, job *batchv1.Job, pods []corev1.Pod) error
 }
 
 // DefaultDrain is the longest drain by default: the seed tool's 60 s.
@@ -670,15 +664,6 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
-	}
-	if o.BeforeCollect != nil && jobErr == nil {
-		pods, err := c.Core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
-		if err == nil {
-			err = o.BeforeCollect(ctx, job, pods.Items)
-		}
-		if err != nil {
-			return nil, err
-		}
 	}
 	parts, logErr := r.collectWorkerLogs(context.WithoutCancel(ctx), job)
 	if jobErr != nil && len(parts) == 0 {
