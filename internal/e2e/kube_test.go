@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -84,11 +85,18 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 	if len(logs) != 2 {
 		t.Errorf("worker logs kept: %v", logs)
 	}
-	for i, l := range logs {
+	indexes := map[int]bool{}
+	for _, l := range logs {
 		b, _ := os.ReadFile(l)
-		if !strings.Contains(string(b), `"worker":{`) || !strings.Contains(string(b), `"count":2`) {
-			t.Errorf("worker log %d (%s) has no worker share of 2:\n%.300s", i, l, b)
+		wr, err := results.Read(bytes.NewReader(b[max(0, bytes.IndexByte(b, '{')):]))
+		if err != nil || wr.Worker == nil || wr.Worker.Count != 2 {
+			t.Errorf("worker log %s: %v; want a result with a share of 2", l, err)
+			continue
 		}
+		indexes[wr.Worker.Index] = true
+	}
+	if !indexes[0] || !indexes[1] || lr.Worker != nil {
+		t.Errorf("worker indexes %v, merged worker %+v; want 0 and 1, none", indexes, lr.Worker)
 	}
 	if m, err := results.ReadManifest(out); err != nil || m.Drain == nil || m.Drain.Ended != results.DrainIdle || m.Drain.AppPods != 2 {
 		t.Errorf("manifest drain: %v %+v, want ended idle over 2 app pods", err, m)
