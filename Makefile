@@ -101,10 +101,17 @@ bench-lab: envoy
 clean:
 	rm -rf bin
 
-# The image the kube platform runs (app workloads and load workers):
-# docker build of the Dockerfile; pass IMAGE=registry/name:tag and load or
-# push it where the cluster can pull it (k3d image import, kind load …).
-IMAGE ?= ghcr.io/meshbench/meshbench:dev
-.PHONY: image
+# The image the kube platform runs (app workloads and load workers), built
+# without Docker by `meshbench image` from a static binary: an image
+# archive (IMAGE_TAR), and with LOAD=kind:CLUSTER|k3d:CLUSTER|containerd:SOCKET
+# loaded into a cluster's nodes, with PUSH=REF pushed to a registry.
+# `make image-docker` builds the Dockerfile instead (with oha and wrk2).
+IMAGE     ?= ghcr.io/meshbench/meshbench:dev
+IMAGE_TAR ?= bin/meshbench-image.tar
+.PHONY: image image-docker
 image:
-	docker build -t $(IMAGE) .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/meshbench-static ./cmd/meshbench
+	bin/meshbench-static image --tag $(IMAGE) -o $(IMAGE_TAR) $(if $(LOAD),--load $(LOAD)) $(if $(PUSH),--push $(PUSH))
+
+image-docker:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
