@@ -1,13 +1,17 @@
 // Package kubetest runs a real, throw-away Kubernetes control plane for
 // tests: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-// kwok (simulated nodes that run pods instantly and serve their metrics and
-// logs) and metrics-server (so metrics.k8s.io answers, as on a real
-// cluster). Everything listens on 127.0.0.1 only, on ports chosen at start,
-// so several test packages can each run their own cluster at once.
+// metrics-server (so metrics.k8s.io answers, as on a real cluster), and
+// nodes: kwok's (simulated nodes that run pods instantly and serve their
+// metrics and logs) or, with Options.RealNodes, real ones (package nodes:
+// containerd, runc, kubelet, kube-proxy, CoreDNS, each node in its own
+// network namespace) running real containers of meshbench's image.
+// Everything listens on 127.0.0.1 only (with real nodes, the apiserver on
+// the cluster's bridge address), on ports chosen at start, so several test
+// packages can each run their own cluster at once.
 //
 // The binaries are built from the Go module proxy by `make k8s-tools`
-// (hack/k8s/build-tools.sh); etcd is Debian's etcd-server. Test packages
-// share one cluster through Main and Require.
+// (hack/k8s/build-tools.sh, hack/k8s/build-nodes.sh); etcd is Debian's
+// etcd-server. Test packages share one cluster through Main and Require.
 package kubetest
 
 import (
@@ -121,7 +125,8 @@ func findBinaries() (binDir, etcd string, err error) {
 
 // Options configure Start. The zero value is usable.
 type Options struct {
-	// Nodes is the number of kwok nodes, named kwok-node-0..N-1 (default 2).
+	// Nodes is the number of nodes (default 2): kwok's, named
+	// kwok-node-0..N-1, or real ones named PREFIX-node-0..N-1.
 	Nodes int
 	// Dir holds the PKI, kubeconfig, etcd data and logs. Default: a new
 	// temporary dir, removed by Stop (unless KeepDir).
