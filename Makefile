@@ -111,7 +111,7 @@ IMAGE_TAR ?= bin/meshbench-image.tar
 .PHONY: image image-docker
 image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/meshbench-static ./cmd/meshbench
-	bin/meshbench-static image --tag $(IMAGE) -o $(IMAGE_TAR) $(if $(LOAD),--load $(LOAD)) $(if $(PUSH),--push $(PUSH))
+	bin/meshbench-static image --tag $(IMAGE) -o $(IMAGE_TAR) --revision "$$(git rev-parse HEAD 2>/dev/null)" $(if $(LOAD),--load $(LOAD)) $(if $(PUSH),--push $(PUSH))
 
 image-docker:
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

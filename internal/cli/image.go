@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,7 +91,11 @@ printed on stdout.`,
 			if err := image.CheckStatic(bin); err != nil {
 				return usagef("--binary: %v (e.g. CGO_ENABLED=0 make build, then bin/meshbench image)", err)
 			}
-			img, err := image.Build(image.Spec{Binary: bin, Extra: f.extra, Version: f.version, Revision: f.revision, Source: f.source})
+			version := f.version
+			if version == "" {
+				version = binaryVersion(cmd.Context(), bin)
+			}
+			img, err := image.Build(image.Spec{Binary: bin, Name: "meshbench", Extra: f.extra, Version: version, Revision: f.revision, Source: f.source})
 			if err != nil {
 				return err
 			}
@@ -132,4 +140,24 @@ printed on stdout.`,
 	fl.StringVar(&f.revision, "revision", "", "org.opencontainers.image.revision (default: the binary's VCS revision)")
 	fl.StringVar(&f.source, "source", "", "org.opencontainers.image.source (default: https:// + the binary's module path)")
 	return cmd
+}
+
+// binaryVersion is what `BINARY --version` says ("meshbench version X"):
+// the version stamped with -ldflags, which -trimpath builds do not record
+// in their build information. "" when it says nothing of the kind.
+func binaryVersion(ctx context.Context, bin string) string {
+	if self, err := os.Executable(); err == nil && self == bin {
+		return Version
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "meshbench version ")
+	if !ok || strings.ContainsAny(v, " \n") {
+		return ""
+	}
+	return v
 }

@@ -66,6 +66,8 @@ const (
 type Spec struct {
 	// Binary is the static binary the entrypoint runs (meshbench).
 	Binary string
+	// Name is Binary's file name in BinDir (default its base name).
+	Name string
 	// Extra binaries go beside it in BinDir under their base names
 	// (e.g. oha, wrk2); they must run without a libc from the image.
 	Extra []string
@@ -159,7 +161,8 @@ func Build(s Spec) (v1.Image, error) {
 		created = time.Unix(0, 0)
 	}
 	created = created.UTC().Truncate(time.Second)
-	base := filepath.Base(s.Binary)
+	base := cmpOr(s.Name, filepath.Base(s.Binary))
+	s.Name = base
 	s.Title = cmpOr(s.Title, base)
 	if len(s.Entrypoint) == 0 {
 		s.Entrypoint = []string{path.Join(BinDir, base)}
@@ -269,11 +272,13 @@ func layerTar(s Spec, mtime time.Time) ([]byte, error) {
 			return nil, err
 		}
 	}
-	bins := append([]string{s.Binary}, s.Extra...)
 	seen := map[string]string{}
 	var names []string
-	for _, b := range bins {
+	for i, b := range append([]string{s.Binary}, s.Extra...) {
 		n := filepath.Base(b)
+		if i == 0 {
+			n = s.Name
+		}
 		if prev, ok := seen[n]; ok {
 			return nil, fmt.Errorf("%s and %s would both be %s/%s in the image", prev, b, BinDir, n)
 		}
