@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -73,6 +74,9 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 				DurNs(int64(math.Round(lag.MeanNs()))), DurNs(lag.Percentile(50)), DurNs(lag.Percentile(99)), DurNs(lag.MaxNs()))
 		}
 		fmt.Fprintf(tw, "Dropped\t[total, ratio]\t%d, %.2f%%\n", r.Dropped, 100*ratio(r.Dropped, r.Scheduled))
+		if r.NotSent > 0 {
+			fmt.Fprintf(tw, "Not sent\t[total, ratio]\t%d, %.2f%%\n", r.NotSent, 100*ratio(r.NotSent, r.Scheduled))
+		}
 	}
 	fmt.Fprintf(tw, "Bytes In\t[total, mean]\t%d, %.2f\n", r.BytesIn, meanOf(r.BytesIn, r.Completed))
 	fmt.Fprintf(tw, "Bytes Out\t[total, mean]\t%d, %.2f\n", r.BytesOut, meanOf(r.BytesOut, r.Completed))
@@ -135,6 +139,13 @@ func Warnings(r *results.LoadResult) []string {
 		if short > results.RateShortfallTolerance {
 			out = append(out, fmt.Sprintf("target rate not reached: sent %d of %d scheduled requests (%.2f%% short)", r.Sent, r.Scheduled, 100*short))
 		}
+	}
+	if r.NotSent > 0 {
+		out = append(out, fmt.Sprintf("%d requests not sent: %s; a request in flight then got at most the %s timeout",
+			r.NotSent, r.NotSentReason, Dur(time.Duration(r.TimeoutNs))))
+	}
+	if n := r.LocalErrors(); n > 0 {
+		out = append(out, fmt.Sprintf("%d requests failed in the load generator itself (%s errors: out of file descriptors or local ports), not in the target", n, loadgen.KindLocal))
 	}
 	if r.Dropped > 0 {
 		out = append(out, fmt.Sprintf("%d requests dropped: every connection was busy and the queue (%d) was full", r.Dropped, r.MaxQueue))
