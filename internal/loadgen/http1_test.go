@@ -100,7 +100,7 @@ func FuzzReadHTTP1Response(f *testing.F) {
 		"HTTP/1.0 404 Not Found\r\n\r\nmissing",
 		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 204 No Content\r\n\r\n",
-		"HTTP/1.0 200\nTransfer-Encoding: chunked\n\n0\n\n",                    // found by the fuzzer: 3 bytes to EOF
+		"HTTP/1.0 200\nTransfer-Encoding: chunked\n\n0\n\n",                             // found by the fuzzer: 3 bytes to EOF
 		"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\nabc", // RFC 9112 §6.1: CL ignored too
 	} {
 		f.Add([]byte(s))

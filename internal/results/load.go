@@ -126,8 +126,8 @@ type LoadResult struct {
 	NotSent       int64  `json:"not_sent,omitempty"`
 	NotSentReason string `json:"not_sent_reason,omitempty"`
 	Canceled      int64  `json:"canceled"`
-	BytesIn   int64 `json:"bytes_in"`
-	BytesOut  int64 `json:"bytes_out"`
+	BytesIn       int64  `json:"bytes_in"`
+	BytesOut      int64  `json:"bytes_out"`
 
 	// FirstSendNs, LastSendNs and LastEndNs are Unix times in ns, so results
 	// of several workers line up on one clock when merged.
