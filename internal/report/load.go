@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -154,7 +155,7 @@ func Warnings(r *results.LoadResult) []string {
 		out = append(out, fmt.Sprintf("%d of %d requests failed (%.2f%%)", failed, r.Completed, 100*ratio(failed, r.Completed)))
 	}
 	if r.Latency.OutOfRange > 0 {
-		out = append(out, fmt.Sprintf("%d latencies above 60s were counted but left out of the percentiles", r.Latency.OutOfRange))
+		out = append(out, fmt.Sprintf("%d latencies above 60s (the histogram's ceiling) are counted at the top: percentiles among them print as ≥ 60s; the mean covers the others only", r.Latency.OutOfRange))
 	}
 	return out
 }
@@ -203,8 +204,14 @@ func fmtFloat(f float64) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
-// DurNs formats nanoseconds like Dur.
-func DurNs(ns int64) string { return Dur(time.Duration(ns)) }
+// DurNs formats a latency in nanoseconds like Dur; a latency at the
+// histogram's ceiling (saturated, see package latency) prints as "≥ 60s".
+func DurNs(ns int64) string {
+	if ns >= latency.HighestNs {
+		return fmt.Sprintf("≥ %ds", latency.HighestNs/int64(time.Second))
+	}
+	return Dur(time.Duration(ns))
+}
 
 // Dur formats a duration the way vegeta's reports do: three decimals in
 // the unit Go picks below a minute (706.584µs, 1.137ms, 4.982s), whole
