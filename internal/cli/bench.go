@@ -116,6 +116,11 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if f.loopbackNet < 0 || f.loopbackNet > 255 {
 		return usagef("--loopback-net %d: allowed: 0 to 255", f.loopbackNet)
 	}
+	if f.out != "" {
+		if err := results.CheckNewDir(f.out); err != nil {
+			return usagef("--out %v", err)
+		}
+	}
 	var p *plan.Plan
 	dir := f.out
 	switch {
@@ -129,6 +134,9 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		if p, err = plan.Parse(filepath.Join(f.resume, "plan.yaml"), data); err != nil {
 			return &UsageError{Err: err}
+		}
+		if _, err := results.ReadPlanManifest(f.resume); err != nil {
+			return usagef("--resume %s: %v", f.resume, err)
 		}
 		dir = f.resume
 	case len(args) == 1:
@@ -232,13 +240,20 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	if f.resume != "" {
 		if m, err := results.ReadPlanManifest(dir); err == nil {
-			done := 0
+			done, failed := 0, 0
 			for _, st := range m.Cells {
-				if st.Finished() {
+				switch st.State {
+				case results.CellDone:
 					done++
+				case results.CellFailed:
+					failed++
 				}
 			}
-			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished\n", done, len(m.Order))
+			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
+			if failed > 0 {
+				fmt.Fprintf(env.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
+			}
+			fmt.Fprintln(env.Stderr)
 		}
 	}
 	started := time.Now()

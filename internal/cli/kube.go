@@ -14,6 +14,7 @@ import (
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -100,6 +101,10 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	if !slices.Contains(extgen.Names, f.kube.generator) {
 		errs = append(errs, fmt.Errorf("--generator %q: allowed: %s", f.kube.generator, strings.Join(extgen.Names, ", ")))
+	}
+	errs = append(errs, checkLoadFlags(f.rate, f.connections, false)...)
+	if err := results.CheckNewDir(f.out); err != nil {
+		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/extgen"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
@@ -124,6 +125,10 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		// would judge the wrong process.
 		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
 	}
+	errs = append(errs, checkLoadFlags(f.rate, f.connections, true)...)
+	if err := results.CheckNewDir(f.out); err != nil {
+		errs = append(errs, fmt.Errorf("--out %w", err))
+	}
 	mo.LoopbackNet = uint8(f.loopbackNet)
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
@@ -154,6 +159,25 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		return fmt.Errorf("run invalid (results kept in %s): %s", res.Dir, strings.Join(res.Manifest.Invalid, "; "))
 	}
 	return nil
+}
+
+// checkLoadFlags checks the load flags that `run` and `bench` hand to
+// their load processes, before anything starts, with the messages `load`
+// gives: the rate as ParseRate reads it and at least one connection; on
+// this machine (local), also enough file descriptors for them.
+func checkLoadFlags(rate string, connections int, local bool) []error {
+	var errs []error
+	if _, err := loadgen.ParseRate(rate); err != nil {
+		errs = append(errs, fmt.Errorf("--%w", err))
+	}
+	if connections < 1 {
+		errs = append(errs, fmt.Errorf("--connections %d: allowed: 1 or more", connections))
+	} else if local {
+		if err := loadgen.EnsureFileLimit(connections); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 func printRun(env *Env, res *local.Result) {
