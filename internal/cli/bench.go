@@ -311,7 +311,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
 		return fmt.Errorf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
 	}
-	return nil
+	return partial(pd)
 }
 
 // benchKubeOptions are the options of plan p's cell c on a cluster.
