@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -193,7 +194,7 @@ func CheckNewDir(path string) error {
 			return fmt.Errorf("results directory %s is not empty: choose a new --out, finished results are never overwritten", path)
 		}
 		return nil
-	case !errors.Is(err, fs.ErrNotExist):
+	case !missing(err):
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	for dir := filepath.Dir(filepath.Clean(path)); ; dir = filepath.Dir(dir) {
@@ -204,7 +205,7 @@ func CheckNewDir(path string) error {
 			}
 			return nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !missing(err) {
 			return fmt.Errorf("%s: %v", path, err)
 		}
 		if next := filepath.Dir(dir); next == dir {
@@ -212,6 +213,9 @@ func CheckNewDir(path string) error {
 		}
 	}
 }
+
+// missing: a path that does not exist, or runs through a file.
+func missing(err error) bool { return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) }
 
 // CheckOutputFile tells, without creating anything, whether a report can be
 // written to path: its directory must exist, and path must not be a
