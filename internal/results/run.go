@@ -215,7 +215,9 @@ func CheckNewDir(path string) error {
 }
 
 // missing: a path that does not exist, or runs through a file.
-func missing(err error) bool { return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) }
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
 
 // CheckOutputFile tells, without creating anything, whether a report can be
 // written to path: its directory must exist, and path must not be a
