@@ -93,6 +93,9 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if f.duration <= 0 {
 		errs = append(errs, fmt.Errorf("--duration %v: must be > 0", f.duration))
 	}
+	if f.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: must be > 0", f.timeout))
+	}
 	if f.kube.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers %d: allowed: 1 or more", f.kube.workers))
 	}
@@ -112,7 +115,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
 		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == mesh.AppFaces}
 	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Rate: f.rate, Workers: f.kube.workers,
-		Duration: f.duration, Warmup: f.warmup, Connections: f.connections, InstallMesh: f.kube.installMesh,
+		Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections, InstallMesh: f.kube.installMesh,
 		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
 		IdleTimeout: f.kube.idleTimeout, ReadyTimeout: f.kube.timeout, OutDir: f.out, Log: env.Stderr, Version: Version}
 	if f.drain > 0 && f.drainSet {

@@ -28,6 +28,7 @@ type runFlags struct {
 	gateway, mtls           bool
 	rate                    string
 	duration, warmup, drain time.Duration
+	timeout                 time.Duration
 	sampleInterval          time.Duration
 	pssEvery                int
 	connections             int
@@ -80,6 +81,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	fl.StringVar(&f.rate, "rate", "50", "load rate per second (open loop)")
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured duration")
 	fl.DurationVar(&f.warmup, "warmup", 2*time.Second, "load before the measured window, not counted")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-request timeout; the load ends at most this long after its window")
 	fl.DurationVar(&f.drain, "drain", 2*time.Second, "sampling after the load ends (kube platform: the most, 60s unless set; it stops once the app is idle again)")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", time.Second, "/proc sampling period")
 	fl.IntVar(&f.pssEvery, "pss-every", 0, "read PSS (/proc/PID/smaps_rollup) every N sampling rounds; CPU and RSS are read every round. "+
@@ -110,6 +112,9 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if f.duration <= 0 {
 		errs = append(errs, fmt.Errorf("--duration %v: must be > 0", f.duration))
 	}
+	if f.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: must be > 0", f.timeout))
+	}
 	if f.warmup < 0 || f.drain < 0 || f.sampleInterval <= 0 {
 		errs = append(errs, errors.New("--warmup and --drain must be >= 0 and --sample-interval > 0"))
 	}
@@ -133,7 +138,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
-	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Connections: f.connections,
+	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
 	if mo.Mode != mesh.ModeNone || mo.Gateway { // a gateway is an Envoy too
