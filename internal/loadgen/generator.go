@@ -499,6 +499,13 @@ func snapshotProgress(shards []*shard, dropped int64, elapsed time.Duration) Pro
 func normalizeError(err error) string {
 	var op *net.OpError
 	if errors.As(err, &op) {
+		// A nested OpError (one per layer) names the local port: keep the
+		// innermost cause only.
+		cause := op.Err
+		for inner := (*net.OpError)(nil); errors.As(cause, &inner) && inner.Err != nil; {
+			cause = inner.Err
+		}
+		op = &net.OpError{Op: op.Op, Net: op.Net, Addr: op.Addr, Err: cause}
 		msg := op.Op
 		if op.Net != "" {
 			msg += " " + op.Net

@@ -144,6 +144,10 @@ func Warnings(r *results.LoadResult) []string {
 	if r.NotSent > 0 {
 		out = append(out, fmt.Sprintf("%d requests not sent: %s; a request in flight then got at most the %s timeout",
 			r.NotSent, r.NotSentReason, Dur(time.Duration(r.TimeoutNs))))
+		if r.Sent == 0 && r.WarmupNs > 0 {
+			out = append(out, fmt.Sprintf("no request of the measured window was sent: the connections stayed busy with the %s warm-up's requests, which the target did not answer in time (run with --warmup 0s to see their errors)",
+				Dur(time.Duration(r.WarmupNs))))
+		}
 	}
 	if n := r.LocalErrors(); n > 0 {
 		out = append(out, fmt.Sprintf("%d requests failed in the load generator itself (%s errors: out of file descriptors or local ports), not in the target", n, loadgen.KindLocal))
