@@ -17,6 +17,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
@@ -178,6 +179,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			if cmd.Flags().Changed(name) {
 				return usagef("--%s: only with platform kube (the plan's platform is %s)", name, p.Platform)
 			}
+		}
+	}
+	if !onKube {
+		// The lab's load generator runs here: its connections must fit
+		// this machine's open-file limit (checked as load checks it).
+		if err := loadgen.EnsureFileLimit(p.Connections); err != nil {
+			return &UsageError{Err: err}
 		}
 	}
 	cells := p.Order(*p.Seed, p.ReuseTopology)
