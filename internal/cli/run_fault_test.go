@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -117,7 +118,7 @@ func TestRunFrozenProcess(t *testing.T) {
 			// The load has ended once the lab drains.
 			ended := waitFor("phase drain", window+timeout+slack+30*time.Second)
 			_ = syscall.Kill(frozen, syscall.SIGCONT) // let the teardown stop it
-			bound := window - frozeAt + 100*time.Millisecond + timeout
+			bound := window - frozeAt + loadgen.EndGrace + timeout
 			if took := ended.Sub(froze); took > bound+slack {
 				t.Errorf("the load ended %v after the freeze; bound %v (+%v slack)", took, bound, slack)
 			} else {
