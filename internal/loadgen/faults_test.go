@@ -244,6 +244,8 @@ func TestCancelAbandonsInFlight(t *testing.T) {
 			}
 			if took := time.Since(start); took > after+faultSlack {
 				t.Errorf("cancelled run took %v to return; want within %v of the cancel", took, faultSlack)
+			} else {
+				t.Logf("returned %v after the cancel", (took - after).Round(time.Millisecond))
 			}
 			if !res.Interrupted || res.Sent == 0 {
 				t.Fatalf("interrupted %v, sent %d", res.Interrupted, res.Sent)
