@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
@@ -278,8 +279,15 @@ type CellError struct {
 func (e *CellError) Error() string { return fmt.Sprintf("cell %s: %s: %v", e.ID, e.File, e.Err) }
 func (e *CellError) Unwrap() error { return e.Err }
 
-// Reason is why the file cannot be read, without the cell and file names.
-func (e *CellError) Reason() string { return e.Err.Error() }
+// Reason is why the file cannot be read, without the cell and file names
+// (nor the file's path, which the underlying error may start with).
+func (e *CellError) Reason() string {
+	msg := e.Err.Error()
+	if i := strings.LastIndex(msg, e.File+": "); i >= 0 {
+		msg = msg[i+len(e.File)+2:]
+	}
+	return msg
+}
 
 // ReadPlan reads every finished cell of a plan results directory.
 func ReadPlan(dir string) (*Plan, error) {
