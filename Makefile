@@ -73,9 +73,10 @@ unit:
 # executions per target (Go's -fuzztime Nx), so every target gets real
 # executions whatever the machine. -fuzzminimizetime bounds the time spent
 # shrinking each new interesting input (default 60 s: with it, a 2-KB seed
-# once took FuzzRead's whole minute for 4 executions). FuzzLoadFlags is the
-# slowest (about 1,500/s on 2 cores): its test binary is the whole CLI,
-# whose coverage counters the fuzzer compares after every execution.
+# once took FuzzRead's whole minute for 4 executions). About 40 minutes in
+# all on 2 shared cores; FuzzLoadFlags is the slowest (11 min, ~1,500/s):
+# its test binary is the whole CLI, whose coverage counters the fuzzer
+# compares after every execution.
 FUZZEXECS ?= 1000000
 FUZZMIN   ?= 1s
 FUZZ      := -run XXX -fuzztime $(FUZZEXECS)x -fuzzminimizetime $(FUZZMIN)
