@@ -73,21 +73,30 @@ vet:
 unit:
 	$(GO) test -count=1 -timeout 30m ./...
 
-# Longer fuzzing of every parser (not part of `make test`).
-FUZZTIME ?= 30s
+# Longer fuzzing of every parser (not part of `make test`): FUZZEXECS
+# executions per target (Go's -fuzztime Nx), so every target gets real
+# executions whatever the machine. -fuzzminimizetime bounds the time spent
+# shrinking each new interesting input (default 60 s: with it, a 2-KB seed
+# once took FuzzRead's whole minute for 4 executions). About 40 minutes in
+# all on 2 shared cores; FuzzLoadFlags is the slowest (11 min, ~1,500/s):
+# its test binary is the whole CLI, whose coverage counters the fuzzer
+# compares after every execution.
+FUZZEXECS ?= 1000000
+FUZZMIN   ?= 1s
+FUZZ      := -run XXX -fuzztime $(FUZZEXECS)x -fuzzminimizetime $(FUZZMIN)
 fuzz:
-	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzParseRate -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzReadHTTP1Response -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/results -run XXX -fuzz FuzzRead -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/cli -run XXX -fuzz FuzzLoadFlags -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/app -run XXX -fuzz FuzzParseDistribution -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzParseTarget -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/pki -run XXX -fuzz FuzzParseSPIFFEID -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStatus$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseSmapsRollup$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/plan -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/extgen -run XXX -fuzz FuzzWrk2 -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzParseRate
+	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzReadHTTP1Response
+	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzParseTarget
+	$(GO) test ./internal/results $(FUZZ) -fuzz FuzzRead
+	$(GO) test ./internal/app $(FUZZ) -fuzz FuzzParseDistribution
+	$(GO) test ./internal/plan $(FUZZ) -fuzz FuzzParse
+	$(GO) test ./internal/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
+	$(GO) test ./internal/extgen $(FUZZ) -fuzz FuzzWrk2
+	$(GO) test ./internal/sample $(FUZZ) -fuzz 'FuzzParseStat$$'
+	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseStatus
+	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
+	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build

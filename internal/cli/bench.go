@@ -17,6 +17,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
@@ -116,6 +117,11 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if f.loopbackNet < 0 || f.loopbackNet > 255 {
 		return usagef("--loopback-net %d: allowed: 0 to 255", f.loopbackNet)
 	}
+	if f.out != "" {
+		if err := results.CheckNewDir(f.out); err != nil {
+			return usagef("--out %v", err)
+		}
+	}
 	var p *plan.Plan
 	dir := f.out
 	switch {
@@ -129,6 +135,9 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		if p, err = plan.Parse(filepath.Join(f.resume, "plan.yaml"), data); err != nil {
 			return &UsageError{Err: err}
+		}
+		if _, err := results.ReadPlanManifest(f.resume); err != nil {
+			return usagef("--resume %s: %v", f.resume, err)
 		}
 		dir = f.resume
 	case len(args) == 1:
@@ -170,6 +179,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			if cmd.Flags().Changed(name) {
 				return usagef("--%s: only with platform kube (the plan's platform is %s)", name, p.Platform)
 			}
+		}
+	}
+	if !onKube {
+		// The lab's load generator runs here: its connections must fit
+		// this machine's open-file limit (checked as load checks it).
+		if err := loadgen.EnsureFileLimit(p.Connections); err != nil {
+			return &UsageError{Err: err}
 		}
 	}
 	cells := p.Order(*p.Seed, p.ReuseTopology)
@@ -232,13 +248,20 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	if f.resume != "" {
 		if m, err := results.ReadPlanManifest(dir); err == nil {
-			done := 0
+			done, failed := 0, 0
 			for _, st := range m.Cells {
-				if st.Finished() {
+				switch st.State {
+				case results.CellDone:
 					done++
+				case results.CellFailed:
+					failed++
 				}
 			}
-			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished\n", done, len(m.Order))
+			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
+			if failed > 0 {
+				fmt.Fprintf(env.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
+			}
+			fmt.Fprintln(env.Stderr)
 		}
 	}
 	started := time.Now()
@@ -296,7 +319,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
 		return fmt.Errorf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
 	}
-	return nil
+	return partial(pd)
 }
 
 // benchKubeOptions are the options of plan p's cell c on a cluster.

@@ -3,12 +3,12 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/results"
 )
 
 type compareFlags struct {
@@ -33,8 +33,13 @@ invalid, failed and unfinished cells are left out and counted.
 cells in both.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.confidence <= 0 || f.confidence >= 1 {
+			if !validLevel(f.confidence) {
 				return usagef("--confidence %v: allowed: a level between 0 and 1, e.g. 0.95", f.confidence)
+			}
+			if f.out != "" {
+				if err := results.CheckOutputFile(f.out); err != nil {
+					return usagef("--out %v", err)
+				}
 			}
 			a, err := analysis.ReadPlan(args[0])
 			if err != nil {
@@ -57,12 +62,14 @@ cells in both.`,
 				if err := report.CompareCSV(&csv, sc); err != nil {
 					return err
 				}
-				if err := os.WriteFile(f.out, csv.Bytes(), 0o644); err != nil {
+				if err := results.WriteFileAtomic(f.out, csv.Bytes(), 0o644); err != nil {
 					return fmt.Errorf("writing the comparison CSV: %w", err)
 				}
 			}
-			_, err = env.Stdout.Write(text.Bytes())
-			return err
+			if _, err = env.Stdout.Write(text.Bytes()); err != nil {
+				return err
+			}
+			return partial(a, b)
 		},
 	}
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "also write the comparison as a tidy CSV to `FILE` (one row per config and figure)")

@@ -250,6 +250,11 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	if err := checkGenerator(f, cfg); err != nil {
 		errs = append(errs, err)
 	}
+	if len(errs) == 0 && f.generator == extgen.Meshbench {
+		if err := loadgen.EnsureFileLimit(cfg.Connections); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return cfg, format, &UsageError{Err: errors.Join(errs...)}
 	}

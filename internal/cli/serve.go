@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,8 +127,8 @@ func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Confi
 		},
 	}
 	changed := cmd.Flags().Changed
-	if f.listen == "" {
-		errs = append(errs, errors.New(`--listen "": allowed: host:port, e.g. 127.0.0.1:8080 or 127.0.0.1:0`))
+	if err := checkListen(f.listen); err != nil {
+		errs = append(errs, err)
 	}
 	// The library reads 0 as "default"; on the command line 0 is an error.
 	if f.bodySize < 1 || f.bodySize > app.MaxBodySize {
@@ -203,6 +204,10 @@ func serveConfigErrors(err error) []error {
 func runServe(ctx context.Context, env *Env, cfg app.Config, f *serveFlags) error {
 	srv, err := app.Start(ctx, cfg)
 	if err != nil {
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			return usagef("--listen %s: %v; allowed: an address of this machine, e.g. 127.0.0.1:8080", cfg.Listen, dnsErr)
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("%w (another process listens on %s: stop it, or pick another --listen; port 0 picks a free one)", err, cfg.Listen)
 		}
@@ -256,4 +261,14 @@ func writeFileAtomic(path, data string) error {
 		_ = os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// checkListen adds to the workload's own check of --listen (host:port, a
+// port from 0 to 65535): a host written as numbers must be an IP address.
+func checkListen(listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err == nil && host != "" && strings.Trim(host, "0123456789.") == "" && net.ParseIP(host) == nil {
+		return fmt.Errorf("--listen %q: %s is not an IPv4 address; allowed: host:port, e.g. 127.0.0.1:8080 or 127.0.0.1:0", listen, host)
+	}
+	return nil
 }

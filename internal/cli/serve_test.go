@@ -197,6 +197,10 @@ func TestServeBadInput(t *testing.T) {
 		{args: []string{"static", "--delay", "soon"}, want: []string{`"soon" for "--delay"`}},
 		// Listen address without a port.
 		{args: []string{"static", "--listen", "127.0.0.1"}, want: []string{`--listen "127.0.0.1": allowed: host:port`}},
+		// A host written as numbers that is no IP address.
+		{args: []string{"static", "--listen", "999.1.1.1:80"}, want: []string{`--listen "999.1.1.1:80": 999.1.1.1 is not an IPv4 address`}},
+		// A port out of range.
+		{args: []string{"static", "--listen", "127.0.0.1:70000"}, want: []string{`--listen "127.0.0.1:70000": allowed: host:port with a numeric port 0 to 65535`}},
 		// Negative grace.
 		{args: []string{"static", "--grace=-1s"}, want: []string{"--grace -1s"}},
 		// Ready file in a directory that does not exist.

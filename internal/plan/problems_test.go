@@ -75,7 +75,7 @@ thresholds:
   load_cpu: NaN
 `, []string{
 			`p.yaml:1: platform "kubernetes": allowed: local (processes on this machine), kube (a Kubernetes cluster)`,
-			`p.yaml:2: repetitions "0": allowed: a whole number, 1 or more`,
+			`p.yaml:2: repetitions "0": allowed: a whole number from 1 to 10000`,
 			`p.yaml:3: nodes 300: allowed: 1 to 250 app nodes`,
 			`p.yaml:4: duration "0s": allowed: a duration above 0 such as 30s or 1m30s`,
 			`p.yaml:5: warmup "-1s": allowed: a duration of 0 or more such as 0s, 2s or 500ms`,
@@ -164,6 +164,11 @@ thresholds: 0.5
 		}},
 		{"two documents", "duration: 5s\n---\nduration: 6s\n", []string{
 			`p.yaml:2: a plan file holds one YAML document; remove the second (---)`,
+		}},
+		// A huge value is echoed cut, with its length (a 50-MB name once
+		// came back whole).
+		{"huge value", "name: " + strings.Repeat("x", 1<<20) + "\n", []string{
+			`p.yaml:1: name "` + strings.Repeat("x", 79) + `… (1048578 bytes): allowed: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -216,7 +216,13 @@ func (l *Lab) prepare(ctx context.Context) error {
 		return nil
 	}
 	defer l.phase("prepare/envoys")()
-	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{})
+	// The Envoys' admin address files live in the lab's directory, not in
+	// /tmp: a lab killed with SIGKILL leaves nothing outside its results.
+	runDir := filepath.Join(l.dir, results.EnvoyDir, "run")
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{RunDir: runDir})
 	var specs []envoy.Spec
 	for _, p := range l.topo.Proxies {
 		specs = append(specs, envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),

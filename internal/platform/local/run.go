@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -234,7 +235,18 @@ func (c *cell) takeLabPhases() {
 func (c *cell) finish(res *Result, runErr error) (*Result, error) {
 	c.manifest.EndedAt = time.Now().UTC()
 	if runErr != nil {
-		c.invalid(runErr.Error())
+		// An interrupt is said once, in words: not also as "context
+		// canceled" beside the load's own "interrupted".
+		reason := runErr.Error()
+		if errors.Is(runErr, context.Canceled) {
+			reason = "interrupted"
+		}
+		c.mu.Lock()
+		said := slices.Contains(c.manifest.Invalid, reason)
+		c.mu.Unlock()
+		if !said {
+			c.invalid(reason)
+		}
 	}
 	if err := c.dir.WriteJSON(results.ManifestFile, c.manifest); err != nil && runErr == nil {
 		runErr = err
