@@ -67,14 +67,16 @@ type injector struct {
 	stallEvery time.Duration
 	stallFor   time.Duration
 	errorRatio float64
-	active     bool // any fault configured; false keeps the hot path free
+	active     bool // any fault or queue configured; false keeps the hot path free
+	// queue bounds concurrency (Config.Concurrency); nil: unbounded.
+	queue *serviceQueue
 
 	mu       sync.Mutex
 	errRNG   *rand.Rand // guarded by mu
 	delayRNG *rand.Rand // guarded by mu
 }
 
-func newInjector(f Faults, start time.Time) *injector {
+func newInjector(f Faults, queue *serviceQueue, start time.Time) *injector {
 	seed := uint64(f.Seed)
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -86,7 +88,8 @@ func newInjector(f Faults, start time.Time) *injector {
 		stallEvery: f.StallEvery,
 		stallFor:   f.StallFor,
 		errorRatio: f.ErrorRatio,
-		active:     f.Delay > 0 || f.RandomDelay != nil || f.StallFor > 0 || f.ErrorRatio > 0,
+		active:     f.Delay > 0 || f.RandomDelay != nil || f.StallFor > 0 || f.ErrorRatio > 0 || queue != nil,
+		queue:      queue,
 		errRNG:     rand.New(rand.NewPCG(seed, 1)),
 		delayRNG:   rand.New(rand.NewPCG(seed, 2)),
 	}
@@ -125,14 +128,22 @@ func (in *injector) plan(now time.Time) (wait time.Duration, fail bool) {
 	return wait, fail
 }
 
-// apply waits as the faults require for a request arriving now and reports
-// whether to answer with an injected error. It returns ctx's error if ctx
-// ends first.
+// apply waits as the service queue and the faults require for a request
+// arriving now and reports whether to answer with an injected error: first
+// its turn in the queue and its service time, then the faults as of the end
+// of its service. It returns ctx's error if ctx ends first (the request's
+// slot stays taken: the server does not notice the client leaving).
 func (in *injector) apply(ctx context.Context) (fail bool, err error) {
 	if !in.active {
 		return false, nil
 	}
-	wait, fail := in.plan(time.Now())
+	now := time.Now()
+	var queued time.Duration
+	if in.queue != nil {
+		queued = in.queue.admit(now)
+	}
+	wait, fail := in.plan(now.Add(queued))
+	wait += queued
 	if wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
