@@ -52,7 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		// NaN ratio.
 		{name: "ratio NaN", mutate: func(c *Config) { c.Faults.ErrorRatio = math.NaN() }, wantField: []string{"error-ratio"}},
 		// A bounded server: 4 at once, 2 ms each.
-		{name: "concurrency", mutate: func(c *Config) { c.Concurrency, c.ServiceTime = 4, 2 * time.Millisecond }},
+		{name: "concurrency", mutate: func(c *Config) { c.Concurrency, c.ServiceTime = 4, 2*time.Millisecond }},
 		// A bound without a service time would answer instantly.
 		{name: "concurrency no service time", mutate: func(c *Config) { c.Concurrency = 4 }, wantField: []string{"service-time"}},
 		// A service time without a bound means nothing.
