@@ -79,6 +79,7 @@ fuzz:
 	$(GO) test ./internal/app -run XXX -fuzz FuzzParseDistribution -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzParseTarget -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pki -run XXX -fuzz FuzzParseSPIFFEID -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/slo -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStatus$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseSmapsRollup$$' -fuzztime $(FUZZTIME)
