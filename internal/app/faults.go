@@ -131,19 +131,17 @@ func (in *injector) plan(now time.Time) (wait time.Duration, fail bool) {
 // apply waits as the service queue and the faults require for a request
 // arriving now and reports whether to answer with an injected error: first
 // its turn in the queue and its service time, then the faults as of the end
-// of its service. It returns ctx's error if ctx ends first (the request's
-// slot stays taken: the server does not notice the client leaving).
+// of its service. It returns ctx's error if ctx ends first.
 func (in *injector) apply(ctx context.Context) (fail bool, err error) {
 	if !in.active {
 		return false, nil
 	}
-	now := time.Now()
-	var queued time.Duration
 	if in.queue != nil {
-		queued = in.queue.admit(now)
+		if err := in.queue.serve(ctx, time.Now()); err != nil {
+			return false, err
+		}
 	}
-	wait, fail := in.plan(now.Add(queued))
-	wait += queued
+	wait, fail := in.plan(time.Now())
 	if wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()

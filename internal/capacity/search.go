@@ -197,13 +197,16 @@ func Next(c Config, probes []Probe) (rate float64, done bool, res Result) {
 }
 
 // roundRate rounds a rate to 3 significant digits but never coarser than
-// 1/s above 1/s, so probes have readable rates ("1950", "2400", "0.75").
+// 1/s above 1/s, so probes have readable rates ("1950", "2400", "93.8"),
+// and returns exactly the float its shortest decimal form parses to, so
+// a rate written to a file and read back is equal to it.
 func roundRate(r float64) float64 {
+	digits := 3
 	if r >= 1000 {
-		return math.Round(r)
+		digits = int(math.Floor(math.Log10(r))) + 1
 	}
-	e := math.Pow(10, math.Floor(math.Log10(r))-2)
-	return math.Round(r/e) * e
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(r, 'g', digits, 64), 64)
+	return v
 }
 
 // FormatRate writes a rate in its shortest form ("1950", "33.3").
