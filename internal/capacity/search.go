@@ -97,8 +97,11 @@ type Probe struct {
 	Met        bool    `json:"met"`
 	// GeneratorLimit says the load generator, not the target, limited the
 	// probe; it ends the search (Reason says why).
-	GeneratorLimit bool   `json:"generator_limit,omitempty"`
-	Reason         string `json:"reason,omitempty"`
+	GeneratorLimit bool `json:"generator_limit,omitempty"`
+	// Failed says the probe measured nothing (the lab did not start, the
+	// generator died); it ends the search too.
+	Failed bool   `json:"failed,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Kind is how a search ended.
@@ -111,6 +114,7 @@ const (
 	AtLeastTo    Kind = "at_least_to" // To still met it
 	GenLimited   Kind = "generator"   // the load generator was the limit
 	ProbeLimited Kind = "probes"      // MaxProbes reached (cannot happen with a valid Config)
+	ProbeFailed  Kind = "failed"      // a probe measured nothing
 )
 
 // Result is a finished search.
@@ -143,6 +147,11 @@ func (r Result) String() string {
 			return "unknown (load generator limit: " + r.Reason + ")"
 		}
 		return fmt.Sprintf("≥ %s/s (search ended, load generator limit: %s)", FormatRate(r.Capacity), r.Reason)
+	case ProbeFailed:
+		if r.Capacity == 0 {
+			return "unknown (a probe failed: " + r.Reason + ")"
+		}
+		return fmt.Sprintf("≥ %s/s (search ended, a probe failed: %s)", FormatRate(r.Capacity), r.Reason)
 	}
 	return fmt.Sprintf("≥ %s/s (probe limit reached)", FormatRate(r.Capacity))
 }
@@ -153,6 +162,9 @@ func Next(c Config, probes []Probe) (rate float64, done bool, res Result) {
 	c = c.WithDefaults()
 	lo, hi := 0.0, 0.0 // highest met, lowest missed
 	for _, p := range probes {
+		if p.Failed {
+			return 0, true, Result{Kind: ProbeFailed, Capacity: lo, Missed: hi, Reason: p.Reason, Probes: len(probes)}
+		}
 		if p.GeneratorLimit {
 			return 0, true, Result{Kind: GenLimited, Capacity: lo, Missed: hi, Reason: p.Reason, Probes: len(probes)}
 		}
