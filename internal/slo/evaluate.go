@@ -71,10 +71,12 @@ func (o Outcome) Value(name string) (Figure, bool) {
 //
 // The generator is the limit when its CPU exceeded LoadCPUMax, or when
 // requests left late (schedule lag at the objective's primary percentile
-// above its limit) while the answers came back in less than half the limit
-// (service time at that percentile): the time was lost before the request
-// left the generator — too few connections or a starved engine — not in
-// the target.
+// above its limit) and either fewer than half the connections were busy on
+// average (achieved rate × mean service time, Little's law: the engine
+// fell behind, not the target) or every connection was busy while answers
+// came back in less than half the limit (too few connections). Requests
+// that wait because every connection waits on a slow target are the
+// target's latency.
 func Evaluate(o Objective, in Input) Outcome {
 	r := in.Load
 	out := Outcome{TargetRatePerSec: r.TargetRatePerSec, AchievedRatePerSec: r.AchievedRatePerSec(), Dropped: r.Dropped}
@@ -136,8 +138,19 @@ func Evaluate(o Objective, in Input) Outcome {
 	if b, ok := o.Primary(); ok && !met {
 		p := b.Percentile
 		lagV, svcV := lag.Percentile(p), svc.Percentile(p)
-		if lagV > int64(b.Limit) && svcV*2 <= int64(b.Limit) {
-			limits = append(limits, fmt.Sprintf("requests left the generator late (schedule lag %s %s) while answers were fast (service time %s %s): too few connections or a starved engine",
+		// Little's law: requests in flight on average = achieved rate ×
+		// mean service time. Far below the connections, the requests that
+		// left late did not wait for a connection: the engine itself fell
+		// behind its schedule.
+		busy := out.AchievedRatePerSec * svc.MeanNs() / 1e9
+		conns := float64(max(r.Connections, 1))
+		switch {
+		case lagV <= int64(b.Limit):
+		case busy < conns/2:
+			limits = append(limits, fmt.Sprintf("the load generator fell behind its schedule (schedule lag %s %s with %.1f of %d connections busy on average): a starved engine",
+				b.Name, fmtNs(lagV), busy, r.Connections))
+		case svcV*2 <= int64(b.Limit):
+			limits = append(limits, fmt.Sprintf("every connection was busy while answers were fast (schedule lag %s %s, service time %s %s): too few connections",
 				b.Name, fmtNs(lagV), b.Name, fmtNs(svcV)))
 		}
 	}

@@ -107,7 +107,7 @@ func loadResult(t *testing.T, rate float64, lat, svc, lag []int64, n, failed, dr
 		return e
 	}
 	d := time.Duration(float64(n) / rate * float64(time.Second))
-	return &results.LoadResult{Schema: results.LoadSchema, Model: results.ModelOpen, TargetRatePerSec: rate,
+	return &results.LoadResult{Schema: results.LoadSchema, Model: results.ModelOpen, TargetRatePerSec: rate, Connections: 16,
 		Scheduled: n + dropped, Sent: n, Completed: n, Success: n - failed, Dropped: dropped,
 		FirstSendNs: 1, LastSendNs: 1 + int64(d) - int64(time.Duration(float64(time.Second)/rate)), LastEndNs: 2 + int64(d),
 		Latency: enc(lat), ServiceTime: enc(svc), ScheduleLag: enc(lag)}
@@ -128,6 +128,11 @@ func TestEvaluate(t *testing.T) {
 		out[99] = v
 		return out
 	}
+	fewConns := make([]int64, 100)
+	for i := range fewConns {
+		fewConns[i] = 4 * ms
+	}
+	fewConns[99] = 500 * ms
 	tests := []struct {
 		name     string
 		in       Input
@@ -146,8 +151,16 @@ func TestEvaluate(t *testing.T) {
 		{"dropped", Input{Load: loadResult(t, 1000, tail(2*ms), tail(2*ms), []int64{1000}, 1000, 0, 3)}, false, false, "rate not achieved"},
 		// The generator's CPU over the plan's threshold: the generator, not the target.
 		{"cpu", Input{Load: loadResult(t, 1000, tail(2*ms), tail(2*ms), []int64{1000}, 1000, 0, 0), LoadCPU: 0.95, LoadCPUMax: 0.9}, false, true, "load generator CPU 95%"},
-		// Requests left late while answers were fast: the generator.
-		{"lag", Input{Load: loadResult(t, 1000, []int64{30 * ms}, []int64{ms}, []int64{29 * ms}, 1000, 0, 0)}, false, true, "left the generator late"},
+		// Requests left late while few connections were busy (1000/s × 1 ms
+		// = 1 of 16): the engine fell behind.
+		{"lag starved", Input{Load: loadResult(t, 1000, []int64{30 * ms}, []int64{ms}, []int64{29 * ms}, 1000, 0, 0)}, false, true, "fell behind its schedule"},
+		// Every connection busy (1000/s × 16 ms = 16 of 16), answers slow:
+		// the target is saturated, not the generator.
+		{"lag saturated target", Input{Load: loadResult(t, 1000, []int64{300 * ms}, []int64{16 * ms}, []int64{284 * ms}, 1000, 0, 0)}, false, false, "p99 300ms > 10ms"},
+		// Half the connections busy (1000/s × 8.96 ms mean: 99% at 4 ms, 1%
+		// at 500 ms) but p99 service time 4 ms ≤ half the limit: too few
+		// connections.
+		{"lag few connections", Input{Load: loadResult(t, 1000, []int64{100 * ms}, fewConns, []int64{96 * ms}, 1000, 0, 0)}, false, true, "too few connections"},
 	}
 	for _, tt := range tests {
 		out := Evaluate(obj, tt.in)
