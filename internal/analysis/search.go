@@ -251,3 +251,74 @@ func meshRank(m string) int {
 	}
 	return 99
 }
+
+// CapacitySetComparison compares the capacities of two search plans (B vs
+// A), configuration by configuration.
+type CapacitySetComparison struct {
+	Objective string
+	// Rows are the configurations found in both, in A's order.
+	Rows []CapacityRow
+	// OnlyA and OnlyB list configurations found on one side only.
+	OnlyA, OnlyB []string
+	// Mismatch is set when the two plans searched at different objectives:
+	// their capacities answer different questions.
+	Mismatch string
+}
+
+// CapacityRow is one configuration's capacity on both sides.
+type CapacityRow struct {
+	Config       string
+	A, B         string // each side's CapacityGroup.Text
+	Diff         stats.Interval
+	Verdict      string
+	Incomparable bool // a side has a search that found no number
+}
+
+// CompareCapacities compares b's capacities with a's.
+func CompareCapacities(a, b *SearchAnalysis, level float64, seed uint64) *CapacitySetComparison {
+	out := &CapacitySetComparison{Objective: a.Objective}
+	if a.Objective != b.Objective {
+		out.Mismatch = fmt.Sprintf("A searched at %s, B at %s: the capacities answer different questions", a.Objective, b.Objective)
+	}
+	label := func(g CapacityGroup) string { return g.Mesh + ", " + scenarioLabelOf(g.Scenario) }
+	bg := map[string]CapacityGroup{}
+	for _, g := range b.Groups {
+		bg[label(g)] = g
+	}
+	seen := map[string]bool{}
+	rng := rand.New(rand.NewPCG(seed, 0x636d70)) // "cmp"
+	for _, g := range a.Groups {
+		k := label(g)
+		seen[k] = true
+		other, ok := bg[k]
+		if !ok {
+			out.OnlyA = append(out.OnlyA, k)
+			continue
+		}
+		row := CapacityRow{Config: k, A: g.Text, B: other.Text}
+		fa, fb := found(g.Runs), found(other.Runs)
+		if len(fa) != len(g.Runs) || len(fb) != len(other.Runs) || len(fa) == 0 || len(fb) == 0 {
+			row.Incomparable = true
+			row.Diff = stats.Interval{Estimate: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+			row.Verdict = fmt.Sprintf("%s: B %s vs A %s: no ratio (not every search found a capacity)", k, other.Text, g.Text)
+		} else {
+			row.Diff = stats.RelativeDiffCI(fb, fa, level, 0, rng)
+			row.Verdict = fmt.Sprintf("%s: B's capacity %s A's (%s vs %s)", k, stats.HumanDiff(row.Diff), other.Text, g.Text)
+			if row.Diff.HasInterval() {
+				row.Verdict += fmt.Sprintf(", B vs A %+.0f%% [%+.0f%%, %+.0f%%]", row.Diff.Estimate*100, row.Diff.Lo*100, row.Diff.Hi*100)
+			}
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	for _, g := range b.Groups {
+		if k := label(g); !seen[k] {
+			out.OnlyB = append(out.OnlyB, k)
+		}
+	}
+	return out
+}
+
+// scenarioLabelOf is a search scenario's label without the rate.
+func scenarioLabelOf(s Scenario) string {
+	return strings.Replace(s.String(), "search rps", "capacity search", 1)
+}

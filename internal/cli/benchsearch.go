@@ -166,3 +166,41 @@ func searchPlanOf(pd *analysis.Plan) *plan.Plan {
 	}
 	return pl
 }
+
+// compareCapacities prints the capacities of two search plans, B vs A.
+func compareCapacities(env *Env, a, b *analysis.Plan, sa, sb *plan.Plan, level float64) error {
+	if sa == nil || sb == nil {
+		return usagef("compare: %s is a capacity search and %s is not; compare two searches or two plans of fixed rates", a.Dir, b.Dir)
+	}
+	xa, err := analysis.AnalyzeSearch(a, searchAnalysisOptions(sa))
+	if err != nil {
+		return err
+	}
+	xb, err := analysis.AnalyzeSearch(b, searchAnalysisOptions(sb))
+	if err != nil {
+		return err
+	}
+	sc := analysis.CompareCapacities(xa, xb, level, uint64(a.Manifest.Seed))
+	var text bytes.Buffer
+	obj := sa.Search.Objective.Human()
+	fmt.Fprintf(&text, "Capacity at %s: B (%s) vs A (%s)\n", obj, b.Dir, a.Dir)
+	if sc.Mismatch != "" {
+		fmt.Fprintf(&text, "WARNING: %s\n", sc.Mismatch)
+	}
+	for _, r := range sc.Rows {
+		fmt.Fprintf(&text, "  %s\n", r.Verdict)
+	}
+	for _, k := range sc.OnlyA {
+		fmt.Fprintf(&text, "  only in A: %s\n", k)
+	}
+	for _, k := range sc.OnlyB {
+		fmt.Fprintf(&text, "  only in B: %s\n", k)
+	}
+	if _, err := env.Stdout.Write(text.Bytes()); err != nil {
+		return err
+	}
+	if len(sc.Rows) == 0 {
+		return fmt.Errorf("nothing to compare: no configuration searched in both %s and %s", a.Dir, b.Dir)
+	}
+	return nil
+}
