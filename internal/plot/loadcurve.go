@@ -38,13 +38,13 @@ type LoadSeries struct {
 // line in the series' colour. Both axes are logarithmic: rates grow
 // geometrically in a search, and latency past saturation is orders of
 // magnitude above the objective. objName is the percentile's name ("p99"),
-// objMs its limit.
+// objMs its limit; 0 draws no objective (a plain load sweep).
 func LoadCurve(opts ChartOptions, objName string, objMs float64, series []LoadSeries) (*Chart, error) {
 	if len(series) == 0 {
 		return nil, errors.New("no series to plot")
 	}
-	if !(objMs > 0) || math.IsInf(objMs, 0) {
-		return nil, fmt.Errorf("objective %v ms: must be a positive latency", objMs)
+	if objMs < 0 || math.IsNaN(objMs) || math.IsInf(objMs, 0) {
+		return nil, fmt.Errorf("objective %v ms: must be a positive latency, or 0 for none", objMs)
 	}
 	opts.LogX, opts.LogY = true, true
 	p := newPlot(opts)
@@ -62,7 +62,10 @@ func LoadCurve(opts ChartOptions, objName string, objMs float64, series []LoadSe
 	legend.ThumbnailWidth = vg.Points(28)
 	var legendNames []string
 	xmin, xmax := math.Inf(1), math.Inf(-1)
-	ymin, ymax := objMs, objMs
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	if objMs > 0 {
+		ymin, ymax = objMs, objMs
+	}
 	for i, s := range series {
 		if len(s.Points) == 0 {
 			return nil, fmt.Errorf("%s: no probes", seriesRef(i, s.Name))
@@ -115,11 +118,13 @@ func LoadCurve(opts ChartOptions, objName string, objMs float64, series []LoadSe
 			legendNames = append(legendNames, name)
 		}
 	}
-	obj := &hline{y: objMs, style: draw.LineStyle{Color: color.NRGBA{R: 0xC0, A: 0xFF}, Width: vg.Points(1.2)}}
-	p.Add(obj)
-	objLabel := fmt.Sprintf("objective %s ≤ %s ms", objName, formatRate(objMs))
-	legend.Add(objLabel, obj)
-	legendNames = append(legendNames, objLabel)
+	if objMs > 0 {
+		obj := &hline{y: objMs, style: draw.LineStyle{Color: color.NRGBA{R: 0xC0, A: 0xFF}, Width: vg.Points(1.2)}}
+		p.Add(obj)
+		objLabel := fmt.Sprintf("objective %s ≤ %s ms", objName, formatRate(objMs))
+		legend.Add(objLabel, obj)
+		legendNames = append(legendNames, objLabel)
+	}
 	p.X.Min, p.X.Max = xmin/1.2, xmax*1.2
 	p.Y.Min, p.Y.Max = ymin/1.5, ymax*1.5
 	return &Chart{title: opts.Title, names: legendNames, p: p, legend: legend}, nil

@@ -46,7 +46,7 @@ func TestLoadCurve(t *testing.T) {
 	if _, err := LoadCurve(ChartOptions{}, "p99", 5, nil); err == nil {
 		t.Error("no series: no error")
 	}
-	if _, err := LoadCurve(ChartOptions{}, "p99", 0, series); err == nil {
-		t.Error("objective 0: no error")
+	if _, err := LoadCurve(ChartOptions{}, "p99", -1, series); err == nil {
+		t.Error("objective -1: no error")
 	}
 }
