@@ -108,7 +108,7 @@ func (b *builder) search() {
 	rate("search.to", &sr.Config.To)
 	if sr.Config.From > 0 && sr.Config.To > 0 && sr.Config.To <= sr.Config.From {
 		it, _ := b.one("search.to")
-		s.badItem("search.to", it, "allowed: a rate above search.from ("+capacity.FormatRate(sr.Config.From)+")")
+		s.badItem("search.to", it, "allowed: a rate above "+s.field("search.from")+" ("+capacity.FormatRate(sr.Config.From)+")")
 		ok = false
 	}
 	if it, found := b.one("search.precision"); found {
@@ -130,7 +130,7 @@ func (b *builder) search() {
 		}
 	}
 	if e := s.entries["axes.rate"]; e != nil {
-		s.bad("axes.rate", e.line, "", "a search chooses its rates (search.from to search.to); remove the rate axis")
+		s.bad("axes.rate", e.line, "", "a search chooses its rates ("+s.field("search.from")+" to "+s.field("search.to")+"); remove "+s.field("axes.rate"))
 	}
 	if p.Platform == PlatformKube {
 		s.bad("search.slo", s.lineOf("search.slo"), "", "only on platform local for now")

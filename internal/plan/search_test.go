@@ -81,7 +81,7 @@ func TestSearchPlanProblems(t *testing.T) {
 			`s.yaml:1: search.from: a search needs it: the first rate probed, per second`,
 			`s.yaml:1: search.to: a search needs it: the highest rate probed, per second`}},
 		// A rate axis with a search.
-		{"rate axis", "axes:\n  rate: [100]\nsearch: {slo: {p99: 5ms}, from: 100, to: 200}\n", []string{`s.yaml:2: axes.rate: a search chooses its rates (search.from to search.to); remove the rate axis`}},
+		{"rate axis", "axes:\n  rate: [100]\nsearch: {slo: {p99: 5ms}, from: 100, to: 200}\n", []string{`s.yaml:2: axes.rate: a search chooses its rates (search.from to search.to); remove axes.rate`}},
 		// A bound without a service time.
 		{"app bound", "app_concurrency: 4\n", []string{`s.yaml:1: app_concurrency 4: needs app_service_time too (each request's time in service)`}},
 	} {
