@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +84,20 @@ func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, 
 				fmt.Fprintf(env.Stderr, "[%s] %s at %s/s: running\n", time.Since(started).Round(time.Second), ev.Cell.ID, ev.Cell.Lab.Rate)
 				return
 			}
-			fmt.Fprintf(env.Stderr, "[%s] %s: %s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev))
+			verdict := ""
+			if ev.Result != nil && ev.Result.Dir != "" {
+				if out, _, err := analysis.JudgeProbe(ev.Result.Dir, ao); err == nil {
+					switch {
+					case out.Met:
+						verdict = "; met"
+					case out.GeneratorLimit:
+						verdict = "; LOAD GENERATOR LIMIT: " + strings.Join(out.Reasons, "; ")
+					default:
+						verdict = "; missed: " + strings.Join(out.Reasons, "; ")
+					}
+				}
+			}
+			fmt.Fprintf(env.Stderr, "[%s] %s: %s%s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev), verdict)
 		}
 	}
 	fmt.Fprintf(env.Stderr, "meshbench bench: capacity search at %s for %d configuration(s) × %d repetition(s), from %s/s to %s/s, precision %s, %s per probe after %s warm-up, seed %d; results in %s\n",
