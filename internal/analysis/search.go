@@ -237,7 +237,7 @@ func summarize(runs []SearchRun, level float64, rng *rand.Rand) (stats.Interval,
 			parts = append(parts, "unfinished")
 			continue
 		}
-		parts = append(parts, r.Result.String())
+		parts = append(parts, r.Result.Short())
 	}
 	return stats.Interval{Estimate: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}, strings.Join(parts, "; ")
 }

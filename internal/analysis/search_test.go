@@ -32,9 +32,9 @@ func TestSummarize(t *testing.T) {
 		// Three found: the median, the range as interval (n ≤ 5).
 		{"found", runsOf("none", found2(1950, 2000), found2(2000, 2100), found2(1900, 1990)), "1950/s [1900, 2000]", false},
 		// One found, one "≥ to": no median of mixed numbers and bounds.
-		{"mixed", runsOf("none", found2(1950, 2000), capacity.Result{Kind: capacity.AtLeastTo, Capacity: 50000}), "1950/s (met; 2000/s missed); ≥ 50000/s (the highest rate still met the objective)", true},
+		{"mixed", runsOf("none", found2(1950, 2000), capacity.Result{Kind: capacity.AtLeastTo, Capacity: 50000}), "1950/s; ≥ 50000/s", true},
 		// Below from: said plainly.
-		{"below", runsOf("none", capacity.Result{Kind: capacity.BelowFrom, Missed: 100}), "< 100/s (the lowest rate missed the objective)", true},
+		{"below", runsOf("none", capacity.Result{Kind: capacity.BelowFrom, Missed: 100}), "< 100/s", true},
 	}
 	for _, tt := range tests {
 		iv, text := summarize(tt.runs, 0.95, nil)

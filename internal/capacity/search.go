@@ -156,6 +156,25 @@ func (r Result) String() string {
 	return fmt.Sprintf("≥ %s/s (probe limit reached)", FormatRate(r.Capacity))
 }
 
+// Short writes the result in a few words, for tables: "1950/s",
+// "< 100/s", "≥ 50000/s", "≥ 800/s (generator limit)", "unknown
+// (generator limit)", "unknown (probe failed)". String says why.
+func (r Result) Short() string {
+	switch r.Kind {
+	case Found:
+		return FormatRate(r.Capacity) + "/s"
+	case BelowFrom:
+		return "< " + FormatRate(r.Missed) + "/s"
+	case AtLeastTo:
+		return "≥ " + FormatRate(r.Capacity) + "/s"
+	}
+	why := map[Kind]string{GenLimited: "generator limit", ProbeFailed: "probe failed", ProbeLimited: "probe limit"}[r.Kind]
+	if r.Capacity == 0 {
+		return "unknown (" + why + ")"
+	}
+	return "≥ " + FormatRate(r.Capacity) + "/s (" + why + ")"
+}
+
 // Next returns the rate of the next probe given the probes so far (in the
 // order run), or done with the search's result. c must be valid.
 func Next(c Config, probes []Probe) (rate float64, done bool, res Result) {

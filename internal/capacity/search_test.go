@@ -175,4 +175,16 @@ func TestResultString(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tt.r, got, tt.want)
 		}
 	}
+	for r, want := range map[Result]string{
+		{Kind: Found, Capacity: 1950, Missed: 2000}:      "1950/s",
+		{Kind: BelowFrom, Missed: 100}:                   "< 100/s",
+		{Kind: AtLeastTo, Capacity: 50000}:               "≥ 50000/s",
+		{Kind: GenLimited, Capacity: 800, Reason: "CPU"}: "≥ 800/s (generator limit)",
+		{Kind: GenLimited, Reason: "CPU"}:                "unknown (generator limit)",
+		{Kind: ProbeFailed, Reason: "lab did not start"}: "unknown (probe failed)",
+	} {
+		if got := r.Short(); got != want {
+			t.Errorf("Short(%+v) = %q, want %q", r, got, want)
+		}
+	}
 }
