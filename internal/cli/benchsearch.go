@@ -100,9 +100,12 @@ func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, 
 			fmt.Fprintf(env.Stderr, "[%s] %s: %s%s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev), verdict)
 		}
 	}
-	fmt.Fprintf(env.Stderr, "meshbench bench: capacity search at %s for %d configuration(s) × %d repetition(s), from %s/s to %s/s, precision %s, %s per probe after %s warm-up, seed %d; results in %s\n",
+	// About 10 probes a search (growth to the first miss, then bisection),
+	// each a cell of its own lab.
+	est := time.Duration(n*10) * (p.Warmup + p.Duration + p.Drain + plan.CellOverheadLocal)
+	fmt.Fprintf(env.Stderr, "meshbench bench: capacity search at %s for %d configuration(s) × %d repetition(s), from %s/s to %s/s, precision %s, %s per probe after %s warm-up, seed %d, about %s at 10 probes a search; results in %s\n",
 		p.Search.Objective.Human(), n/max(p.Repetitions, 1), p.Repetitions, capacity.FormatRate(p.Search.Config.From),
-		capacity.FormatRate(p.Search.Config.To), capacityPct(p.Search.Config.Precision), p.Duration, p.Warmup, *p.Seed, dir)
+		capacity.FormatRate(p.Search.Config.To), capacityPct(p.Search.Config.Precision), p.Duration, p.Warmup, *p.Seed, est.Round(time.Minute), dir)
 	_, _, runErr := runner.RunSearches(ctx, so)
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
