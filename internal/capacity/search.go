@@ -42,6 +42,12 @@ type Config struct {
 	// Growth multiplies the rate while every probe meets the objective;
 	// above 1, at most 10 (0: DefaultGrowth).
 	Growth float64 `json:"growth"`
+	// Confirm re-probes a rate that missed the objective once before the
+	// search believes the miss: a single stall of the machine can fail a
+	// percentile at a rate far below the capacity. The rate counts as
+	// missed only if the second probe misses too (a second probe that
+	// meets makes the rate met). Costs one probe per miss.
+	Confirm bool `json:"confirm,omitempty"`
 }
 
 // Problem is one bad field of a Config.
@@ -179,8 +185,30 @@ func (r Result) Short() string {
 // order run), or done with the search's result. c must be valid.
 func Next(c Config, probes []Probe) (rate float64, done bool, res Result) {
 	c = c.WithDefaults()
+	n := len(probes)
+	eff := probes
+	if c.Confirm {
+		// A plain miss followed by a probe at the same rate is judged by
+		// that confirmation; a plain miss that is the last probe asks for
+		// one.
+		eff = make([]Probe, 0, n)
+		for i := 0; i < n; i++ {
+			p := probes[i]
+			if !p.Met && !p.GeneratorLimit && !p.Failed {
+				if i+1 < n && probes[i+1].RatePerSec == p.RatePerSec {
+					eff = append(eff, probes[i+1])
+					i++
+					continue
+				}
+				if i == n-1 && n < MaxProbes {
+					return p.RatePerSec, false, Result{}
+				}
+			}
+			eff = append(eff, p)
+		}
+	}
 	lo, hi := 0.0, 0.0 // highest met, lowest missed
-	for _, p := range probes {
+	for _, p := range eff {
 		if p.Failed {
 			return 0, true, Result{Kind: ProbeFailed, Capacity: lo, Missed: hi, Reason: p.Reason, Probes: len(probes)}
 		}
@@ -195,7 +223,7 @@ func Next(c Config, probes []Probe) (rate float64, done bool, res Result) {
 			hi = p.RatePerSec
 			if lo >= hi { // a miss below an earlier met rate: noise; keep the bracket consistent
 				lo = 0
-				for _, q := range probes {
+				for _, q := range eff {
 					if q.Met && q.RatePerSec < hi {
 						lo = max(lo, q.RatePerSec)
 					}
@@ -203,7 +231,6 @@ func Next(c Config, probes []Probe) (rate float64, done bool, res Result) {
 			}
 		}
 	}
-	n := len(probes)
 	switch {
 	case n == 0:
 		return c.From, false, Result{}

@@ -188,3 +188,41 @@ func TestResultString(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchConfirm: with Confirm, a miss is probed again at the same rate;
+// a noisy miss (the second probe meets) does not end the growth, a real
+// one does.
+func TestSearchConfirm(t *testing.T) {
+	c := Config{From: 100, To: 50000, Precision: 0.05, Confirm: true}
+	// A perfect 2000/s server: every miss is confirmed, so each missed rate
+	// is probed twice.
+	rates, res := run(t, c, 2000, 0)
+	var got []string
+	for _, r := range rates {
+		got = append(got, FormatRate(r))
+	}
+	want := "100 200 400 800 1600 3200 3200 2400 2400 2000 2200 2200 2100 2100"
+	if g := strings.Join(got, " "); g != want || res.Kind != Found || res.Capacity != 2000 || res.Missed != 2100 {
+		t.Errorf("probes %s (%+v)\nwant   %s", g, res, want)
+	}
+	// A stall fails the first probe at 200/s; its confirmation meets: the
+	// search grows on from 200/s instead of bisecting below it.
+	probes := []Probe{{RatePerSec: 100, Met: true}, {RatePerSec: 200, Met: false}}
+	if rate, done, _ := Next(c, probes); done || rate != 200 {
+		t.Fatalf("after a miss: next %v done %v, want the same rate again", rate, done)
+	}
+	probes = append(probes, Probe{RatePerSec: 200, Met: true})
+	if rate, done, _ := Next(c, probes); done || rate != 400 {
+		t.Errorf("after a noisy miss: next %v done %v, want 400 (growing on)", rate, done)
+	}
+	// Resume: the sequence depends on the probes only.
+	for stop := 0; stop < len(rates); stop++ {
+		var ps []Probe
+		for _, r := range rates[:stop] {
+			ps = append(ps, Probe{RatePerSec: r, Met: r <= 2000})
+		}
+		if rate, done, _ := Next(c, ps); done || rate != rates[stop] {
+			t.Errorf("resumed after %d probes: %v, want %v", stop, rate, rates[stop])
+		}
+	}
+}

@@ -30,6 +30,7 @@ func bindBenchSearchFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.SearchTo, "search-to", "", "capacity search: the highest rate probed, per second")
 	fl.StringVar(&f.SearchPrecision, "search-precision", "", "capacity search: stop when met and missed rates are within this (default 5%)")
 	fl.StringVar(&f.SearchGrowth, "search-growth", "", "capacity search: the rate's factor while the objective is met (default 2)")
+	fl.StringVar(&f.SearchConfirm, "search-confirm", "", "capacity search: probe a missed rate again before believing the miss (default true)")
 	fl.StringVar(&f.AppConcurrency, "app-concurrency", "", "bound every app replica: at most this many requests served at once (with --app-service-time; a known capacity)")
 	fl.StringVar(&f.AppServiceTime, "app-service-time", "", "each request's time in service with --app-concurrency, e.g. 2ms")
 }

@@ -28,6 +28,7 @@ type searchFlags struct {
 	from, to   float64
 	precision  string
 	loadCPUMax float64
+	confirm    bool
 }
 
 // bindSearchFlags declares the search flags on fl.
@@ -36,13 +37,14 @@ func bindSearchFlags(fl *pflag.FlagSet, f *searchFlags) {
 	fl.Float64Var(&f.from, "search-from", 0, "with --slo: the first rate probed, requests per second")
 	fl.Float64Var(&f.to, "search-to", 0, "with --slo: the highest rate probed (the rate doubles from --search-from until the objective is missed, then bisects)")
 	fl.StringVar(&f.precision, "search-precision", "5%", "with --slo: stop when the highest met and lowest missed rates are within this of each other")
+	fl.BoolVar(&f.confirm, "search-confirm", true, "with --slo: probe a rate that missed the objective again before believing the miss (a stall of the machine can fail a percentile once)")
 	fl.Float64Var(&f.loadCPUMax, "search-load-cpu", 0.9, "with --slo: this process's CPU (fraction of one core) above which a probe counts as limited by the load generator, ending the search")
 }
 
 // searchChanged reports whether any search flag other than --slo was given.
 func searchChanged(cmd *cobra.Command) []string {
 	var out []string
-	for _, n := range []string{"search-from", "search-to", "search-precision", "search-load-cpu"} {
+	for _, n := range []string{"search-from", "search-to", "search-precision", "search-load-cpu", "search-confirm"} {
 		if cmd.Flags().Changed(n) {
 			out = append(out, "--"+n)
 		}
@@ -75,7 +77,7 @@ func buildSearch(cmd *cobra.Command, f *loadFlags) (slo.Objective, capacity.Conf
 			errs = append(errs, fmt.Errorf("--slo %q: %w", sf.slo, e))
 		}
 	}
-	c := capacity.Config{From: sf.from, To: sf.to, Growth: capacity.DefaultGrowth}
+	c := capacity.Config{From: sf.from, To: sf.to, Growth: capacity.DefaultGrowth, Confirm: sf.confirm}
 	if !cmd.Flags().Changed("search-from") {
 		errs = append(errs, errors.New("--slo needs --search-from (the first rate probed, per second)"))
 	}
@@ -195,8 +197,12 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 	for _, t := range cfg.Targets {
 		doc.Targets = append(doc.Targets, t.Raw)
 	}
-	fmt.Fprintf(env.Stdout, "Capacity search: highest open-loop rate meeting %s, from %s/s to %s/s (×%g, then bisect to %s); %d connections, %s per probe after %s warm-up, timeout %s\n",
-		obj.Human(), capacity.FormatRate(sc.From), capacity.FormatRate(sc.To), sc.Growth, slo.FormatRatio(sc.Precision),
+	confirm := ""
+	if sc.Confirm {
+		confirm = ", a miss probed twice"
+	}
+	fmt.Fprintf(env.Stdout, "Capacity search: highest open-loop rate meeting %s, from %s/s to %s/s (×%g, then bisect to %s%s); %d connections, %s per probe after %s warm-up, timeout %s\n",
+		obj.Human(), capacity.FormatRate(sc.From), capacity.FormatRate(sc.To), sc.Growth, slo.FormatRatio(sc.Precision), confirm,
 		cfg.Connections, report.Dur(cfg.Duration), report.Dur(cfg.Warmup), report.Dur(cfg.Timeout))
 	var probes []capacity.Probe
 	write := func() error {

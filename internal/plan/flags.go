@@ -43,6 +43,7 @@ type Flags struct {
 	SearchTo        string // --search-to
 	SearchPrecision string // --search-precision, e.g. "5%"
 	SearchGrowth    string // --search-growth
+	SearchConfirm   string // --search-confirm
 	AppConcurrency  string // --app-concurrency
 	AppServiceTime  string // --app-service-time
 }
@@ -104,6 +105,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("search.to", f.SearchTo)
 	set("search.precision", f.SearchPrecision)
 	set("search.growth", f.SearchGrowth)
+	set("search.confirm", f.SearchConfirm)
 	set("app_concurrency", f.AppConcurrency)
 	set("app_service_time", f.AppServiceTime)
 	return build(s)

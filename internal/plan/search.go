@@ -46,7 +46,7 @@ func (b *builder) search() {
 	}
 
 	given := false
-	for _, k := range []string{"search.slo", "search.from", "search.to", "search.precision", "search.growth"} {
+	for _, k := range []string{"search.slo", "search.from", "search.to", "search.precision", "search.growth", "search.confirm"} {
 		if s.entries[k] != nil {
 			given = true
 		}
@@ -54,7 +54,7 @@ func (b *builder) search() {
 	if !given {
 		return
 	}
-	sr := &Search{Config: capacity.Config{Precision: capacity.DefaultPrecision, Growth: capacity.DefaultGrowth}}
+	sr := &Search{Config: capacity.Config{Precision: capacity.DefaultPrecision, Growth: capacity.DefaultGrowth, Confirm: true}}
 	ok := true
 	if e := s.entries["search.slo"]; e == nil {
 		s.bad("search.slo", s.lineOf("search.from"), "", "a search needs an objective, such as {p99: 5ms, errors: 0.1%}")
@@ -127,6 +127,15 @@ func (b *builder) search() {
 			ok = false
 		} else {
 			sr.Config.Growth = v
+		}
+	}
+	if it, found := b.one("search.confirm"); found {
+		v, good := parseBool(it.text)
+		if !good {
+			s.badItem("search.confirm", it, "allowed: true (probe a missed rate again before believing the miss), false")
+			ok = false
+		} else {
+			sr.Config.Confirm = v
 		}
 	}
 	if e := s.entries["axes.rate"]; e != nil {

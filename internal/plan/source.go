@@ -47,6 +47,7 @@ var schema = []setting{
 	{key: "search.to", flag: "search-to"},
 	{key: "search.precision", flag: "search-precision"},
 	{key: "search.growth", flag: "search-growth"},
+	{key: "search.confirm", flag: "search-confirm"},
 	{key: "app_concurrency", flag: "app-concurrency"},
 	{key: "app_service_time", flag: "app-service-time"},
 }

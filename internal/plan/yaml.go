@@ -72,6 +72,7 @@ func (p *Plan) YAML() []byte {
 		add(sn, "to", plain(frac(p.Search.Config.To)))
 		add(sn, "precision", plain(frac(p.Search.Config.Precision)))
 		add(sn, "growth", plain(frac(p.Search.Config.Growth)))
+		add(sn, "confirm", plain(strconv.FormatBool(p.Search.Config.Confirm)))
 		add(root, "search", sn)
 	}
 	if p.AppConcurrency > 0 {
