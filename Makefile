@@ -97,6 +97,7 @@ fuzz:
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseStatus
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
 	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
+	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build

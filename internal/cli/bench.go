@@ -103,6 +103,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Confidence, "confidence", "", "confidence level (default 0.95)")
+	bindBenchSearchFlags(fl, f)
 	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
@@ -211,13 +212,17 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			return err
 		}
 	}
+	if p.Search != nil {
+		return runBenchSearch(ctx, env, f, p, dir, bin)
+	}
 	rcells := make([]runner.Cell, len(cells))
 	for i, c := range cells {
 		mo := c.Mesh
 		mo.LoopbackNet = uint8(f.loopbackNet)
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
-			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version}
+			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}

@@ -30,7 +30,11 @@ both sides' repetitions ("not significant" when it spans zero), and one
 verdict line per config. Configs found on one side only are listed;
 invalid, failed and unfinished cells are left out and counted.
 --out FILE writes the same as a tidy CSV. Exits 1 when no config has valid
-cells in both.`,
+cells in both.
+
+Two capacity-search plans (bench with search:/--slo) are compared by
+capacity instead: per config, each side's capacity at the objective and
+B's relative to A's with an interval.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validLevel(f.confidence) {
@@ -48,6 +52,9 @@ cells in both.`,
 			b, err := analysis.ReadPlan(args[1])
 			if err != nil {
 				return &UsageError{Err: err}
+			}
+			if sa, sb := searchPlanOf(a), searchPlanOf(b); sa != nil || sb != nil {
+				return compareCapacities(env, a, b, sa, sb, f.confidence)
 			}
 			sc := analysis.CompareSets(a, b, analysis.Options{Level: f.confidence, Seed: uint64(a.Manifest.Seed)})
 			if len(sc.Configs) == 0 {

@@ -48,6 +48,9 @@ Mesh Performance format, for Meshery). Prints the text report.`,
 			if err != nil {
 				return &UsageError{Err: err}
 			}
+			if sp := searchPlanOf(p); sp != nil { // a capacity search: its own reports
+				return writeSearchReports(env, args[0], sp, f.quiet)
+			}
 			o := analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed)}
 			// Unless told otherwise, compare as the plan asked (and as bench's
 			// own report did). A plan.yaml this meshbench cannot read keeps

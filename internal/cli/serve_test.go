@@ -205,6 +205,10 @@ func TestServeBadInput(t *testing.T) {
 		{args: []string{"static", "--grace=-1s"}, want: []string{"--grace -1s"}},
 		// Ready file in a directory that does not exist.
 		{args: []string{"static", "--ready-file", "/nonexistent-meshbench-dir/addr"}, want: []string{"--ready-file /nonexistent-meshbench-dir/addr"}},
+		// A concurrency bound without a service time.
+		{args: []string{"static", "--concurrency", "4"}, want: []string{"--service-time 0s: allowed: above 0s"}},
+		// A service time without a bound.
+		{args: []string{"static", "--service-time", "2ms"}, want: []string{"--service-time 2ms: needs concurrency too"}},
 		// Unknown flag.
 		{args: []string{"static", "--bogus"}, want: []string{"--bogus"}},
 		// Every problem at once, one line each.

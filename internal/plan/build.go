@@ -32,6 +32,7 @@ type builder struct {
 func build(s *source) (*Plan, error) {
 	b := &builder{s: s, p: Defaults(), lines: map[string][]int{}, nodesOK: true}
 	b.scalars()
+	b.search()
 	b.axes()
 	b.matrix()
 	if err := s.ps.err(); err != nil {

@@ -43,6 +43,13 @@ type Options struct {
 	Warmup      time.Duration // load before the window, not counted
 	Connections int           // load generator connections (0: 16, at least one per target)
 	Timeout     time.Duration // per request (0: 10 s)
+	// AppConcurrency and AppServiceTime bound every app replica
+	// (`meshbench serve --concurrency --service-time`, app.Config): at most
+	// AppConcurrency requests in service at once, each for AppServiceTime,
+	// the rest queued; 0 leaves the apps unbounded. A known capacity for
+	// capacity searches: replicas × concurrency / service time.
+	AppConcurrency int
+	AppServiceTime time.Duration
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -397,6 +404,15 @@ func callArgs(p mesh.Pod) []string {
 		}
 	}
 	return out
+}
+
+// appBoundArgs are the `meshbench serve` flags of AppConcurrency and
+// AppServiceTime (none when the apps are unbounded).
+func (o Options) appBoundArgs() []string {
+	if o.AppConcurrency <= 0 {
+		return nil
+	}
+	return []string{"--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String()}
 }
 
 // targets lists every process to sample.
