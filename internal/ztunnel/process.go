@@ -117,7 +117,7 @@ type Spec struct {
 
 // Process is a running ztunnel.
 type Process struct {
-	Spec Spec
+	Spec    Spec
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	waitErr error
