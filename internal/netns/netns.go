@@ -127,50 +127,6 @@ func (s *Substrate) BridgeIn(ns *NS, name string, addr netip.Prefix) (*Bridge, e
 	return br, nil
 }
 
-// Wire joins namespaces a and b by a veth pair PREFIX+name (in a, with
-// addrA) and PREFIX+name+"p" (in b, with addrB), both up: the link between
-// two nodes. Routes over it are the caller's (NS.Route).
-func (s *Substrate) Wire(a, b *NS, name string, addrA, addrB netip.Prefix) error {
-	endA, err := s.name(name)
-	if err != nil {
-		return err
-	}
-	endB, err := s.name(name + "p")
-	if err != nil {
-		return err
-	}
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: endA}, PeerName: endB}); err != nil {
-		return fmt.Errorf("creating veth %s: %w", endA, err)
-	}
-	s.record("veth "+endA, func() error { return delLink(endA) })
-	for _, e := range []struct {
-		name string
-		ns   *NS
-		addr netip.Prefix
-	}{{endA, a, addrA}, {endB, b, addrB}} {
-		l, err := netlink.LinkByName(e.name)
-		if err != nil {
-			return err
-		}
-		if err := netlink.LinkSetNsFd(l, int(e.ns.h)); err != nil {
-			return fmt.Errorf("moving %s into %s: %w", e.name, e.ns.Name, err)
-		}
-		if err := e.ns.Do(func() error {
-			l, err := netlink.LinkByName(e.name)
-			if err != nil {
-				return err
-			}
-			if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: ipNet(e.addr)}); err != nil {
-				return fmt.Errorf("adding %s in %s: %w", e.addr, e.ns.Name, err)
-			}
-			return netlink.LinkSetUp(l)
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // NS is a named network namespace (a file under /run/netns).
 type NS struct {
 	Name string
