@@ -59,7 +59,7 @@ func rssMB(t *testing.T, pid int) float64 {
 
 // TestBenchZtunnel measures, on the netns substrate with two nodes (client
 // on node 1, one server on node 2), an open-loop load of RATE rps (default
-// 1000) with a 1 KB answer through the real ztunnels, and the same load
+// 1000) with a 1 KB answer to REPLICAS server pods (default 1) through the real ztunnels, and the same load
 // with no mesh (pods not enrolled): p50, and each node ztunnel's CPU and
 // RSS over the measured window. Not part of `make test`: it takes about
 // half a minute and its figures need a quiet machine. Run it with
@@ -72,14 +72,19 @@ func TestBenchZtunnel(t *testing.T) {
 	mb := testutil.BuildMeshbench(t)
 	rate := envInt("RATE", 1000)
 	secs := envInt("DURATION_SECONDS", 10)
+	replicas := envInt("REPLICAS", 1)
 	for _, enrolled := range []bool{false, true} {
 		name := map[bool]string{false: "none", true: "ambient"}[enrolled]
 		t.Run(name, func(t *testing.T) {
 			subnet, prefix := freeLab(t, map[string]bool{})
+			var servers []PodSpec
+			for i := range replicas {
+				servers = append(servers, PodSpec{Name: fmt.Sprintf("server-%d", i), Identity: mesh.IdentityServer, Enrolled: enrolled})
+			}
 			o := Options{Prefix: prefix, Subnet: subnet, Ztunnel: bin, Dir: t.TempDir(),
 				Nodes: []NodeSpec{
 					{Pods: []PodSpec{{Name: "client", Identity: mesh.IdentityClient, Enrolled: enrolled}}},
-					{Pods: []PodSpec{{Name: "server-0", Identity: mesh.IdentityServer, Enrolled: enrolled}}},
+					{Pods: servers},
 				}}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+120)*time.Second)
 			defer cancel()
@@ -88,21 +93,26 @@ func TestBenchZtunnel(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			srv := exec.Command(mb, "serve", "static", "--listen", "0.0.0.0:8080", "--body-size", "1024")
-			if err := l.Pod("server-0").Start(srv); err != nil {
-				t.Fatal(err)
-			}
-			srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
-			defer func() { srv.Process.Kill(); srv.Wait() }()
-			wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-			defer wcancel()
-			if err := waitHTTP(wctx, l.Pod("client"), fmt.Sprintf("http://%s:8080/healthz", l.Pod("server-0").IP)); err != nil {
-				t.Fatal(err)
+			var targets []string
+			for _, p := range l.Nodes[1].Pods {
+				srv := exec.Command(mb, "serve", "static", "--listen", "0.0.0.0:8080", "--body-size", "1024")
+				srv.Stderr = os.Stderr
+				if err := p.Start(srv); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { srv.Process.Kill(); srv.Wait() }()
+				wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+				err := waitHTTP(wctx, l.Pod("client"), fmt.Sprintf("http://%s:8080/healthz", p.IP))
+				wcancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				targets = append(targets, fmt.Sprintf("http://%s:8080/", p.IP))
 			}
 			out := filepath.Join(o.Dir, "load.json")
-			load := exec.Command(mb, "load", "--rate", strconv.Itoa(rate), "--duration", fmt.Sprintf("%ds", secs), "--warmup", "3s",
-				"--connections", "16", "--quiet", "--output-format", "json", "-o", out,
-				fmt.Sprintf("http://%s:8080/", l.Pod("server-0").IP))
+			args := append([]string{"load", "--rate", strconv.Itoa(rate), "--duration", fmt.Sprintf("%ds", secs), "--warmup", "3s",
+				"--connections", strconv.Itoa(max(16, replicas)), "--quiet", "--output-format", "json", "-o", out}, targets...)
+			load := exec.Command(mb, args...)
 			load.Stderr = os.Stderr
 			if err := l.Pod("client").Start(load); err != nil {
 				t.Fatal(err)
@@ -126,8 +136,8 @@ func TestBenchZtunnel(t *testing.T) {
 			if lr.Success < lr.Completed {
 				t.Errorf("%s: %d of %d requests failed: %v %v", name, lr.Completed-lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
 			}
-			t.Logf("%s: %d rps target, achieved %.0f rps, %d/%d ok, p50 %.3f ms, p99 %.3f ms",
-				name, rate, lr.AchievedRatePerSec(), lr.Success, lr.Completed,
+			t.Logf("%s: %d replicas, %d rps target, achieved %.0f rps, %d/%d ok, p50 %.3f ms, p99 %.3f ms",
+				name, replicas, rate, lr.AchievedRatePerSec(), lr.Success, lr.Completed,
 				float64(lat.Percentile(50))/1e6, float64(lat.Percentile(99))/1e6)
 			for i, n := range l.Nodes {
 				cores := (cpu1[i] - cpu0[i]) / window
