@@ -321,8 +321,28 @@ func TestInPodRealZtunnel(t *testing.T) {
 		}
 	}
 
+	// A restarted ztunnel reconnects to the agent, which hands it the
+	// pods again (ztunnel is ready only once it has the snapshot).
+	if err := zt.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	zt2, err := Start(zt.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zt2.Stop(5 * time.Second)
+	if err := zt2.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get(client, fmt.Sprintf("http://%s:8080/", server.ip)); err != nil {
+		t.Fatalf("client → server after a ztunnel restart: %v", err)
+	}
+	if !strings.Contains(log.String(), `received snapshot sent`) || strings.Count(log.String(), `pod received, starting proxy	uid="lab//v1/Pod/default/client"`) < 2 {
+		t.Errorf("the restarted ztunnel did not get the snapshot again")
+	}
+
 	// Teardown leaves nothing.
-	zt.Stop(5 * time.Second)
+	zt2.Stop(5 * time.Second)
 	closed = true
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
