@@ -140,6 +140,10 @@ func TestBenchZtunnel(t *testing.T) {
 				name, replicas, rate, lr.AchievedRatePerSec(), lr.Success, lr.Completed,
 				float64(lat.Percentile(50))/1e6, float64(lat.Percentile(99))/1e6)
 			for i, n := range l.Nodes {
+				if !enrolled {
+					t.Logf("%s: %s ztunnel idle (no pod enrolled), RSS %.1f MB", name, n.Name, rssMB(t, n.Ztunnel.PID()))
+					continue
+				}
 				cores := (cpu1[i] - cpu0[i]) / window
 				t.Logf("%s: %s ztunnel CPU %.3f cores (%.3f vCPU per 1000 rps), RSS %.1f MB",
 					name, n.Name, cores, cores/lr.AchievedRatePerSec()*1000, rssMB(t, n.Ztunnel.PID()))
