@@ -98,6 +98,8 @@ type Lab struct {
 	Nodes    []*Node
 	Services map[string]netip.Addr // service name → VIP
 	CA       *pki.CA
+	// ZtunnelVersion is what `ztunnel version` prints, for the manifest.
+	ZtunnelVersion string
 	sub      *netns.Substrate
 }
 
@@ -139,6 +141,9 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 		}
 	}()
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if l.ZtunnelVersion, err = ztunnel.Version(ctx, o.Ztunnel); err != nil {
 		return nil, err
 	}
 	if l.CA, err = pki.NewCA(mesh.TrustDomain); err != nil {

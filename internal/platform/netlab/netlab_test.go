@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,6 +151,9 @@ func mtlsConnections(t *testing.T, zt *ztunnel.Process, reporter, principal stri
 // the client pod's own IP, both replicas answer via the VIP, the attacker
 // is refused by ztunnel's policy.
 func exercise(t *testing.T, l *Lab) {
+	if !strings.Contains(l.ZtunnelVersion, "version.BuildInfo") {
+		t.Errorf("ztunnel version %q", l.ZtunnelVersion)
+	}
 	client, attacker := l.Pod("client"), l.Pod("attacker")
 	s0 := l.Pod("server-0")
 	const n = 20
@@ -285,14 +289,28 @@ func TestOptionsRefused(t *testing.T) {
 	}
 }
 
-// TestUpFailsClean: when ztunnel dies at start (here /bin/false stands in
-// for a broken binary), Up says so and leaves no namespace or link.
+// TestUpFailsClean: a broken ztunnel binary (/bin/false) is refused at
+// `ztunnel version`, before anything is made; a ztunnel that dies after
+// the plumbing (a script that answers `version` and exits otherwise) fails
+// Up, which then leaves no namespace or link.
 func TestUpFailsClean(t *testing.T) {
 	requirements(t)
 	subnet, prefix := freeLab(t, map[string]bool{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := Up(ctx, twoNodes("/bin/false", t.TempDir(), subnet, prefix))
+	if err == nil {
+		l.Close()
+		t.Fatal("Up succeeded with a ztunnel that exits at once")
+	}
+	if !strings.Contains(err.Error(), "version") {
+		t.Errorf("error %q does not say ztunnel exited", err)
+	}
+	fake := filepath.Join(t.TempDir(), "ztunnel")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\n[ \"$1\" = version ] && echo version.BuildInfo{fake} && exit 0\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Up(ctx, twoNodes(fake, t.TempDir(), subnet, prefix))
 	if err == nil {
 		l.Close()
 		t.Fatal("Up succeeded with a ztunnel that exits at once")
