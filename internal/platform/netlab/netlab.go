@@ -100,7 +100,7 @@ type Lab struct {
 	CA       *pki.CA
 	// ZtunnelVersion is what `ztunnel version` prints, for the manifest.
 	ZtunnelVersion string
-	sub      *netns.Substrate
+	sub            *netns.Substrate
 }
 
 // Node is one node namespace with its ztunnel.
