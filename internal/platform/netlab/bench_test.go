@@ -63,7 +63,7 @@ func rssMB(t *testing.T, pid int) float64 {
 // with no mesh (pods not enrolled): p50, and each node ztunnel's CPU and
 // RSS over the measured window. Not part of `make test`: it takes about
 // half a minute and its figures need a quiet machine. Run it with
-// MESHBENCH_BENCH_NETLAB=1 (and RATE=…, DURATION_SECONDS=…).
+// MESHBENCH_BENCH_NETLAB=1 (and RATE=…, REPLICAS=…, DURATION_SECONDS=…, MODES=none,ambient).
 func TestBenchZtunnel(t *testing.T) {
 	if os.Getenv("MESHBENCH_BENCH_NETLAB") != "1" {
 		t.Skip("a benchmark: set MESHBENCH_BENCH_NETLAB=1")
@@ -75,6 +75,9 @@ func TestBenchZtunnel(t *testing.T) {
 	replicas := envInt("REPLICAS", 1)
 	for _, enrolled := range []bool{false, true} {
 		name := map[bool]string{false: "none", true: "ambient"}[enrolled]
+		if m := os.Getenv("MODES"); m != "" && !strings.Contains(m, name) {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			subnet, prefix := freeLab(t, map[string]bool{})
 			var servers []PodSpec
