@@ -4,7 +4,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo demo-load test envoy k8s-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test envoy ztunnel zdsapi k8s-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -51,6 +51,27 @@ envoy:
 	    || { echo "make envoy: $(ENVOY_BIN) does not report $(ENVOY_VERSION) after the install" >&2; exit 1; }; \
 	  echo "envoy $(ENVOY_VERSION) installed in $(ENVOY_BIN)"; \
 	fi
+
+# Istio's ztunnel for the netns lab substrate (internal/platform/netlab):
+# the production build kept beside the project (../shared/bin/ztunnel,
+# provenance in ../shared/bin/ztunnel.md) when its sha256 matches, into
+# .tools/ztunnel/ztunnel, where internal/ztunnel finds it. Without it, set
+# MESHBENCH_ZTUNNEL to a ztunnel binary (e.g. one built from istio/ztunnel
+# as ../shared/bin/ztunnel-build/build.sh does).
+ZTUNNEL_SHA256 := 9d650eedebd9e4455cc66cf1364108d1e23b0ca198c51f758350e31bb7ed042e
+ZTUNNEL_BIN    := .tools/ztunnel/ztunnel
+ztunnel:
+	@if [ -x $(ZTUNNEL_BIN) ] && echo "$(ZTUNNEL_SHA256)  $(ZTUNNEL_BIN)" | sha256sum -c --status; then \
+	  echo "ztunnel is in $(ZTUNNEL_BIN)"; \
+	elif [ -f ../shared/bin/ztunnel ] && echo "$(ZTUNNEL_SHA256)  ../shared/bin/ztunnel" | sha256sum -c --status; then \
+	  mkdir -p .tools/ztunnel && install -m 0755 ../shared/bin/ztunnel $(ZTUNNEL_BIN) && echo "ztunnel installed in $(ZTUNNEL_BIN)"; \
+	else \
+	  echo "make ztunnel: no ../shared/bin/ztunnel with sha256 $(ZTUNNEL_SHA256); set MESHBENCH_ZTUNNEL to a ztunnel binary" >&2; exit 1; \
+	fi
+
+# Regenerate the ZDS protocol's Go types (needs protoc and protoc-gen-go).
+zdsapi:
+	cd internal/ztunnel/zdsapi && protoc --go_out=paths=source_relative:. zds.proto
 
 # A real Kubernetes control plane for internal/kubetest (kube-apiserver,
 # controller-manager, scheduler, kubectl, kwok, metrics-server), built from

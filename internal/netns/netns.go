@@ -63,11 +63,13 @@ func (s *Substrate) name(n string) (string, error) {
 	return full, nil
 }
 
-// Bridge is a bridge in the host's network namespace.
+// Bridge is a bridge in the host's network namespace, or in a node's
+// (BridgeIn).
 type Bridge struct {
 	Name string
 	Addr netip.Prefix // its address (the gateway of the namespaces on it)
 	link netlink.Link
+	ns   *NS // nil: the host's namespace
 }
 
 // Bridge creates bridge PREFIX+name with addr, up.
@@ -92,6 +94,37 @@ func (s *Substrate) Bridge(name string, addr netip.Prefix) (*Bridge, error) {
 		return nil, fmt.Errorf("setting %s up: %w", full, err)
 	}
 	return &Bridge{Name: full, Addr: addr, link: l}, nil
+}
+
+// BridgeIn creates bridge PREFIX+name with addr, up, inside ns (a node's
+// namespace: the node's pods hang on it, as on a Kubernetes node's CNI
+// bridge). It goes with ns.
+func (s *Substrate) BridgeIn(ns *NS, name string, addr netip.Prefix) (*Bridge, error) {
+	full, err := s.name(name)
+	if err != nil {
+		return nil, err
+	}
+	// A bridge cannot change namespaces (NETIF_F_NETNS_LOCAL): it is
+	// made inside, and goes with the namespace.
+	br := &Bridge{Name: full, Addr: addr, ns: ns}
+	err = ns.Do(func() error {
+		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: full}}); err != nil {
+			return fmt.Errorf("creating bridge %s in %s: %w", full, ns.Name, err)
+		}
+		l, err := netlink.LinkByName(full)
+		if err != nil {
+			return err
+		}
+		if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: ipNet(addr)}); err != nil {
+			return fmt.Errorf("adding %s to %s in %s: %w", addr, full, ns.Name, err)
+		}
+		br.link = l
+		return netlink.LinkSetUp(l)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return br, nil
 }
 
 // NS is a named network namespace (a file under /run/netns).
@@ -171,7 +204,8 @@ func (n *NS) Do(fn func() error) error {
 	return ferr
 }
 
-// Veth joins ns to br: a veth pair PREFIX+hostName on the bridge, its peer
+// Veth joins ns to br: a veth pair PREFIX+hostName on the bridge (in the
+// bridge's namespace), its peer
 // named ifName inside ns with addr, up; with defaultRoute, a default route
 // via the bridge's address. Without one, the namespace reaches only the
 // bridge's subnet and the routes added to it: anything else fails at once
@@ -187,7 +221,11 @@ func (s *Substrate) Veth(br *Bridge, ns *NS, hostName, ifName string, addr netip
 	if err != nil {
 		return err
 	}
-	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: full, MasterIndex: br.link.Attrs().Index}, PeerName: tmp}
+	attrs := netlink.LinkAttrs{Name: full}
+	if br.ns == nil {
+		attrs.MasterIndex = br.link.Attrs().Index
+	}
+	v := &netlink.Veth{LinkAttrs: attrs, PeerName: tmp}
 	if err := netlink.LinkAdd(v); err != nil {
 		return fmt.Errorf("creating veth %s: %w", full, err)
 	}
@@ -196,7 +234,24 @@ func (s *Substrate) Veth(br *Bridge, ns *NS, hostName, ifName string, addr netip
 	if err != nil {
 		return err
 	}
-	if err := netlink.LinkSetUp(host); err != nil {
+	if br.ns != nil {
+		// The bridge is in a node's namespace: the host end goes there.
+		if err := netlink.LinkSetNsFd(host, int(br.ns.h)); err != nil {
+			return fmt.Errorf("moving %s into %s: %w", full, br.ns.Name, err)
+		}
+		if err := br.ns.Do(func() error {
+			l, err := netlink.LinkByName(full)
+			if err != nil {
+				return err
+			}
+			if err := netlink.LinkSetMasterByIndex(l, br.link.Attrs().Index); err != nil {
+				return err
+			}
+			return netlink.LinkSetUp(l)
+		}); err != nil {
+			return fmt.Errorf("putting %s on %s: %w", full, br.Name, err)
+		}
+	} else if err := netlink.LinkSetUp(host); err != nil {
 		return err
 	}
 	peer, err := netlink.LinkByName(tmp)

@@ -1,0 +1,237 @@
+package ztunnel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/netns"
+)
+
+// Ports of ztunnel's own listeners in its namespace.
+const (
+	PortAdmin     = 15000 // 127.0.0.1 only
+	PortStats     = 15020 // Prometheus metrics
+	PortReadiness = 15021
+)
+
+// SharedSHA256 is the sha256 of the production ztunnel build kept beside
+// the project (shared/bin/ztunnel, see its ztunnel.md).
+const SharedSHA256 = "9d650eedebd9e4455cc66cf1364108d1e23b0ca198c51f758350e31bb7ed042e"
+
+// EnvBinary names a ztunnel binary to use instead of the searched ones.
+const EnvBinary = "MESHBENCH_ZTUNNEL"
+
+// Find returns the ztunnel binary to run: explicit if given, else
+// $MESHBENCH_ZTUNNEL, else .tools/ztunnel/ztunnel (what make ztunnel
+// installs) or ../shared/bin/ztunnel (checked against SharedSHA256) in dir
+// or one of its parents.
+func Find(explicit, dir string) (string, error) {
+	for _, p := range []string{explicit, os.Getenv(EnvBinary)} {
+		if p != "" {
+			if _, err := os.Stat(p); err != nil {
+				return "", fmt.Errorf("ztunnel binary: %w", err)
+			}
+			return p, nil
+		}
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if p := filepath.Join(d, ".tools", "ztunnel", "ztunnel"); isFile(p) {
+			return p, nil
+		}
+		if p := filepath.Join(d, "..", "shared", "bin", "ztunnel"); isFile(p) {
+			sum, err := FileSHA256(p)
+			if err != nil {
+				return "", err
+			}
+			if sum != SharedSHA256 {
+				return "", fmt.Errorf("ztunnel binary %s has sha256 %s, want %s", p, sum, SharedSHA256)
+			}
+			return p, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("no ztunnel binary: run make ztunnel, or set " + EnvBinary + " or --ztunnel PATH")
+		}
+	}
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// FileSHA256 returns the hex sha256 of a file.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Version runs "ztunnel version" and returns its line.
+func Version(ctx context.Context, bin string) (string, error) {
+	out, err := exec.CommandContext(ctx, bin, "version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w: %s", bin, err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Spec is one shared-mode (node) ztunnel.
+type Spec struct {
+	Bin        string
+	NS         *netns.NS // the node's namespace: ztunnel's own listeners go there
+	NodeName   string
+	ConfigPath string // LOCAL_XDS_PATH
+	UDS        string // INPOD_UDS, where the ZDS agent listens
+	CAAddress  string // "https://127.0.0.1:PORT" in the node's namespace
+	RootCAPath string // the CA's root, which also signs its serving certificate
+	Token      string // AUTH_TOKEN (a literal)
+	ClusterID  string
+	// WorkerThreads is ZTUNNEL_WORKER_THREADS; 0 means ztunnel's default (2).
+	WorkerThreads int
+	// Log receives stdout and stderr (the access log at RUST_LOG=info).
+	Log io.Writer
+}
+
+// Process is a running ztunnel.
+type Process struct {
+	Spec    Spec
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	waitErr error
+}
+
+// Start starts ztunnel in spec.NS. It does not wait for readiness (Ready).
+func Start(spec Spec) (*Process, error) {
+	threads := spec.WorkerThreads
+	if threads == 0 {
+		threads = 2
+	}
+	cmd := exec.Command(spec.Bin)
+	cmd.Env = []string{
+		"PATH=/usr/sbin:/usr/bin:/bin",
+		"XDS_ADDRESS=",
+		"LOCAL_XDS_PATH=" + spec.ConfigPath,
+		"PROXY_MODE=shared",
+		"INPOD_UDS=" + spec.UDS,
+		"NODE_NAME=" + spec.NodeName,
+		"CA_ADDRESS=" + spec.CAAddress,
+		"CA_ROOT_CA=" + spec.RootCAPath,
+		"AUTH_TOKEN=" + spec.Token,
+		"CLUSTER_ID=" + spec.ClusterID,
+		fmt.Sprintf("ZTUNNEL_WORKER_THREADS=%d", threads),
+		"RUST_LOG=info",
+	}
+	cmd.Stdout, cmd.Stderr = spec.Log, spec.Log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := spec.NS.Do(cmd.Start); err != nil {
+		return nil, fmt.Errorf("starting ztunnel on %s: %w", spec.NodeName, err)
+	}
+	p := &Process{Spec: spec, cmd: cmd, exited: make(chan struct{})}
+	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// PID is the process id (sampled from /proc like every other component).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Ready waits until ztunnel's readiness endpoint answers 200 in its
+// namespace, or ctx ends, or ztunnel exits.
+func (p *Process) Ready(ctx context.Context) error {
+	client := p.httpClient()
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz/ready", PortReadiness)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("ztunnel on %s exited before it was ready: %v", p.Spec.NodeName, p.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for ztunnel on %s to be ready: %w", p.Spec.NodeName, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Metrics returns ztunnel's Prometheus exposition (its stats port).
+func (p *Process) Metrics(ctx context.Context) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", PortStats), nil)
+	resp, err := p.httpClient().Do(req)
+	if err != nil {
+		return "", fmt.Errorf("scraping ztunnel on %s: %w", p.Spec.NodeName, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("scraping ztunnel on %s: %s", p.Spec.NodeName, resp.Status)
+	}
+	return string(b), nil
+}
+
+// httpClient dials inside the node's namespace (ztunnel's own ports).
+func (p *Process) httpClient() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+			err = p.Spec.NS.Do(func() error {
+				var d net.Dialer
+				c, err = d.DialContext(ctx, network, addr)
+				return err
+			})
+			return c, err
+		},
+	}}
+}
+
+// Stop sends SIGTERM, waits up to grace, then kills; it is safe to call
+// twice.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+	return nil
+}
