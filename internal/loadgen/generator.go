@@ -16,7 +16,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -461,15 +463,30 @@ func record(ctx context.Context, s *shard, out Outcome, intended, actual, end ti
 	if out.Err == nil && isSuccess(out.Code) {
 		s.ok++
 	}
-	if out.Err != nil {
-		k := ErrorKey{Kind: ClassifyError(out.Err), Message: normalizeError(out.Err)}
-		if _, seen := s.errs[k]; !seen && len(s.errs) >= maxErrorMessages {
-			k.Message = "(further distinct " + k.Kind + " errors)"
-		}
-		s.errs[k]++
+	var k ErrorKey
+	switch {
+	case out.Err != nil:
+		k = ErrorKey{Kind: ClassifyError(out.Err), Message: normalizeError(out.Err)}
+	case !isSuccess(out.Code):
+		// An HTTP error status is an answer, but a failed request: it is
+		// listed the way vegeta lists it ("503 Service Unavailable").
+		k = ErrorKey{Kind: KindStatus, Message: StatusError(out.Code)}
+	default:
+		return
 	}
-	// HTTP error statuses are answers, not transport errors: they show in
-	// the status codes only.
+	if _, seen := s.errs[k]; !seen && len(s.errs) >= maxErrorMessages {
+		k.Message = "(further distinct " + k.Kind + " errors)"
+	}
+	s.errs[k]++
+}
+
+// StatusError renders a failed HTTP status as vegeta's error set does
+// (Go's Response.Status): "503 Service Unavailable".
+func StatusError(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code) + " status code " + strconv.Itoa(code)
 }
 
 // isSuccess: HTTP 2xx/3xx, tcpOK. gRPC OK (0) arrives with Err == nil and
