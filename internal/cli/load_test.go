@@ -259,16 +259,32 @@ func TestLoadInterrupted(t *testing.T) {
 	}
 }
 
-func TestLoadProgressOnTTYOnly(t *testing.T) {
+// TestLoadProgress: a terminal gets the redrawn line; stderr off a
+// terminal (a pipe, CI) and a terminal with TERM=dumb get plain lines
+// (in 2.5 s one, the first tick's: the next is due at 5 s) with no cursor
+// codes; -q prints none.
+func TestLoadProgress(t *testing.T) {
 	addr := testutil.StartServe(t, "static")
 	args := []string{"load", "--rate", "100", "--duration", "2500ms", "--warmup", "0s", "http://" + addr + "/"}
 	tty := runCLI(t, &Env{StderrIsTTY: true}, args...)
 	if tty.code != 0 || !strings.Contains(tty.stderr, "\r\x1b[K[") || !strings.Contains(tty.stderr, "p99") {
 		t.Errorf("no progress line on a terminal: exit %d stderr %q", tty.code, tty.stderr)
 	}
-	plain := runCLI(t, nil, args...)
-	if plain.code != 0 || plain.stderr != "" {
-		t.Errorf("progress shown off a terminal: %q", plain.stderr)
+	dumb := &Env{StderrIsTTY: true, Getenv: func(k string) string {
+		if k == "TERM" {
+			return "dumb"
+		}
+		return ""
+	}}
+	for name, env := range map[string]*Env{"pipe": nil, "TERM=dumb": dumb} {
+		inv := runCLI(t, env, args...)
+		if inv.code != 0 || !strings.HasPrefix(inv.stderr, "progress [") || strings.ContainsAny(inv.stderr, "\r\x1b") {
+			t.Errorf("%s: want plain progress lines without cursor codes: exit %d stderr %q", name, inv.code, inv.stderr)
+		}
+	}
+	quiet := runCLI(t, nil, append([]string{"load", "-q"}, args[1:]...)...)
+	if quiet.code != 0 || quiet.stderr != "" {
+		t.Errorf("-q: progress shown: %q", quiet.stderr)
 	}
 }
 
@@ -285,7 +301,7 @@ func TestLoadOutputFormats(t *testing.T) {
 		t.Errorf("json output: %v sent %d", err, r.Sent)
 	}
 	closed := runCLI(t, nil, "load", "--max", "-c", "2", "--duration", "500ms", "--warmup", "0s", url)
-	if closed.code != 0 || !strings.HasPrefix(closed.stdout, "Load model: CLOSED loop") {
+	if closed.code != 0 || !strings.Contains(closed.stdout, "\nLoad model: CLOSED loop") {
 		t.Errorf("closed loop not labelled:\n%s", closed.stdout)
 	}
 }
@@ -301,7 +317,7 @@ func TestMergeCommand(t *testing.T) {
 		}
 	}
 	merged := filepath.Join(dir, "m.json")
-	inv := runCLI(t, nil, "merge", "--output-format", "json", "-o", merged, a, b)
+	inv := runCLI(t, nil, "merge", "-o", merged, a, b) // the format follows -o's extension
 	if inv.code != 0 {
 		t.Fatalf("merge: %s", inv.stderr)
 	}

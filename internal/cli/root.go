@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -135,6 +136,19 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &UsageError{Err: err}
 	})
+	// --version without cobra's -v shorthand: -v means verbosity to users
+	// of kubectl and istioctl. `meshbench version` prints the same.
+	root.Flags().Bool("version", false, "print meshbench's version and exit")
+	root.SetVersionTemplate(versionLine() + "\n")
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print meshbench's version, the Go version it was built with, and the platform",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(env.Stdout, versionLine())
+			return err
+		},
+	})
 	root.AddCommand(newLoadCmd(env))
 	root.AddCommand(newServeCmd(env))
 	root.AddCommand(newMergeCmd(env))
@@ -156,4 +170,9 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// versionLine is what `meshbench version` and --version print.
+func versionLine() string {
+	return fmt.Sprintf("meshbench version %s (%s %s/%s)", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
