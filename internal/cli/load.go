@@ -25,6 +25,7 @@ import (
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 type loadFlags struct {
@@ -49,6 +50,9 @@ type loadFlags struct {
 	quiet       bool
 	cpus        int
 	cpuProfile  string
+	// failOn is --fail-on, parsed into conditions by buildLoadConfig.
+	failOn     string
+	conditions []threshold.Condition
 	// workers and workerIndex split the load between several generators
 	// (the pods of a Kubernetes Job): this one sends its share.
 	workers     int
@@ -134,6 +138,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVar(&f.format, "output-format", "", "text, json, hdr or vegeta-json (vegeta report -type=json's document) (default: text; from -o's extension .json/.hdr when given)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the report in --output-format to this file (the text report still goes to stdout)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
+	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the run with exit 99 after its report, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS; with --generator, the tool's threads); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpuprofile")
@@ -240,6 +245,13 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	}
 	if err := checkGenerator(f, cfg); err != nil {
 		errs = append(errs, err)
+	}
+	if f.failOn != "" {
+		conds, err := threshold.Parse(f.failOn)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--fail-on: %w", err))
+		}
+		f.conditions = conds
 	}
 	if len(errs) == 0 && f.generator == extgen.Meshbench {
 		if err := loadgen.EnsureFileLimit(cfg.Connections); err != nil {
@@ -358,6 +370,22 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 	}
 	if interrupted {
 		return errInterrupted
+	}
+	return checkThresholds(out, f.conditions)
+}
+
+// checkThresholds returns a ThresholdError naming every --fail-on
+// condition the result meets.
+func checkThresholds(r *results.LoadResult, conds []threshold.Condition) error {
+	if len(conds) == 0 {
+		return nil
+	}
+	crossed, err := threshold.Crossed(r, conds)
+	if err != nil {
+		return err
+	}
+	if len(crossed) > 0 {
+		return &ThresholdError{Crossed: crossed}
 	}
 	return nil
 }

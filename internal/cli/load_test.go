@@ -548,3 +548,22 @@ func (c cleanupAfter) Run() int {
 	testutil.RemoveMeshbenchBuild()
 	return code
 }
+
+// TestLoadFailOn: --fail-on sets exit 99 after the report when a condition
+// holds (any latency is above 1 ns), exits 0 when none does, and a bad
+// condition is bad input before any load.
+func TestLoadFailOn(t *testing.T) {
+	addr := testutil.StartServe(t, "static")
+	args := []string{"load", "-q", "--rate", "100", "--duration", "500ms", "--warmup", "0s", "http://" + addr + "/", "--fail-on"}
+	crossed := runCLI(t, nil, append(args, "p50>1ns,errors>1%")...)
+	if crossed.code != ExitThresholds || !strings.Contains(crossed.stderr, "p50>1ns: p50 was ") || strings.Contains(crossed.stderr, "errors>1%") ||
+		!strings.Contains(crossed.stdout, "Requests      [total") {
+		t.Errorf("crossed: exit %d, stdout %q, stderr %q", crossed.code, crossed.stdout, crossed.stderr)
+	}
+	if ok := runCLI(t, nil, append(args, "p99>30s,errors>0")...); ok.code != ExitOK {
+		t.Errorf("passing thresholds: exit %d, stderr %q", ok.code, ok.stderr)
+	}
+	if bad := runCLI(t, nil, append(args, "p99>5")...); bad.code != ExitUsage || !strings.Contains(bad.stderr, "--fail-on: condition \"p99>5\": p99 needs a duration") {
+		t.Errorf("bad condition: exit %d, stderr %q", bad.code, bad.stderr)
+	}
+}

@@ -22,6 +22,7 @@ const (
 	ExitFailure     = 1   // the command ran and failed (run error, unreachable target…)
 	ExitUsage       = 2   // bad input: flags, arguments, files
 	ExitPartial     = 3   // report/compare wrote a partial report: some cells cannot be read (listed in it)
+	ExitThresholds  = 99  // a --fail-on condition held or compare found a regression (k6's code for crossed thresholds); the report was written
 	ExitInterrupted = 130 // cancelled by SIGINT/SIGTERM; partial results were written
 )
 
@@ -69,6 +70,15 @@ type PartialError struct{ Err error }
 
 func (e *PartialError) Error() string { return e.Err.Error() }
 func (e *PartialError) Unwrap() error { return e.Err }
+
+// ThresholdError lists the --fail-on conditions a finished run met (or
+// the regressions compare found); Run prints each and maps it to
+// ExitThresholds.
+type ThresholdError struct{ Crossed []string }
+
+func (e *ThresholdError) Error() string {
+	return "failed: " + strings.Join(e.Crossed, "; ")
+}
 
 // errInterrupted is returned by commands that stopped because of a signal
 // after writing what they had measured.
@@ -121,6 +131,10 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	var pe *PartialError
 	if errors.As(err, &pe) {
 		return ExitPartial
+	}
+	var te *ThresholdError
+	if errors.As(err, &te) {
+		return ExitThresholds
 	}
 	return ExitFailure
 }
