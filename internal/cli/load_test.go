@@ -250,8 +250,15 @@ func TestLoadInterrupted(t *testing.T) {
 	if !strings.Contains(inv.stdout, "WARNING: interrupted") || !strings.Contains(inv.stdout, "Requests      [total, rate, throughput]") {
 		t.Errorf("report missing:\n%s", inv.stdout)
 	}
-	if strings.TrimSpace(inv.stderr) != "meshbench: interrupted" {
+	// stderr: plain progress lines (not a terminal), then one line.
+	lines := strings.Split(strings.TrimSpace(inv.stderr), "\n")
+	if lines[len(lines)-1] != "meshbench: interrupted" {
 		t.Errorf("stderr %q", inv.stderr)
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(l, "progress [") {
+			t.Errorf("stderr line %q, want only progress lines before the last", l)
+		}
 	}
 	r := readResult(t, out)
 	if !r.Interrupted || r.Sent < 250 || r.Sent > 350 {

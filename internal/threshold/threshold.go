@@ -128,7 +128,7 @@ func Crossed(r *results.LoadResult, conds []Condition) ([]string, error) {
 				out = append(out, fmt.Sprintf("%s: no latency was recorded", c.Text))
 				continue
 			}
-			shown = time.Duration(v).String()
+			shown = roundDur(time.Duration(v)).String()
 		}
 		if holds(v, c.Op, c.Value) {
 			out = append(out, fmt.Sprintf("%s: %s was %s", c.Text, c.Metric, shown))
@@ -155,4 +155,17 @@ func frac(a, b int64) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// roundDur keeps a duration to about four significant digits, as reports
+// print them (107.151ms, not 107.151359ms).
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d < time.Millisecond:
+		return d
+	case d < time.Second:
+		return d.Round(time.Microsecond)
+	default:
+		return d.Round(time.Millisecond)
+	}
 }
