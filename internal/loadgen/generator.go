@@ -14,10 +14,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,10 @@ type Config struct {
 	// ProgressInterval (default 1 s) with figures so far.
 	Progress         func(Progress)
 	ProgressInterval time.Duration
+	// Interval, if > 0, also records the three histograms per interval of
+	// the measured window, by the time each answer arrived (HdrHistogram's
+	// interval-log convention): Result.Intervals. 0 records none.
+	Interval time.Duration
 	// Now is the clock; nil means time.Now. Only the wall-clock stamps in the
 	// result come from it; intervals use the monotonic clock of time.Now.
 	Now func() time.Time
@@ -128,6 +134,17 @@ type Result struct {
 	ScheduleLag  *latency.Recorder // actual − intended send
 	Interrupted  bool              // the run was cancelled before its end
 	ConnectionsN int               // connections used
+	// Intervals holds, when Config.Interval > 0, the histograms of each
+	// interval of the measured window in which at least one answer arrived,
+	// in time order (merged over shards, exact).
+	Intervals []Interval
+}
+
+// Interval is the answers that arrived in [Start, Start+Config.Interval)
+// of the measured window.
+type Interval struct {
+	Start                             time.Duration // since the measured window opened
+	Latency, ServiceTime, ScheduleLag *latency.Recorder
 }
 
 // shard is one set of recorders; workers map onto shards so memory stays
@@ -142,6 +159,10 @@ type shard struct {
 	bytesIn, bytesOut   int64
 	firstSend, lastSend int64
 	lastEnd             int64
+	// interval histograms by index (end − warm-up) / interval; nil: none.
+	interval  time.Duration
+	warm      time.Duration
+	intervals map[int64]*Interval
 }
 
 func newShard() *shard {
@@ -196,6 +217,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	shards := make([]*shard, nShards)
 	for i := range shards {
 		shards[i] = newShard()
+		if cfg.Interval > 0 {
+			shards[i].interval, shards[i].warm, shards[i].intervals = cfg.Interval, cfg.Warmup, map[int64]*Interval{}
+		}
 	}
 	conns := make([]conn, cfg.Connections)
 	for i := range conns {
@@ -313,6 +337,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for k, v := range s.errs {
 			res.Errors[k] += v
 		}
+	}
+	if err := mergeIntervals(res, shards); err != nil {
+		return nil, err
 	}
 	if res.Sent > 0 {
 		res.FirstSend = time.Duration(first)
@@ -457,6 +484,18 @@ func record(ctx context.Context, s *shard, out Outcome, intended, actual, end ti
 	s.lat.Record(int64(end - min(intended, actual)))
 	s.svc.Record(int64(end - actual))
 	s.lag.Record(int64(max(actual-intended, 0)))
+	if s.interval > 0 {
+		i := int64(max(end-s.warm, 0) / s.interval)
+		iv := s.intervals[i]
+		if iv == nil {
+			iv = &Interval{Start: time.Duration(i) * s.interval, Latency: latency.NewRecorder(),
+				ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
+			s.intervals[i] = iv
+		}
+		iv.Latency.Record(int64(end - min(intended, actual)))
+		iv.ServiceTime.Record(int64(end - actual))
+		iv.ScheduleLag.Record(int64(max(actual-intended, 0)))
+	}
 	s.bytesIn += out.BytesIn
 	s.bytesOut += out.BytesOut
 	s.codes[out.Code]++
@@ -538,4 +577,26 @@ func normalizeError(err error) string {
 		return msg
 	}
 	return err.Error()
+}
+
+// mergeIntervals merges the shards' interval histograms into res.Intervals,
+// in time order.
+func mergeIntervals(res *Result, shards []*shard) error {
+	byIdx := map[int64]*Interval{}
+	for _, s := range shards {
+		for i, iv := range s.intervals {
+			m := byIdx[i]
+			if m == nil {
+				m = &Interval{Start: iv.Start, Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
+				byIdx[i] = m
+			}
+			if err := errors.Join(m.Latency.Merge(iv.Latency), m.ServiceTime.Merge(iv.ServiceTime), m.ScheduleLag.Merge(iv.ScheduleLag)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, i := range slices.Sorted(maps.Keys(byIdx)) {
+		res.Intervals = append(res.Intervals, *byIdx[i])
+	}
+	return nil
 }
