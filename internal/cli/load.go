@@ -50,6 +50,8 @@ type loadFlags struct {
 	quiet       bool
 	cpus        int
 	cpuProfile  string
+	// hlog is --hlog: the interval log to write (per second).
+	hlog string
 	// failOn is --fail-on, parsed into conditions by buildLoadConfig.
 	failOn     string
 	conditions []threshold.Condition
@@ -138,6 +140,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVar(&f.format, "output-format", "", "text, json, hdr or vegeta-json (vegeta report -type=json's document) (default: text; from -o's extension .json/.hdr when given)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the report in --output-format to this file (the text report still goes to stdout)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
+	fl.StringVar(&f.hlog, "hlog", "", "also write latency, service time and schedule lag per second of the window as HdrHistogram's interval log (.hlog) to `FILE`")
 	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the run with exit 99 after its report, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS; with --generator, the tool's threads); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
@@ -245,6 +248,14 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	}
 	if err := checkGenerator(f, cfg); err != nil {
 		errs = append(errs, err)
+	}
+	if f.hlog != "" {
+		if f.generator != extgen.Meshbench {
+			errs = append(errs, fmt.Errorf("--hlog: only with meshbench's own engine (--generator meshbench)"))
+		} else if err := results.CheckOutputFile(f.hlog); err != nil {
+			errs = append(errs, fmt.Errorf("--hlog %w", err))
+		}
+		cfg.Interval = time.Second
 	}
 	if f.failOn != "" {
 		conds, err := threshold.Parse(f.failOn)

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -572,5 +574,36 @@ func TestLoadFailOn(t *testing.T) {
 	}
 	if bad := runCLI(t, nil, append(args, "p99>5")...); bad.code != ExitUsage || !strings.Contains(bad.stderr, "--fail-on: condition \"p99>5\": p99 needs a duration") {
 		t.Errorf("bad condition: exit %d, stderr %q", bad.code, bad.stderr)
+	}
+}
+
+// TestLoadHlog: --hlog writes HdrHistogram's interval log, three tagged
+// lines per second of the window, readable by hdrhistogram-go's reader;
+// with an external generator it is bad input.
+func TestLoadHlog(t *testing.T) {
+	addr := testutil.StartServe(t, "static")
+	path := filepath.Join(t.TempDir(), "run.hlog")
+	inv := runCLI(t, nil, "load", "-q", "--rate", "100", "--duration", "2s", "--warmup", "0s", "--hlog", path, "http://"+addr+"/")
+	if inv.code != ExitOK {
+		t.Fatalf("exit %d: %s", inv.code, inv.stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := hdr.NewHistogramLogReader(bytes.NewReader(b))
+	tags := map[string]int64{}
+	for {
+		h, err := r.NextIntervalHistogram()
+		if err != nil || h == nil {
+			break
+		}
+		tags[h.Tag()] += h.TotalCount()
+	}
+	if tags["latency"] != 200 || tags["service"] != 200 || tags["lag"] != 200 {
+		t.Errorf("values per tag %v, want 200 each:\n%s", tags, b)
+	}
+	if bad := runCLI(t, nil, "load", "--generator", "oha", "--hlog", path, "http://"+addr+"/"); bad.code != ExitUsage || !strings.Contains(bad.stderr, "--hlog: only with meshbench's own engine") {
+		t.Errorf("--hlog with oha: exit %d stderr %q", bad.code, bad.stderr)
 	}
 }

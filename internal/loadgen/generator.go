@@ -135,8 +135,9 @@ type Result struct {
 	Interrupted  bool              // the run was cancelled before its end
 	ConnectionsN int               // connections used
 	// Intervals holds, when Config.Interval > 0, the histograms of each
-	// interval of the measured window in which at least one answer arrived,
-	// in time order (merged over shards, exact).
+	// interval of the measured window from its start to the last answer,
+	// in time order (merged over shards, exact); an interval in which
+	// nothing was answered is empty, not left out.
 	Intervals []Interval
 }
 
@@ -595,8 +596,19 @@ func mergeIntervals(res *Result, shards []*shard) error {
 			}
 		}
 	}
-	for _, i := range slices.Sorted(maps.Keys(byIdx)) {
-		res.Intervals = append(res.Intervals, *byIdx[i])
+	// Every interval up to the last answer, empty ones too: a second in
+	// which nothing was answered (a stall) is a line of count 0, not a gap.
+	keys := slices.Sorted(maps.Keys(byIdx))
+	if len(keys) == 0 {
+		return nil
+	}
+	for i := int64(0); i <= keys[len(keys)-1]; i++ {
+		iv := byIdx[i]
+		if iv == nil {
+			iv = &Interval{Start: time.Duration(i) * res.Config.Interval, Latency: latency.NewRecorder(),
+				ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
+		}
+		res.Intervals = append(res.Intervals, *iv)
 	}
 	return nil
 }
