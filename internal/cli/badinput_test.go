@@ -124,7 +124,7 @@ func TestLoadHungTargetCLI(t *testing.T) {
 	}
 	for _, want := range []string{"Not sent      [total, ratio]", "WARNING: target rate not reached: sent ",
 		" requests not sent: the measured window ended while they waited for a free connection; a request in flight then got at most the 1s timeout",
-		"timeout: read tcp " + ln.Addr().String() + ": i/o timeout ("} {
+		"Error Set:\nread tcp " + ln.Addr().String() + ": i/o timeout\n\n", "[kind, count, error]           timeout, "} {
 		if !strings.Contains(inv.stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, inv.stdout)
 		}

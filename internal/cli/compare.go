@@ -9,11 +9,14 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 type compareFlags struct {
 	out        string
 	confidence float64
+	// failOnRegression is --fail-on-regression's margin ("" when not given).
+	failOnRegression string
 }
 
 func newCompareCmd(env *Env) *cobra.Command {
@@ -39,6 +42,14 @@ B's relative to A's with an interval.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validLevel(f.confidence) {
 				return usagef("--confidence %v: allowed: a level between 0 and 1, e.g. 0.95", f.confidence)
+			}
+			margin := -1.0
+			if f.failOnRegression != "" {
+				m, err := threshold.ParseRelative(f.failOnRegression)
+				if err != nil {
+					return usagef("--fail-on-regression %v", err)
+				}
+				margin = m
 			}
 			if f.out != "" {
 				if err := results.CheckOutputFile(f.out); err != nil {
@@ -76,10 +87,20 @@ B's relative to A's with an interval.`,
 			if _, err = env.Stdout.Write(text.Bytes()); err != nil {
 				return err
 			}
-			return partial(a, b)
+			if err := partial(a, b); err != nil {
+				return err
+			}
+			if margin >= 0 {
+				if reg := threshold.Regressions(sc, margin); len(reg) > 0 {
+					return &ThresholdError{Crossed: append([]string{fmt.Sprintf("%d regressions beyond %s", len(reg), f.failOnRegression)}, reg...)}
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "also write the comparison as a tidy CSV to `FILE` (one row per config and figure)")
 	cmd.Flags().Float64Var(&f.confidence, "confidence", 0.95, "confidence level of every interval")
+	cmd.Flags().StringVar(&f.failOnRegression, "fail-on-regression", "", `exit 99 when B is significantly worse than A by more than this margin in any config ("10%"; "0%" when given bare): latency, CPU or memory higher, achieved rate lower, the whole interval beyond the margin`)
+	cmd.Flags().Lookup("fail-on-regression").NoOptDefVal = "0%"
 	return cmd
 }

@@ -187,3 +187,17 @@ func TestCompareWarnsOnMethodDifferences(t *testing.T) {
 		t.Errorf("a set against itself warns:\n%s", self.stdout)
 	}
 }
+
+// TestCompareFailOnRegression: the fixtures differ by nothing significant,
+// so --fail-on-regression (bare: 0%) exits 0 with the comparison printed;
+// a bad margin is bad input. Regressions themselves are tested in
+// internal/threshold against plans with known shifts.
+func TestCompareFailOnRegression(t *testing.T) {
+	a, b := filepath.Join("..", "analysis", "testdata", "plan-small"), filepath.Join("..", "analysis", "testdata", "plan-invalid")
+	if inv := runCLI(t, nil, "compare", "--fail-on-regression", a, b); inv.code != ExitOK || !strings.Contains(inv.stdout, "configs in both") {
+		t.Errorf("exit %d, stderr %q", inv.code, inv.stderr)
+	}
+	if inv := runCLI(t, nil, "compare", "--fail-on-regression=-3%", a, b); inv.code != ExitUsage || !strings.Contains(inv.stderr, "--fail-on-regression \"-3%\": allowed") {
+		t.Errorf("bad margin: exit %d, stderr %q", inv.code, inv.stderr)
+	}
+}

@@ -47,7 +47,7 @@ func (k *kubeFlags) add(cmd *cobra.Command, which int) {
 	if which == kubeConnect {
 		return
 	}
-	fl.StringVar(&k.image, "image", kube.DefaultImage, "meshbench image for the app and the load workers (kube platform; `make image` builds it)")
+	fl.StringVar(&k.image, "image", kube.DefaultImage, "meshbench image for the app and the load workers (kube platform; built by make image)")
 	fl.StringVar(&k.appImage, "app-image", "", "image for the static app instead of meshbench's, e.g. nginx pinned by digest (kube platform)")
 	fl.BoolVar(&k.facesChart, "faces-chart", true, "app faces: install Buoyant's Faces chart "+kube.FacesChartVersion+" with helm, as the seed tool does; false: meshbench's own face/smiley/color (kube platform)")
 	if which == kubeRun {

@@ -25,6 +25,7 @@ import (
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 type loadFlags struct {
@@ -49,6 +50,11 @@ type loadFlags struct {
 	quiet       bool
 	cpus        int
 	cpuProfile  string
+	// hlog is --hlog: the interval log to write (per second).
+	hlog string
+	// failOn is --fail-on, parsed into conditions by buildLoadConfig.
+	failOn     string
+	conditions []threshold.Condition
 	// workers and workerIndex split the load between several generators
 	// (the pods of a Kubernetes Job): this one sends its share.
 	workers     int
@@ -133,9 +139,11 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVar(&f.tls.KeyFile, "key", "", "PEM private key of --cert")
 	fl.StringVar(&f.tls.ServerName, "server-name", "", "TLS server name to send and verify (default: the target's host)")
 	fl.BoolVar(&f.tls.Insecure, "insecure", false, "do not verify the server's certificate")
-	fl.StringVar(&f.format, "output-format", "", "text, json or hdr (default: text; from -o's extension .json/.hdr when given)")
+	fl.StringVar(&f.format, "output-format", "", "text, json, hdr or vegeta-json (vegeta report -type=json's document) (default: text; from -o's extension .json/.hdr when given)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the report in --output-format to this file (the text report still goes to stdout)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
+	fl.StringVar(&f.hlog, "hlog", "", "also write latency, service time and schedule lag per second of the window as HdrHistogram's interval log (.hlog) to `FILE`")
+	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the run with exit 99 after its report, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS; with --generator, the tool's threads); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpuprofile")
@@ -229,16 +237,7 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		errs = append(errs, err)
 	}
 	cfg.TLS = tlsCfg
-	format := f.format
-	if format == "" {
-		format = "text"
-		switch strings.ToLower(filepath.Ext(f.output)) {
-		case ".json":
-			format = "json"
-		case ".hdr":
-			format = "hdr"
-		}
-	}
+	format := outputFormat(f.format, f.output)
 	if f.cpus < 1 || f.cpus > 1024 {
 		errs = append(errs, fmt.Errorf("--cpus %d: allowed: 1 to 1024", f.cpus))
 	}
@@ -252,6 +251,21 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	}
 	if err := checkGenerator(f, cfg); err != nil {
 		errs = append(errs, err)
+	}
+	if f.hlog != "" {
+		if f.generator != extgen.Meshbench {
+			errs = append(errs, fmt.Errorf("--hlog: only with meshbench's own engine (--generator meshbench)"))
+		} else if err := results.CheckOutputFile(f.hlog); err != nil {
+			errs = append(errs, fmt.Errorf("--hlog %w", err))
+		}
+		cfg.Interval = time.Second
+	}
+	if f.failOn != "" {
+		conds, err := threshold.Parse(f.failOn)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--fail-on: %w", err))
+		}
+		f.conditions = conds
 	}
 	if len(errs) == 0 && f.generator == extgen.Meshbench {
 		if err := loadgen.EnsureFileLimit(cfg.Connections); err != nil {
@@ -347,8 +361,11 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 		}
 	}
 	var prog *progressLine
-	if env.StderrIsTTY && !f.quiet {
-		prog = &progressLine{w: env.Stderr, total: cfg.Duration}
+	if !f.quiet {
+		// A terminal gets one redrawn line; a pipe, a CI log or TERM=dumb
+		// a plain line every few seconds, without cursor codes.
+		plain := !env.StderrIsTTY || env.Getenv("TERM") == "dumb"
+		prog = &progressLine{w: env.Stderr, total: cfg.Duration, plain: plain}
 		cfg.Progress = prog.show
 	}
 	out, interrupted, err := runGenerator(ctx, f, cfg, prog)
@@ -374,20 +391,56 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 	if interrupted {
 		return errInterrupted
 	}
+	return checkThresholds(out, f.conditions)
+}
+
+// checkThresholds returns a ThresholdError naming every --fail-on
+// condition the result meets.
+func checkThresholds(r *results.LoadResult, conds []threshold.Condition) error {
+	if len(conds) == 0 {
+		return nil
+	}
+	crossed, err := threshold.Crossed(r, conds)
+	if err != nil {
+		return err
+	}
+	if len(crossed) > 0 {
+		return &ThresholdError{Crossed: crossed}
+	}
 	return nil
 }
 
-// progressLine redraws one status line on a terminal.
+// progressLine redraws one status line on a terminal; in plain mode it
+// prints a whole line every plainEvery instead (no cursor codes).
 type progressLine struct {
 	mu    sync.Mutex
 	w     io.Writer
 	total time.Duration
+	plain bool
 	drawn bool
+	// next is when plain mode prints again (elapsed time; warm-up is
+	// negative and printed once).
+	next    time.Duration
+	started bool
 }
+
+// plainEvery is how often a plain progress line is printed: often enough
+// that a CI log shows a run is alive, rare enough not to flood it.
+const plainEvery = 5 * time.Second
 
 func (p *progressLine) show(pr loadgen.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.plain {
+		if p.started && pr.Elapsed < p.next {
+			return
+		}
+		p.started = true
+		p.next = max(pr.Elapsed, 0).Truncate(plainEvery) + plainEvery
+		if pr.Elapsed < 0 {
+			p.next = 0 // the first line of the measured window follows
+		}
+	}
 	phase := fmt.Sprintf("%5.1fs/%s", max(pr.Elapsed, 0).Seconds(), report.Dur(p.total))
 	if pr.Elapsed < 0 {
 		phase = fmt.Sprintf("warm-up %.1fs", (-pr.Elapsed).Seconds())
@@ -396,8 +449,13 @@ func (p *progressLine) show(pr loadgen.Progress) {
 	if pr.Elapsed > 0 {
 		rate = float64(pr.Sent) / pr.Elapsed.Seconds()
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s] sent %d  %.1f/s  p50 %s  p99 %s  errors %d  dropped %d",
+	line := fmt.Sprintf("[%s] sent %d  %.1f/s  p50 %s  p99 %s  errors %d  dropped %d",
 		phase, pr.Sent, rate, report.DurNs(pr.P50Ns), report.DurNs(pr.P99Ns), pr.Errors, pr.Dropped)
+	if p.plain {
+		fmt.Fprintln(p.w, "progress "+line)
+		return
+	}
+	fmt.Fprint(p.w, "\r\033[K"+line)
 	p.drawn = true
 }
 
@@ -407,4 +465,19 @@ func (p *progressLine) clear() {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
+}
+
+// outputFormat is the format a load result is written in: the flag's when
+// given, else the one -o's extension names (.json, .hdr), else text.
+func outputFormat(flagValue, output string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	switch strings.ToLower(filepath.Ext(output)) {
+	case ".json":
+		return "json"
+	case ".hdr":
+		return "hdr"
+	}
+	return "text"
 }

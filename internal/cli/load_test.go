@@ -1,6 +1,8 @@
 package cli
 
 import (
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -250,8 +252,15 @@ func TestLoadInterrupted(t *testing.T) {
 	if !strings.Contains(inv.stdout, "WARNING: interrupted") || !strings.Contains(inv.stdout, "Requests      [total, rate, throughput]") {
 		t.Errorf("report missing:\n%s", inv.stdout)
 	}
-	if strings.TrimSpace(inv.stderr) != "meshbench: interrupted" {
+	// stderr: plain progress lines (not a terminal), then one line.
+	lines := strings.Split(strings.TrimSpace(inv.stderr), "\n")
+	if lines[len(lines)-1] != "meshbench: interrupted" {
 		t.Errorf("stderr %q", inv.stderr)
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(l, "progress [") {
+			t.Errorf("stderr line %q, want only progress lines before the last", l)
+		}
 	}
 	r := readResult(t, out)
 	if !r.Interrupted || r.Sent < 250 || r.Sent > 350 {
@@ -259,16 +268,32 @@ func TestLoadInterrupted(t *testing.T) {
 	}
 }
 
-func TestLoadProgressOnTTYOnly(t *testing.T) {
+// TestLoadProgress: a terminal gets the redrawn line; stderr off a
+// terminal (a pipe, CI) and a terminal with TERM=dumb get plain lines
+// (in 2.5 s one, the first tick's: the next is due at 5 s) with no cursor
+// codes; -q prints none.
+func TestLoadProgress(t *testing.T) {
 	addr := testutil.StartServe(t, "static")
 	args := []string{"load", "--rate", "100", "--duration", "2500ms", "--warmup", "0s", "http://" + addr + "/"}
 	tty := runCLI(t, &Env{StderrIsTTY: true}, args...)
 	if tty.code != 0 || !strings.Contains(tty.stderr, "\r\x1b[K[") || !strings.Contains(tty.stderr, "p99") {
 		t.Errorf("no progress line on a terminal: exit %d stderr %q", tty.code, tty.stderr)
 	}
-	plain := runCLI(t, nil, args...)
-	if plain.code != 0 || plain.stderr != "" {
-		t.Errorf("progress shown off a terminal: %q", plain.stderr)
+	dumb := &Env{StderrIsTTY: true, Getenv: func(k string) string {
+		if k == "TERM" {
+			return "dumb"
+		}
+		return ""
+	}}
+	for name, env := range map[string]*Env{"pipe": nil, "TERM=dumb": dumb} {
+		inv := runCLI(t, env, args...)
+		if inv.code != 0 || !strings.HasPrefix(inv.stderr, "progress [") || strings.ContainsAny(inv.stderr, "\r\x1b") {
+			t.Errorf("%s: want plain progress lines without cursor codes: exit %d stderr %q", name, inv.code, inv.stderr)
+		}
+	}
+	quiet := runCLI(t, nil, append([]string{"load", "-q"}, args[1:]...)...)
+	if quiet.code != 0 || quiet.stderr != "" {
+		t.Errorf("-q: progress shown: %q", quiet.stderr)
 	}
 }
 
@@ -285,7 +310,7 @@ func TestLoadOutputFormats(t *testing.T) {
 		t.Errorf("json output: %v sent %d", err, r.Sent)
 	}
 	closed := runCLI(t, nil, "load", "--max", "-c", "2", "--duration", "500ms", "--warmup", "0s", url)
-	if closed.code != 0 || !strings.HasPrefix(closed.stdout, "Load model: CLOSED loop") {
+	if closed.code != 0 || !strings.Contains(closed.stdout, "\nLoad model: CLOSED loop") {
 		t.Errorf("closed loop not labelled:\n%s", closed.stdout)
 	}
 }
@@ -301,7 +326,7 @@ func TestMergeCommand(t *testing.T) {
 		}
 	}
 	merged := filepath.Join(dir, "m.json")
-	inv := runCLI(t, nil, "merge", "--output-format", "json", "-o", merged, a, b)
+	inv := runCLI(t, nil, "merge", "-o", merged, a, b) // the format follows -o's extension
 	if inv.code != 0 {
 		t.Fatalf("merge: %s", inv.stderr)
 	}
@@ -531,4 +556,54 @@ func (c cleanupAfter) Run() int {
 	code := c.m.Run()
 	testutil.RemoveMeshbenchBuild()
 	return code
+}
+
+// TestLoadFailOn: --fail-on sets exit 99 after the report when a condition
+// holds (any latency is above 1 ns), exits 0 when none does, and a bad
+// condition is bad input before any load.
+func TestLoadFailOn(t *testing.T) {
+	addr := testutil.StartServe(t, "static")
+	args := []string{"load", "-q", "--rate", "100", "--duration", "500ms", "--warmup", "0s", "http://" + addr + "/", "--fail-on"}
+	crossed := runCLI(t, nil, append(args, "p50>1ns,errors>1%")...)
+	if crossed.code != ExitThresholds || !strings.Contains(crossed.stderr, "p50>1ns: p50 was ") || strings.Contains(crossed.stderr, "errors>1%") ||
+		!strings.Contains(crossed.stdout, "Requests      [total") {
+		t.Errorf("crossed: exit %d, stdout %q, stderr %q", crossed.code, crossed.stdout, crossed.stderr)
+	}
+	if ok := runCLI(t, nil, append(args, "p99>30s,errors>0")...); ok.code != ExitOK {
+		t.Errorf("passing thresholds: exit %d, stderr %q", ok.code, ok.stderr)
+	}
+	if bad := runCLI(t, nil, append(args, "p99>5")...); bad.code != ExitUsage || !strings.Contains(bad.stderr, "--fail-on: condition \"p99>5\": p99 needs a duration") {
+		t.Errorf("bad condition: exit %d, stderr %q", bad.code, bad.stderr)
+	}
+}
+
+// TestLoadHlog: --hlog writes HdrHistogram's interval log, three tagged
+// lines per second of the window, readable by hdrhistogram-go's reader;
+// with an external generator it is bad input.
+func TestLoadHlog(t *testing.T) {
+	addr := testutil.StartServe(t, "static")
+	path := filepath.Join(t.TempDir(), "run.hlog")
+	inv := runCLI(t, nil, "load", "-q", "--rate", "100", "--duration", "2s", "--warmup", "0s", "--hlog", path, "http://"+addr+"/")
+	if inv.code != ExitOK {
+		t.Fatalf("exit %d: %s", inv.code, inv.stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := hdr.NewHistogramLogReader(bytes.NewReader(b))
+	tags := map[string]int64{}
+	for {
+		h, err := r.NextIntervalHistogram()
+		if err != nil || h == nil {
+			break
+		}
+		tags[h.Tag()] += h.TotalCount()
+	}
+	if tags["latency"] != 200 || tags["service"] != 200 || tags["lag"] != 200 {
+		t.Errorf("values per tag %v, want 200 each:\n%s", tags, b)
+	}
+	if bad := runCLI(t, nil, "load", "--generator", "oha", "--hlog", path, "http://"+addr+"/"); bad.code != ExitUsage || !strings.Contains(bad.stderr, "--hlog: only with meshbench's own engine") {
+		t.Errorf("--hlog with oha: exit %d stderr %q", bad.code, bad.stderr)
+	}
 }

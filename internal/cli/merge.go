@@ -23,6 +23,7 @@ generators into one: histograms merged exactly, counts summed, time spans
 joined. The result is the same as one generator that sent all the load.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			format := outputFormat(format, output)
 			if !slices.Contains(report.LoadFormats, format) {
 				return usagef("--output-format %q: allowed: %s", format, strings.Join(report.LoadFormats, ", "))
 			}
@@ -58,7 +59,7 @@ joined. The result is the same as one generator that sent all the load.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "output-format", "text", "text, json or hdr")
+	cmd.Flags().StringVar(&format, "output-format", "", "text, json, hdr or vegeta-json (default: text; from -o's extension .json/.hdr when given)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
 	return cmd
 }

@@ -37,8 +37,8 @@ cells (median over valid repetitions with bootstrap intervals, differences
 against the baseline mesh, scaling fits) and write DIR/report/: report.txt,
 report.html (self-contained), latency.csv (the nighthawk script's layout:
 rows p50/p90/p99/max, one column per mesh), figures.csv (every figure, one
-row each), plots/*.png|svg and smp/CELL.json (each cell in the Service
-Mesh Performance format, for Meshery). Prints the text report.`,
+row each), plots/*.png|svg and smp/CELL.json (each cell as Service Mesh
+Performance messages, valid against the SMP protos). Prints the text report.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validLevel(f.confidence) {

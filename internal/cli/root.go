@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ const (
 	ExitFailure     = 1   // the command ran and failed (run error, unreachable target…)
 	ExitUsage       = 2   // bad input: flags, arguments, files
 	ExitPartial     = 3   // report/compare wrote a partial report: some cells cannot be read (listed in it)
+	ExitThresholds  = 99  // a --fail-on condition held or compare found a regression (k6's code for crossed thresholds); the report was written
 	ExitInterrupted = 130 // cancelled by SIGINT/SIGTERM; partial results were written
 )
 
@@ -68,6 +70,15 @@ type PartialError struct{ Err error }
 
 func (e *PartialError) Error() string { return e.Err.Error() }
 func (e *PartialError) Unwrap() error { return e.Err }
+
+// ThresholdError lists the --fail-on conditions a finished run met (or
+// the regressions compare found); Run prints each and maps it to
+// ExitThresholds.
+type ThresholdError struct{ Crossed []string }
+
+func (e *ThresholdError) Error() string {
+	return "failed: " + strings.Join(e.Crossed, "; ")
+}
 
 // errInterrupted is returned by commands that stopped because of a signal
 // after writing what they had measured.
@@ -121,6 +132,10 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	if errors.As(err, &pe) {
 		return ExitPartial
 	}
+	var te *ThresholdError
+	if errors.As(err, &te) {
+		return ExitThresholds
+	}
 	return ExitFailure
 }
 
@@ -134,6 +149,19 @@ func newRootCmd(env *Env) *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &UsageError{Err: err}
+	})
+	// --version without cobra's -v shorthand: -v means verbosity to users
+	// of kubectl and istioctl. `meshbench version` prints the same.
+	root.Flags().Bool("version", false, "print meshbench's version and exit")
+	root.SetVersionTemplate(versionLine() + "\n")
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print meshbench's version, the Go version it was built with, and the platform",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(env.Stdout, versionLine())
+			return err
+		},
 	})
 	root.AddCommand(newLoadCmd(env))
 	root.AddCommand(newServeCmd(env))
@@ -157,4 +185,9 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// versionLine is what `meshbench version` and --version print.
+func versionLine() string {
+	return fmt.Sprintf("meshbench version %s (%s %s/%s)", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

@@ -26,6 +26,7 @@ const (
 	KindProtocol = "protocol" // malformed answer (bad HTTP, short TCP echo)
 	KindGRPC     = "grpc"     // gRPC call failed with a non-OK status
 	KindLocal    = "local"    // the load generator's own failure (out of file descriptors), never the target's
+	KindStatus   = "status"   // an HTTP answer with an error status (1xx final, 4xx, 5xx)
 	KindOther    = "other"    // anything else
 )
 

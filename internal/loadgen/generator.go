@@ -14,9 +14,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
+	"net/http"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +46,10 @@ type Config struct {
 	// ProgressInterval (default 1 s) with figures so far.
 	Progress         func(Progress)
 	ProgressInterval time.Duration
+	// Interval, if > 0, also records the three histograms per interval of
+	// the measured window, by the time each answer arrived (HdrHistogram's
+	// interval-log convention): Result.Intervals. 0 records none.
+	Interval time.Duration
 	// Now is the clock; nil means time.Now. Only the wall-clock stamps in the
 	// result come from it; intervals use the monotonic clock of time.Now.
 	Now func() time.Time
@@ -126,6 +134,18 @@ type Result struct {
 	ScheduleLag  *latency.Recorder // actual − intended send
 	Interrupted  bool              // the run was cancelled before its end
 	ConnectionsN int               // connections used
+	// Intervals holds, when Config.Interval > 0, the histograms of each
+	// interval of the measured window from its start to the last answer,
+	// in time order (merged over shards, exact); an interval in which
+	// nothing was answered is empty, not left out.
+	Intervals []Interval
+}
+
+// Interval is the answers that arrived in [Start, Start+Config.Interval)
+// of the measured window.
+type Interval struct {
+	Start                             time.Duration // since the measured window opened
+	Latency, ServiceTime, ScheduleLag *latency.Recorder
 }
 
 // shard is one set of recorders; workers map onto shards so memory stays
@@ -140,6 +160,10 @@ type shard struct {
 	bytesIn, bytesOut   int64
 	firstSend, lastSend int64
 	lastEnd             int64
+	// interval histograms by index (end − warm-up) / interval; nil: none.
+	interval  time.Duration
+	warm      time.Duration
+	intervals map[int64]*Interval
 }
 
 func newShard() *shard {
@@ -194,6 +218,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	shards := make([]*shard, nShards)
 	for i := range shards {
 		shards[i] = newShard()
+		if cfg.Interval > 0 {
+			shards[i].interval, shards[i].warm, shards[i].intervals = cfg.Interval, cfg.Warmup, map[int64]*Interval{}
+		}
 	}
 	conns := make([]conn, cfg.Connections)
 	for i := range conns {
@@ -311,6 +338,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for k, v := range s.errs {
 			res.Errors[k] += v
 		}
+	}
+	if err := mergeIntervals(res, shards); err != nil {
+		return nil, err
 	}
 	if res.Sent > 0 {
 		res.FirstSend = time.Duration(first)
@@ -455,21 +485,48 @@ func record(ctx context.Context, s *shard, out Outcome, intended, actual, end ti
 	s.lat.Record(int64(end - min(intended, actual)))
 	s.svc.Record(int64(end - actual))
 	s.lag.Record(int64(max(actual-intended, 0)))
+	if s.interval > 0 {
+		i := int64(max(end-s.warm, 0) / s.interval)
+		iv := s.intervals[i]
+		if iv == nil {
+			iv = &Interval{Start: time.Duration(i) * s.interval, Latency: latency.NewRecorder(),
+				ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
+			s.intervals[i] = iv
+		}
+		iv.Latency.Record(int64(end - min(intended, actual)))
+		iv.ServiceTime.Record(int64(end - actual))
+		iv.ScheduleLag.Record(int64(max(actual-intended, 0)))
+	}
 	s.bytesIn += out.BytesIn
 	s.bytesOut += out.BytesOut
 	s.codes[out.Code]++
 	if out.Err == nil && isSuccess(out.Code) {
 		s.ok++
 	}
-	if out.Err != nil {
-		k := ErrorKey{Kind: ClassifyError(out.Err), Message: normalizeError(out.Err)}
-		if _, seen := s.errs[k]; !seen && len(s.errs) >= maxErrorMessages {
-			k.Message = "(further distinct " + k.Kind + " errors)"
-		}
-		s.errs[k]++
+	var k ErrorKey
+	switch {
+	case out.Err != nil:
+		k = ErrorKey{Kind: ClassifyError(out.Err), Message: normalizeError(out.Err)}
+	case !isSuccess(out.Code):
+		// An HTTP error status is an answer, but a failed request: it is
+		// listed the way vegeta lists it ("503 Service Unavailable").
+		k = ErrorKey{Kind: KindStatus, Message: StatusError(out.Code)}
+	default:
+		return
 	}
-	// HTTP error statuses are answers, not transport errors: they show in
-	// the status codes only.
+	if _, seen := s.errs[k]; !seen && len(s.errs) >= maxErrorMessages {
+		k.Message = "(further distinct " + k.Kind + " errors)"
+	}
+	s.errs[k]++
+}
+
+// StatusError renders a failed HTTP status as vegeta's error set does
+// (Go's Response.Status): "503 Service Unavailable".
+func StatusError(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code) + " status code " + strconv.Itoa(code)
 }
 
 // isSuccess: HTTP 2xx/3xx, tcpOK. gRPC OK (0) arrives with Err == nil and
@@ -521,4 +578,37 @@ func normalizeError(err error) string {
 		return msg
 	}
 	return err.Error()
+}
+
+// mergeIntervals merges the shards' interval histograms into res.Intervals,
+// in time order.
+func mergeIntervals(res *Result, shards []*shard) error {
+	byIdx := map[int64]*Interval{}
+	for _, s := range shards {
+		for i, iv := range s.intervals {
+			m := byIdx[i]
+			if m == nil {
+				m = &Interval{Start: iv.Start, Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
+				byIdx[i] = m
+			}
+			if err := errors.Join(m.Latency.Merge(iv.Latency), m.ServiceTime.Merge(iv.ServiceTime), m.ScheduleLag.Merge(iv.ScheduleLag)); err != nil {
+				return err
+			}
+		}
+	}
+	// Every interval up to the last answer, empty ones too: a second in
+	// which nothing was answered (a stall) is a line of count 0, not a gap.
+	keys := slices.Sorted(maps.Keys(byIdx))
+	if len(keys) == 0 {
+		return nil
+	}
+	for i := int64(0); i <= keys[len(keys)-1]; i++ {
+		iv := byIdx[i]
+		if iv == nil {
+			iv = &Interval{Start: time.Duration(i) * res.Config.Interval, Latency: latency.NewRecorder(),
+				ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
+		}
+		res.Intervals = append(res.Intervals, *iv)
+	}
+	return nil
 }

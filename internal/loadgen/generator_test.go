@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -243,11 +244,28 @@ func TestRunErrorsClassified(t *testing.T) {
 		t.Error("preflight did not report the refused target")
 	}
 
-	// Injected HTTP 503s are answers, not transport errors.
+	// Injected HTTP 503s are answers with a failed status: counted under
+	// their code and listed in the error set as vegeta lists them.
 	flaky := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{ErrorRatio: 1, ErrorStatus: 503}})
 	res = mustRun(t, baseConfig(targets(t, false, "http://"+flaky+"/"), 100, 200*time.Millisecond))
-	if res.Codes[503] != 20 || res.Success != 0 || len(res.Errors) != 0 {
-		t.Errorf("503s: codes %v success %d errors %v", res.Codes, res.Success, res.Errors)
+	want := map[ErrorKey]int64{{Kind: KindStatus, Message: "503 Service Unavailable"}: 20}
+	if res.Codes[503] != 20 || res.Success != 0 || !maps.Equal(res.Errors, want) {
+		t.Errorf("503s: codes %v success %d errors %v, want %v", res.Codes, res.Success, res.Errors, want)
+	}
+
+	// Timeouts on many connections (each its own local port) are one
+	// entry of the error set, not one per connection.
+	stalled := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 2 * time.Second}})
+	cfg = baseConfig(targets(t, false, "http://"+stalled+"/"), 200, 300*time.Millisecond)
+	cfg.Connections, cfg.Timeout = 32, 50*time.Millisecond
+	res = mustRun(t, cfg)
+	if len(res.Errors) != 1 || res.Completed < 32 {
+		t.Errorf("%d timeouts on 32 connections gave %d error entries, want 1: %v", res.Completed, len(res.Errors), res.Errors)
+	}
+	for k := range res.Errors {
+		if k.Kind != KindTimeout || strings.Contains(k.Message, "raw-") {
+			t.Errorf("timeout entry %q (%s): want kind timeout and no internal words", k.Kind, k.Message)
+		}
 	}
 
 	// A request that outlives --timeout is a timeout error.

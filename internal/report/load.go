@@ -18,9 +18,10 @@ import (
 )
 
 // LoadFormats lists the formats WriteLoad accepts.
-var LoadFormats = []string{"text", "json", "hdr"}
+var LoadFormats = []string{"text", "json", "hdr", "vegeta-json"}
 
-// WriteLoad renders r in format ("text", "json" or "hdr").
+// WriteLoad renders r in format ("text", "json", "hdr" or "vegeta-json",
+// the metrics document of `vegeta report -type=json`).
 func WriteLoad(w io.Writer, r *results.LoadResult, format string) error {
 	switch format {
 	case "text", "":
@@ -29,36 +30,37 @@ func WriteLoad(w io.Writer, r *results.LoadResult, format string) error {
 		return r.Write(w)
 	case "hdr":
 		return LoadHDR(w, r)
+	case "vegeta-json":
+		return LoadVegetaJSON(w, r)
 	}
 	return fmt.Errorf("output format %q: allowed: %s", format, strings.Join(LoadFormats, ", "))
 }
 
-// LoadText writes the vegeta-style report. The lines vegeta prints are
-// byte-compatible with `vegeta report` (same labels, brackets, alignment and
-// number formats); meshbench's own lines (p99.9, service time, schedule lag,
-// drops) use labels and brackets that keep that alignment.
+// LoadText writes the report. It opens with the block `vegeta report`
+// prints, byte for byte in its layout (labels, brackets, alignment, number
+// formats, two spaces after each code:count, one line per distinct error
+// under "Error Set:"), so parsers written for vegeta read it. meshbench's
+// own lines follow after a blank line, each with a prefix vegeta never
+// prints: the load model, the tail percentiles, service time, schedule lag,
+// drops, the count of each error, the generator and warnings.
 func LoadText(w io.Writer, r *results.LoadResult) error {
 	lat, svc, lag, err := r.Histograms()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, Headline(r))
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.StripEscape)
-	attack, wait := r.AttackDuration(), r.Wait()
-	fmt.Fprintf(tw, "Requests\t[total, rate, throughput]\t%d, %.2f, %.2f\n", r.Sent, r.AchievedRatePerSec(), r.ThroughputPerSec())
-	fmt.Fprintf(tw, "Duration\t[total, attack, wait]\t%s, %s, %s\n", Dur(attack+wait), Dur(attack), Dur(wait))
 	// An external generator may not report a histogram: say so rather
 	// than print zeros.
 	unknown := func(h interface{ Count() int64 }) bool {
 		return r.Generator != nil && h.Count() == 0 && r.Completed > 0
 	}
-	if unknown(lat) {
-		fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\tunknown (not reported by %s)\n", r.Generator.Name)
-	} else {
-		fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\t%s, %s, %s, %s, %s, %s, %s\n",
-			DurNs(lat.MinNs()), DurNs(int64(math.Round(lat.MeanNs()))), DurNs(lat.Percentile(50)), DurNs(lat.Percentile(90)),
-			DurNs(lat.Percentile(95)), DurNs(lat.Percentile(99)), DurNs(lat.MaxNs()))
-		fmt.Fprintf(tw, "Latencies\t[99.9, 99.99]\t%s, %s\n", DurNs(lat.Percentile(99.9)), DurNs(lat.Percentile(99.99)))
+	if err := vegetaBlock(w, r, lat, unknown(lat)); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, Headline(r))
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.StripEscape)
+	if !unknown(lat) {
+		fmt.Fprintf(tw, "Tail latency\t[99.9, 99.99]\t%s, %s\n", DurNs(lat.Percentile(99.9)), DurNs(lat.Percentile(99.99)))
 	}
 	if unknown(svc) {
 		fmt.Fprintf(tw, "Service time\t[mean, 50, 90, 99, 99.9, max]\tunknown (not reported by %s)\n", r.Generator.Name)
@@ -79,16 +81,11 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 			fmt.Fprintf(tw, "Not sent\t[total, ratio]\t%d, %.2f%%\n", r.NotSent, 100*ratio(r.NotSent, r.Scheduled))
 		}
 	}
-	fmt.Fprintf(tw, "Bytes In\t[total, mean]\t%d, %.2f\n", r.BytesIn, meanOf(r.BytesIn, r.Completed))
-	fmt.Fprintf(tw, "Bytes Out\t[total, mean]\t%d, %.2f\n", r.BytesOut, meanOf(r.BytesOut, r.Completed))
-	fmt.Fprintf(tw, "Success\t[ratio]\t%.2f%%\n", 100*r.SuccessRatio())
-	fmt.Fprintf(tw, "Status Codes\t[code:count]\t%s\n", statusCodes(r.StatusCodes))
+	for _, e := range r.Errors {
+		fmt.Fprintf(tw, "Error count\t[kind, count, error]\t%s, %d, %s\n", e.Kind, e.Count, e.Message)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
-	}
-	fmt.Fprintln(w, "Error Set:")
-	for _, e := range r.Errors {
-		fmt.Fprintf(w, "%s: %s (%d)\n", e.Kind, e.Message, e.Count)
 	}
 	if g := r.Generator; g != nil {
 		fmt.Fprintf(w, "Generator: %s %s; histograms %s\n", g.Name, g.Version, g.Histograms)
@@ -100,6 +97,31 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 		fmt.Fprintln(w, "WARNING: "+warn)
 	}
 	return nil
+}
+
+// vegetaBlock writes what `vegeta report` (v12) prints, in its exact
+// layout, from meshbench's figures.
+func vegetaBlock(w io.Writer, r *results.LoadResult, lat *latency.Recorder, latUnknown bool) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.StripEscape)
+	attack, wait := r.AttackDuration(), r.Wait()
+	fmt.Fprintf(tw, "Requests\t[total, rate, throughput]\t%d, %.2f, %.2f\n", r.Sent, r.AchievedRatePerSec(), r.ThroughputPerSec())
+	fmt.Fprintf(tw, "Duration\t[total, attack, wait]\t%s, %s, %s\n", Dur(attack+wait), Dur(attack), Dur(wait))
+	if latUnknown {
+		fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\tunknown (not reported by %s)\n", r.Generator.Name)
+	} else {
+		fmt.Fprintf(tw, "Latencies\t[min, mean, 50, 90, 95, 99, max]\t%s, %s, %s, %s, %s, %s, %s\n",
+			DurNs(lat.MinNs()), DurNs(int64(math.Round(lat.MeanNs()))), DurNs(lat.Percentile(50)), DurNs(lat.Percentile(90)),
+			DurNs(lat.Percentile(95)), DurNs(lat.Percentile(99)), DurNs(lat.MaxNs()))
+	}
+	fmt.Fprintf(tw, "Bytes In\t[total, mean]\t%d, %.2f\n", r.BytesIn, meanOf(r.BytesIn, r.Completed))
+	fmt.Fprintf(tw, "Bytes Out\t[total, mean]\t%d, %.2f\n", r.BytesOut, meanOf(r.BytesOut, r.Completed))
+	fmt.Fprintf(tw, "Success\t[ratio]\t%.2f%%\n", 100*r.SuccessRatio())
+	fmt.Fprintf(tw, "Status Codes\t[code:count]\t%s\n", statusCodes(r.StatusCodes))
+	fmt.Fprintln(tw, "Error Set:")
+	for _, e := range r.Errors {
+		fmt.Fprintln(tw, e.Message)
+	}
+	return tw.Flush()
 }
 
 // Headline names the load model in words; every rendering carries it so
@@ -185,9 +207,10 @@ func statusCodes(m map[string]int64) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + ":" + strconv.FormatInt(m[k], 10)
+		parts[i] = k + ":" + strconv.FormatInt(m[k], 10) + "  "
 	}
-	return strings.Join(parts, "  ")
+	// vegeta writes two spaces after every code:count, the last one too.
+	return strings.Join(parts, "")
 }
 
 func ratio(a, b int64) float64 {

@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -95,26 +97,68 @@ func TestLoadTextGolden(t *testing.T) {
 	}
 }
 
-// TestVegetaLinesCompatible: the lines vegeta prints keep its exact layout
-// (label column 14 wide, bracket column 34 wide), as the seed reports show.
+// TestVegetaLinesCompatible: the report opens with exactly the block
+// `vegeta report` v12 prints (label column 14 wide, bracket column 34
+// wide, two spaces after each code:count, one message per error), lines
+// contiguous; meshbench's own lines come after a blank line and never
+// start with one of vegeta's labels. The expected block was checked
+// against vegeta's own text reporter fed the same figures (README).
 func TestVegetaLinesCompatible(t *testing.T) {
+	res := fixture(t, false, nil)
+	res.StatusCodes["503"] = 12
+	res.Errors = []results.ErrorCount{{Kind: "status", Message: "503 Service Unavailable", Count: 12},
+		{Kind: "timeout", Message: "read tcp 127.0.0.1:8080: i/o timeout", Count: 3}}
 	var buf bytes.Buffer
-	if err := LoadText(&buf, fixture(t, false, nil)); err != nil {
+	if err := LoadText(&buf, res); err != nil {
 		t.Fatal(err)
 	}
+	want := "Requests      [total, rate, throughput]         6000, 20.00, 20.00\n" +
+		"Duration      [total, attack, wait]             5m0s, 5m0s, 706.584µs\n" +
+		"Latencies     [min, mean, 50, 90, 95, 99, max]  400µs, 745.704µs, 724.991µs, 965.631µs, 995.839µs, 1.027ms, 22.01ms\n" +
+		"Bytes In      [total, mean]                     3690000, 615.00\n" +
+		"Bytes Out     [total, mean]                     0, 0.00\n" +
+		"Success       [ratio]                           100.00%\n" +
+		"Status Codes  [code:count]                      200:6000  503:12  \n" +
+		"Error Set:\n" +
+		"503 Service Unavailable\n" +
+		"read tcp 127.0.0.1:8080: i/o timeout\n" +
+		"\n"
 	out := buf.String()
-	for _, want := range []string{
-		"Requests      [total, rate, throughput]         6000, 20.00, 20.00\n",
-		"Duration      [total, attack, wait]             5m0s, 5m0s, 706.584µs\n",
-		"Bytes In      [total, mean]                     3690000, 615.00\n",
-		"Bytes Out     [total, mean]                     0, 0.00\n",
-		"Success       [ratio]                           100.00%\n",
-		"Status Codes  [code:count]                      200:6000\n",
-		"Error Set:\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("missing vegeta line %q in:\n%s", want, out)
+	if !strings.HasPrefix(out, want) {
+		t.Fatalf("vegeta block differs:\n got: %q\nwant: %q", out[:min(len(out), len(want))], want)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out[len(want):], "\n"), "\n") {
+		for _, label := range []string{"Requests", "Duration", "Latencies", "Bytes In", "Bytes Out", "Success", "Status Codes", "Error Set"} {
+			if strings.HasPrefix(line, label) {
+				t.Errorf("meshbench's line %q starts with vegeta's label %q", line, label)
+			}
 		}
+	}
+	if !regexp.MustCompile(`(?m)^Error count +\[kind, count, error\] +status, 12, 503 Service Unavailable$`).MatchString(out) {
+		t.Errorf("error counts missing:\n%s", out)
+	}
+}
+
+// TestVegetaJSON: the vegeta-json format has vegeta's metrics fields and
+// values from the same figures as the text block.
+func TestVegetaJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteLoad(&buf, fixture(t, false, nil), "vegeta-json"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Golden(t, "vegeta.json.golden", buf.Bytes())
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"latencies", "bytes_in", "bytes_out", "earliest", "latest", "end", "duration", "wait",
+		"requests", "rate", "throughput", "success", "status_codes", "errors"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("vegeta field %q missing", k)
+		}
+	}
+	if l := m["latencies"].(map[string]any); l["50th"].(float64) != 724991 {
+		t.Errorf("latencies.50th = %v, want 724991 (the text block's 724.991µs)", l["50th"])
 	}
 }
 
@@ -130,7 +174,7 @@ func TestLoadJSONAndHDRGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Golden(t, "spectrum.hdr.golden", buf.Bytes())
-	if err := WriteLoad(&buf, res, "yaml"); err == nil || !strings.Contains(err.Error(), "allowed: text, json, hdr") {
+	if err := WriteLoad(&buf, res, "yaml"); err == nil || !strings.Contains(err.Error(), "allowed: text, json, hdr, vegeta-json") {
 		t.Errorf("unknown format error = %v", err)
 	}
 }

@@ -19,8 +19,11 @@ import (
 // "smp_version: v0.0.1"); the protos themselves define no version value.
 const SMPVersion = "v0.0.1"
 
-// SMPResult renders one cell in the Service Mesh Performance (SMP) format,
-// for Meshery users, as indented JSON.
+// SMPResult renders one cell as Service Mesh Performance (SMP) messages,
+// as indented JSON that parses strictly with the upstream SMP protos. It is
+// an export of valid SMP messages, not an import path into a tool: Meshery's
+// SMP input re-runs a test instead of importing results, and its decoder
+// rejects enum names.
 //
 // Spec followed: github.com/service-mesh-performance/service-mesh-performance,
 // protos/service_mesh_performance.proto (with service_mesh.proto and

@@ -34,12 +34,26 @@ type Interval struct {
 	// there is no interval. At small N the achieved coverage is lower: see
 	// the function that made the interval.
 	Level float64
+	// Coverage is the coverage the interval achieves where it is known
+	// exactly (a median's interval that is the range of n runs holds the
+	// true median with probability 1 − 2^(1−n): 0.75 for 3 runs); 0 when
+	// only the nominal Level is known. See Achieved.
+	Coverage float64
 	// N is the number of observations behind the estimate; for a difference
 	// of two groups, the size of the smaller group.
 	N int
 	// Method says how the interval was made, or why there is none, in words
 	// fit for a report footnote, e.g. "bootstrap percentile, 10000 resamples, n=10".
 	Method string
+}
+
+// Achieved is the level to label the interval with: its exact Coverage
+// when known (lower than Level at small N), else the nominal Level.
+func (iv Interval) Achieved() float64 {
+	if iv.Coverage > 0 {
+		return iv.Coverage
+	}
+	return iv.Level
 }
 
 // HasInterval reports whether iv is a real interval: Level > 0 and finite-or-
@@ -116,8 +130,9 @@ func BootstrapMedianCI(xs []float64, level float64, resamples int, rng *rand.Ran
 		Method:   fmt.Sprintf("bootstrap percentile, %d resamples, n=%d", resamples, n),
 	}
 	if iv.Lo == s[0] && iv.Hi == s[n-1] {
+		iv.Coverage = 1 - math.Pow(2, float64(1-n))
 		iv.Method += fmt.Sprintf(": the range of the runs, which holds the true median %.3g%% of the time",
-			100*(1-math.Pow(2, float64(1-n))))
+			100*iv.Coverage)
 	}
 	return iv
 }

@@ -263,3 +263,30 @@ func TestRelativeDiffCITenRuns(t *testing.T) {
 		t.Errorf("base vs itself: %+v, want 0 inside a non-significant interval", self)
 	}
 }
+
+// TestAchievedLevel: an interval that is the range of the runs is labelled
+// with the coverage it achieves, not the nominal level.
+func TestAchievedLevel(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{1, 2, 3}, 0.75},         // 3 runs: the range, 1 − 2^−2
+		{[]float64{1, 2, 3, 4, 5}, 0.9375}, // 5 runs: still the range at 95%
+		{[]float64{4}, 0},                  // one run: no interval, no level
+	}
+	for _, tt := range tests {
+		iv := BootstrapMedianCI(tt.xs, 0.95, 2000, nil)
+		if got := iv.Achieved(); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("%v: achieved level %v, want %v (%s)", tt.xs, got, tt.want, iv.Method)
+		}
+	}
+	// 30 runs: not the range; the nominal level is the label.
+	xs := make([]float64, 30)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	if iv := BootstrapMedianCI(xs, 0.95, 2000, nil); iv.Coverage != 0 || iv.Achieved() != 0.95 {
+		t.Errorf("30 runs: coverage %v achieved %v, want 0 and 0.95", iv.Coverage, iv.Achieved())
+	}
+}
