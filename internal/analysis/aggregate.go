@@ -80,7 +80,7 @@ func (a *Analysis) Group(mesh string, s Scenario) *Group {
 }
 
 // CompareFigures are the figures comparisons and verdicts are made on.
-var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP99, LatencyMax,
+var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP95, LatencyP99, LatencyMax,
 	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate}
 
 // meshOrder is the display order of known meshes.
