@@ -77,7 +77,7 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 	if err := os.MkdirAll(filepath.Join(dir, "plots"), 0o755); err != nil {
 		return err
 	}
-	var text, nh, tidy, html bytes.Buffer
+	var text, nh, tidy, axes, html bytes.Buffer
 	if err := report.PlanText(&text, a); err != nil {
 		return err
 	}
@@ -85,6 +85,9 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 		return err
 	}
 	if err := report.TidyCSV(&tidy, a); err != nil {
+		return err
+	}
+	if err := report.AxesCSV(&axes, a); err != nil {
 		return err
 	}
 	charts, err := report.PlanCharts(a)
@@ -99,7 +102,7 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 	if err := report.PlanHTML(&html, a, charts); err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{"report.txt": text.Bytes(), "latency.csv": nh.Bytes(), "figures.csv": tidy.Bytes(), "report.html": html.Bytes()} {
+	for name, b := range map[string][]byte{"report.txt": text.Bytes(), "latency.csv": nh.Bytes(), "figures.csv": tidy.Bytes(), "axes.csv": axes.Bytes(), "report.html": html.Bytes()} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}

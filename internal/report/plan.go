@@ -148,6 +148,7 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 			}
 		}
 	}
+	writeAxesText(bw, a)
 	if len(a.Fits) > 0 {
 		fmt.Fprintln(bw, "\nScaling with replicas (least-squares fit over every valid cell):")
 		for _, f := range a.Fits {
