@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,7 @@ type reportFlags struct {
 	baseline   string
 	confidence float64
 	quiet      bool
+	compare    []string
 }
 
 func newReportCmd(env *Env) *cobra.Command {
@@ -48,7 +51,12 @@ Mesh Performance format, for Meshery). Prints the text report.`,
 			if sp := searchPlanOf(p); sp != nil { // a capacity search: its own reports
 				return writeSearchReports(env, args[0], sp, f.quiet)
 			}
-			o := analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed)}
+			for _, ax := range f.compare {
+				if !slices.Contains(analysis.CompareAxes, ax) {
+					return usagef("--compare %q: allowed: %s", ax, strings.Join(analysis.CompareAxes, ", "))
+				}
+			}
+			o := analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed), Compare: f.compare}
 			// Unless told otherwise, compare as the plan asked (and as bench's
 			// own report did). A plan.yaml this meshbench cannot read keeps
 			// the flags' defaults.
@@ -59,12 +67,16 @@ Mesh Performance format, for Meshery). Prints the text report.`,
 				if !cmd.Flags().Changed("confidence") {
 					o.Level = pl.Confidence
 				}
+				if !cmd.Flags().Changed("compare") {
+					o.Compare = pl.Compare
+				}
 			}
 			a := analysis.Analyze(p, o)
 			return writeReports(env, a, f.quiet)
 		},
 	}
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "mesh the others are compared with (default: the plan's, or none)")
+	cmd.Flags().StringSliceVar(&f.compare, "compare", nil, "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (without the flag: the plan's)")
 	cmd.Flags().Float64Var(&f.confidence, "confidence", 0.95, "confidence level of every interval (without the flag: the plan's)")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "write the reports without printing the text report")
 	return cmd
