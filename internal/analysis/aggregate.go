@@ -23,6 +23,10 @@ type Options struct {
 	// Seed makes the bootstrap reproducible: the same directory gives the
 	// same report.
 	Seed uint64
+	// Compare names the axes compared along (CompareAxes; nil: mesh
+	// alone). Mesh gives Comparisons; every other axis AxisComparisons
+	// and, with mesh, Interactions.
+	Compare []string
 }
 
 // Group is one Config's repetitions: the median of every figure across
@@ -70,8 +74,13 @@ type Analysis struct {
 	Scenarios   []Scenario // in order: app, rate, replicas, policies, …
 	Groups      map[string]*Group
 	Comparisons []Comparison
-	Fits        []Fit
-	Invalid     []*Cell
+	// Compare are the axes compared along (Options.Compare, mesh when
+	// none); AxisComparisons and Interactions hold those other than mesh.
+	Compare         []string
+	AxisComparisons []AxisComparison
+	Interactions    []Interaction
+	Fits            []Fit
+	Invalid         []*Cell
 }
 
 // Group returns the group of mesh in scenario s, or nil.
@@ -80,7 +89,7 @@ func (a *Analysis) Group(mesh string, s Scenario) *Group {
 }
 
 // CompareFigures are the figures comparisons and verdicts are made on.
-var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP99, LatencyMax,
+var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP95, LatencyP99, LatencyMax,
 	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate}
 
 // meshOrder is the display order of known meshes.
@@ -195,6 +204,17 @@ func Analyze(p *Plan, o Options) *Analysis {
 				}
 			}
 		}
+	}
+	a.Compare = o.Compare
+	if len(a.Compare) == 0 {
+		a.Compare = []string{AxisMesh}
+	}
+	for _, axis := range a.Compare {
+		if axis == AxisMesh {
+			continue
+		}
+		a.AxisComparisons = append(a.AxisComparisons, axisComparisons(a, axis, level, o.Resamples, rng)...)
+		a.Interactions = append(a.Interactions, interactions(a, axis)...)
 	}
 	a.Fits = fits(a, level)
 	return a

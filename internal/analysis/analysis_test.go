@@ -96,6 +96,7 @@ func expectedFigures(t *testing.T, dir string) (map[string]float64, []float64) {
 	// counters for max and mean).
 	want[analysis.LatencyP50] = num(lat, "p50_ns") / 1e6
 	want[analysis.LatencyP90] = num(lat, "p90_ns") / 1e6
+	want[analysis.LatencyP95] = num(lat, "p95_ns") / 1e6
 	want[analysis.LatencyP99] = num(lat, "p99_ns") / 1e6
 	want[analysis.LatencyP999] = num(lat, "p999_ns") / 1e6
 	want[analysis.LatencyMax] = num(lat, "max_ns") / 1e6

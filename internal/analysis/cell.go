@@ -92,6 +92,7 @@ func (s Scenario) String() string {
 const (
 	LatencyP50   = "latency_p50_ms"
 	LatencyP90   = "latency_p90_ms"
+	LatencyP95   = "latency_p95_ms"
 	LatencyP99   = "latency_p99_ms"
 	LatencyP999  = "latency_p99.9_ms"
 	LatencyMax   = "latency_max_ms"
@@ -150,6 +151,7 @@ func ReadCell(dir, id string) (*Cell, error) {
 	if lat.Count() > 0 {
 		c.Figures[LatencyP50] = ms(lat.Percentile(50))
 		c.Figures[LatencyP90] = ms(lat.Percentile(90))
+		c.Figures[LatencyP95] = ms(lat.Percentile(95))
 		c.Figures[LatencyP99] = ms(lat.Percentile(99))
 		c.Figures[LatencyP999] = ms(lat.Percentile(99.9))
 		c.Figures[LatencyMax] = ms(lat.MaxNs())

@@ -84,7 +84,8 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Platform, "platform", "", "where the cells run: local (default: processes on this machine) or kube (a Kubernetes cluster)")
 	fl.StringVar(&f.Mesh, "mesh", "", "meshes, comma-separated (default none,sidecar,ambient,waypoint; linkerd too on kube)")
 	fl.StringVar(&f.App, "app", "", "apps: static, faces")
-	fl.StringVar(&f.Rate, "rate", "", "rates per second, or max (closed loop); default 100")
+	fl.StringVar(&f.Rate, "rate", "", "open-loop rates per second; default 100 (max, the closed loop, still reads: --load-model closed says it)")
+	fl.StringVar(&f.LoadModel, "load-model", "", "load models: open (each --rate), closed (every connection sends when its last answer arrives); default open")
 	fl.StringVar(&f.Replicas, "replicas", "", "replica counts (default 1)")
 	fl.StringVar(&f.Policies, "policies", "", "L4 ALLOW rule counts (default 0)")
 	fl.StringVar(&f.Protocol, "protocol", "", "http, tcp")
@@ -102,6 +103,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Generator, "generator", "", "load generator of the workers: meshbench (default), oha or wrk2 (kube platform)")
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
+	fl.StringVar(&f.Compare, "compare", "", "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (default mesh)")
 	fl.StringVar(&f.Confidence, "confidence", "", "confidence level (default 0.95)")
 	bindBenchSearchFlags(fl, f)
 	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
@@ -310,7 +312,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if err != nil {
 		return err
 	}
-	a := analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed)})
+	a := analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed), Compare: p.Compare})
 	if len(pd.Cells) > 0 {
 		if err := writeReports(env, a, false); err != nil {
 			return err

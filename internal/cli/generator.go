@@ -17,12 +17,12 @@ import (
 // checkGenerator reports why --generator cannot run cfg (nil for
 // meshbench's engine, which buildLoadConfig has checked).
 func checkGenerator(f *loadFlags, cfg loadgen.Config) error {
-	if !slices.Contains(extgen.Names, f.generator) {
-		return fmt.Errorf("--generator %q: allowed: %s", f.generator, strings.Join(extgen.Names, ", "))
+	if !slices.Contains(extgen.LoadNames, f.generator) {
+		return fmt.Errorf("--generator %q: allowed: %s", f.generator, strings.Join(extgen.LoadNames, ", "))
 	}
 	if f.generator == extgen.Meshbench {
 		if f.generatorPath != "" {
-			return errors.New("--generator-path: only with --generator oha or wrk2")
+			return errors.New("--generator-path: only with --generator oha, wrk2 or vegeta")
 		}
 		return nil
 	}
@@ -35,8 +35,13 @@ func checkGenerator(f *loadFlags, cfg loadgen.Config) error {
 
 // externalConfig is the external generator's run of cfg.
 func externalConfig(f *loadFlags, cfg loadgen.Config) extgen.Config {
-	return extgen.Config{Generator: f.generator, Path: f.generatorPath, Load: cfg, TLSFiles: f.tls,
+	c := extgen.Config{Generator: f.generator, Path: f.generatorPath, Load: cfg, TLSFiles: f.tls,
 		Threads: f.cpus, Version: Version, Now: cfg.Now}
+	if f.generator == extgen.Vegeta && f.output != "" {
+		// vegeta's own results beside the report, for vegeta report / plot.
+		c.KeepResults = f.output + ".vegeta.bin"
+	}
+	return c
 }
 
 // runGenerator runs the load with --generator and returns its result and

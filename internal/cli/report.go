@@ -25,6 +25,7 @@ type reportFlags struct {
 	baseline   string
 	confidence float64
 	quiet      bool
+	compare    []string
 }
 
 func newReportCmd(env *Env) *cobra.Command {
@@ -51,7 +52,12 @@ Performance messages, valid against the SMP protos). Prints the text report.`,
 			if sp := searchPlanOf(p); sp != nil { // a capacity search: its own reports
 				return writeSearchReports(env, args[0], sp, f.quiet)
 			}
-			o := analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed)}
+			for _, ax := range f.compare {
+				if !slices.Contains(analysis.CompareAxes, ax) {
+					return usagef("--compare %q: allowed: %s", ax, strings.Join(analysis.CompareAxes, ", "))
+				}
+			}
+			o := analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed), Compare: f.compare}
 			// Unless told otherwise, compare as the plan asked (and as bench's
 			// own report did). A plan.yaml this meshbench cannot read keeps
 			// the flags' defaults.
@@ -61,6 +67,9 @@ Performance messages, valid against the SMP protos). Prints the text report.`,
 				}
 				if !cmd.Flags().Changed("confidence") {
 					o.Level = pl.Confidence
+				}
+				if !cmd.Flags().Changed("compare") {
+					o.Compare = pl.Compare
 				}
 			}
 			if cmd.Flags().Changed("baseline") && f.baseline != "" {
@@ -76,6 +85,7 @@ Performance messages, valid against the SMP protos). Prints the text report.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "mesh the others are compared with (default: the plan's, or none)")
+	cmd.Flags().StringSliceVar(&f.compare, "compare", nil, "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (without the flag: the plan's)")
 	cmd.Flags().Float64Var(&f.confidence, "confidence", 0.95, "confidence level of every interval (without the flag: the plan's)")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "write the reports without printing the text report")
 	return cmd
@@ -88,7 +98,7 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 	if err := os.MkdirAll(filepath.Join(dir, "plots"), 0o755); err != nil {
 		return err
 	}
-	var text, nh, tidy, html bytes.Buffer
+	var text, nh, tidy, axes, html bytes.Buffer
 	if err := report.PlanText(&text, a); err != nil {
 		return err
 	}
@@ -96,6 +106,9 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 		return err
 	}
 	if err := report.TidyCSV(&tidy, a); err != nil {
+		return err
+	}
+	if err := report.AxesCSV(&axes, a); err != nil {
 		return err
 	}
 	charts, err := report.PlanCharts(a)
@@ -112,7 +125,7 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 	}
 	// Each file whole or not at all: a full disk leaves the previous
 	// report in place, never a truncated one.
-	for name, b := range map[string][]byte{"report.txt": text.Bytes(), "latency.csv": nh.Bytes(), "figures.csv": tidy.Bytes(), "report.html": html.Bytes()} {
+	for name, b := range map[string][]byte{"report.txt": text.Bytes(), "latency.csv": nh.Bytes(), "figures.csv": tidy.Bytes(), "axes.csv": axes.Bytes(), "report.html": html.Bytes()} {
 		if err := results.WriteFileAtomic(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}

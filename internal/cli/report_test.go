@@ -45,9 +45,9 @@ func TestReportCommand(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	// Five charts (see internal/report/testdata/plan-small.charts.golden),
+	// Seven charts (see internal/report/testdata/plan-small.charts.golden),
 	// each as PNG and SVG.
-	charts := []string{"rate-1-dp-cpu", "rate-1-p50", "rate-1-p99", "spectrum-1", "spectrum-2"}
+	charts := []string{"rate-1-dp-cpu", "rate-1-load-curve", "rate-1-p50", "rate-1-p95", "rate-1-p99", "spectrum-1", "spectrum-2"}
 	for _, ext := range []string{"png", "svg"} {
 		got, err := filepath.Glob(filepath.Join(out, "plots", "*."+ext))
 		if err != nil {
@@ -89,12 +89,12 @@ func TestReportCommand(t *testing.T) {
 			t.Errorf("stdout does not start with the text report:\n%s", inv.stdout)
 		}
 	}
-	if !strings.Contains(inv.stdout, "Reports: "+out+" (HTML: "+filepath.Join(out, "report.html")+", 5 plots)") {
+	if !strings.Contains(inv.stdout, "Reports: "+out+" (HTML: "+filepath.Join(out, "report.html")+", 7 plots)") {
 		t.Errorf("stdout does not say where the reports are:\n%s", inv.stdout)
 	}
 	html, _ := os.ReadFile(filepath.Join(out, "report.html"))
-	if n := bytes.Count(html, []byte("<svg ")); n != 5 {
-		t.Errorf("report.html holds %d SVGs, want 5", n)
+	if n := bytes.Count(html, []byte("<svg ")); n != 7 {
+		t.Errorf("report.html holds %d SVGs, want 7", n)
 	}
 
 	// Again, quiet: the same files, the text report not printed.
@@ -158,6 +158,42 @@ func TestReportPlanSettings(t *testing.T) {
 	}
 }
 
+// TestReportCompareAxes: the plan's compare (here added to a recorded
+// plan.yaml) gives report.txt a block per axis and axes.csv its rows;
+// --compare overrides it, and a plan with only mesh has an axes.csv of
+// the header alone.
+func TestReportCompareAxes(t *testing.T) {
+	dir := copyPlan(t, planSmall)
+	yml := filepath.Join(dir, "plan.yaml")
+	b, err := os.ReadFile(yml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(yml, append(b, []byte("compare: [mesh, rate]\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args      []string
+		wantBlock bool
+	}{
+		{nil, true},                            // the plan's compare
+		{[]string{"--compare", "mesh"}, false}, // the flag wins
+	} {
+		inv := runCLI(t, nil, append(append([]string{"report", "-q"}, tt.args...), dir)...)
+		if inv.code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", tt.args, inv.code, inv.stderr)
+		}
+		txt, _ := os.ReadFile(filepath.Join(dir, ReportDir, "report.txt"))
+		if got := strings.Contains(string(txt), "== Along rate"); got != tt.wantBlock {
+			t.Errorf("%v: rate block %v, want %v", tt.args, got, tt.wantBlock)
+		}
+		cs, _ := os.ReadFile(filepath.Join(dir, ReportDir, "axes.csv"))
+		if rows := strings.Count(string(cs), "\n"); (rows > 1) != tt.wantBlock {
+			t.Errorf("%v: axes.csv has %d lines", tt.args, rows)
+		}
+	}
+}
+
 // TestReportBadInput: bad input exits 2 with one line saying what is wrong,
 // and writes nothing.
 func TestReportBadInput(t *testing.T) {
@@ -177,6 +213,7 @@ func TestReportBadInput(t *testing.T) {
 		{"confidence NaN", []string{"report", "--confidence", "NaN", plan}, "--confidence NaN: allowed"},
 		// A baseline mesh the plan has no cell of: refused, naming its meshes.
 		{"baseline not in the plan", []string{"report", "--baseline", "linkerd", plan}, `--baseline "linkerd": the plan in ` + plan + " has no cell of that mesh; allowed: ambient, none, sidecar"},
+		{"unknown compare axis", []string{"report", "--compare", "mesh,colour", plan}, `--compare "colour": allowed: mesh, policies, mtls, load_model`},
 		{"no directory", []string{"report"}, "accepts 1 arg"},
 	}
 	for _, tt := range tests {

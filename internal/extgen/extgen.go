@@ -42,10 +42,16 @@ const (
 	Meshbench = "meshbench" // meshbench's own engine (internal/loadgen)
 	Oha       = "oha"       // hatoo/oha, open loop with --latency-correction
 	Wrk2      = "wrk2"      // giltene/wrk2, constant throughput (-R)
+	Vegeta    = "vegeta"    // tsenart/vegeta, constant rate (-rate), the UDS seed reports' tool
 )
 
-// Names lists the generators, the default first.
+// Names lists the generators meshbench's image holds (the kube platform's
+// choice), the default first.
 var Names = []string{Meshbench, Oha, Wrk2}
+
+// LoadNames lists the generators `meshbench load` runs on this machine:
+// Names and vegeta (not in the image yet).
+var LoadNames = []string{Meshbench, Oha, Wrk2, Vegeta}
 
 // OhaVersion is the oha release meshbench is written and tested against
 // (its command line, JSON summary and SQLite table); the image installs
@@ -81,6 +87,9 @@ type Config struct {
 	// TempDir holds the tool's files for the run ("": a new directory
 	// under os.TempDir, removed after).
 	TempDir string
+	// KeepResults, when set, is where vegeta's own binary results of the
+	// measured window are copied (vegeta report / plot read them).
+	KeepResults string
 	// Grace is how long a tool may run past its duration plus the
 	// request timeout before it is killed (0: 30 s).
 	Grace time.Duration
@@ -98,8 +107,8 @@ func (c *Config) now() time.Time {
 func (c *Config) Validate() error {
 	var errs []error
 	name := c.Generator
-	if name != Oha && name != Wrk2 {
-		return fmt.Errorf("--generator %q: allowed: %s", name, strings.Join(Names, ", "))
+	if name != Oha && name != Wrk2 && name != Vegeta {
+		return fmt.Errorf("--generator %q: allowed: %s", name, strings.Join(LoadNames, ", "))
 	}
 	l := &c.Load
 	if len(l.Targets) != 1 {
@@ -138,8 +147,11 @@ func (c *Config) binary() (string, error) {
 		}
 	}
 	hint := "cargo install oha --version " + OhaVersion + " --locked"
-	if c.Generator == Wrk2 {
+	switch c.Generator {
+	case Wrk2:
 		hint = "build giltene/wrk2 (make) and put its wrk binary on $PATH as wrk2"
+	case Vegeta:
+		hint = "go install github.com/tsenart/vegeta/v12@v" + VegetaVersion
 	}
 	return "", fmt.Errorf("--generator %s: no %s on $PATH (%s, or pass --generator-path)", c.Generator, strings.Join(cands, " or "), hint)
 }
@@ -167,6 +179,8 @@ func Run(ctx context.Context, c Config) (*results.LoadResult, error) {
 	switch c.Generator {
 	case Oha:
 		t = &oha{c: &c, bin: bin, dir: dir}
+	case Vegeta:
+		t = &vegeta{c: &c, bin: bin, dir: dir}
 	default:
 		t = &wrk2{c: &c, bin: bin, dir: dir}
 	}

@@ -34,6 +34,8 @@ func build(s *source) (*Plan, error) {
 	b.scalars()
 	b.search()
 	b.axes()
+	b.loadModel()
+	b.compare()
 	b.matrix()
 	if err := s.ps.err(); err != nil {
 		return nil, err

@@ -12,14 +12,15 @@ type Flags struct {
 	Seed        string // --seed
 	Repetitions string // --repetitions
 
-	Mesh     string // --mesh, e.g. "none,sidecar,ambient,waypoint"
-	App      string // --app
-	Rate     string // --rate, e.g. "20,50" or "max"
-	Replicas string // --replicas
-	Policies string // --policies
-	Protocol string // --protocol
-	Gateway  string // --gateway, e.g. "false,true"
-	MTLS     string // --mtls
+	Mesh      string // --mesh, e.g. "none,sidecar,ambient,waypoint"
+	App       string // --app
+	Rate      string // --rate, e.g. "20,50" or "max"
+	LoadModel string // --load-model, e.g. "open,closed"
+	Replicas  string // --replicas
+	Policies  string // --policies
+	Protocol  string // --protocol
+	Gateway   string // --gateway, e.g. "false,true"
+	MTLS      string // --mtls
 
 	Nodes          string // --nodes
 	Duration       string // --duration, e.g. "30s"
@@ -32,6 +33,7 @@ type Flags struct {
 	Workers        string // --workers (platform kube)
 	Generator      string // --generator (platform kube)
 	Baseline       string // --baseline
+	Compare        string // --compare, e.g. "mesh,policies"
 
 	RateShortfall string // --max-rate-shortfall (thresholds.rate_shortfall)
 	Errors        string // --max-errors (thresholds.errors)
@@ -74,6 +76,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("axes.mesh", f.Mesh)
 	set("axes.app", f.App)
 	set("axes.rate", f.Rate)
+	set("axes.load_model", f.LoadModel)
 	set("axes.replicas", f.Replicas)
 	set("axes.policies", f.Policies)
 	set("axes.protocol", f.Protocol)
@@ -90,6 +93,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("workers", f.Workers)
 	set("generator", f.Generator)
 	set("baseline", f.Baseline)
+	set("compare", f.Compare)
 	set("thresholds.rate_shortfall", f.RateShortfall)
 	set("thresholds.errors", f.Errors)
 	set("thresholds.load_cpu", f.LoadCPU)

@@ -57,6 +57,9 @@ type Plan struct {
 	Generator string
 	// Thresholds decide when a run is invalid.
 	Thresholds Thresholds
+	// Compare names the axes compared along (CompareAxes), mesh alone by
+	// default.
+	Compare []string
 	// Confidence is the level of the comparisons' intervals, between 0 and
 	// 1 exclusive (0.95: 95%).
 	Confidence float64
@@ -170,6 +173,7 @@ func Defaults() *Plan {
 		Baseline:       mesh.ModeNone,
 		Thresholds:     Thresholds{RateShortfall: DefaultRateShortfall, Errors: DefaultErrors, LoadCPU: DefaultLoadCPU},
 		Confidence:     DefaultConfidence,
+		Compare:        []string{"mesh"},
 	}
 }
 

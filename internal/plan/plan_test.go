@@ -42,7 +42,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
 		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Baseline: "none", Workers: 1, Generator: "meshbench",
-		Thresholds: Thresholds{RateShortfall: 0.002, Errors: 0.01, LoadCPU: 0.9}, Confidence: 0.95,
+		Thresholds: Thresholds{RateShortfall: 0.002, Errors: 0.01, LoadCPU: 0.9}, Confidence: 0.95, Compare: []string{"mesh"},
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("Defaults() = %+v, want %+v", p, want)
@@ -134,6 +134,12 @@ func TestExamples(t *testing.T) {
 		{"faces.yaml", 24, 24 * 17 * time.Second},
 		{"saturation.yaml", 12, 12 * 17 * time.Second},
 		{"kube.yaml", 24, 24 * (10 + 60 + 20 + 3) * time.Second},
+		// One plan per seed question, each at most 10 minutes on the lab.
+		{"uds-ambient-vs-sidecar.yaml", 36, 36 * 10 * time.Second},
+		{"uds-policies.yaml", 30, 30 * 10 * time.Second},
+		{"nighthawk-four-meshes.yaml", 24, 24 * 10 * time.Second},
+		{"sidecar-debate.yaml", 27, 27 * 10 * time.Second},
+		{"throttled-vs-unthrottled.yaml", 20, 20 * 10 * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {

@@ -36,7 +36,10 @@ func (p *Plan) YAML() []byte {
 	add(axes, "mesh", seq(strs(p.Axes.Mesh)))
 	add(axes, "app", seq(strs(p.Axes.App)))
 	if p.Search == nil { // a search chooses its rates
-		add(axes, "rate", seq(strs(p.Axes.Rate)))
+		if open := p.Axes.OpenRates(); len(open) > 0 {
+			add(axes, "rate", seq(strs(open)))
+		}
+		add(axes, "load_model", seq(p.Axes.LoadModels()))
 	}
 	add(axes, "replicas", seq(ints(p.Axes.Replicas)))
 	add(axes, "policies", seq(ints(p.Axes.Policies)))
@@ -59,6 +62,7 @@ func (p *Plan) YAML() []byte {
 		add(root, "generator", str(p.Generator))
 	}
 	add(root, "baseline", str(string(p.Baseline)))
+	add(root, "compare", seq(p.Compare))
 	th := &yaml.Node{Kind: yaml.MappingNode}
 	add(th, "rate_shortfall", plain(frac(p.Thresholds.RateShortfall)))
 	add(th, "errors", plain(frac(p.Thresholds.Errors)))

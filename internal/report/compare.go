@@ -17,6 +17,7 @@ import (
 var compareRows = []struct{ label, figure, format string }{
 	{"p50 ms", analysis.LatencyP50, "%.3g"},
 	{"p90 ms", analysis.LatencyP90, "%.3g"},
+	{"p95 ms", analysis.LatencyP95, "%.3g"},
 	{"p99 ms", analysis.LatencyP99, "%.3g"},
 	{"max ms", analysis.LatencyMax, "%.3g"},
 	{"data-plane CPU m", analysis.CPUPrefix + "data-plane", "%.0f"},

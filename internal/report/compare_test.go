@@ -78,8 +78,8 @@ func TestCompareSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows)-1 != diffs || diffs != 40 {
-		t.Errorf("%d CSV rows, %d text lines; want 40 each (6 configs × 6 or 7 figures)", len(rows)-1, diffs)
+	if len(rows)-1 != diffs || diffs != 46 {
+		t.Errorf("%d CSV rows, %d text lines; want 46 each (6 configs × 7 or 8 figures)", len(rows)-1, diffs)
 	}
 	for _, r := range rows[1:] {
 		if r[17] != "0" || r[21] != "false" {

@@ -53,6 +53,8 @@ ul.verdicts li{margin:.2em 0}
 {{if .Incomplete}}<p class="bad">{{.Incomplete}}</p>{{end}}
 <h2 id="verdicts">Verdicts</h2>
 {{range .Scenarios}}<h3>{{.Name}}</h3><ul class="verdicts">{{range .Verdicts}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{range .Axes}}<h3>Along {{.Axis}}</h3><ul class="verdicts">{{range .Verdicts}}<li>{{.}}</li>{{else}}<li>none: no two configurations with valid cells differ only in {{.Axis}}</li>{{end}}</ul>
+{{if .Interactions}}<p>Mesh overhead against the baseline, by {{.Axis}}:</p><ul class="verdicts">{{range .Interactions}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
 <h2 id="tables">Tables</h2>
 {{range .Scenarios}}<h3>{{.Name}}</h3>
 <table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
@@ -100,6 +102,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	data := struct {
 		Summary, Incomplete, Text, Plan string
 		Scenarios                       []htmlScenario
+		Axes                            []axisSection
 		Plots                           []htmlPlot
 		Invalid, Unreadable             []string
 		Env                             [][2]string
@@ -107,7 +110,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	}{
 		Summary: fmt.Sprintf("%d cells (%d valid), seed %d, confidence %.0f%%, baseline %s; created %s.",
 			len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline, m.Created.Format("2006-01-02 15:04 UTC")),
-		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform),
+		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform), Axes: axisSections(a),
 	}
 	if len(a.Plan.Missing) > 0 {
 		data.Incomplete = fmt.Sprintf("Incomplete: %d of %d cells not run yet.", len(a.Plan.Missing), len(m.Order))

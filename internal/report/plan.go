@@ -18,6 +18,7 @@ import (
 var tableRows = []struct{ label, figure, format string }{
 	{"p50 ms", analysis.LatencyP50, "%.3g"},
 	{"p90 ms", analysis.LatencyP90, "%.3g"},
+	{"p95 ms", analysis.LatencyP95, "%.3g"},
 	{"p99 ms", analysis.LatencyP99, "%.3g"},
 	{"p99.9 ms", analysis.LatencyP999, "%.3g"},
 	{"max ms", analysis.LatencyMax, "%.3g"},
@@ -126,7 +127,7 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 				continue
 			}
 			fmt.Fprintf(bw, "  %s vs %s:", c.Mesh, c.Baseline)
-			for _, f := range []struct{ label, fig string }{{"p50", analysis.LatencyP50}, {"p99", analysis.LatencyP99},
+			for _, f := range []struct{ label, fig string }{{"p50", analysis.LatencyP50}, {"p95", analysis.LatencyP95}, {"p99", analysis.LatencyP99},
 				{"DP CPU", analysis.CPUPrefix + "data-plane"}, {"DP mem", analysis.MemPrefix + "data-plane"},
 				{"total CPU", analysis.CPUPrefix + "TOTAL"}} {
 				if iv, ok := c.Diffs[f.fig]; ok {
@@ -150,6 +151,7 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 			}
 		}
 	}
+	writeAxesText(bw, a)
 	if len(a.Fits) > 0 {
 		fmt.Fprintln(bw, "\nScaling with replicas (least-squares fit over every valid cell):")
 		for _, f := range a.Fits {

@@ -125,6 +125,7 @@ func legend(t *testing.T, svg []byte, meshes []string) []string {
 // chartFigures maps a chart's name suffix to the figure it draws.
 var chartFigures = map[string]string{
 	"p50":    analysis.LatencyP50,
+	"p95":    analysis.LatencyP95,
 	"p99":    analysis.LatencyP99,
 	"dp-cpu": analysis.CPUPrefix + "data-plane",
 	"dp-mem": analysis.MemPrefix + "data-plane",

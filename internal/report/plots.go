@@ -57,6 +57,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 		label.Rate = "various"
 		figs := []struct{ fig, name, ylabel string }{
 			{analysis.LatencyP50, "p50", "p50 latency (ms)"},
+			{analysis.LatencyP95, "p95", "p95 latency (ms)"},
 			{analysis.LatencyP99, "p99", "p99 latency (ms)"},
 			{analysis.CPUPrefix + "data-plane", "dp-cpu", "data-plane CPU (millicores)"},
 			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, " + memoryKind(a) + ")"},

@@ -1,0 +1,124 @@
+package analysis_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/analysis"
+)
+
+// axesPlan builds a plan in memory: meshes none and sidecar, each at 0 and
+// 4 policies and at open loop 300 rps and closed loop, five valid
+// repetitions each, whose p50 and p95 are base × mult(config) × jitter.
+// Only the figures given depend on the config.
+func axesPlan(mult func(c analysis.Config) float64) *analysis.Plan {
+	p := &analysis.Plan{Failed: map[string]string{}}
+	jitter := []float64{1, 1.01, 0.99, 1.02, 0.98}
+	for _, mesh := range []string{"none", "sidecar"} {
+		for _, pol := range []int{0, 4} {
+			for _, rate := range []string{"300", "max"} {
+				cfg := analysis.Config{Mesh: mesh, App: "static", Rate: rate, Replicas: 1, Policies: pol, Protocol: "http", MTLS: true}
+				for rep, j := range jitter {
+					m := mult(cfg)
+					f := map[string]float64{
+						analysis.LatencyP50:          m * j,
+						analysis.LatencyP95:          2 * m * j,
+						analysis.CPUPrefix + "TOTAL": 100 * j,
+					}
+					if mesh != "none" {
+						f[analysis.CPUPrefix+"data-plane"] = 40 * j
+					}
+					p.Cells = append(p.Cells, &analysis.Cell{ID: fmt.Sprintf("%s-p%d-r%s-rep%d", mesh, pol, rate, rep+1), Config: cfg, Valid: true, Figures: f})
+				}
+			}
+		}
+	}
+	return p
+}
+
+// TestAxisComparisons: along policies, every mesh and load has its 4 vs 0
+// line, and policies changed nothing (+0%, not significant); along
+// load_model, closed loop doubles sidecar's latency but none's by only
+// 1.2×, which the comparison and the interaction line both say.
+func TestAxisComparisons(t *testing.T) {
+	p := axesPlan(func(c analysis.Config) float64 {
+		switch {
+		case c.Rate == "max" && c.Mesh == "sidecar":
+			return 2
+		case c.Rate == "max":
+			return 1.2
+		}
+		return 1
+	})
+	a := analysis.Analyze(p, analysis.Options{Seed: 1, Compare: []string{"mesh", "policies", "load_model"}})
+	byAxis := map[string][]analysis.AxisComparison{}
+	for _, c := range a.AxisComparisons {
+		byAxis[c.Axis] = append(byAxis[c.Axis], c)
+	}
+	// 2 meshes × 2 loads for policies; 2 meshes × 2 policy counts for load_model.
+	if len(byAxis["policies"]) != 4 || len(byAxis["load_model"]) != 4 {
+		t.Fatalf("%d policies and %d load_model comparisons, want 4 each", len(byAxis["policies"]), len(byAxis["load_model"]))
+	}
+	for _, c := range a.AxisComparisons {
+		t.Log(c.Verdict())
+	}
+	for _, in := range a.Interactions {
+		t.Log(in.Verdict())
+	}
+	for _, c := range byAxis["policies"] {
+		if c.Base.Policies != 0 || c.Other.Policies != 4 || c.OtherValue != "4 policies" || c.BaseValue != "0 policies" {
+			t.Errorf("policies comparison %+v vs %+v: want 4 vs 0", c.Other, c.Base)
+		}
+		iv := c.Diffs[analysis.LatencyP50]
+		if iv.Estimate != 0 || iv.Significant() {
+			t.Errorf("%s: p50 %+v, want 0 and not significant", c.Verdict(), iv)
+		}
+		v := c.Verdict()
+		if !strings.Contains(v, "4 policies vs 0 policies: p50 +0% [") || !strings.Contains(v, "not significant") {
+			t.Errorf("verdict %q does not say 4 vs 0, p50 +0%%, not significant", v)
+		}
+	}
+	for _, c := range byAxis["load_model"] {
+		want := 0.2
+		if c.Base.Mesh == "sidecar" {
+			want = 1
+		}
+		iv := c.Diffs[analysis.LatencyP95]
+		if math.Abs(iv.Estimate-want) > 1e-9 || !iv.Significant() || c.Other.Rate != "max" || c.Base.Rate != "300" {
+			t.Errorf("%s: p95 %+v, want %+v significant, closed vs open", c.Verdict(), iv, want)
+		}
+	}
+	// Interactions: sidecar vs none per policy count (load_model) and per
+	// load (policies).
+	var lm []analysis.Interaction
+	for _, in := range a.Interactions {
+		if in.Axis == "load_model" {
+			lm = append(lm, in)
+		}
+	}
+	if len(lm) != 2 {
+		t.Fatalf("%d load_model interactions, want 2 (one per policy count)", len(lm))
+	}
+	for _, in := range lm {
+		// closed: 2/1.2 − 1 = +67%; open: +0%.
+		got := in.A.Diffs[analysis.LatencyP95].Estimate
+		if in.AValue != "closed loop" || math.Abs(got-(2/1.2-1)) > 1e-9 || in.B.Diffs[analysis.LatencyP95].Estimate != 0 {
+			t.Errorf("interaction %s: closed-loop p95 overhead %v, want +67%% first and +0%% open", in.Verdict(), got)
+		}
+		v := in.Verdict()
+		if !strings.HasPrefix(v, "sidecar vs none (static") || !strings.Contains(v, "p95 +67% [") || !strings.Contains(v, "under closed loop, +0% [") ||
+			!strings.Contains(v, "under open loop at 300 rps") {
+			t.Errorf("interaction verdict %q", v)
+		}
+	}
+}
+
+// TestAxisDefault: without compare, only the meshes are compared.
+func TestAxisDefault(t *testing.T) {
+	a := analysis.Analyze(axesPlan(func(analysis.Config) float64 { return 1 }), analysis.Options{Seed: 1})
+	if len(a.AxisComparisons) != 0 || len(a.Interactions) != 0 || len(a.Comparisons) == 0 {
+		t.Errorf("%d axis comparisons, %d interactions, %d mesh comparisons; want 0, 0, some", len(a.AxisComparisons), len(a.Interactions), len(a.Comparisons))
+	}
+}

@@ -1,0 +1,133 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+)
+
+// CompareAxes are the axes `compare:` can name: every pair of
+// configurations that differ only on a named axis is compared (relative
+// differences with intervals, verdict lines), mesh as before and the
+// others with interaction lines (a mesh's overhead at two values). The
+// names match internal/analysis's Axis constants.
+var CompareAxes = []string{"mesh", "policies", "mtls", "load_model", "gateway", "protocol", "replicas", "rate", "app"}
+
+// Load models, the values of axes.load_model.
+const (
+	// LoadOpen is the open loop: a constant rate, the rate axis's rates.
+	LoadOpen = "open"
+	// LoadClosed is the closed loop: every connection sends when its last
+	// answer arrives (RateMax).
+	LoadClosed = "closed"
+)
+
+// LoadModels are the plan's load models in canonical order: open when the
+// rate axis has a rate per second, closed when it has RateMax.
+func (a Axes) LoadModels() []string {
+	var out []string
+	if slices.ContainsFunc(a.Rate, func(r Rate) bool { return !r.Closed() }) {
+		out = append(out, LoadOpen)
+	}
+	if slices.Contains(a.Rate, RateMax) {
+		out = append(out, LoadClosed)
+	}
+	return out
+}
+
+// OpenRates are the rate axis without RateMax.
+func (a Axes) OpenRates() []Rate {
+	return slices.DeleteFunc(slices.Clone(a.Rate), func(r Rate) bool { return r.Closed() })
+}
+
+// loadModel reads axes.load_model: open keeps the rate axis's rates,
+// closed adds the closed loop once (as RateMax, last). Without the key, a
+// rate axis that lists max (as plans before load_model did) is read the
+// same way: max moves last.
+func (b *builder) loadModel() {
+	a := &b.p.Axes
+	e := b.s.entries["axes.load_model"]
+	if i := slices.Index(a.Rate, RateMax); i >= 0 && i < len(a.Rate)-1 {
+		a.Rate = append(slices.Delete(a.Rate, i, i+1), RateMax)
+		lines := b.lines["axes.rate"]
+		if i < len(lines) {
+			b.lines["axes.rate"] = append(slices.Delete(lines, i, i+1), lines[i])
+		}
+	}
+	if e == nil {
+		return
+	}
+	const want = "allowed: open (a constant rate, each of axes.rate), closed (every connection sends when its last answer arrives)"
+	var open, closed bool
+	var closedLine int
+	for _, it := range e.items {
+		switch strings.ToLower(it.text) {
+		case LoadOpen:
+			if open {
+				b.s.badItem("axes.load_model", it, "given twice")
+			}
+			open = true
+		case LoadClosed:
+			if closed {
+				b.s.badItem("axes.load_model", it, "given twice")
+			}
+			closed, closedLine = true, it.line
+		default:
+			b.s.badItem("axes.load_model", it, want)
+			b.axisBad = true
+			return
+		}
+	}
+	if b.p.Search != nil {
+		b.s.bad("axes.load_model", e.line, "", "a capacity search runs open loop at the rates it chooses; remove axes.load_model")
+		return
+	}
+	if slices.Contains(a.Rate, RateMax) {
+		b.s.bad("axes.rate", b.s.lineOf("axes.rate"), `"max"`, "with axes.load_model, the closed loop is load_model: closed; list only rates per second in axes.rate")
+		b.axisBad = true
+		return
+	}
+	if !open {
+		if b.s.entries["axes.rate"] != nil {
+			b.s.bad("axes.rate", b.s.lineOf("axes.rate"), "", "unused: axes.load_model has no open; remove axes.rate or add open to axes.load_model")
+			b.axisBad = true
+			return
+		}
+		a.Rate, b.lines["axes.rate"] = nil, nil
+	}
+	if closed {
+		a.Rate = append(a.Rate, RateMax)
+		b.lines["axes.rate"] = append(b.lines["axes.rate"], closedLine)
+	}
+}
+
+// compare reads compare: the axes to compare along, each of CompareAxes
+// once; an axis other than mesh must have two values or more.
+func (b *builder) compare() {
+	e := b.s.entries["compare"]
+	if e == nil {
+		return
+	}
+	var out []string
+	for _, it := range e.items {
+		name := strings.ToLower(it.text)
+		switch {
+		case !slices.Contains(CompareAxes, name):
+			b.s.badItem("compare", it, "allowed: "+strings.Join(CompareAxes, ", "))
+		case slices.Contains(out, name):
+			b.s.badItem("compare", it, "given twice")
+		case name != "mesh" && b.p.Search == nil && b.axisValues(name) < 2:
+			b.s.badItem("compare", it, "axes."+name+" has one value: nothing to compare along it; give it two or more")
+		default:
+			out = append(out, name)
+		}
+	}
+	b.p.Compare = out
+}
+
+// axisValues is how many values the plan has on a compared axis.
+func (b *builder) axisValues(name string) int {
+	if name == "load_model" {
+		return len(b.p.Axes.LoadModels())
+	}
+	return b.axisLen("axes." + name)
+}

@@ -1,0 +1,99 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLoadModel: axes.load_model makes the closed loop a value of its own
+// axis; plans written before it (rate: [..., max]) read the same way, and
+// the canonical YAML writes load_model.
+func TestLoadModel(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		rates      []Rate
+		models     []string
+	}{
+		// Both models: the open rates, then the closed loop once.
+		{"open and closed", "axes:\n  rate: [300, 100]\n  load_model: [open, closed]\n", []Rate{"300", "100", RateMax}, []string{"open", "closed"}},
+		// Closed alone: no rate per second (the default rate is dropped).
+		{"closed only", "axes:\n  load_model: [closed]\n", []Rate{RateMax}, []string{"closed"}},
+		// Open alone: the rate axis as given.
+		{"open only", "axes:\n  rate: [50]\n  load_model: [open]\n", []Rate{"50"}, []string{"open"}},
+		// An old plan with max first: max moves last, load_model is derived.
+		{"old rate max", "axes:\n  rate: [max, 300]\n", []Rate{"300", RateMax}, []string{"open", "closed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustParse(t, "p.yaml", tc.yaml)
+			if !slices.Equal(p.Axes.Rate, tc.rates) || !slices.Equal(p.Axes.LoadModels(), tc.models) {
+				t.Errorf("rates %v, load models %v; want %v, %v", p.Axes.Rate, p.Axes.LoadModels(), tc.rates, tc.models)
+			}
+			y := p.YAML()
+			if !strings.Contains(string(y), "load_model: ["+strings.Join(tc.models, ", ")+"]") || strings.Contains(string(y), "max") {
+				t.Errorf("canonical YAML:\n%s\nwant load_model %v and no rate max", y, tc.models)
+			}
+			back := mustParse(t, "back.yaml", string(y))
+			if !slices.Equal(back.Axes.Rate, p.Axes.Rate) {
+				t.Errorf("round trip: rates %v, want %v", back.Axes.Rate, p.Axes.Rate)
+			}
+		})
+	}
+}
+
+// TestCompareSetting: compare names axes with two values or more; flags
+// and files read it alike.
+func TestCompareSetting(t *testing.T) {
+	p := mustParse(t, "p.yaml", "axes:\n  policies: [0, 4]\n  rate: [300]\n  load_model: [open, closed]\ncompare: [mesh, policies, load_model]\n")
+	if !slices.Equal(p.Compare, []string{"mesh", "policies", "load_model"}) {
+		t.Errorf("compare %v", p.Compare)
+	}
+	f, err := FromFlags(Flags{Policies: "0,4", Compare: "mesh,policies", LoadModel: "open,closed", Rate: "200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.Compare, []string{"mesh", "policies"}) || !slices.Equal(f.Axes.Rate, []Rate{"200", RateMax}) {
+		t.Errorf("from flags: compare %v, rates %v", f.Compare, f.Axes.Rate)
+	}
+	if d := mustParse(t, "d.yaml", ""); !slices.Equal(d.Compare, []string{"mesh"}) {
+		t.Errorf("default compare %v, want [mesh]", d.Compare)
+	}
+}
+
+// TestCompareProblems: every problem of compare and load_model on its own
+// line, naming the value and what is allowed.
+func TestCompareProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		// An unknown axis and an axis with one value.
+		{"compare", "compare: [mesh, color, policies]\n", []string{
+			`p.yaml:1: compare "color": allowed: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app`,
+			`p.yaml:1: compare "policies": axes.policies has one value: nothing to compare along it; give it two or more`,
+		}},
+		// A load model that is neither.
+		{"load model word", "axes:\n  load_model: [open, half]\n", []string{
+			`p.yaml:2: axes.load_model "half": allowed: open (a constant rate, each of axes.rate), closed (every connection sends when its last answer arrives)`,
+		}},
+		// max and load_model both: say which to use.
+		{"max and load model", "axes:\n  rate: [50, max]\n  load_model: [open, closed]\n", []string{
+			`p.yaml:2: axes.rate "max": with axes.load_model, the closed loop is load_model: closed; list only rates per second in axes.rate`,
+		}},
+		// Rates without open.
+		{"rates unused", "axes:\n  rate: [50]\n  load_model: [closed]\n", []string{
+			`p.yaml:2: axes.rate: unused: axes.load_model has no open; remove axes.rate or add open to axes.load_model`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatal("no problem")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
