@@ -148,6 +148,13 @@ type Cluster struct {
 	CAFile                string // the cluster CA (PEM)
 	Nodes                 []string
 	Ports                 Ports
+	// NodeIP is the address of every node's kubelet endpoint (kwok):
+	// a 10.254.x.y on lo when Start could add one, else 127.0.0.1 (see
+	// nodeAddress). NodeProxy says whether the API server's node proxy
+	// (/api/v1/nodes/NODE/proxy/...) reaches the nodes: only with the
+	// former, since it refuses loopback addresses.
+	NodeIP    string
+	NodeProxy bool
 
 	log     io.Writer
 	t0      time.Time    // when start began, for step
@@ -156,6 +163,7 @@ type Cluster struct {
 	pki     *clusterPKI
 	ownDir  bool
 	keepDir bool
+	nodeIP  nodeAddress
 
 	mu      sync.Mutex
 	procs   []*proc
@@ -241,7 +249,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.Ports = Ports{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}
-	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki")); err != nil {
+	var addrErr error
+	c.nodeIP, addrErr = addNodeAddress(c.Ports.Kwok)
+	c.NodeIP, c.NodeProxy = c.nodeIP.ip.String(), addrErr == nil
+	if addrErr != nil {
+		c.step("nodes on 127.0.0.1, no node proxy: %v", addrErr)
+	}
+	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki"), c.nodeIP.ip); err != nil {
 		return fmt.Errorf("generating the PKI: %w", err)
 	}
 	c.Token, c.CAFile = c.pki.token, c.pki.caCert
@@ -377,15 +391,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		// Only the nodes Start creates (and any a test adds with
 		// this annotation), as kwokctl does.
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-name=localhost", "--node-ip=127.0.0.1", "--node-port="+strconv.Itoa(c.Ports.Kwok),
-		"--server-address="+hostPort(c.Ports.Kwok),
+		"--node-name=localhost", "--node-ip="+c.NodeIP, "--node-port="+strconv.Itoa(c.Ports.Kwok),
+		"--server-address="+c.kwokHostPort(),
 		"--cidr="+podCIDR,
 		"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
 		"--enable-crds=Metric,ClusterResourceUsage,ResourceUsage,Logs,ClusterLogs")
 	if err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, kwok, "https://"+hostPort(c.Ports.Kwok)+"/healthz", 60*time.Second); err != nil {
+	if err := c.waitHTTP(ctx, kwok, "https://"+c.kwokHostPort()+"/healthz", 60*time.Second); err != nil {
 		return err
 	}
 
@@ -520,7 +534,7 @@ func (c *Cluster) warmUpKwok(ctx context.Context, kwok *proc) error {
 	}); err != nil {
 		return fmt.Errorf("creating the kwok warm-up pod: %w", err)
 	}
-	metricsURL := "https://" + hostPort(c.Ports.Kwok) + "/metrics/nodes/" + node + "/metrics/resource"
+	metricsURL := "https://" + c.kwokHostPort() + "/metrics/nodes/" + node + "/metrics/resource"
 	if err := kwok.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
 		body, err := c.apiRequest(ctx, http.MethodGet, metricsURL, nil, http.StatusOK)
 		if err != nil {
@@ -749,9 +763,17 @@ func (c *Cluster) stopProcs() {
 			c.logf("%s (pid %d) stopped in %.1fs", p.Name, p.PID, time.Since(t0).Seconds())
 		}
 	}
+	if err := c.nodeIP.release(); err != nil {
+		c.logf("warning: %v", err)
+	}
 }
 
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// kwokHostPort is where kwok (every node's kubelet endpoint) listens.
+func (c *Cluster) kwokHostPort() string {
+	return net.JoinHostPort(c.NodeIP, strconv.Itoa(c.Ports.Kwok))
+}
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1. The listeners
 // are held until all are chosen so the ports differ; another process may

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/meshbench/meshbench/internal/pki"
 )
@@ -41,7 +42,9 @@ type clusterPKI struct {
 	caPEM, adminCertPEM, adminKeyPEM []byte
 }
 
-func newPKI(dir string) (*clusterPKI, error) {
+// newPKI writes the cluster's PKI into dir; nodeIPs are added to the
+// serving certificate (kwok's kubelet endpoint listens on them).
+func newPKI(dir string, nodeIPs ...netip.Addr) (*clusterPKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func newPKI(dir string) (*clusterPKI, error) {
 	// The aggregator checks metrics-server's cert against the APIService's
 	// caBundle with ServerName SERVICE.NAMESPACE.svc, hence that SAN.
 	servingDNS := []string{"localhost", metricsServiceName + "." + metricsServiceNamespace + ".svc"}
-	if _, err := p.newLeaf(ca, "serving", pki.LeafSpec{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: servingDNS, IPs: loopback, ExtKeyUsage: serverAuth}); err != nil {
+	if _, err := p.newLeaf(ca, "serving", pki.LeafSpec{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: servingDNS, IPs: append(slices.Clone(loopback), nodeIPs...), ExtKeyUsage: serverAuth}); err != nil {
 		return nil, err
 	}
 	p.servingCert, p.servingKey = path("serving.crt"), path("serving.key")
