@@ -74,13 +74,12 @@ type Scrape struct {
 // or container label, with a negative, NaN or infinite value, or of
 // another type than the kubelet's (counter or gauge, also untyped) is an
 // error, as is a container or pod seen twice in one series.
-func Parse(r io.Reader) (*Scrape, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(r)
+func Parse(r io.Reader) (s *Scrape, err error) {
+	families, err := textToFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("parsing /metrics/resource: %w", err)
 	}
-	s := &Scrape{}
+	s = &Scrape{}
 	containers := map[[3]string]*Container{}
 	pods := map[[2]string]*Pod{}
 	for _, name := range []string{MetricContainerCPU, MetricContainerMemory, MetricContainerStartTime, MetricPodCPU, MetricPodMemory, MetricNodeCPU, MetricNodeMemory} {
@@ -180,4 +179,18 @@ func value(name string, typ dto.MetricType, m *dto.Metric) (*Value, error) {
 		out.Timestamp = time.UnixMilli(m.GetTimestampMs()).UTC()
 	}
 	return out, nil
+}
+
+// textToFamilies runs the Prometheus text parser; a panic inside it (the
+// fuzzer found one in prometheus/common v0.70.1 on "# HELP x y\n{}0",
+// fixed in v0.73) becomes an error: a node's answer must never crash a
+// run.
+func textToFamilies(r io.Reader) (families map[string]*dto.MetricFamily, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			families, err = nil, fmt.Errorf("the text parser failed: %v", p)
+		}
+	}()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
 }

@@ -25,9 +25,10 @@ type Record struct {
 	Round   int    `json:"round"`
 	TUnixNs int64  `json:"t_unix_ns"`
 
-	// Node is the node whose kubelet answered; ReadUnixNs when its answer
-	// had been read.
+	// Node is the node whose kubelet answered; SentUnixNs when the
+	// request left, ReadUnixNs when its answer had been read.
 	Node       string `json:"node,omitempty"`
+	SentUnixNs int64  `json:"sent_unix_ns,omitempty"`
 	ReadUnixNs int64  `json:"read_unix_ns,omitempty"`
 
 	// container and pod: who, and the container's classification at
@@ -72,10 +73,13 @@ type Record struct {
 }
 
 // cpuTime is when the CPU counter had its value: its own timestamp, else
-// the read time.
+// the middle of the request (the endpoint read it somewhere between).
 func (r *Record) cpuTime() time.Time {
 	if r.CPUTimestampMs > 0 {
 		return time.UnixMilli(r.CPUTimestampMs).UTC()
+	}
+	if r.SentUnixNs > 0 && r.SentUnixNs <= r.ReadUnixNs {
+		return time.Unix(0, r.SentUnixNs+(r.ReadUnixNs-r.SentUnixNs)/2).UTC()
 	}
 	return time.Unix(0, r.ReadUnixNs).UTC()
 }

@@ -74,10 +74,9 @@ type Sampler struct {
 	core kubernetes.Interface
 	o    Options
 
-	roundMu   sync.Mutex // one round at a time; guards the fields below
-	lastTS    map[string]int64
-	pods      map[string]podInfo // "ns/pod" -> classification input
-	podsKnown time.Time          // when pods was last listed
+	roundMu sync.Mutex // one round at a time; guards the fields below
+	lastTS  map[string]int64
+	pods    map[string]podInfo // "ns/pod" -> classification input
 
 	mu       sync.Mutex // guards the fields below
 	records  []Record
@@ -137,10 +136,10 @@ func (s *Sampler) Run(ctx context.Context) error {
 
 // nodeAnswer is one node's answer in a round.
 type nodeAnswer struct {
-	name   string
-	read   time.Time
-	scrape *Scrape
-	err    error
+	name       string
+	sent, read time.Time
+	scrape     *Scrape
+	err        error
 }
 
 // SampleNow takes one round, keeps it, writes its records and returns its
@@ -239,8 +238,9 @@ func (s *Sampler) readNodes(ctx context.Context, nodes []corev1.Node) []nodeAnsw
 			n := &nodes[i]
 			rctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 			defer cancel()
+			sent := s.o.Clock.Now()
 			sc, err := ReadNode(rctx, s.core, n)
-			out[i] = nodeAnswer{name: n.Name, read: s.o.Clock.Now(), scrape: sc, err: err}
+			out[i] = nodeAnswer{name: n.Name, sent: sent, read: s.o.Clock.Now(), scrape: sc, err: err}
 		}()
 	}
 	wg.Wait()
@@ -276,14 +276,13 @@ func (s *Sampler) listPods(ctx context.Context) error {
 		p := &l.Items[i]
 		s.pods[p.Namespace+"/"+p.Name] = podInfo{pod: p}
 	}
-	s.podsKnown = s.o.Clock.Now()
 	return nil
 }
 
 // records1 turns one node's answer into records, the stale flags and lags
 // set. Called with roundMu held.
 func (s *Sampler) records1(index int, t int64, a nodeAnswer) []Record {
-	read := a.read.UnixNano()
+	sent, read := a.sent.UnixNano(), a.read.UnixNano()
 	var out []Record
 	stamp := func(rec *Record, key string, v *Value) {
 		if v == nil {
@@ -316,7 +315,7 @@ func (s *Sampler) records1(index int, t int64, a nodeAnswer) []Record {
 			pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Pod}}
 		}
 		component, category := s.o.Classify(pod, c.Container)
-		rec := Record{Kind: RawContainer, Round: index, TUnixNs: t, Node: a.name, ReadUnixNs: read,
+		rec := Record{Kind: RawContainer, Round: index, TUnixNs: t, Node: a.name, SentUnixNs: sent, ReadUnixNs: read,
 			Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, UID: string(pod.UID),
 			Component: component, Category: category}
 		stamp(&rec, a.name+" "+c.Key(), c.CPUSeconds)
@@ -327,13 +326,13 @@ func (s *Sampler) records1(index int, t int64, a nodeAnswer) []Record {
 		out = append(out, rec)
 	}
 	for _, p := range a.scrape.Pods {
-		rec := Record{Kind: RawPod, Round: index, TUnixNs: t, Node: a.name, ReadUnixNs: read, Namespace: p.Namespace, Pod: p.Pod}
+		rec := Record{Kind: RawPod, Round: index, TUnixNs: t, Node: a.name, SentUnixNs: sent, ReadUnixNs: read, Namespace: p.Namespace, Pod: p.Pod}
 		stamp(&rec, a.name+" pod "+p.Namespace+"/"+p.Pod, p.CPUSeconds)
 		mem(&rec, p.MemoryBytes)
 		out = append(out, rec)
 	}
 	if a.scrape.NodeCPU != nil || a.scrape.NodeMemory != nil {
-		rec := Record{Kind: RawNode, Round: index, TUnixNs: t, Node: a.name, ReadUnixNs: read}
+		rec := Record{Kind: RawNode, Round: index, TUnixNs: t, Node: a.name, SentUnixNs: sent, ReadUnixNs: read}
 		stamp(&rec, a.name+" node", a.scrape.NodeCPU)
 		mem(&rec, a.scrape.NodeMemory)
 		out = append(out, rec)

@@ -54,7 +54,10 @@ func TestRunAgainstCluster(t *testing.T) {
 		Spec: Spec{RunID: "test-run", AppNamespace: appNS, LoadNamespace: loadNS, Mesh: mo},
 		Rate: "40", Workers: 2, Duration: 24 * time.Second, Warmup: time.Second, Connections: 4,
 		SampleInterval: 3 * time.Second, Drain: 45 * time.Second, IdleTimeout: time.Minute, ReadyTimeout: time.Minute,
-		OutDir: out, Version: "test"}
+		OutDir: out, Version: "test",
+		// metrics.k8s.io's path: the kubelet's counters have their own
+		// test (TestRunWithKubeletCounters).
+		MetricsSource: SourceMetricsAPI}
 	o.BeforeCollect = kc.StandInWorkers(bin, srv.URL+"/", LoadContainer, func(args []string) { workerArgs = append(workerArgs, args) })
 	res, err := Run(ctx, o)
 	if err != nil {
@@ -63,8 +66,8 @@ func TestRunAgainstCluster(t *testing.T) {
 	if !res.Manifest.Valid {
 		t.Errorf("run invalid: %q", res.Manifest.Invalid)
 	}
-	if res.Manifest.Platform != "kube" {
-		t.Errorf("platform %q", res.Manifest.Platform)
+	if res.Manifest.Platform != "kube" || res.Source != SourceMetricsAPI || res.Manifest.Options["metrics_source"] != SourceMetricsAPI {
+		t.Errorf("platform %q, source %q (manifest %v)", res.Manifest.Platform, res.Source, res.Manifest.Options["metrics_source"])
 	}
 
 	// The Job as created: two indexed workers, each with half the rate.
@@ -239,10 +242,15 @@ func TestDoctorAgainstCluster(t *testing.T) {
 			t.Errorf("healthy cluster: %s failed: %s", ch.Name, ch.Detail)
 		}
 	}
-	for _, n := range []string{"API server reachable", "metrics API (metrics.k8s.io)", "nodes", "istioctl", "linkerd", "namespaces free", "RBAC"} {
+	for _, n := range []string{"API server reachable", "metrics API (metrics.k8s.io)", "resource source", "nodes", "istioctl", "linkerd", "namespaces free", "RBAC"} {
 		if _, ok := byName[n]; !ok {
 			t.Errorf("no check %q in %+v", n, checks)
 		}
+	}
+	// The test cluster's node proxy reaches kwok's emulated kubelet
+	// endpoint: a run would read the counters.
+	if src := byName["resource source"]; !src.OK || !strings.Contains(src.Detail, "the kubelet's counters") {
+		t.Errorf("resource source check %+v, want the kubelet's counters", src)
 	}
 	// Break the metrics API (put back afterwards: other tests use it).
 	saved, err := kc.Kubectl(ctx, "get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json")
@@ -270,8 +278,10 @@ func TestDoctorAgainstCluster(t *testing.T) {
 	}()
 	var metrics DoctorCheck
 	deadline := time.Now().Add(30 * time.Second)
+	apiOnly := o
+	apiOnly.MetricsSource = SourceMetricsAPI
 	for time.Now().Before(deadline) {
-		checks, _ = Doctor(ctx, o)
+		checks, _ = Doctor(ctx, apiOnly)
 		for _, ch := range checks {
 			if ch.Name == "metrics API (metrics.k8s.io)" {
 				metrics = ch
@@ -286,6 +296,14 @@ func TestDoctorAgainstCluster(t *testing.T) {
 	// says what is missing.
 	if metrics.OK || metrics.Warn || !strings.Contains(metrics.Detail, "not available") || !strings.Contains(metrics.Detail, "metrics-server") {
 		t.Errorf("metrics API gone: check %+v, want failed as not available, naming metrics-server", metrics)
+	}
+	// With the kubelet's counters readable (auto), metrics.k8s.io is only
+	// the cross-check: its absence warns.
+	checks, _ = Doctor(ctx, o)
+	for _, ch := range checks {
+		if ch.Name == "metrics API (metrics.k8s.io)" && (ch.OK || !ch.Warn || !strings.Contains(ch.Detail, "only the cross-check")) {
+			t.Errorf("metrics API gone, counters readable: check %+v, want a warning", ch)
+		}
 	}
 }
 
