@@ -25,9 +25,10 @@ func TestParseRecorded(t *testing.T) {
 		// timestamps, and its start time is seconds since the start).
 		{file: "kwok-metrics-resource.txt", containers: 2, key: "rec/app-0/app", cpu: 0.61068189225, mem: 67108864,
 			start: 4.573329325, pods: 1, nodeCPU: 6.22079518662},
-		// The kubelet's own format, with a timestamp on every sample.
-		{file: "kubelet-metrics-resource.txt", containers: 3, key: "meshbench-app/static-7d9f8b6c4-x2x9q/app", cpu: 12.345678901,
-			mem: 12345344, cpuTS: ms(1700000000123), start: 1.6999999e9, pods: 1, nodeCPU: 4321.5},
+		// Recorded from a real kubelet: timestamps on every sample (the
+		// start times excepted), the swap series beside them.
+		{file: "kubelet-metrics-resource.txt", containers: 2, key: "kubemetrics-real/app/app", cpu: 1.267833321,
+			mem: 12374016, cpuTS: ms(1795505078662), start: 1.7955050397061112e9, pods: 1, nodeCPU: 4835.851945728},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			f, err := os.Open("testdata/" + tc.file)

@@ -27,7 +27,7 @@ import (
 // harness offers them to tests directly.
 const (
 	envRealKubeconfig = "MESHBENCH_REAL_NODES_KUBECONFIG"
-	envRealImage      = "MESHBENCH_REAL_NODES_IMAGE" // an image with /bin/sh
+	envRealImage      = "MESHBENCH_REAL_NODES_IMAGE" // meshbench's image, on the nodes
 )
 
 // clockTick is USER_HZ, the unit of utime and stime in /proc/PID/stat:
@@ -133,11 +133,12 @@ func TestProcTicksOfOwnCgroup(t *testing.T) {
 	}
 }
 
-// TestCountersMatchProc is the known answer on real nodes: a CPU-bound
-// container's CPU by the kubelet's counters over a window must match the
-// CPU of its processes by /proc/PID/stat (found by the container's
-// cgroup) over the same window, within 5% or one clock tick per second,
-// whichever is larger. The calculation:
+// TestCountersMatchProc is the known answer on real nodes: the app
+// container under load (meshbench's static server, loaded at 400/s by a
+// second container of the same pod) — its CPU by the kubelet's counters
+// over a window must match the CPU of its processes by /proc/PID/stat
+// (found by the container's cgroup) over the same window, within 5% or
+// one clock tick per second, whichever is larger. The calculation:
 //
 //	proc    = (Σ utime+stime at t1 − Σ at t0) / USER_HZ          core-seconds
 //	counter = C(t1) − C(t0), C interpolated between the readings on
@@ -167,25 +168,32 @@ func TestCountersMatchProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "burn", Namespace: ns},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{Name: "burn", Image: image, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"/bin/sh", "-c", "while :; do :; done"}}}}}
+			Containers: []corev1.Container{
+				{Name: "app", Image: image, ImagePullPolicy: corev1.PullNever, Args: []string{"serve", "static", "--listen", "127.0.0.1:8080"}},
+				{Name: "load", Image: image, ImagePullPolicy: corev1.PullNever,
+					Args: []string{"load", "--rate", "400", "--connections", "4", "--duration", "10m", "http://127.0.0.1:8080/"}},
+			}}}
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	containerID := func() string {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, "burn", metav1.GetOptions{})
-		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
 			return ""
 		}
-		id := p.Status.ContainerStatuses[0].ContainerID // runtime://ID
-		return id[strings.Index(id, "://")+3:]
+		for _, st := range p.Status.ContainerStatuses {
+			if st.Name == "app" && st.State.Running != nil {
+				return st.ContainerID[strings.Index(st.ContainerID, "://")+3:] // runtime://ID
+			}
+		}
+		return ""
 	}
 	var id string
 	for id == "" {
 		if ctx.Err() != nil {
-			t.Fatal("the burn pod never ran")
+			t.Fatal("the app pod never ran")
 		}
 		time.Sleep(500 * time.Millisecond)
 		id = containerID()
@@ -195,7 +203,7 @@ func TestCountersMatchProc(t *testing.T) {
 		t.Fatalf("processes of container %s: %v %v", id, pids, err)
 	}
 	s, err := New(cs, Options{Period: time.Second,
-		Classify: func(*corev1.Pod, string) (string, string) { return "burn", sample.CategoryApp }})
+		Classify: func(_ *corev1.Pod, c string) (string, string) { return c, sample.CategoryApp }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +229,7 @@ func TestCountersMatchProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := ns + "/burn/burn"
+	key := ns + "/app/app"
 	var counter float64
 	for _, cw := range res.Containers {
 		if cw.Key == key {
