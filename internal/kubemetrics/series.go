@@ -59,6 +59,7 @@ type series struct {
 	containers map[string][]*segment
 	nodes      map[string][]*segment
 	resets     []Reset
+	ended      int // readings after a container ended (ignored)
 	stale      int
 	fresh      int
 	lags       []time.Duration
@@ -109,13 +110,21 @@ func (s *series) add(rec *Record) (seg *segment, prev *point) {
 	}
 	last := segs[len(segs)-1]
 	lp := last.points[len(last.points)-1]
-	restarted := p.cpu < lp.cpu
-	if st, ok := plausibleStart(rec.StartTimeSeconds, p.t); ok && !last.start.IsZero() && !st.Equal(last.start) {
-		restarted = true
+	st, stOK := plausibleStart(rec.StartTimeSeconds, p.t)
+	newStart := stOK && !last.start.IsZero() && !st.Equal(last.start)
+	if p.cpu < lp.cpu && stOK && !last.start.IsZero() && !newStart {
+		// Down with the same start time: not a new incarnation but the
+		// same container ended (the kubelet reports a terminated
+		// container's counter as 0): its series ends here.
+		s.ended++
+		return nil, nil
 	}
-	if restarted {
+	if p.cpu < lp.cpu || newStart {
 		s.resets = append(s.resets, Reset{Key: key, Node: rec.Node, Time: p.t, From: lp.cpu, To: p.cpu})
-		newSeg()
+		sg := newSeg()
+		if !sg.start.IsZero() && !sg.start.After(lp.t) {
+			sg.start = time.Time{} // not this incarnation's start
+		}
 		return nil, nil
 	}
 	if !p.t.After(lp.t) {

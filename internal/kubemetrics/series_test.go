@@ -77,6 +77,13 @@ func TestWindow(t *testing.T) {
 		{name: "appears with start time", recs: []Record{
 			rec(3, "a/q/c", 2.5, 1, 64, 1.5), rec(4, "a/q/c", 3.5, 2, 64, 1.5), rec(5, "a/q/c", 4.5, 3, 64, 1.5),
 		}, from: 0, to: 3.5, period: time.Second, key: "a/q/c", cpuSec: 2, partial: true},
+		// A container that ended (a Job's): the kubelet reports its
+		// counter as 0 with the same start time. Not a restart: its
+		// series ends at its last running reading.
+		{name: "ended, counter 0", recs: []Record{
+			rec(0, "a/j/c", 0, 10, 64, -50), rec(1, "a/j/c", 1, 10.5, 64, -50), rec(2, "a/j/c", 2, 11, 64, -50),
+			rec(3, "a/j/c", 3, 0, 0, -50), rec(4, "a/j/c", 4, 0, 0, -50),
+		}, from: 0, to: 4, period: time.Second, key: "a/j/c", cpuSec: 1, partial: true},
 		// One that disappears at 2 counts until its last reading.
 		{name: "disappears mid-window", recs: []Record{
 			rec(0, "a/r/c", 0, 0, 64, nan), rec(1, "a/r/c", 1, 0.2, 64, nan), rec(2, "a/r/c", 2, 0.4, 64, nan),
