@@ -241,7 +241,9 @@ func newDoctorCmd(env *Env) *cobra.Command {
 		Long: `Run the preflight checks of a platform and print them as a table.
 
 --platform kube: the API server answers, metrics.k8s.io is available and
-fresh, enough nodes are ready for the placement (load and app apart), the
+fresh, which source a run's CPU and memory will come from (the kubelet's
+counters when get on nodes/proxy is allowed and /metrics/resource answers,
+else metrics.k8s.io; --metrics-source), enough nodes are ready for the placement (load and app apart), the
 mesh CLIs (istioctl, linkerd) and their versions, the namespaces meshbench
 would create hold nothing it did not create, and RBAC grants what a run
 needs. Exits 1 when a check fails.
