@@ -56,9 +56,13 @@ envoy:
 # controller-manager, scheduler, kubectl, kwok, metrics-server), built from
 # the Go module proxy, plus Debian's etcd-server. Cached in
 # $MESHBENCH_K8S_BIN or ~/.cache/meshbench/k8s/<versions>: 5–11 minutes on
-# 2 cores the first time, instant once built.
+# 2 cores the first time, instant once built. Then what the real test
+# nodes run (kubelet, kube-proxy, containerd, ctr, the runc shim, CoreDNS,
+# pause; Debian's runc, CNI plugins, nftables, iptables), cached in
+# $MESHBENCH_NODES_BIN or ~/.cache/meshbench/k8s/nodes-<versions>.
 k8s-tools:
 	./hack/k8s/build-tools.sh
+	./hack/k8s/build-nodes.sh
 
 fmt-check:
 	@out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -67,26 +71,36 @@ vet:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
-# Longer fuzzing of every parser (not part of `make test`).
-FUZZTIME ?= 30s
+# Longer fuzzing of every parser (not part of `make test`): FUZZEXECS
+# executions per target (Go's -fuzztime Nx), so every target gets real
+# executions whatever the machine. -fuzzminimizetime bounds the time spent
+# shrinking each new interesting input (default 60 s: with it, a 2-KB seed
+# once took FuzzRead's whole minute for 4 executions). About 40 minutes in
+# all on 2 shared cores; FuzzLoadFlags is the slowest (11 min, ~1,500/s):
+# its test binary is the whole CLI, whose coverage counters the fuzzer
+# compares after every execution.
+FUZZEXECS ?= 1000000
+FUZZMIN   ?= 1s
+FUZZ      := -run XXX -fuzztime $(FUZZEXECS)x -fuzzminimizetime $(FUZZMIN)
 fuzz:
-	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzParseRate -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzReadHTTP1Response -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/results -run XXX -fuzz FuzzRead -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/cli -run XXX -fuzz FuzzLoadFlags -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/app -run XXX -fuzz FuzzParseDistribution -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/loadgen -run XXX -fuzz FuzzParseTarget -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/pki -run XXX -fuzz FuzzParseSPIFFEID -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseStatus$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/sample -run XXX -fuzz '^FuzzParseSmapsRollup$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/plan -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/extgen -run XXX -fuzz FuzzWrk2 -fuzztime $(FUZZTIME)
-	# kubemetrics' seeds are whole /metrics/resource answers: minimising each
-	# new input for the default 60 s would take the whole fuzz time.
-	$(GO) test ./internal/kubemetrics -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME) -fuzzminimizetime 1s
+	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzParseRate
+	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzReadHTTP1Response
+	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzParseTarget
+	$(GO) test ./internal/results $(FUZZ) -fuzz FuzzRead
+	$(GO) test ./internal/app $(FUZZ) -fuzz FuzzParseDistribution
+	$(GO) test ./internal/plan $(FUZZ) -fuzz FuzzParse
+	$(GO) test ./internal/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
+	$(GO) test ./internal/extgen $(FUZZ) -fuzz FuzzWrk2
+	$(GO) test ./internal/sample $(FUZZ) -fuzz 'FuzzParseStat$$'
+	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseStatus
+	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
+	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
+	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
+	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
+	# minimising each new one short).
+	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build
@@ -100,10 +114,17 @@ bench-lab: envoy
 clean:
 	rm -rf bin
 
-# The image the kube platform runs (app workloads and load workers):
-# docker build of the Dockerfile; pass IMAGE=registry/name:tag and load or
-# push it where the cluster can pull it (k3d image import, kind load …).
-IMAGE ?= ghcr.io/meshbench/meshbench:dev
-.PHONY: image
+# The image the kube platform runs (app workloads and load workers), built
+# without Docker by `meshbench image` from a static binary: an image
+# archive (IMAGE_TAR), and with LOAD=kind:CLUSTER|k3d:CLUSTER|containerd:SOCKET
+# loaded into a cluster's nodes, with PUSH=REF pushed to a registry.
+# `make image-docker` builds the Dockerfile instead (with oha and wrk2).
+IMAGE     ?= ghcr.io/meshbench/meshbench:dev
+IMAGE_TAR ?= bin/meshbench-image.tar
+.PHONY: image image-docker
 image:
-	docker build -t $(IMAGE) .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/meshbench-static ./cmd/meshbench
+	bin/meshbench-static image --tag $(IMAGE) -o $(IMAGE_TAR) --revision "$$(git rev-parse HEAD 2>/dev/null)" $(if $(LOAD),--load $(LOAD)) $(if $(PUSH),--push $(PUSH))
+
+image-docker:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

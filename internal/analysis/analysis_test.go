@@ -378,8 +378,8 @@ func TestReadPlan(t *testing.T) {
 	}
 }
 
-// TestReadPlanErrors: not a plan directory, or a done cell that cannot be
-// read, is an error.
+// TestReadPlanErrors: not a plan directory is an error; a done cell that
+// cannot be read is listed (cell, file, reason) and the others are read.
 func TestReadPlanErrors(t *testing.T) {
 	if _, err := analysis.ReadPlan(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a plan results directory") {
 		t.Errorf("empty dir: %v", err)
@@ -387,12 +387,63 @@ func TestReadPlanErrors(t *testing.T) {
 	if _, err := analysis.ReadPlan(results.CellDir(smallDir, "none-static-r50-x1-p0-http-pod-mtls-rep1")); err == nil {
 		t.Error("a cell directory read as a plan")
 	}
-	// A done cell whose load.json is gone: the report must not silently
-	// drop it.
-	dir := copyPlan(t, smallDir)
-	os.Remove(filepath.Join(results.CellDir(dir, "none-static-r50-x1-p0-http-pod-mtls-rep1"), results.LoadFile))
-	if _, err := analysis.ReadPlan(dir); err == nil || !strings.Contains(err.Error(), "none-static-r50-x1-p0-http-pod-mtls-rep1") {
-		t.Errorf("done cell without load.json: %v", err)
+	whole, err := analysis.ReadPlan(smallDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "none-static-r50-x1-p0-http-pod-mtls-rep1"
+	tests := []struct {
+		name   string
+		file   string
+		damage func(path string) error
+		reason string // in the listed reason
+	}{
+		// load.json cut in the middle (a full disk, a crash).
+		{"truncated load.json", results.LoadFile, func(p string) error { return os.Truncate(p, 100) }, "unexpected EOF"},
+		// load.json without a required field: its latency histogram.
+		{"load.json missing a field", results.LoadFile, func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				return err
+			}
+			delete(m, "latency")
+			b, _ = json.Marshal(m)
+			return os.WriteFile(p, b, 0o644)
+		}, "histogram missing"},
+		// load.json gone: must not be dropped silently.
+		{"load.json gone", results.LoadFile, os.Remove, "no such file"},
+		// resources.json gone.
+		{"resources.json gone", results.ResourcesFile, os.Remove, "no such file"},
+		// manifest.json truncated.
+		{"truncated manifest.json", results.ManifestFile, func(p string) error { return os.Truncate(p, 10) }, "unexpected end of JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyPlan(t, smallDir)
+			if err := tt.damage(filepath.Join(results.CellDir(dir, id), tt.file)); err != nil {
+				t.Fatal(err)
+			}
+			p, err := analysis.ReadPlan(dir)
+			if err != nil {
+				t.Fatalf("one bad cell sank the plan: %v", err)
+			}
+			if len(p.Unreadable) != 1 || p.Unreadable[0].ID != id || p.Unreadable[0].File != tt.file ||
+				!strings.Contains(p.Unreadable[0].Reason(), tt.reason) {
+				t.Fatalf("unreadable %+v, want %s's %s (%s)", p.Unreadable, id, tt.file, tt.reason)
+			}
+			if len(p.Cells) != len(whole.Cells)-1 {
+				t.Errorf("%d cells read, want the other %d", len(p.Cells), len(whole.Cells)-1)
+			}
+			for _, c := range p.Cells {
+				if c.ID == id {
+					t.Error("the unreadable cell is among the figures")
+				}
+			}
+		})
 	}
 }
 

@@ -7,11 +7,13 @@ package analysis
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
@@ -136,18 +138,18 @@ type Cell struct {
 func ReadCell(dir, id string) (*Cell, error) {
 	m, err := results.ReadManifest(dir)
 	if err != nil {
-		return nil, err
+		return nil, &CellError{ID: id, File: results.ManifestFile, Err: err}
 	}
 	lr, err := results.ReadFile(filepath.Join(dir, results.LoadFile))
 	if err != nil {
-		return nil, fmt.Errorf("cell %s: %w", id, err)
+		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	c := &Cell{ID: id, Dir: dir, Valid: m.Valid, Invalid: m.Invalid, Figures: map[string]float64{}, Errors: lr.Errors}
 	c.Config = configOf(m.Options)
 	c.MetricsSource, _ = m.Options["metrics_source"].(string)
 	lat, _, _, err := lr.Histograms()
 	if err != nil {
-		return nil, fmt.Errorf("cell %s: %w", id, err)
+		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
 	if lat.Count() > 0 {
@@ -167,7 +169,7 @@ func ReadCell(dir, id string) (*Cell, error) {
 
 	sum, err := readResources(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cell %s: %w", id, err)
+		return nil, &CellError{ID: id, File: results.ResourcesFile, Err: err}
 	}
 	const mib = 1 << 20
 	put := func(prefix, name string, f sample.Figures) {
@@ -265,6 +267,31 @@ type Plan struct {
 	Cells   []*Cell
 	Missing []string
 	Failed  map[string]string
+	// Unreadable lists the cells that finished but whose files cannot be
+	// read back (truncated, a field missing, a file gone): left out of
+	// every figure, reported on their own, and the report is partial.
+	Unreadable []*CellError
+}
+
+// CellError is a finished cell whose results cannot be read: which cell,
+// which of its files, and why.
+type CellError struct {
+	ID   string
+	File string // results.ManifestFile, LoadFile or ResourcesFile
+	Err  error
+}
+
+func (e *CellError) Error() string { return fmt.Sprintf("cell %s: %s: %v", e.ID, e.File, e.Err) }
+func (e *CellError) Unwrap() error { return e.Err }
+
+// Reason is why the file cannot be read, without the cell and file names
+// (nor the file's path, which the underlying error may start with).
+func (e *CellError) Reason() string {
+	msg := e.Err.Error()
+	if i := strings.LastIndex(msg, e.File+": "); i >= 0 {
+		msg = msg[i+len(e.File)+2:]
+	}
+	return msg
 }
 
 // ReadPlan reads every finished cell of a plan results directory.
@@ -300,7 +327,14 @@ func ReadPlan(dir string) (*Plan, error) {
 				p.Failed[id] = st.Error
 				continue
 			}
-			return nil, err
+			// One unreadable cell never sinks the plan: it is listed,
+			// and the others are reported.
+			var ce *CellError
+			if !errors.As(err, &ce) {
+				ce = &CellError{ID: id, File: "?", Err: err}
+			}
+			p.Unreadable = append(p.Unreadable, ce)
+			continue
 		}
 		if st.State == results.CellFailed {
 			c.Valid = false

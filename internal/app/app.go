@@ -65,6 +65,26 @@ type Config struct {
 	// ColorAddr is the face workload's gRPC backend (a grpc workload),
 	// host:port. Other kinds ignore it.
 	ColorAddr string
+	// Concurrency bounds the server: at most this many requests (0..
+	// MaxConcurrency; 0: no bound) are served at once, each for exactly
+	// ServiceTime, the others queued in arrival order. Its capacity is
+	// then exactly Concurrency/ServiceTime requests per second: a known
+	// answer for capacity searches. Health probes are exempt; faults apply
+	// after the service time.
+	Concurrency int
+	// ServiceTime is each request's time in service when Concurrency is
+	// set, above 0 and at most MaxDelay; it must be 0 without Concurrency.
+	ServiceTime time.Duration
+}
+
+// Capacity returns the requests per second a server bounded by
+// Concurrency and ServiceTime answers at most (Concurrency/ServiceTime),
+// or 0 for an unbounded server.
+func (c Config) Capacity() float64 {
+	if c.Concurrency <= 0 || c.ServiceTime <= 0 {
+		return 0
+	}
+	return float64(c.Concurrency) / c.ServiceTime.Seconds()
 }
 
 // ConfigError is one problem found by Config.Validate. Field names the input
@@ -119,6 +139,14 @@ func (c Config) Validate() error {
 		bad("stall-every", f.StallEvery.String(), "needs stall-for too (how long each stall lasts)")
 	case f.StallFor > 0 && f.StallFor >= f.StallEvery:
 		bad("stall-for", f.StallFor.String(), fmt.Sprintf("must be shorter than stall-every %s", f.StallEvery))
+	}
+	switch {
+	case c.Concurrency < 0 || c.Concurrency > MaxConcurrency:
+		bad("concurrency", strconv.Itoa(c.Concurrency), fmt.Sprintf("allowed: 0 (no bound) to %d requests served at once", MaxConcurrency))
+	case c.Concurrency > 0 && (c.ServiceTime <= 0 || c.ServiceTime > MaxDelay):
+		bad("service-time", c.ServiceTime.String(), "allowed: above 0s, at most 1h, with concurrency (each request's time in service)")
+	case c.Concurrency == 0 && c.ServiceTime != 0:
+		bad("service-time", c.ServiceTime.String(), "needs concurrency too (how many requests are served at once)")
 	}
 	if math.IsNaN(f.ErrorRatio) || f.ErrorRatio < 0 || f.ErrorRatio > 1 {
 		bad("error-ratio", strconv.FormatFloat(f.ErrorRatio, 'g', -1, 64), "allowed: 0 to 1 (fraction of requests)")
@@ -187,7 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		started: time.Now(),
 		done:    make(chan struct{}),
 	}
-	inj := newInjector(cfg.Faults, s.started)
+	inj := newInjector(cfg.Faults, newServiceQueue(cfg.Concurrency, cfg.ServiceTime), s.started)
 	var serve func() error
 	switch cfg.Kind {
 	case KindStatic:

@@ -51,6 +51,14 @@ func TestConfigValidate(t *testing.T) {
 		{name: "ratio high", mutate: func(c *Config) { c.Faults.ErrorRatio = 1.5 }, wantField: []string{"error-ratio"}},
 		// NaN ratio.
 		{name: "ratio NaN", mutate: func(c *Config) { c.Faults.ErrorRatio = math.NaN() }, wantField: []string{"error-ratio"}},
+		// A bounded server: 4 at once, 2 ms each.
+		{name: "concurrency", mutate: func(c *Config) { c.Concurrency, c.ServiceTime = 4, 2*time.Millisecond }},
+		// A bound without a service time would answer instantly.
+		{name: "concurrency no service time", mutate: func(c *Config) { c.Concurrency = 4 }, wantField: []string{"service-time"}},
+		// A service time without a bound means nothing.
+		{name: "service time alone", mutate: func(c *Config) { c.ServiceTime = time.Millisecond }, wantField: []string{"service-time"}},
+		// Negative bound.
+		{name: "concurrency negative", mutate: func(c *Config) { c.Concurrency = -1 }, wantField: []string{"concurrency"}},
 		// A success status is not an error status.
 		{name: "status 200", mutate: func(c *Config) { c.Faults.ErrorStatus = 200 }, wantField: []string{"error-status"}},
 		// Every problem is reported at once.
@@ -126,7 +134,7 @@ func (w *nopWriter) WriteHeader(int)             {}
 // TestStaticHandlerAllocs guards the hot path of 5000+ rps benchmarks: the
 // handler itself allocates nothing per request.
 func TestStaticHandlerAllocs(t *testing.T) {
-	h := &staticHandler{inj: newInjector(Faults{}, time.Now()), body: StaticBody(615), hdrLen: []string{"615"}, errStatus: 500}
+	h := &staticHandler{inj: newInjector(Faults{}, nil, time.Now()), body: StaticBody(615), hdrLen: []string{"615"}, errStatus: 500}
 	w := &nopWriter{h: make(http.Header)}
 	r, err := http.NewRequest("GET", "http://127.0.0.1/", nil)
 	if err != nil {

@@ -67,14 +67,16 @@ type injector struct {
 	stallEvery time.Duration
 	stallFor   time.Duration
 	errorRatio float64
-	active     bool // any fault configured; false keeps the hot path free
+	active     bool // any fault or queue configured; false keeps the hot path free
+	// queue bounds concurrency (Config.Concurrency); nil: unbounded.
+	queue *serviceQueue
 
 	mu       sync.Mutex
 	errRNG   *rand.Rand // guarded by mu
 	delayRNG *rand.Rand // guarded by mu
 }
 
-func newInjector(f Faults, start time.Time) *injector {
+func newInjector(f Faults, queue *serviceQueue, start time.Time) *injector {
 	seed := uint64(f.Seed)
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -86,7 +88,8 @@ func newInjector(f Faults, start time.Time) *injector {
 		stallEvery: f.StallEvery,
 		stallFor:   f.StallFor,
 		errorRatio: f.ErrorRatio,
-		active:     f.Delay > 0 || f.RandomDelay != nil || f.StallFor > 0 || f.ErrorRatio > 0,
+		active:     f.Delay > 0 || f.RandomDelay != nil || f.StallFor > 0 || f.ErrorRatio > 0 || queue != nil,
+		queue:      queue,
 		errRNG:     rand.New(rand.NewPCG(seed, 1)),
 		delayRNG:   rand.New(rand.NewPCG(seed, 2)),
 	}
@@ -125,12 +128,18 @@ func (in *injector) plan(now time.Time) (wait time.Duration, fail bool) {
 	return wait, fail
 }
 
-// apply waits as the faults require for a request arriving now and reports
-// whether to answer with an injected error. It returns ctx's error if ctx
-// ends first.
+// apply waits as the service queue and the faults require for a request
+// arriving now and reports whether to answer with an injected error: first
+// its turn in the queue and its service time, then the faults as of the end
+// of its service. It returns ctx's error if ctx ends first.
 func (in *injector) apply(ctx context.Context) (fail bool, err error) {
 	if !in.active {
 		return false, nil
+	}
+	if in.queue != nil {
+		if err := in.queue.serve(ctx, time.Now()); err != nil {
+			return false, err
+		}
 	}
 	wait, fail := in.plan(time.Now())
 	if wait > 0 {

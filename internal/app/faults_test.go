@@ -69,7 +69,7 @@ func TestInjectorPlan(t *testing.T) {
 		{name: "delay between stalls", faults: Faults{Delay: 30 * ms, StallEvery: 400 * ms, StallFor: 150 * ms}, at: 200 * ms, want: 30 * ms},
 	}
 	for _, tt := range tests {
-		in := newInjector(tt.faults, start)
+		in := newInjector(tt.faults, nil, start)
 		got, fail := in.plan(start.Add(tt.at))
 		if got != tt.want || fail {
 			t.Errorf("%s: plan = %v, %v; want %v, false", tt.name, got, fail, tt.want)
@@ -81,7 +81,7 @@ func TestInjectorSeededErrorsAreDeterministic(t *testing.T) {
 	const n, ratio = 1000, 0.25
 	f := Faults{ErrorRatio: ratio, Seed: 7}
 	count := func() []bool {
-		in := newInjector(f, time.Unix(0, 0))
+		in := newInjector(f, nil, time.Unix(0, 0))
 		out := make([]bool, n)
 		for i := range out {
 			out[i], _ = in.draw()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
@@ -104,6 +105,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Confidence, "confidence", "", "confidence level (default 0.95)")
+	bindBenchSearchFlags(fl, f)
 	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
@@ -118,6 +120,11 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if f.loopbackNet < 0 || f.loopbackNet > 255 {
 		return usagef("--loopback-net %d: allowed: 0 to 255", f.loopbackNet)
 	}
+	if f.out != "" {
+		if err := results.CheckNewDir(f.out); err != nil {
+			return usagef("--out %v", err)
+		}
+	}
 	var p *plan.Plan
 	dir := f.out
 	switch {
@@ -131,6 +138,9 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		if p, err = plan.Parse(filepath.Join(f.resume, "plan.yaml"), data); err != nil {
 			return &UsageError{Err: err}
+		}
+		if _, err := results.ReadPlanManifest(f.resume); err != nil {
+			return usagef("--resume %s: %v", f.resume, err)
 		}
 		dir = f.resume
 	case len(args) == 1:
@@ -174,6 +184,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			}
 		}
 	}
+	if !onKube {
+		// The lab's load generator runs here: its connections must fit
+		// this machine's open-file limit (checked as load checks it).
+		if err := loadgen.EnsureFileLimit(p.Connections); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
 	cells := p.Order(*p.Seed, p.ReuseTopology)
 	needEnvoy := false
 	for _, c := range cells {
@@ -200,13 +217,17 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			return err
 		}
 	}
+	if p.Search != nil {
+		return runBenchSearch(ctx, env, f, p, dir, bin)
+	}
 	rcells := make([]runner.Cell, len(cells))
 	for i, c := range cells {
 		mo := c.Mesh
 		mo.LoopbackNet = uint8(f.loopbackNet)
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
-			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version}
+			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}
@@ -237,13 +258,20 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	if f.resume != "" {
 		if m, err := results.ReadPlanManifest(dir); err == nil {
-			done := 0
+			done, failed := 0, 0
 			for _, st := range m.Cells {
-				if st.Finished() {
+				switch st.State {
+				case results.CellDone:
 					done++
+				case results.CellFailed:
+					failed++
 				}
 			}
-			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished\n", done, len(m.Order))
+			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
+			if failed > 0 {
+				fmt.Fprintf(env.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
+			}
+			fmt.Fprintln(env.Stderr)
 		}
 	}
 	started := time.Now()
@@ -301,7 +329,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
 		return fmt.Errorf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
 	}
-	return nil
+	return partial(pd)
 }
 
 // benchKubeOptions are the options of plan p's cell c on a cluster.

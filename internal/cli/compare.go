@@ -3,12 +3,12 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/results"
 )
 
 type compareFlags struct {
@@ -30,11 +30,20 @@ both sides' repetitions ("not significant" when it spans zero), and one
 verdict line per config. Configs found on one side only are listed;
 invalid, failed and unfinished cells are left out and counted.
 --out FILE writes the same as a tidy CSV. Exits 1 when no config has valid
-cells in both.`,
+cells in both.
+
+Two capacity-search plans (bench with search:/--slo) are compared by
+capacity instead: per config, each side's capacity at the objective and
+B's relative to A's with an interval.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.confidence <= 0 || f.confidence >= 1 {
+			if !validLevel(f.confidence) {
 				return usagef("--confidence %v: allowed: a level between 0 and 1, e.g. 0.95", f.confidence)
+			}
+			if f.out != "" {
+				if err := results.CheckOutputFile(f.out); err != nil {
+					return usagef("--out %v", err)
+				}
 			}
 			a, err := analysis.ReadPlan(args[0])
 			if err != nil {
@@ -43,6 +52,9 @@ cells in both.`,
 			b, err := analysis.ReadPlan(args[1])
 			if err != nil {
 				return &UsageError{Err: err}
+			}
+			if sa, sb := searchPlanOf(a), searchPlanOf(b); sa != nil || sb != nil {
+				return compareCapacities(env, a, b, sa, sb, f.confidence)
 			}
 			sc := analysis.CompareSets(a, b, analysis.Options{Level: f.confidence, Seed: uint64(a.Manifest.Seed)})
 			if len(sc.Configs) == 0 {
@@ -57,12 +69,14 @@ cells in both.`,
 				if err := report.CompareCSV(&csv, sc); err != nil {
 					return err
 				}
-				if err := os.WriteFile(f.out, csv.Bytes(), 0o644); err != nil {
+				if err := results.WriteFileAtomic(f.out, csv.Bytes(), 0o644); err != nil {
 					return fmt.Errorf("writing the comparison CSV: %w", err)
 				}
 			}
-			_, err = env.Stdout.Write(text.Bytes())
-			return err
+			if _, err = env.Stdout.Write(text.Bytes()); err != nil {
+				return err
+			}
+			return partial(a, b)
 		},
 	}
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "also write the comparison as a tidy CSV to `FILE` (one row per config and figure)")

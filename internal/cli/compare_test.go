@@ -94,6 +94,10 @@ func TestCompareBadInput(t *testing.T) {
 		{"B not a plan", []string{"compare", planSmall, filepath.Join(empty, "nope")}, ExitUsage, "is not a plan results directory"},
 		{"one directory", []string{"compare", planSmall}, ExitUsage, "accepts 2 arg"},
 		{"confidence", []string{"compare", "--confidence", "2", planSmall, planSmall}, ExitUsage, "--confidence 2: allowed"},
+		{"confidence NaN", []string{"compare", "--confidence", "NaN", planSmall, planSmall}, ExitUsage, "--confidence NaN: allowed"},
+		// An unusable output path is named before anything is computed.
+		{"output in a missing directory", []string{"compare", "-o", "/nonexistent-dir/x.csv", planSmall, planSmall}, ExitUsage,
+			"--out /nonexistent-dir/x.csv: directory /nonexistent-dir: no such file or directory"},
 		{"nothing in common", []string{"compare", "-o", csvOut, planSmall, other}, ExitFailure,
 			"nothing to compare: no config (mesh and scenario) has a valid cell in both " + planSmall + " (6 configs) and " + other + " (6 configs)"},
 	}

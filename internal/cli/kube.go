@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -97,6 +98,9 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if f.duration <= 0 {
 		errs = append(errs, fmt.Errorf("--duration %v: must be > 0", f.duration))
 	}
+	if f.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: must be > 0", f.timeout))
+	}
 	if f.kube.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers %d: allowed: 1 or more", f.kube.workers))
 	}
@@ -107,13 +111,17 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if !slices.Contains(extgen.Names, f.kube.generator) {
 		errs = append(errs, fmt.Errorf("--generator %q: allowed: %s", f.kube.generator, strings.Join(extgen.Names, ", ")))
 	}
+	errs = append(errs, checkLoadFlags(f.rate, f.connections, false)...)
+	if err := results.CheckNewDir(f.out); err != nil {
+		errs = append(errs, fmt.Errorf("--out %w", err))
+	}
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
 	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
 		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == mesh.AppFaces}
 	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Rate: f.rate, Workers: f.kube.workers,
-		Duration: f.duration, Warmup: f.warmup, Connections: f.connections, InstallMesh: f.kube.installMesh,
+		Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections, InstallMesh: f.kube.installMesh,
 		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
 		MetricsSource: f.kube.metricsSource, KubeletInterval: f.kube.kubeletInterval,
 		IdleTimeout: f.kube.idleTimeout, ReadyTimeout: f.kube.timeout, OutDir: f.out, Log: env.Stderr, Version: Version}

@@ -59,6 +59,8 @@ type loadFlags struct {
 	// generator is the load generator (extgen.Names), generatorPath its
 	// binary for an external one.
 	generator, generatorPath string
+	// search holds the capacity-search flags (--slo …, loadsearch.go).
+	search searchFlags
 }
 
 // JobCompletionIndexEnv is the environment variable an Indexed Kubernetes
@@ -141,6 +143,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.IntVar(&f.workerIndex, "worker-index", 0, "this generator's index among --workers, 0 to W-1 (default: $"+JobCompletionIndexEnv+" when set, else 0)")
 	fl.StringVar(&f.generator, "generator", extgen.Meshbench, "load generator: meshbench (this engine), oha or wrk2 (run as a subprocess, HTTP/1.1 only; same result format, with how exact each figure is)")
 	fl.StringVar(&f.generatorPath, "generator-path", "", "binary of --generator oha|wrk2 (default: oha, or wrk2 then wrk, on $PATH)")
+	bindSearchFlags(fl, &f.search)
 }
 
 // buildLoadConfig turns flags into an engine configuration, reporting every
@@ -250,6 +253,11 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	if err := checkGenerator(f, cfg); err != nil {
 		errs = append(errs, err)
 	}
+	if len(errs) == 0 && f.generator == extgen.Meshbench {
+		if err := loadgen.EnsureFileLimit(cfg.Connections); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return cfg, format, &UsageError{Err: errors.Join(errs...)}
 	}
@@ -295,6 +303,12 @@ func splitForWorker(cmd *cobra.Command, f *loadFlags, cfg *loadgen.Config) error
 }
 
 func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, args []string) error {
+	if f.search.slo != "" || cmd.Flags().Changed("slo") {
+		return runLoadSearch(ctx, env, cmd, f, args)
+	}
+	if ch := searchChanged(cmd); len(ch) > 0 {
+		return usagef("%s: only with --slo (a capacity search)", strings.Join(ch, ", "))
+	}
 	cfg, format, err := buildLoadConfig(cmd, f, args)
 	if err != nil {
 		return err

@@ -100,6 +100,10 @@ func TestLoadBadInput(t *testing.T) {
 		{"rate not a number", []string{"load", "--rate", "fast", url}, ExitUsage, `rate "fast"`},
 		{"unknown scheme", []string{"load", "ftp://127.0.0.1:21/"}, ExitUsage, "allowed schemes: http://"},
 		{"not a URL", []string{"load", "127.0.0.1:8080"}, ExitUsage, "allowed schemes"},
+		{"port out of range", []string{"load", "http://127.0.0.1:99999/"}, ExitUsage, `target "http://127.0.0.1:99999/": port 99999: allowed: 1 to 65535`},
+		// More connections than the process may open files for (the hard
+		// limit is far below a billion on any machine).
+		{"connections beyond the file limit", []string{"load", "-c", "1000000000", url}, ExitUsage, "--connections 1000000000: needs about 1000000064 open files"},
 		{"no target", []string{"load"}, ExitUsage, "no target given"},
 		{"unknown output format", []string{"load", "--output-format", "yaml", url}, ExitUsage, `--output-format "yaml": allowed: text, json, hdr`},
 		{"missing CA file", []string{"load", "--cacert", filepath.Join(dir, "nope.pem"), "https://" + addr + "/"}, ExitUsage, "--cacert"},

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,12 +41,15 @@ row each), plots/*.png|svg and smp/CELL.json (each cell in the Service
 Mesh Performance format, for Meshery). Prints the text report.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.confidence <= 0 || f.confidence >= 1 {
+			if !validLevel(f.confidence) {
 				return usagef("--confidence %v: allowed: a level between 0 and 1, e.g. 0.95", f.confidence)
 			}
 			p, err := analysis.ReadPlan(args[0])
 			if err != nil {
 				return &UsageError{Err: err}
+			}
+			if sp := searchPlanOf(p); sp != nil { // a capacity search: its own reports
+				return writeSearchReports(env, args[0], sp, f.quiet)
 			}
 			o := analysis.Options{Level: f.confidence, Baseline: f.baseline, Seed: uint64(p.Manifest.Seed)}
 			// Unless told otherwise, compare as the plan asked (and as bench's
@@ -57,8 +63,16 @@ Mesh Performance format, for Meshery). Prints the text report.`,
 					o.Level = pl.Confidence
 				}
 			}
+			if cmd.Flags().Changed("baseline") && f.baseline != "" {
+				if err := checkBaseline(f.baseline, p); err != nil {
+					return err
+				}
+			}
 			a := analysis.Analyze(p, o)
-			return writeReports(env, a, f.quiet)
+			if err := writeReports(env, a, f.quiet); err != nil {
+				return err
+			}
+			return partial(p)
 		},
 	}
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "mesh the others are compared with (default: the plan's, or none)")
@@ -96,8 +110,10 @@ func writeReports(env *Env, a *analysis.Analysis, quiet bool) error {
 	if err := report.PlanHTML(&html, a, charts); err != nil {
 		return err
 	}
+	// Each file whole or not at all: a full disk leaves the previous
+	// report in place, never a truncated one.
 	for name, b := range map[string][]byte{"report.txt": text.Bytes(), "latency.csv": nh.Bytes(), "figures.csv": tidy.Bytes(), "report.html": html.Bytes()} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		if err := results.WriteFileAtomic(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}
 	}
@@ -129,9 +145,43 @@ func writeSMP(dir string, p *analysis.Plan) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, c.ID+".json"), b, 0o644); err != nil {
+		if err := results.WriteFileAtomic(filepath.Join(dir, c.ID+".json"), b, 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// validLevel: a confidence level strictly between 0 and 1 (NaN is not).
+func validLevel(l float64) bool { return l > 0 && l < 1 }
+
+// checkBaseline refuses a --baseline mesh the plan has no cell of, naming
+// the plan's meshes.
+func checkBaseline(baseline string, p *analysis.Plan) error {
+	var meshes []string
+	for _, c := range p.Cells {
+		if !slices.Contains(meshes, c.Config.Mesh) {
+			meshes = append(meshes, c.Config.Mesh)
+		}
+	}
+	if slices.Contains(meshes, baseline) {
+		return nil
+	}
+	sort.Strings(meshes)
+	return usagef("--baseline %q: the plan in %s has no cell of that mesh; allowed: %s", baseline, p.Dir, strings.Join(meshes, ", "))
+}
+
+// partial returns a PartialError when cells of the plans could not be read
+// (the report lists them), else nil.
+func partial(plans ...*analysis.Plan) error {
+	var msgs []string
+	for _, p := range plans {
+		if n := len(p.Unreadable); n > 0 {
+			msgs = append(msgs, fmt.Sprintf("%d cell(s) of %s cannot be read", n, p.Dir))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &PartialError{Err: fmt.Errorf("partial report: %s (listed under \"Unreadable cells\"; the other cells are reported)", strings.Join(msgs, "; "))}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meshbench/meshbench/internal/results"
 )
 
 // The plan fixtures of the analysis tests: real plan results directories.
@@ -171,6 +173,10 @@ func TestReportBadInput(t *testing.T) {
 		{"a cell, not a plan", []string{"report", filepath.Join(plan, "cells", "none-static-r50-x1-p0-http-pod-mtls-rep1")}, "is not a plan results directory"},
 		{"confidence above 1", []string{"report", "--confidence", "1.5", plan}, "--confidence 1.5: allowed: a level between 0 and 1"},
 		{"confidence 0", []string{"report", "--confidence", "0", plan}, "--confidence 0: allowed"},
+		// NaN passes "<= 0 || >= 1"; it once overwrote a good report with "-".
+		{"confidence NaN", []string{"report", "--confidence", "NaN", plan}, "--confidence NaN: allowed"},
+		// A baseline mesh the plan has no cell of: refused, naming its meshes.
+		{"baseline not in the plan", []string{"report", "--baseline", "linkerd", plan}, `--baseline "linkerd": the plan in ` + plan + " has no cell of that mesh; allowed: ambient, none, sidecar"},
 		{"no directory", []string{"report"}, "accepts 1 arg"},
 	}
 	for _, tt := range tests {
@@ -192,5 +198,39 @@ func TestReportBadInput(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(d, ReportDir)); !os.IsNotExist(err) {
 			t.Errorf("%s/report written on bad input: %v", d, err)
 		}
+	}
+}
+
+// TestReportPartial: one cell whose load.json is cut short (a full disk)
+// does not block the report of the others: it is listed under "Unreadable
+// cells" and the exit code (3) says the report is partial. compare says
+// the same.
+func TestReportPartial(t *testing.T) {
+	dir := copyPlan(t, planSmall)
+	const id = "none-static-r50-x1-p0-http-pod-mtls-rep1"
+	if err := os.Truncate(filepath.Join(dir, "cells", id, results.LoadFile), 100); err != nil {
+		t.Fatal(err)
+	}
+	inv := runCLI(t, nil, "report", dir)
+	if inv.code != ExitPartial {
+		t.Fatalf("exit %d, want %d (partial); stderr %q", inv.code, ExitPartial, inv.stderr)
+	}
+	if !strings.Contains(inv.stderr, "partial report: 1 cell(s) of "+dir+" cannot be read") {
+		t.Errorf("stderr %q", inv.stderr)
+	}
+	txt, err := os.ReadFile(filepath.Join(dir, ReportDir, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(txt), "Unreadable cells (PARTIAL: left out of every figure):\n  "+id+": load.json: ") ||
+		!strings.Contains(string(txt), "== ") {
+		t.Errorf("report.txt lacks the unreadable cell or the others:\n%s", txt)
+	}
+	if inv.stdout == "" {
+		t.Error("nothing printed")
+	}
+	inv = runCLI(t, nil, "compare", planSmall, dir)
+	if inv.code != ExitPartial || !strings.Contains(inv.stdout, "Unreadable cells of B (PARTIAL: left out of every figure):\n  "+id+": load.json: ") {
+		t.Errorf("compare: exit %d, stdout:\n%s\nstderr %q", inv.code, inv.stdout, inv.stderr)
 	}
 }

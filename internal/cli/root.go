@@ -20,6 +20,7 @@ const (
 	ExitOK          = 0   // success
 	ExitFailure     = 1   // the command ran and failed (run error, unreachable target…)
 	ExitUsage       = 2   // bad input: flags, arguments, files
+	ExitPartial     = 3   // report/compare wrote a partial report: some cells cannot be read (listed in it)
 	ExitInterrupted = 130 // cancelled by SIGINT/SIGTERM; partial results were written
 )
 
@@ -60,6 +61,13 @@ func (e *UsageError) Unwrap() error { return e.Err }
 func usagef(format string, a ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, a...)}
 }
+
+// PartialError says a report was written without some unreadable cells;
+// Run maps it to ExitPartial.
+type PartialError struct{ Err error }
+
+func (e *PartialError) Error() string { return e.Err.Error() }
+func (e *PartialError) Unwrap() error { return e.Err }
 
 // errInterrupted is returned by commands that stopped because of a signal
 // after writing what they had measured.
@@ -109,6 +117,10 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return ExitUsage
 	}
+	var pe *PartialError
+	if errors.As(err, &pe) {
+		return ExitPartial
+	}
 	return ExitFailure
 }
 
@@ -131,6 +143,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newCompareCmd(env))
 	root.AddCommand(newBenchCmd(env))
 	root.AddCommand(newDoctorCmd(env))
+	root.AddCommand(newImageCmd(env))
 	return root
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/extgen"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
@@ -27,6 +28,7 @@ type runFlags struct {
 	gateway, mtls           bool
 	rate                    string
 	duration, warmup, drain time.Duration
+	timeout                 time.Duration
 	sampleInterval          time.Duration
 	pssEvery                int
 	connections             int
@@ -79,6 +81,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	fl.StringVar(&f.rate, "rate", "50", "load rate per second (open loop)")
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured duration")
 	fl.DurationVar(&f.warmup, "warmup", 2*time.Second, "load before the measured window, not counted")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-request timeout; the load ends at most this long after its window")
 	fl.DurationVar(&f.drain, "drain", 2*time.Second, "sampling after the load ends (kube platform: the most, 60s unless set; it stops once the app is idle again)")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", time.Second, "/proc sampling period")
 	fl.IntVar(&f.pssEvery, "pss-every", 0, "read PSS (/proc/PID/smaps_rollup) every N sampling rounds; CPU and RSS are read every round. "+
@@ -109,6 +112,9 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if f.duration <= 0 {
 		errs = append(errs, fmt.Errorf("--duration %v: must be > 0", f.duration))
 	}
+	if f.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: must be > 0", f.timeout))
+	}
 	if f.warmup < 0 || f.drain < 0 || f.sampleInterval <= 0 {
 		errs = append(errs, errors.New("--warmup and --drain must be >= 0 and --sample-interval > 0"))
 	}
@@ -124,11 +130,15 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		// would judge the wrong process.
 		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
 	}
+	errs = append(errs, checkLoadFlags(f.rate, f.connections, true)...)
+	if err := results.CheckNewDir(f.out); err != nil {
+		errs = append(errs, fmt.Errorf("--out %w", err))
+	}
 	mo.LoopbackNet = uint8(f.loopbackNet)
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
-	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Connections: f.connections,
+	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
 	if mo.Mode != mesh.ModeNone || mo.Gateway { // a gateway is an Envoy too
@@ -154,6 +164,25 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		return fmt.Errorf("run invalid (results kept in %s): %s", res.Dir, strings.Join(res.Manifest.Invalid, "; "))
 	}
 	return nil
+}
+
+// checkLoadFlags checks the load flags that `run` and `bench` hand to
+// their load processes, before anything starts, with the messages `load`
+// gives: the rate as ParseRate reads it and at least one connection; on
+// this machine (local), also enough file descriptors for them.
+func checkLoadFlags(rate string, connections int, local bool) []error {
+	var errs []error
+	if _, err := loadgen.ParseRate(rate); err != nil {
+		errs = append(errs, fmt.Errorf("--%w", err))
+	}
+	if connections < 1 {
+		errs = append(errs, fmt.Errorf("--connections %d: allowed: 1 or more", connections))
+	} else if local {
+		if err := loadgen.EnsureFileLimit(connections); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 func printRun(env *Env, res *local.Result) {

@@ -109,6 +109,11 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("manifest valid=%v reasons %q, want invalid, \"interrupted\" among the reasons", m.Valid, m.Invalid)
 	}
 	for _, r := range m.Invalid {
+		// Said once, in words (it was listed as both "interrupted" and
+		// "context canceled").
+		if strings.Contains(r, "context canceled") {
+			t.Errorf("manifest reason %q beside \"interrupted\"", r)
+		}
 		// The rate was kept until the interrupt; the rest of the 30 s
 		// was never scheduled to be sent.
 		if strings.Contains(r, "target rate not reached") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,8 @@ type serveFlags struct {
 	readyFile   string
 	smileyURL   string
 	colorAddr   string
+	concurrency int
+	serviceTime time.Duration
 }
 
 func newServeCmd(env *Env) *cobra.Command {
@@ -59,13 +62,20 @@ of every --stall-every period, counted from start); and injected errors on
 --error-ratio of requests (static: --error-status; grpc: UNAVAILABLE; tcp:
 the connection is reset). --seed makes the random choices repeatable.
 
+--concurrency K --service-time S bound the server: at most K requests are
+served at once, each for exactly S, the others wait in arrival order. Its
+capacity is then exactly K/S requests per second (4 and 2ms: 2000/s), a
+known answer for 'meshbench load --slo' and plan searches. Faults apply
+after the service time; health probes are exempt.
+
 Once listening it prints one line to stdout, "READY KIND HOST:PORT", with the
 bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
 --ready-file if given.`,
 		Example: `  meshbench serve static
   meshbench serve static --listen 127.0.0.1:0 --ready-file /tmp/addr
   meshbench serve grpc --listen 127.0.0.1:9090 --delay-dist exp:2ms --error-ratio 0.01
-  meshbench serve tcp --stall-every 10s --stall-for 200ms`,
+  meshbench serve tcp --stall-every 10s --stall-for 200ms
+  meshbench serve static --concurrency 4 --service-time 2ms    # capacity 2000/s`,
 		ValidArgs: kindNames(),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -94,6 +104,8 @@ bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "on interrupt, how long in-flight requests may take before connections are closed")
 	fl.StringVar(&f.smileyURL, "smiley-url", "", "face: the smiley backend, http://HOST:PORT/ (a static workload)")
 	fl.StringVar(&f.colorAddr, "color-addr", "", "face: the color backend, HOST:PORT (a grpc workload)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, fmt.Sprintf("serve at most this many requests at once, each for --service-time, the rest queued in arrival order (0 = no bound, up to %d)", app.MaxConcurrency))
+	fl.DurationVar(&f.serviceTime, "service-time", 0, "each request's time in service with --concurrency (capacity = concurrency / service time)")
 	fl.StringVar(&f.readyFile, "ready-file", "", "once listening, write HOST:PORT to this file (atomically, by rename); removed on exit")
 	return cmd
 }
@@ -111,11 +123,13 @@ func kindNames() []string {
 func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Config, error) {
 	var errs []error
 	cfg := app.Config{
-		Kind:      app.Kind(kind),
-		Listen:    f.listen,
-		SmileyURL: f.smileyURL,
-		ColorAddr: f.colorAddr,
-		BodySize:  f.bodySize,
+		Kind:        app.Kind(kind),
+		Listen:      f.listen,
+		SmileyURL:   f.smileyURL,
+		ColorAddr:   f.colorAddr,
+		BodySize:    f.bodySize,
+		Concurrency: f.concurrency,
+		ServiceTime: f.serviceTime,
 		Faults: app.Faults{
 			Delay:       f.delay,
 			StallEvery:  f.stallEvery,
@@ -126,8 +140,8 @@ func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Confi
 		},
 	}
 	changed := cmd.Flags().Changed
-	if f.listen == "" {
-		errs = append(errs, errors.New(`--listen "": allowed: host:port, e.g. 127.0.0.1:8080 or 127.0.0.1:0`))
+	if err := checkListen(f.listen); err != nil {
+		errs = append(errs, err)
 	}
 	// The library reads 0 as "default"; on the command line 0 is an error.
 	if f.bodySize < 1 || f.bodySize > app.MaxBodySize {
@@ -203,6 +217,10 @@ func serveConfigErrors(err error) []error {
 func runServe(ctx context.Context, env *Env, cfg app.Config, f *serveFlags) error {
 	srv, err := app.Start(ctx, cfg)
 	if err != nil {
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			return usagef("--listen %s: %v; allowed: an address of this machine, e.g. 127.0.0.1:8080", cfg.Listen, dnsErr)
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("%w (another process listens on %s: stop it, or pick another --listen; port 0 picks a free one)", err, cfg.Listen)
 		}
@@ -256,4 +274,14 @@ func writeFileAtomic(path, data string) error {
 		_ = os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// checkListen adds to the workload's own check of --listen (host:port, a
+// port from 0 to 65535): a host written as numbers must be an IP address.
+func checkListen(listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err == nil && host != "" && strings.Trim(host, "0123456789.") == "" && net.ParseIP(host) == nil {
+		return fmt.Errorf("--listen %q: %s is not an IPv4 address; allowed: host:port, e.g. 127.0.0.1:8080 or 127.0.0.1:0", listen, host)
+	}
+	return nil
 }

@@ -197,10 +197,18 @@ func TestServeBadInput(t *testing.T) {
 		{args: []string{"static", "--delay", "soon"}, want: []string{`"soon" for "--delay"`}},
 		// Listen address without a port.
 		{args: []string{"static", "--listen", "127.0.0.1"}, want: []string{`--listen "127.0.0.1": allowed: host:port`}},
+		// A host written as numbers that is no IP address.
+		{args: []string{"static", "--listen", "999.1.1.1:80"}, want: []string{`--listen "999.1.1.1:80": 999.1.1.1 is not an IPv4 address`}},
+		// A port out of range.
+		{args: []string{"static", "--listen", "127.0.0.1:70000"}, want: []string{`--listen "127.0.0.1:70000": allowed: host:port with a numeric port 0 to 65535`}},
 		// Negative grace.
 		{args: []string{"static", "--grace=-1s"}, want: []string{"--grace -1s"}},
 		// Ready file in a directory that does not exist.
 		{args: []string{"static", "--ready-file", "/nonexistent-meshbench-dir/addr"}, want: []string{"--ready-file /nonexistent-meshbench-dir/addr"}},
+		// A concurrency bound without a service time.
+		{args: []string{"static", "--concurrency", "4"}, want: []string{"--service-time 0s: allowed: above 0s"}},
+		// A service time without a bound.
+		{args: []string{"static", "--service-time", "2ms"}, want: []string{"--service-time 2ms: needs concurrency too"}},
 		// Unknown flag.
 		{args: []string{"static", "--bogus"}, want: []string{"--bogus"}},
 		// Every problem at once, one line each.

@@ -1,13 +1,17 @@
 // Package kubetest runs a real, throw-away Kubernetes control plane for
 // tests: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-// kwok (simulated nodes that run pods instantly and serve their metrics and
-// logs) and metrics-server (so metrics.k8s.io answers, as on a real
-// cluster). Everything listens on 127.0.0.1 only, on ports chosen at start,
-// so several test packages can each run their own cluster at once.
+// metrics-server (so metrics.k8s.io answers, as on a real cluster), and
+// nodes: kwok's (simulated nodes that run pods instantly and serve their
+// metrics and logs) or, with Options.RealNodes, real ones (package nodes:
+// containerd, runc, kubelet, kube-proxy, CoreDNS, each node in its own
+// network namespace) running real containers of meshbench's image.
+// Everything listens on 127.0.0.1 only (with real nodes, the apiserver on
+// the cluster's bridge address), on ports chosen at start, so several test
+// packages can each run their own cluster at once.
 //
 // The binaries are built from the Go module proxy by `make k8s-tools`
-// (hack/k8s/build-tools.sh); etcd is Debian's etcd-server. Test packages
-// share one cluster through Main and Require.
+// (hack/k8s/build-tools.sh, hack/k8s/build-nodes.sh); etcd is Debian's
+// etcd-server. Test packages share one cluster through Main and Require.
 package kubetest
 
 import (
@@ -21,6 +25,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +35,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/nodes"
 )
 
 // Versions of the pinned tools; hack/k8s/build-tools.sh builds the same.
@@ -118,7 +125,8 @@ func findBinaries() (binDir, etcd string, err error) {
 
 // Options configure Start. The zero value is usable.
 type Options struct {
-	// Nodes is the number of kwok nodes, named kwok-node-0..N-1 (default 2).
+	// Nodes is the number of nodes (default 2): kwok's, named
+	// kwok-node-0..N-1, or real ones named PREFIX-node-0..N-1.
 	Nodes int
 	// Dir holds the PKI, kubeconfig, etcd data and logs. Default: a new
 	// temporary dir, removed by Stop (unless KeepDir).
@@ -128,6 +136,15 @@ type Options struct {
 	// Log gets one line per step of Start and Stop (default: discarded).
 	// The components' own output always goes to files under Dir/logs.
 	Log io.Writer
+	// RealNodes runs Nodes real nodes (package nodes: containerd, runc,
+	// kubelet, kube-proxy, each node in its own network namespace on a
+	// bridge of this cluster's, and CoreDNS) instead of kwok's: pods run
+	// real containers. It needs root, writable cgroups and `make
+	// k8s-tools`; the apiserver then listens on the bridge address.
+	RealNodes bool
+	// Meshbench is a static meshbench binary (CGO_ENABLED=0) packed as
+	// MeshbenchImage onto the real nodes; required with RealNodes.
+	Meshbench string
 }
 
 // Ports are the loopback ports a cluster listens on, all chosen at Start.
@@ -148,13 +165,17 @@ type Cluster struct {
 	CAFile                string // the cluster CA (PEM)
 	Nodes                 []string
 	Ports                 Ports
-	// NodeIP is the address of every node's kubelet endpoint (kwok):
-	// a 10.254.x.y on lo when Start could add one, else 127.0.0.1 (see
-	// nodeAddress). NodeProxy says whether the API server's node proxy
-	// (/api/v1/nodes/NODE/proxy/...) reaches the nodes: only with the
-	// former, since it refuses loopback addresses.
+	// NodeIP is the address of every node's kubelet endpoint with kwok's
+	// nodes: a 10.254.x.y on lo when Start could add one, else 127.0.0.1
+	// (see nodeAddress); empty with real nodes (each has its own IP on the
+	// cluster's bridge). NodeProxy says whether the API server's node proxy
+	// (/api/v1/nodes/NODE/proxy/...) reaches the nodes: always with real
+	// nodes, with kwok's only on a 10.254.x.y, since it refuses loopback
+	// addresses.
 	NodeIP    string
 	NodeProxy bool
+	// Real is the real nodes (Options.RealNodes), nil with kwok's.
+	Real *nodes.Nodes
 
 	log     io.Writer
 	t0      time.Time    // when start began, for step
@@ -169,6 +190,11 @@ type Cluster struct {
 	procs   []*proc
 	stopped bool
 	podLogs map[string]map[string]string // "ns/pod" -> container -> CRI log file
+
+	realNodes bool
+	nodesBin  string   // nodes.BinDir()
+	meshbench string   // Options.Meshbench
+	net       *realNet // the real nodes' network
 }
 
 // Start brings up a cluster and returns once its nodes are Ready and
@@ -182,6 +208,14 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if o.Nodes <= 0 {
 		o.Nodes = 2
+	}
+	if o.RealNodes {
+		if err := nodes.Check(nodes.BinDir()); err != nil {
+			return nil, err
+		}
+		if o.Meshbench == "" {
+			return nil, errors.New("kubetest: Options.Meshbench (a static meshbench binary) is required with RealNodes")
+		}
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -200,14 +234,28 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			Dir: dir, BinDir: binDir, Kubeconfig: filepath.Join(dir, "kubeconfig"),
 			Context: ContextCert, TokenContext: ContextToken,
 			log: o.Log, etcdBin: etcd, ownDir: ownDir, keepDir: o.KeepDir,
-			podLogs: map[string]map[string]string{},
+			podLogs:   map[string]map[string]string{},
+			realNodes: o.RealNodes, nodesBin: nodes.BinDir(), meshbench: o.Meshbench,
 		}
-		for i := range o.Nodes {
-			c.Nodes = append(c.Nodes, fmt.Sprintf("kwok-node-%d", i))
+		var err error
+		if o.RealNodes {
+			if c.net, err = makeRealNet(o.Nodes); err != nil {
+				return nil, fmt.Errorf("kubetest: %w", err)
+			}
+			for i := range o.Nodes {
+				c.Nodes = append(c.Nodes, fmt.Sprintf("%s-node-%d", c.net.prefix, i))
+			}
+		} else {
+			for i := range o.Nodes {
+				c.Nodes = append(c.Nodes, fmt.Sprintf("kwok-node-%d", i))
+			}
 		}
-		err := c.start(ctx)
+		err = c.start(ctx)
 		if err == nil {
 			return c, nil
+		}
+		if rerr := c.stopRealNodes(); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
 		c.stopProcs()
 		if c.httpc != nil {
@@ -249,17 +297,32 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.Ports = Ports{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}
-	var addrErr error
-	c.nodeIP, addrErr = addNodeAddress(c.Ports.Kwok)
-	c.NodeIP, c.NodeProxy = c.nodeIP.ip.String(), addrErr == nil
-	if addrErr != nil {
-		c.step("nodes on 127.0.0.1, no node proxy: %v", addrErr)
+	// With real nodes the apiserver listens on the bridge address (the
+	// nodes reach it from their namespaces), and the kubelets serve with
+	// the cluster's serving cert: both need those IPs as SANs. kwok's
+	// nodes get an address on lo that the node proxy accepts (kwok's
+	// kubelet endpoint listens there, with the serving cert).
+	apiAddr := netip.MustParseAddr("127.0.0.1")
+	var apiIPs, servingIPs []netip.Addr
+	if c.net != nil {
+		apiAddr = c.net.gateway()
+		apiIPs = []netip.Addr{apiAddr}
+		servingIPs = append([]netip.Addr{apiAddr}, c.net.nodeIPs...)
+		c.NodeIP, c.NodeProxy = "", true
+	} else {
+		var addrErr error
+		c.nodeIP, addrErr = addNodeAddress(c.Ports.Kwok)
+		c.NodeIP, c.NodeProxy = c.nodeIP.ip.String(), addrErr == nil
+		if addrErr != nil {
+			c.step("nodes on 127.0.0.1, no node proxy: %v", addrErr)
+		}
+		servingIPs = []netip.Addr{c.nodeIP.ip}
 	}
-	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki"), c.nodeIP.ip); err != nil {
+	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki"), apiIPs, servingIPs); err != nil {
 		return fmt.Errorf("generating the PKI: %w", err)
 	}
 	c.Token, c.CAFile = c.pki.token, c.pki.caCert
-	c.Server = "https://" + hostPort(c.Ports.APIServer)
+	c.Server = "https://" + net.JoinHostPort(apiAddr.String(), strconv.Itoa(c.Ports.APIServer))
 	if err := c.pki.writeKubeconfig(c.Kubeconfig, c.Server); err != nil {
 		return err
 	}
@@ -297,7 +360,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	// kube-apiserver
 	api, err := c.startProc(logDir, "kube-apiserver", c.bin("kube-apiserver"),
 		"--etcd-servers="+etcdClient,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.Ports.APIServer),
+		"--bind-address="+apiAddr.String(), "--advertise-address="+apiAddr.String(), "--secure-port="+strconv.Itoa(c.Ports.APIServer),
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver"),
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--tls-cert-file="+p.apiserverCert, "--tls-private-key-file="+p.apiserverKey,
@@ -345,7 +408,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--bind-address=127.0.0.1", "--tls-cert-file=" + p.servingCert, "--tls-private-key-file=" + p.servingKey,
 		"--leader-elect=false",
 	}
-	kcm, err := c.startProc(logDir, "kube-controller-manager", c.bin("kube-controller-manager"), append(common,
+	kcmArgs := common
+	if c.realNodes {
+		// A real node whose kubelet stops goes NotReady after 10 s,
+		// not the default 50 s (its kubelet renews its lease every
+		// 2.5 s, see package nodes), so tests of a node failing are
+		// quick.
+		kcmArgs = append(slices.Clone(common), "--node-monitor-grace-period=10s")
+	}
+	kcm, err := c.startProc(logDir, "kube-controller-manager", c.bin("kube-controller-manager"), append(kcmArgs,
 		"--secure-port="+strconv.Itoa(c.Ports.ControllerManager),
 		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caCert,
 		"--use-service-account-credentials=false", "--controllers=*",
@@ -357,6 +428,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--secure-port="+strconv.Itoa(c.Ports.Scheduler))...)
 	if err != nil {
 		return err
+	}
+
+	if c.realNodes {
+		return c.startRealRest(ctx, logDir, kcm, sched)
 	}
 
 	// kwok's CRDs (Metric, ResourceUsage, Logs, ...) must be established
@@ -403,18 +478,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
-	// metrics-server scrapes kwok's per-node /metrics/resource and serves
-	// metrics.k8s.io through the aggregation layer.
-	ms, err := c.startProc(logDir, "metrics-server", c.bin("metrics-server"),
-		"--secure-port="+strconv.Itoa(c.Ports.MetricsServer), "--bind-address=127.0.0.1",
-		"--cert-dir="+filepath.Join(c.Dir, "metrics-server"),
-		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
-		// Every kwok node is 127.0.0.1 at kwok's port (the node's
-		// kubeletEndpoint); its path comes from the node annotation.
-		"--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
-		"--kubelet-certificate-authority="+p.caCert,
-		"--metric-resolution="+MetricResolution.String(), "--kubelet-request-timeout=5s")
+	ms, err := c.startMetricsServer(logDir)
 	if err != nil {
 		return err
 	}
@@ -460,6 +524,24 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.step("metrics.k8s.io Available; cluster ready (apiserver %s, kubeconfig %s)", c.Server, c.Kubeconfig)
 	return nil
+}
+
+// startMetricsServer starts metrics-server: it scrapes every node's
+// /metrics/resource (kwok's shared endpoint, or the real kubelets) and
+// serves metrics.k8s.io through the aggregation layer.
+func (c *Cluster) startMetricsServer(logDir string) (*proc, error) {
+	p := c.pki
+	return c.startProc(logDir, "metrics-server", c.bin("metrics-server"),
+		"--secure-port="+strconv.Itoa(c.Ports.MetricsServer), "--bind-address=127.0.0.1",
+		"--cert-dir="+filepath.Join(c.Dir, "metrics-server"),
+		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
+		"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
+		// A kwok node is 127.0.0.1 at kwok's port (the node's
+		// kubeletEndpoint), its path from the node annotation; a real
+		// node is its InternalIP at the kubelet's port.
+		"--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
+		"--kubelet-certificate-authority="+p.caCert,
+		"--metric-resolution="+MetricResolution.String(), "--kubelet-request-timeout=5s")
 }
 
 func (c *Cluster) bin(name string) string { return filepath.Join(c.BinDir, name) }
@@ -625,6 +707,9 @@ func (c *Cluster) manifests() ([]byte, error) {
 	type obj = map[string]any
 	var items []any
 	for _, n := range c.Nodes {
+		if c.realNodes {
+			break // real kubelets register their own Node objects
+		}
 		capacity := obj{"cpu": "32", "memory": "256Gi", "pods": "110"}
 		items = append(items, obj{
 			"apiVersion": "v1", "kind": "Node",
@@ -732,6 +817,11 @@ func (c *Cluster) Stop() error {
 		if p.exited() {
 			errs = append(errs, p.failure(p.Name+" had exited before Stop", exitError(p.err)))
 		}
+	}
+	// The nodes first: their kubelets and kube-proxies talk to the
+	// control plane until they stop.
+	if err := c.stopRealNodes(); err != nil {
+		errs = append(errs, err)
 	}
 	c.stopProcs()
 	if c.httpc != nil {

@@ -510,7 +510,7 @@ func TestPrimeCPUCounters(t *testing.T) {
 }
 
 func TestPKI(t *testing.T) {
-	p, err := newPKI(t.TempDir())
+	p, err := newPKI(t.TempDir(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/nodes"
+	"github.com/meshbench/meshbench/internal/testutil"
 )
 
 // RequireEnv names the environment variable that turns a missing toolset
@@ -82,6 +85,9 @@ func Require(t testing.TB) *Cluster {
 		if o.Log == nil && testing.Verbose() {
 			o.Log = os.Stderr
 		}
+		if o.RealNodes && o.Meshbench == "" {
+			o.Meshbench = testutil.BuildMeshbench(t)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		shared.c, shared.err = Start(ctx, o)
 		cancel()
@@ -98,7 +104,7 @@ func Require(t testing.TB) *Cluster {
 
 // requireOutcome decides between skipping and failing for a Start error.
 func requireOutcome(err error, requireEnv string) (skip bool, msg string) {
-	if errors.Is(err, ErrNoBinaries) {
+	if errors.Is(err, ErrNoBinaries) || errors.Is(err, nodes.ErrMissing) {
 		if requireEnv == "1" {
 			return false, fmt.Sprintf("%v (%s=1, so this fails instead of skipping)", err, RequireEnv)
 		}

@@ -42,9 +42,10 @@ type clusterPKI struct {
 	caPEM, adminCertPEM, adminKeyPEM []byte
 }
 
-// newPKI writes the cluster's PKI into dir; nodeIPs are added to the
-// serving certificate (kwok's kubelet endpoint listens on them).
-func newPKI(dir string, nodeIPs ...netip.Addr) (*clusterPKI, error) {
+// newPKI makes the cluster's certificates; apiIPs and servingIPs are extra
+// IP SANs of the apiserver's and the serving certificate (with real nodes:
+// the bridge address the apiserver listens on, and every kubelet's node IP).
+func newPKI(dir string, apiIPs, servingIPs []netip.Addr) (*clusterPKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func newPKI(dir string, nodeIPs ...netip.Addr) (*clusterPKI, error) {
 	// 10.0.0.1 is the "kubernetes" Service's ClusterIP in
 	// --service-cluster-ip-range; in-cluster clients would dial it. Nothing
 	// here does (there is no kube-proxy), it only keeps the cert standard.
-	apiIPs := append([]netip.Addr{netip.MustParseAddr("10.0.0.1")}, loopback...)
+	apiIPs = append(append([]netip.Addr{netip.MustParseAddr("10.0.0.1")}, loopback...), apiIPs...)
 	apiDNS := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 	if _, err := p.newLeaf(ca, "apiserver", pki.LeafSpec{Subject: pkix.Name{CommonName: "kube-apiserver"}, DNSNames: apiDNS, IPs: apiIPs, ExtKeyUsage: serverAuth}); err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func newPKI(dir string, nodeIPs ...netip.Addr) (*clusterPKI, error) {
 	// The aggregator checks metrics-server's cert against the APIService's
 	// caBundle with ServerName SERVICE.NAMESPACE.svc, hence that SAN.
 	servingDNS := []string{"localhost", metricsServiceName + "." + metricsServiceNamespace + ".svc"}
-	if _, err := p.newLeaf(ca, "serving", pki.LeafSpec{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: servingDNS, IPs: append(slices.Clone(loopback), nodeIPs...), ExtKeyUsage: serverAuth}); err != nil {
+	if _, err := p.newLeaf(ca, "serving", pki.LeafSpec{Subject: pkix.Name{CommonName: "localhost"}, DNSNames: servingDNS, IPs: append(slices.Clone(loopback), servingIPs...), ExtKeyUsage: serverAuth}); err != nil {
 		return nil, err
 	}
 	p.servingCert, p.servingKey = path("serving.crt"), path("serving.key")

@@ -151,6 +151,10 @@ func (p *proc) waitReady(ctx context.Context, timeout time.Duration, check func(
 		if last == nil {
 			return nil
 		}
+		var bs backoffStop
+		if errors.As(last, &bs) {
+			return bs.err // waiting cannot help
+		}
 		select {
 		case <-p.done:
 			return p.failure(p.Name+" exited before it was ready", exitError(p.err))

@@ -1,6 +1,9 @@
 // Package latency records durations in HDR histograms and merges them
 // exactly. Values are nanoseconds. Every value from 1 µs to 60 s is kept to 3
-// significant digits; values above 60 s are counted, not recorded. The
+// significant digits; values above 60 s saturate: they are counted
+// (OutOfRange) at the top of the distribution, so a percentile that falls
+// among them is reported as HighestNs ("≥ 60s"), never lower than the
+// truth. The
 // histogram's lowest discernible value is 1 ns, not 1 µs: with 1 µs HDR would
 // quantise everything below 1 ms in 512 ns steps (17% at 3 µs, 1% at 50 µs),
 // too coarse for loopback latencies.
@@ -33,7 +36,7 @@ type Recorder struct {
 	sumNs      int64 // exact sum of recorded values, saturating
 	minNs      int64
 	maxNs      int64
-	outOfRange int64 // values above HighestNs or negative, counted only
+	outOfRange int64 // values above HighestNs: counted at the top, not in the histogram
 }
 
 // NewRecorder returns an empty recorder.
@@ -41,11 +44,15 @@ func NewRecorder() *Recorder {
 	return &Recorder{h: hdr.New(LowestNs, HighestNs, SigFigs), minNs: math.MaxInt64}
 }
 
-// Record adds one value in nanoseconds. Values outside [0, HighestNs] are
-// counted in OutOfRange and left out of every statistic.
+// Record adds one value in nanoseconds. A value above HighestNs saturates:
+// it is counted in OutOfRange, ranks above every recorded value in
+// Percentile and makes MaxNs HighestNs; it is left out of the exact sum and
+// mean. A negative value (a clock stepping back) is recorded as 0.
 func (r *Recorder) Record(ns int64) {
-	if ns < 0 || ns > HighestNs {
+	ns = max(ns, 0)
+	if ns > HighestNs {
 		r.outOfRange++
+		r.maxNs = HighestNs
 		return
 	}
 	if err := r.h.RecordValue(ns); err != nil {
@@ -73,8 +80,10 @@ func (r *Recorder) RecordN(ns, n int64) {
 	if n <= 0 {
 		return
 	}
-	if ns < 0 || ns > HighestNs {
+	ns = max(ns, 0)
+	if ns > HighestNs {
 		r.outOfRange += n
+		r.maxNs = HighestNs
 		return
 	}
 	if err := r.h.RecordValues(ns, n); err != nil {
@@ -94,19 +103,29 @@ func (r *Recorder) RecordN(ns, n int64) {
 // Count is the number of values recorded in range.
 func (r *Recorder) Count() int64 { return r.count }
 
-// OutOfRange is the number of values that could not be recorded.
+// OutOfRange is the number of values above HighestNs (saturated).
 func (r *Recorder) OutOfRange() int64 { return r.outOfRange }
 
-// MinNs is the exact smallest value, 0 when empty.
+// MinNs is the exact smallest value, 0 when empty, HighestNs when every
+// value was above it.
 func (r *Recorder) MinNs() int64 {
 	if r.count == 0 {
+		if r.outOfRange > 0 {
+			return HighestNs
+		}
 		return 0
 	}
 	return r.minNs
 }
 
-// MaxNs is the exact largest value, 0 when empty.
-func (r *Recorder) MaxNs() int64 { return r.maxNs }
+// MaxNs is the exact largest value, 0 when empty; HighestNs ("≥ 60s") when
+// a value was above it.
+func (r *Recorder) MaxNs() int64 {
+	if r.outOfRange > 0 {
+		return max(r.maxNs, HighestNs)
+	}
+	return r.maxNs
+}
 
 // SumNs is the exact sum of recorded values (saturates at MaxInt64).
 func (r *Recorder) SumNs() int64 { return r.sumNs }
@@ -120,10 +139,22 @@ func (r *Recorder) MeanNs() float64 {
 }
 
 // Percentile returns the value at percentile p (0–100] from the histogram,
-// in ns, clamped to the exact min and max. 0 when empty.
+// in ns, clamped to the exact min and max. 0 when empty. Values above
+// HighestNs rank at the top: a percentile among them is HighestNs, which
+// means "at least 60 s".
 func (r *Recorder) Percentile(p float64) int64 {
-	if r.count == 0 {
+	total := r.count + r.outOfRange
+	if total == 0 {
 		return 0
+	}
+	if r.outOfRange > 0 {
+		// The rank of p among all values, as hdrhistogram counts it; past
+		// the recorded ones it falls among the saturated values.
+		rank := int64(math.Ceil(min(max(p, 0), 100) / 100 * float64(total)))
+		if rank > r.count {
+			return HighestNs
+		}
+		p = min(100*float64(rank)/float64(r.count), 100)
 	}
 	v := r.h.ValueAtPercentile(p)
 	if v > r.maxNs {
@@ -151,14 +182,10 @@ func (r *Recorder) Merge(other *Recorder) error {
 	} else {
 		r.sumNs = math.MaxInt64
 	}
-	if other.count > 0 {
-		if other.minNs < r.minNs {
-			r.minNs = other.minNs
-		}
-		if other.maxNs > r.maxNs {
-			r.maxNs = other.maxNs
-		}
+	if other.count > 0 && other.minNs < r.minNs {
+		r.minNs = other.minNs
 	}
+	r.maxNs = max(r.maxNs, other.maxNs)
 	return nil
 }
 
@@ -192,7 +219,7 @@ func (r *Recorder) Summarize() Summary {
 	return Summary{
 		Count: r.count, OutOfRange: r.outOfRange, MinNs: r.MinNs(), MeanNs: r.MeanNs(),
 		P50Ns: r.Percentile(50), P90Ns: r.Percentile(90), P95Ns: r.Percentile(95),
-		P99Ns: r.Percentile(99), P999Ns: r.Percentile(99.9), MaxNs: r.maxNs, SumNs: r.sumNs,
+		P99Ns: r.Percentile(99), P999Ns: r.Percentile(99.9), MaxNs: r.MaxNs(), SumNs: r.sumNs,
 	}
 }
 
@@ -241,7 +268,9 @@ func Decode(e Encoded) (*Recorder, error) {
 	}
 	if e.Count == 0 {
 		r.minNs = math.MaxInt64
-		r.maxNs = 0
+		if e.OutOfRange == 0 {
+			r.maxNs = 0
+		}
 	}
 	return r, nil
 }

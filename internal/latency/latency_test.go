@@ -10,17 +10,16 @@ func TestRecorderBasics(t *testing.T) {
 	for _, v := range []int64{1_000, 2_000, 3_000, 4_000, 100_000} {
 		r.Record(v)
 	}
-	r.Record(HighestNs + 1) // above range: counted only
-	r.Record(-5)            // negative: counted only
-	if r.Count() != 5 || r.OutOfRange() != 2 {
+	r.Record(-5) // negative (a clock stepping back): recorded as 0
+	if r.Count() != 6 || r.OutOfRange() != 0 {
 		t.Fatalf("count %d out of range %d", r.Count(), r.OutOfRange())
 	}
-	if r.MinNs() != 1_000 || r.MaxNs() != 100_000 || r.MeanNs() != 22_000 {
+	if r.MinNs() != 0 || r.MaxNs() != 100_000 || r.MeanNs() != 110_000.0/6 {
 		t.Errorf("min %d max %d mean %v", r.MinNs(), r.MaxNs(), r.MeanNs())
 	}
-	// p50 of 5 values is the third; HDR is exact to 3 digits here.
-	if p := r.Percentile(50); p < 2_990 || p > 3_010 {
-		t.Errorf("p50 = %d, want ≈3000", p)
+	// p50 of 6 values is the third; HDR is exact to 3 digits here.
+	if p := r.Percentile(50); p < 1_990 || p > 2_010 {
+		t.Errorf("p50 = %d, want ≈2000", p)
 	}
 	if p := r.Percentile(100); p != 100_000 {
 		t.Errorf("p100 = %d, want the exact max", p)
@@ -28,6 +27,66 @@ func TestRecorderBasics(t *testing.T) {
 	empty := NewRecorder()
 	if empty.Percentile(99) != 0 || empty.MinNs() != 0 || empty.MeanNs() != 0 {
 		t.Error("empty recorder must report zeros")
+	}
+}
+
+// TestSaturation: values above 60 s are counted at the top, so no
+// percentile is ever lower than the truth (540 of 1000 latencies above 60 s
+// once printed p50 1.428ms).
+func TestSaturation(t *testing.T) {
+	r := NewRecorder()
+	for i := range 460 {
+		r.Record(int64(1_000_000 + i*1_000)) // 1.0 to 1.46 ms
+	}
+	for range 540 {
+		r.Record(HighestNs + 5_000_000_000) // 65 s
+	}
+	tests := []struct {
+		p    float64
+		want int64 // 0: within the recorded values, checked below
+	}{
+		{10, 0},            // rank 100 of 1000: a recorded value
+		{46, 0},            // rank 460: the largest recorded value
+		{46.01, HighestNs}, // rank 461: the first saturated value
+		{50, HighestNs},    // the median is above 60 s
+		{99.9, HighestNs},  // so is the tail
+	}
+	for _, tt := range tests {
+		got := r.Percentile(tt.p)
+		if tt.want == 0 {
+			if got < 1_000_000 || got > 1_461_000 {
+				t.Errorf("p%v = %d, want a recorded value", tt.p, got)
+			}
+		} else if got != tt.want {
+			t.Errorf("p%v = %d, want %d (≥ 60s)", tt.p, got, tt.want)
+		}
+	}
+	if p := r.Percentile(46); p < 1_458_000 {
+		t.Errorf("p46 = %d, want the largest recorded value ≈1.459 ms", p)
+	}
+	if r.MaxNs() != HighestNs || r.OutOfRange() != 540 || r.Count() != 460 {
+		t.Errorf("max %d out of range %d count %d", r.MaxNs(), r.OutOfRange(), r.Count())
+	}
+	// The portable form and merges keep the saturation.
+	e, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.P50Ns != HighestNs || e.MaxNs != HighestNs {
+		t.Errorf("encoded p50 %d max %d, want %d", e.P50Ns, e.MaxNs, HighestNs)
+	}
+	back, err := Decode(e)
+	if err != nil || !back.Equal(r) {
+		t.Fatalf("decoded %v, equal %v", err, back != nil && back.Equal(r))
+	}
+	all := NewRecorder()
+	all.Record(HighestNs + 1)
+	m := NewRecorder()
+	if err := m.Merge(all); err != nil {
+		t.Fatal(err)
+	}
+	if m.Percentile(1) != HighestNs || m.MinNs() != HighestNs || m.MaxNs() != HighestNs {
+		t.Errorf("only saturated values: p1 %d min %d max %d, want all %d", m.Percentile(1), m.MinNs(), m.MaxNs(), HighestNs)
 	}
 }
 

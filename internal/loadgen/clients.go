@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -28,11 +30,15 @@ type Outcome struct {
 	BytesOut int64 // request body, payload or TCP request bytes
 }
 
-// conn is one worker's connection to one target. It is used by one
-// goroutine only.
+// conn is one worker's connection to one target. Do and Close are called
+// by one goroutine only; Abort may be called from any goroutine, at any
+// time, also after Close.
 type conn interface {
 	Do(ctx context.Context, deadline time.Time) Outcome
 	Close() error
+	// Abort makes the request in flight, and every later Do, fail at once
+	// (the run was cancelled). Clients whose Do watches ctx need nothing.
+	Abort()
 }
 
 // RequestSpec is the request sent on every call.
@@ -120,6 +126,9 @@ func (c *h2Conn) Do(ctx context.Context, deadline time.Time) Outcome {
 	return Outcome{Code: resp.StatusCode, BytesIn: n, BytesOut: int64(len(c.spec.Body))}
 }
 
+// Abort: the request's context is the run's, so cancelling it is enough.
+func (c *h2Conn) Abort() {}
+
 func (c *h2Conn) Close() error {
 	c.tr.CloseIdleConnections()
 	return nil
@@ -172,6 +181,9 @@ func (c *grpcConn) Do(ctx context.Context, deadline time.Time) Outcome {
 
 func (c *grpcConn) Close() error { return c.cc.Close() }
 
+// Abort: the call's context is the run's, so cancelling it is enough.
+func (c *grpcConn) Abort() {}
+
 // tcpConn writes a fixed request and reads the same number of bytes back
 // (the echo of `meshbench serve tcp`).
 type tcpConn struct {
@@ -179,9 +191,13 @@ type tcpConn struct {
 	req  []byte
 	buf  []byte
 	conn net.Conn
+	abortable
 }
 
 func (c *tcpConn) Do(ctx context.Context, deadline time.Time) Outcome {
+	if c.aborted() {
+		return Outcome{Err: context.Canceled}
+	}
 	if c.conn == nil {
 		d := net.Dialer{Deadline: deadline}
 		conn, err := d.DialContext(ctx, "tcp", c.t.Addr)
@@ -192,8 +208,13 @@ func (c *tcpConn) Do(ctx context.Context, deadline time.Time) Outcome {
 			_ = tc.SetNoDelay(true)
 		}
 		c.conn = conn
+		c.watch(conn)
 	}
 	_ = c.conn.SetDeadline(deadline)
+	if c.aborted() { // Abort ran before this deadline replaced its own
+		c.Close()
+		return Outcome{Err: context.Canceled}
+	}
 	out := int64(len(c.req))
 	if _, err := c.conn.Write(c.req); err != nil {
 		c.Close()
@@ -211,10 +232,47 @@ func (c *tcpConn) Close() error {
 	if c.conn == nil {
 		return nil
 	}
+	c.watch(nil)
 	err := c.conn.Close()
 	c.conn = nil
 	return err
 }
+
+// abortable lets another goroutine cut short the blocking reads and writes
+// of a client that honours only deadlines (the raw HTTP/1.1 and TCP
+// clients): Abort sets a deadline in the past on the current connection.
+// The owner calls watch when it opens or drops its connection (rarely, so
+// the lock costs nothing per request) and checks aborted after every
+// SetDeadline of its own, which would otherwise replace Abort's.
+type abortable struct {
+	mu   sync.Mutex
+	cur  net.Conn
+	stop atomic.Bool
+}
+
+func (a *abortable) watch(c net.Conn) {
+	a.mu.Lock()
+	a.cur = c
+	a.mu.Unlock()
+	if c != nil && a.stop.Load() {
+		_ = c.SetDeadline(pastDeadline)
+	}
+}
+
+// Abort is the conn interface's.
+func (a *abortable) Abort() {
+	a.stop.Store(true)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cur != nil {
+		_ = a.cur.SetDeadline(pastDeadline)
+	}
+}
+
+func (a *abortable) aborted() bool { return a.stop.Load() }
+
+// pastDeadline makes every pending and later read or write fail at once.
+var pastDeadline = time.Unix(1, 0)
 
 // clientTLS copies cfg for one target: SNI and verified name default to the
 // target's host, ALPN offers proto.

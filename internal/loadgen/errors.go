@@ -25,6 +25,7 @@ const (
 	KindDNS      = "dns"      // name resolution failure
 	KindProtocol = "protocol" // malformed answer (bad HTTP, short TCP echo)
 	KindGRPC     = "grpc"     // gRPC call failed with a non-OK status
+	KindLocal    = "local"    // the load generator's own failure (out of file descriptors), never the target's
 	KindOther    = "other"    // anything else
 )
 
@@ -64,6 +65,9 @@ func ClassifyError(err error) string {
 		netErr   net.Error
 	)
 	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.ENOBUFS),
+		errors.Is(err, syscall.EADDRNOTAVAIL):
+		return KindLocal
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return KindRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
@@ -88,6 +92,8 @@ func ClassifyError(err error) string {
 		return KindReset
 	case strings.Contains(msg, "connection refused"):
 		return KindRefused
+	case strings.Contains(msg, "too many open files"):
+		return KindLocal
 	}
 	return KindOther
 }

@@ -112,6 +112,7 @@ type Result struct {
 	Completed    int64         // requests that got an answer or an error
 	Success      int64         // HTTP 2xx/3xx, gRPC OK, full TCP echo
 	Dropped      int64         // tickets dropped because the queue was full
+	NotSent      int64         // tickets still queued when the window ended (EndGrace past it): never sent
 	Canceled     int64         // requests cut short by an interrupt (not counted as errors)
 	BytesIn      int64         // see Outcome
 	BytesOut     int64         // see Outcome
@@ -155,9 +156,29 @@ type ticket struct {
 	intended time.Duration // since run start (including warm-up)
 }
 
-// Run executes the load and returns what it measured. Cancelling ctx stops
-// the schedule, abandons in-flight requests and returns the partial result
-// with Interrupted set (and a nil error).
+// EndGrace is how long after the end of the measured window a request that
+// was due within the window may still start: a ticket taken by a worker
+// later than that is not sent but counted in Result.NotSent. It absorbs
+// the pacer's wake-up delay and a short stall of a busy machine for the
+// last requests of the window (on a loaded 2-core machine, 100 ms left a
+// 1-s lab run short of 18 requests that the run was otherwise carrying)
+// without letting a queue of late tickets run on for a timeout each.
+const EndGrace = 500 * time.Millisecond
+
+// NotSentReason says why Result.NotSent requests were never sent.
+const NotSentReason = "the measured window ended while they waited for a free connection"
+
+// Run executes the load and returns what it measured.
+//
+// End of the window: no request starts later than EndGrace after the
+// measured window ends; tickets still queued then are counted in NotSent
+// (never sent, so they make the rate shortfall); a request in flight gets
+// at most Timeout from its send. A run therefore ends within warm-up +
+// duration + EndGrace + Timeout (plus closing the connections).
+//
+// Cancelling ctx stops the schedule, abandons in-flight requests at once
+// on every client (they count as Canceled, neither answers nor errors) and
+// returns the partial result with Interrupted set (and a nil error).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -188,7 +209,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	var dropped, outstanding atomic.Int64
+	// Cancellation abandons in-flight requests on every client at once,
+	// whether or not its blocking calls watch the context.
+	stopAbort := context.AfterFunc(runCtx, func() {
+		for _, c := range conns {
+			c.Abort()
+		}
+	})
+	var dropped, notSent, outstanding atomic.Int64
 	startMono := time.Now()
 	startWall := now()
 	warm := cfg.Warmup
@@ -214,7 +242,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				openWorker(runCtx, conns[i], shards[i%nShards], queue, &outstanding, warmCount, startMono, cfg.Timeout)
+				openWorker(runCtx, conns[i], shards[i%nShards], queue, &outstanding, &notSent, warmCount, startMono, cfg.Timeout, measureEnd+EndGrace)
 			}()
 		}
 		wg.Add(1)
@@ -253,13 +281,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}()
 	}
 	wg.Wait()
+	stopAbort()
 	close(progressDone)
 	for _, c := range conns {
 		c.Close()
 	}
 
 	res := &Result{Config: cfg, Start: startWall.Add(warm), Scheduled: scheduled,
-		Dropped: dropped.Load(), Codes: map[int]int64{}, Errors: map[ErrorKey]int64{},
+		Dropped: dropped.Load(), NotSent: notSent.Load(), Codes: map[int]int64{}, Errors: map[ErrorKey]int64{},
 		Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder(),
 		Interrupted: ctx.Err() != nil, ConnectionsN: cfg.Connections}
 	first := int64(math.MaxInt64)
@@ -364,14 +393,24 @@ func (c *wakeCompensator) early() time.Duration {
 	return m
 }
 
-func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outstanding *atomic.Int64,
-	warmCount uint64, start time.Time, timeout time.Duration) {
+// openWorker sends the tickets it takes from the queue on its connection.
+// A ticket taken at or after lastStart (the window's end plus EndGrace) is
+// not sent: it counts in notSent.
+func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outstanding, notSent *atomic.Int64,
+	warmCount uint64, start time.Time, timeout, lastStart time.Duration) {
 	for t := range queue {
 		if ctx.Err() != nil {
 			outstanding.Add(-1)
 			continue // drain without sending
 		}
 		actual := time.Since(start)
+		if actual >= lastStart {
+			outstanding.Add(-1)
+			if t.n >= warmCount {
+				notSent.Add(1)
+			}
+			continue
+		}
 		out := c.Do(ctx, start.Add(actual+timeout))
 		end := time.Since(start)
 		outstanding.Add(-1)
@@ -462,6 +501,13 @@ func snapshotProgress(shards []*shard, dropped int64, elapsed time.Duration) Pro
 func normalizeError(err error) string {
 	var op *net.OpError
 	if errors.As(err, &op) {
+		// A nested OpError (one per layer) names the local port: keep the
+		// innermost cause only.
+		cause := op.Err
+		for inner := (*net.OpError)(nil); errors.As(cause, &inner) && inner.Err != nil; {
+			cause = inner.Err
+		}
+		op = &net.OpError{Op: op.Op, Net: op.Net, Addr: op.Addr, Err: cause}
 		msg := op.Op
 		if op.Net != "" {
 			msg += " " + op.Net

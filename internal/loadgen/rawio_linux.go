@@ -3,6 +3,7 @@
 package loadgen
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -91,5 +92,12 @@ func (r *rawIO) Write(p []byte) (int, error) {
 }
 
 func (r *rawIO) opErr(op string, err error) error {
+	// The poller's own error (a deadline) comes as an OpError naming both
+	// ends ("raw-read tcp A->B: i/o timeout"): keep only its cause, so the
+	// message names the target and not the ephemeral local port.
+	var inner *net.OpError
+	if errors.As(err, &inner) && inner.Err != nil {
+		err = inner.Err
+	}
 	return &net.OpError{Op: op, Net: "tcp", Addr: r.remote, Err: err}
 }

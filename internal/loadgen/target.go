@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -69,6 +70,8 @@ func ParseTarget(raw string, http2 bool) (Target, error) {
 	port := u.Port()
 	if port == "" {
 		port = defPort
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return Target{}, fmt.Errorf("target %q: port %s: allowed: 1 to 65535", raw, port)
 	}
 	t.Addr = net.JoinHostPort(t.Host, port)
 	t.Path = u.RequestURI()

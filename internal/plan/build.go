@@ -32,6 +32,7 @@ type builder struct {
 func build(s *source) (*Plan, error) {
 	b := &builder{s: s, p: Defaults(), lines: map[string][]int{}, nodesOK: true}
 	b.scalars()
+	b.search()
 	b.axes()
 	b.matrix()
 	if err := s.ps.err(); err != nil {
@@ -77,7 +78,7 @@ func (b *builder) scalars() {
 			p.Seed = &v
 		}
 	}
-	b.integer("repetitions", 1, MaxCells, "allowed: a whole number, 1 or more", &p.Repetitions)
+	b.integer("repetitions", 1, MaxCells, fmt.Sprintf("allowed: a whole number from 1 to %d", MaxCells), &p.Repetitions)
 	if it, ok := b.one("nodes"); ok {
 		want := fmt.Sprintf("allowed: 1 to %d app nodes", mesh.MaxAppNodes)
 		n, err := strconv.Atoi(it.text)

@@ -37,6 +37,15 @@ type Flags struct {
 	Errors        string // --max-errors (thresholds.errors)
 	LoadCPU       string // --max-load-cpu (thresholds.load_cpu)
 	Confidence    string // --confidence
+
+	SLO             string // --slo, e.g. "p99<=5ms,errors<=0.1%" (search.slo)
+	SearchFrom      string // --search-from
+	SearchTo        string // --search-to
+	SearchPrecision string // --search-precision, e.g. "5%"
+	SearchGrowth    string // --search-growth
+	SearchConfirm   string // --search-confirm
+	AppConcurrency  string // --app-concurrency
+	AppServiceTime  string // --app-service-time
 }
 
 // FromFlags builds a plan from flag values, with the same defaults and
@@ -85,5 +94,19 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("thresholds.errors", f.Errors)
 	set("thresholds.load_cpu", f.LoadCPU)
 	set("confidence", f.Confidence)
+	if f.SLO != "" { // one term per item, like a file's mapping
+		e := &entry{}
+		for _, part := range strings.Split(f.SLO, ",") {
+			e.items = append(e.items, item{text: strings.TrimSpace(part)})
+		}
+		s.entries["search.slo"] = e
+	}
+	set("search.from", f.SearchFrom)
+	set("search.to", f.SearchTo)
+	set("search.precision", f.SearchPrecision)
+	set("search.growth", f.SearchGrowth)
+	set("search.confirm", f.SearchConfirm)
+	set("app_concurrency", f.AppConcurrency)
+	set("app_service_time", f.AppServiceTime)
 	return build(s)
 }

@@ -143,7 +143,7 @@ func (s *source) mapping(n *yaml.Node, prefix, field string) {
 			s.ps.add(&Problem{File: s.file, Line: kn.Line, Field: path, Want: want, order: 99})
 			continue
 		}
-		if prefix == "" && (kn.Value == "axes" || kn.Value == "thresholds") {
+		if prefix == "" && (kn.Value == "axes" || kn.Value == "thresholds" || kn.Value == "search") {
 			if kn.Value == "axes" {
 				s.axesLine = kn.Line
 			}
@@ -168,6 +168,20 @@ func (s *source) value(path string, keyLine int, n *yaml.Node) {
 		return
 	case n.Kind == yaml.ScalarNode:
 		e.items = []item{{text: n.Value, line: n.Line}}
+	case n.Kind == yaml.MappingNode && path == "search.slo":
+		// {p99: 5ms, errors: 0.1%}: one term per key, as "NAME<=VALUE".
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+			if k == nil || v == nil || k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+				s.bad(path, n.Line, describe(n), "allowed: a mapping of percentiles and errors to limits, such as {p99: 5ms, errors: 0.1%}")
+				return
+			}
+			e.items = append(e.items, item{text: k.Value + "<=" + v.Value, line: k.Line})
+		}
+		if len(e.items) == 0 {
+			s.bad(path, n.Line, "{}", "allowed: at least one limit, such as {p99: 5ms, errors: 0.1%}")
+			return
+		}
 	case n.Kind == yaml.SequenceNode && st.axis:
 		ok := true
 		for _, c := range n.Content {

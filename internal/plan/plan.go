@@ -60,6 +60,15 @@ type Plan struct {
 	// Confidence is the level of the comparisons' intervals, between 0 and
 	// 1 exclusive (0.95: 95%).
 	Confidence float64
+	// Search, when not nil, makes the plan a capacity search: per
+	// configuration and repetition, the highest open-loop rate meeting
+	// an objective (the rate axis is then unused; see Searches).
+	Search *Search
+	// AppConcurrency and AppServiceTime bound every app replica (`meshbench
+	// serve --concurrency --service-time`): a server of known capacity,
+	// replicas × concurrency / service time. 0: unbounded. Local only.
+	AppConcurrency int
+	AppServiceTime time.Duration
 }
 
 // Axes are the lists a plan crosses. Each list holds distinct values, in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Problem is one thing wrong with a plan, as Parse and FromFlags report
@@ -32,12 +33,29 @@ func (p *Problem) Error() string {
 	if p.Field != "" {
 		b.WriteString(p.Field)
 		if p.Value != "" {
-			b.WriteString(" " + p.Value)
+			b.WriteString(" " + cutValue(p.Value))
 		}
 		b.WriteString(": ")
 	}
 	b.WriteString(p.Want)
 	return b.String()
+}
+
+// maxEchoed bounds how much of a bad value an error message repeats.
+const maxEchoed = 80
+
+// cutValue shortens a value echoed in a message to maxEchoed bytes (on a
+// rune boundary), saying how long it was: a 50-MB plan name must not come
+// back whole on the terminal.
+func cutValue(v string) string {
+	if len(v) <= maxEchoed {
+		return v
+	}
+	n := maxEchoed
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", v[:n], len(v))
 }
 
 // problems collects Problems once each.

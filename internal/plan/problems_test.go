@@ -19,7 +19,7 @@ func TestBadPlans(t *testing.T) {
 	}{
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
-			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, thresholds, confidence`,
+			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, thresholds, confidence, search, app_concurrency, app_service_time`,
 			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, replicas, policies, protocol, gateway, mtls`,
 		}},
 		// Nothing like any key: no suggestion.
@@ -75,7 +75,7 @@ thresholds:
   load_cpu: NaN
 `, []string{
 			`p.yaml:1: platform "kubernetes": allowed: local (processes on this machine), kube (a Kubernetes cluster)`,
-			`p.yaml:2: repetitions "0": allowed: a whole number, 1 or more`,
+			`p.yaml:2: repetitions "0": allowed: a whole number from 1 to 10000`,
 			`p.yaml:3: nodes 300: allowed: 1 to 250 app nodes`,
 			`p.yaml:4: duration "0s": allowed: a duration above 0 such as 30s or 1m30s`,
 			`p.yaml:5: warmup "-1s": allowed: a duration of 0 or more such as 0s, 2s or 500ms`,
@@ -152,7 +152,7 @@ thresholds: 0.5
 			`p.yaml:2: duration: given twice (first on line 1)`,
 		}},
 		{"not a mapping", "- a\n- b\n", []string{
-			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, thresholds, confidence), not [...]`,
+			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, thresholds, confidence, search, app_concurrency, app_service_time), not [...]`,
 		}},
 		// YAML syntax: the library's message and line. (yaml.v3 puts an
 		// unclosed flow list at the line where the list's key began.)
@@ -164,6 +164,11 @@ thresholds: 0.5
 		}},
 		{"two documents", "duration: 5s\n---\nduration: 6s\n", []string{
 			`p.yaml:2: a plan file holds one YAML document; remove the second (---)`,
+		}},
+		// A huge value is echoed cut, with its length (a 50-MB name once
+		// came back whole).
+		{"huge value", "name: " + strings.Repeat("x", 1<<20) + "\n", []string{
+			`p.yaml:1: name "` + strings.Repeat("x", 79) + `… (1048578 bytes): allowed: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,6 +42,14 @@ var schema = []setting{
 	{key: "thresholds.errors", flag: "max-errors"},
 	{key: "thresholds.load_cpu", flag: "max-load-cpu"},
 	{key: "confidence", flag: "confidence"},
+	{key: "search.slo", flag: "slo"},
+	{key: "search.from", flag: "search-from"},
+	{key: "search.to", flag: "search-to"},
+	{key: "search.precision", flag: "search-precision"},
+	{key: "search.growth", flag: "search-growth"},
+	{key: "search.confirm", flag: "search-confirm"},
+	{key: "app_concurrency", flag: "app-concurrency"},
+	{key: "app_service_time", flag: "app-service-time"},
 }
 
 // keyAxes stands for the matrix as a whole in problems about it.

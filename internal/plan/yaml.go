@@ -35,7 +35,9 @@ func (p *Plan) YAML() []byte {
 	axes := &yaml.Node{Kind: yaml.MappingNode}
 	add(axes, "mesh", seq(strs(p.Axes.Mesh)))
 	add(axes, "app", seq(strs(p.Axes.App)))
-	add(axes, "rate", seq(strs(p.Axes.Rate)))
+	if p.Search == nil { // a search chooses its rates
+		add(axes, "rate", seq(strs(p.Axes.Rate)))
+	}
 	add(axes, "replicas", seq(ints(p.Axes.Replicas)))
 	add(axes, "policies", seq(ints(p.Axes.Policies)))
 	add(axes, "protocol", seq(strs(p.Axes.Protocol)))
@@ -63,6 +65,20 @@ func (p *Plan) YAML() []byte {
 	add(th, "load_cpu", plain(frac(p.Thresholds.LoadCPU)))
 	add(root, "thresholds", th)
 	add(root, "confidence", plain(frac(p.Confidence)))
+	if p.Search != nil {
+		sn := &yaml.Node{Kind: yaml.MappingNode}
+		add(sn, "slo", str(p.Search.Objective.String()))
+		add(sn, "from", plain(frac(p.Search.Config.From)))
+		add(sn, "to", plain(frac(p.Search.Config.To)))
+		add(sn, "precision", plain(frac(p.Search.Config.Precision)))
+		add(sn, "growth", plain(frac(p.Search.Config.Growth)))
+		add(sn, "confirm", plain(strconv.FormatBool(p.Search.Config.Confirm)))
+		add(root, "search", sn)
+	}
+	if p.AppConcurrency > 0 {
+		add(root, "app_concurrency", plain(strconv.Itoa(p.AppConcurrency)))
+		add(root, "app_service_time", plain(dur(p.AppServiceTime)))
+	}
 
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
 		HeadComment: "meshbench plan, every default filled in (internal/plan)"}

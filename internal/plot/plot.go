@@ -281,9 +281,29 @@ func WriteFiles(dir, name string, c *Chart) error {
 		data []byte
 	}{{".png", pngData}, {".svg", svgData}} {
 		path := filepath.Join(dir, name+f.ext)
-		if err := os.WriteFile(path, f.data, 0o644); err != nil {
+		if err := writeWhole(path, f.data); err != nil {
 			return fmt.Errorf("writing chart %s: %w", path, err)
 		}
+	}
+	return nil
+}
+
+// writeWhole writes data to path through a temporary file in the same
+// directory renamed over it: a full disk leaves the previous file whole and
+// no temporary file behind.
+func writeWhole(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Chmod(0o644), f.Close()); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
 	}
 	return nil
 }

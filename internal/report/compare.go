@@ -112,6 +112,8 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 			fmt.Fprintf(bw, "  %s: failed: %s\n", id, p.Failed[id])
 		}
 	}
+	writeUnreadable(bw, "A", sc.A.Plan.Unreadable)
+	writeUnreadable(bw, "B", sc.B.Plan.Unreadable)
 	return bw.err
 }
 

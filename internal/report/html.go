@@ -90,6 +90,10 @@ ul.verdicts li{margin:.2em 0}
 {{range .Plots}}<div class="figure"><h3>{{.Title}}</h3>{{.SVG}}</div>{{else}}<p>No plot: a plot needs at least two rates, two replica counts or one valid scenario.</p>{{end}}
 <h2 id="invalid">Invalid cells</h2>
 {{if .Invalid}}<ul>{{range .Invalid}}<li class="bad">{{.}}</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
+{{- if .Unreadable}}
+<h2 id="unreadable">Unreadable cells</h2>
+<p class="bad">This report is partial: these finished cells' files cannot be read back; they are left out of every figure above.</p>
+<ul>{{range .Unreadable}}<li class="bad">{{.}}</li>{{end}}</ul>{{end}}
 <h2 id="text">Full text report</h2>
 <pre>{{.Text}}</pre>
 <h2 id="plan">Plan</h2>
@@ -126,7 +130,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 		Summary, Incomplete, Text, Plan string
 		Scenarios                       []htmlScenario
 		Plots                           []htmlPlot
-		Invalid                         []string
+		Invalid, Unreadable             []string
 		Env                             [][2]string
 		Method                          []string
 	}{
@@ -159,6 +163,9 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.Plan.Failed)) {
 		data.Invalid = append(data.Invalid, id+": failed: "+a.Plan.Failed[id])
+	}
+	for _, e := range a.Plan.Unreadable {
+		data.Unreadable = append(data.Unreadable, unreadableLine(e))
 	}
 	h := m.Host
 	data.Env = [][2]string{{"meshbench", m.MeshbenchVersion}, {"Envoy", m.EnvoyVersion}, {"platform", m.Platform},

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -73,6 +75,9 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 				DurNs(int64(math.Round(lag.MeanNs()))), DurNs(lag.Percentile(50)), DurNs(lag.Percentile(99)), DurNs(lag.MaxNs()))
 		}
 		fmt.Fprintf(tw, "Dropped\t[total, ratio]\t%d, %.2f%%\n", r.Dropped, 100*ratio(r.Dropped, r.Scheduled))
+		if r.NotSent > 0 {
+			fmt.Fprintf(tw, "Not sent\t[total, ratio]\t%d, %.2f%%\n", r.NotSent, 100*ratio(r.NotSent, r.Scheduled))
+		}
 	}
 	fmt.Fprintf(tw, "Bytes In\t[total, mean]\t%d, %.2f\n", r.BytesIn, meanOf(r.BytesIn, r.Completed))
 	fmt.Fprintf(tw, "Bytes Out\t[total, mean]\t%d, %.2f\n", r.BytesOut, meanOf(r.BytesOut, r.Completed))
@@ -136,6 +141,17 @@ func Warnings(r *results.LoadResult) []string {
 			out = append(out, fmt.Sprintf("target rate not reached: sent %d of %d scheduled requests (%.2f%% short)", r.Sent, r.Scheduled, 100*short))
 		}
 	}
+	if r.NotSent > 0 {
+		out = append(out, fmt.Sprintf("%d requests not sent: %s; a request in flight then got at most the %s timeout",
+			r.NotSent, r.NotSentReason, Dur(time.Duration(r.TimeoutNs))))
+		if r.Sent == 0 && r.WarmupNs > 0 {
+			out = append(out, fmt.Sprintf("no request of the measured window was sent: the connections stayed busy with the %s warm-up's requests, which the target did not answer in time (run with --warmup 0s to see their errors)",
+				Dur(time.Duration(r.WarmupNs))))
+		}
+	}
+	if n := r.LocalErrors(); n > 0 {
+		out = append(out, fmt.Sprintf("%d requests failed in the load generator itself (%s errors: out of file descriptors or local ports), not in the target", n, loadgen.KindLocal))
+	}
 	if r.Dropped > 0 {
 		out = append(out, fmt.Sprintf("%d requests dropped: every connection was busy and the queue (%d) was full", r.Dropped, r.MaxQueue))
 	}
@@ -143,7 +159,7 @@ func Warnings(r *results.LoadResult) []string {
 		out = append(out, fmt.Sprintf("%d of %d requests failed (%.2f%%)", failed, r.Completed, 100*ratio(failed, r.Completed)))
 	}
 	if r.Latency.OutOfRange > 0 {
-		out = append(out, fmt.Sprintf("%d latencies above 60s were counted but left out of the percentiles", r.Latency.OutOfRange))
+		out = append(out, fmt.Sprintf("%d latencies above 60s (the histogram's ceiling) are counted at the top: percentiles among them print as ≥ 60s; the mean covers the others only", r.Latency.OutOfRange))
 	}
 	return out
 }
@@ -192,8 +208,14 @@ func fmtFloat(f float64) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
-// DurNs formats nanoseconds like Dur.
-func DurNs(ns int64) string { return Dur(time.Duration(ns)) }
+// DurNs formats a latency in nanoseconds like Dur; a latency at the
+// histogram's ceiling (saturated, see package latency) prints as "≥ 60s".
+func DurNs(ns int64) string {
+	if ns >= latency.HighestNs {
+		return fmt.Sprintf("≥ %ds", latency.HighestNs/int64(time.Second))
+	}
+	return Dur(time.Duration(ns))
+}
 
 // Dur formats a duration the way vegeta's reports do: three decimals in
 // the unit Go picks below a minute (706.584µs, 1.137ms, 4.982s), whole

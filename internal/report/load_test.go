@@ -61,6 +61,25 @@ func TestLoadTextGolden(t *testing.T) {
 				{Kind: "timeout", Message: "read tcp 127.0.0.1:8080: i/o timeout"}:                 3,
 			}
 		})},
+		// A target that stopped answering: most tickets not sent at the
+		// window's end, latencies above the histogram's ceiling printed as
+		// "≥ 60s", and a few failures that are the generator's own.
+		{"text_hung.golden", fixture(t, false, func(r *loadgen.Result) {
+			r.Sent, r.Completed, r.Success, r.NotSent = 1000, 1000, 0, 5000
+			r.Codes = map[int]int64{0: 1000}
+			r.Errors = map[loadgen.ErrorKey]int64{
+				{Kind: loadgen.KindTimeout, Message: "read tcp 127.0.0.1:8080: i/o timeout"}: 996,
+				{Kind: loadgen.KindLocal, Message: "dial tcp: socket: too many open files"}:  4,
+			}
+			r.Latency = latency.NewRecorder()
+			for i := range int64(1000) {
+				if i < 460 {
+					r.Latency.Record(1_000_000 + i*1000)
+				} else {
+					r.Latency.Record(latency.HighestNs + 1)
+				}
+			}
+		})},
 		{"text_interrupted.golden", fixture(t, false, func(r *loadgen.Result) {
 			r.Interrupted = true
 			r.Sent, r.Completed, r.Success, r.Canceled = 4000, 3990, 3990, 10

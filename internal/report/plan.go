@@ -109,6 +109,9 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 	m := a.Plan.Manifest
 	fmt.Fprintf(bw, "meshbench plan: %d cells (%d valid), seed %d, confidence %.0f%%, baseline %s\n",
 		len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline)
+	if n := len(a.Plan.Unreadable); n > 0 {
+		fmt.Fprintf(bw, "PARTIAL: %d finished cell(s) cannot be read and are left out (listed at the end)\n", n)
+	}
 	if len(a.Plan.Missing) > 0 {
 		fmt.Fprintf(bw, "INCOMPLETE: %d of %d cells not run yet (resume with meshbench bench --resume %s)\n", len(a.Plan.Missing), len(m.Order), a.Plan.Dir)
 	}
@@ -167,7 +170,29 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 			fmt.Fprintf(bw, "  %s: failed: %s\n", id, a.Plan.Failed[id])
 		}
 	}
+	writeUnreadable(bw, "", a.Plan.Unreadable)
 	return bw.err
+}
+
+// writeUnreadable lists the cells whose files cannot be read (side names
+// the plan in a comparison, "" in a plan's own report).
+func writeUnreadable(w io.Writer, side string, cells []*analysis.CellError) {
+	if len(cells) == 0 {
+		return
+	}
+	of := ""
+	if side != "" {
+		of = " of " + side
+	}
+	fmt.Fprintf(w, "\nUnreadable cells%s (PARTIAL: left out of every figure):\n", of)
+	for _, e := range cells {
+		fmt.Fprintln(w, "  "+unreadableLine(e))
+	}
+}
+
+// unreadableLine is "CELL: FILE: reason".
+func unreadableLine(e *analysis.CellError) string {
+	return e.ID + ": " + e.File + ": " + e.Reason()
 }
 
 func ciText(iv stats.Interval) string {

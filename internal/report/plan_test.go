@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
@@ -347,5 +349,59 @@ func TestPlanHTML(t *testing.T) {
 				t.Error("the text section is not the text report")
 			}
 		})
+	}
+}
+
+// TestPlanUnreadableCell: a finished cell whose load.json is cut short is
+// listed on its own (cell, file, reason) in the text and the HTML, the
+// report says it is partial, and the other cells are still reported.
+func TestPlanUnreadableCell(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "analysis", "testdata", "plan-small"))); err != nil {
+		t.Fatal(err)
+	}
+	const id = "none-static-r50-x1-p0-http-pod-mtls-rep1"
+	if err := os.Truncate(filepath.Join(results.CellDir(dir, id), results.LoadFile), 64); err != nil {
+		t.Fatal(err)
+	}
+	p, err := analysis.ReadPlan(dir)
+	if err != nil {
+		t.Fatalf("one truncated cell sank the plan: %v", err)
+	}
+	a := analysis.Analyze(p, analysis.Options{Level: 0.95, Seed: uint64(p.Manifest.Seed)})
+	var b bytes.Buffer
+	if err := PlanText(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	txt := b.String()
+	for _, want := range []string{
+		"PARTIAL: 1 finished cell(s) cannot be read and are left out (listed at the end)",
+		"\nUnreadable cells (PARTIAL: left out of every figure):\n  " + id + ": load.json: ",
+		"unexpected EOF",
+		"== ", // the readable cells' scenarios are still there
+	} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("text report lacks %q:\n%s", want, txt)
+		}
+	}
+	page, _ := renderHTML(t, a)
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head *html.Node
+	walk(doc, func(n *html.Node) {
+		if v, ok := attr(n, "id"); ok && v == "unreadable" {
+			head = n
+		}
+	})
+	if head == nil {
+		t.Fatal("no unreadable section in the HTML")
+	}
+	if p := nextElement(head); p.Data != "p" || !strings.Contains(text(p), "partial") {
+		t.Errorf("unreadable section starts with <%s>%s", p.Data, text(p))
+	}
+	if !bytes.Contains(page, []byte("<li class=\"bad\">"+id+": load.json: ")) {
+		t.Error("the unreadable cell is not listed in the HTML")
 	}
 }

@@ -61,6 +61,11 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 			{analysis.CPUPrefix + "data-plane", "dp-cpu", "data-plane CPU (millicores)"},
 			{analysis.MemPrefix + "data-plane", "dp-mem", "data-plane memory (MiB, " + memoryKind(a) + ")"},
 		}
+		if c, title, ok, err := sweepCurve(a, ss); ok || err != nil {
+			if err := add(fmt.Sprintf("rate-%d-load-curve", n), title, c, err); err != nil {
+				return nil, err
+			}
+		}
 		for _, f := range figs {
 			series := seriesOver(a, ss, f.fig, func(s analysis.Scenario) float64 { return analysis.RateValue(s.Rate) })
 			if len(series) == 0 {
@@ -201,4 +206,38 @@ func seriesOver(a *analysis.Analysis, ss []analysis.Scenario, fig string, x func
 		out = append(out, se)
 	}
 	return out
+}
+
+// sweepCurve is a load sweep's latency-vs-offered-load chart (p50 and p99
+// against the rate, log-log), the chart a capacity search draws, without
+// an objective; ok is false when no mesh has positive latencies.
+func sweepCurve(a *analysis.Analysis, ss []analysis.Scenario) (*plot.Chart, string, bool, error) {
+	rate := func(s analysis.Scenario) float64 { return analysis.RateValue(s.Rate) }
+	p50 := seriesOver(a, ss, analysis.LatencyP50, rate)
+	p99 := seriesOver(a, ss, analysis.LatencyP99, rate)
+	var series []plot.LoadSeries
+	for _, s50 := range p50 {
+		for _, s99 := range p99 {
+			if s99.Name != s50.Name {
+				continue
+			}
+			ls := plot.LoadSeries{Name: s50.Name}
+			for i, x := range s50.X {
+				for j, x99 := range s99.X {
+					if x99 == x && x > 0 && s50.Y[i] > 0 && s99.Y[j] > 0 {
+						ls.Points = append(ls.Points, plot.LoadPoint{RatePerSec: x, P50Ms: s50.Y[i], ObjMs: s99.Y[j]})
+					}
+				}
+			}
+			if len(ls.Points) > 0 {
+				series = append(series, ls)
+			}
+		}
+	}
+	if len(series) == 0 {
+		return nil, "", false, nil
+	}
+	title := fmt.Sprintf("Latency vs offered load (%s)", scenarioNoRate(ss[0]))
+	c, err := plot.LoadCurve(plot.ChartOptions{Title: title, XLabel: "offered load (req/s, log)", YLabel: "latency (ms, log)"}, "p99", 0, series)
+	return c, title, true, err
 }

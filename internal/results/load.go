@@ -47,8 +47,17 @@ func (r *LoadResult) Problems(shortfall, errRatio float64) []string {
 	var out []string
 	// Scheduled covers the whole window asked for: an interrupted run falls
 	// short of it because it stopped, not because the rate was missed.
+	// Sent counts only requests started within the window (see
+	// loadgen.Run): tickets that waited past its end are NotSent.
 	if !r.Interrupted && r.Scheduled > 0 && float64(r.Sent) < float64(r.Scheduled)*(1-shortfall) {
-		out = append(out, fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled))
+		msg := fmt.Sprintf("target rate not reached: sent %d of %d scheduled", r.Sent, r.Scheduled)
+		if r.NotSent > 0 {
+			msg += fmt.Sprintf(" (%d not sent: %s)", r.NotSent, r.NotSentReason)
+		}
+		out = append(out, msg)
+	}
+	if n := r.LocalErrors(); n > 0 {
+		out = append(out, fmt.Sprintf("%d requests failed in the load generator itself (%s), not in the target", n, loadgen.KindLocal))
 	}
 	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > errRatio*float64(r.Completed) {
 		out = append(out, fmt.Sprintf("%d of %d requests failed", failed, r.Completed))
@@ -57,6 +66,18 @@ func (r *LoadResult) Problems(shortfall, errRatio float64) []string {
 		out = append(out, "interrupted")
 	}
 	return out
+}
+
+// LocalErrors counts the requests that failed in the load generator itself
+// (error kind loadgen.KindLocal: out of file descriptors), not in the target.
+func (r *LoadResult) LocalErrors() int64 {
+	var n int64
+	for _, e := range r.Errors {
+		if e.Kind == loadgen.KindLocal {
+			n += e.Count
+		}
+	}
+	return n
 }
 
 // Load models.
@@ -97,9 +118,16 @@ type LoadResult struct {
 	Completed int64 `json:"completed"`
 	Success   int64 `json:"success"`
 	Dropped   int64 `json:"dropped"`
-	Canceled  int64 `json:"canceled"`
-	BytesIn   int64 `json:"bytes_in"`
-	BytesOut  int64 `json:"bytes_out"`
+	// NotSent counts requests due within the window that were still
+	// waiting for a free connection when it ended (every connection
+	// hung or slow): never sent, so part of the rate shortfall.
+	// NotSentReason says why. Both are omitted when none; added within
+	// v1, so earlier readers refuse only results that carry them.
+	NotSent       int64  `json:"not_sent,omitempty"`
+	NotSentReason string `json:"not_sent_reason,omitempty"`
+	Canceled      int64  `json:"canceled"`
+	BytesIn       int64  `json:"bytes_in"`
+	BytesOut      int64  `json:"bytes_out"`
 
 	// FirstSendNs, LastSendNs and LastEndNs are Unix times in ns, so results
 	// of several workers line up on one clock when merged.
@@ -168,8 +196,11 @@ func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 		TimeoutNs: int64(r.Config.Timeout), MaxQueue: r.Config.MaxQueue, Workers: 1,
 		StartedAt: r.Start.UTC(), EndedAt: r.End.UTC(),
 		Scheduled: int64(r.Scheduled), Sent: r.Sent, Completed: r.Completed, Success: r.Success,
-		Dropped: r.Dropped, Canceled: r.Canceled, BytesIn: r.BytesIn, BytesOut: r.BytesOut,
+		Dropped: r.Dropped, NotSent: r.NotSent, Canceled: r.Canceled, BytesIn: r.BytesIn, BytesOut: r.BytesOut,
 		StatusCodes: map[string]int64{}, Errors: []ErrorCount{}, Interrupted: r.Interrupted,
+	}
+	if r.NotSent > 0 {
+		out.NotSentReason = loadgen.NotSentReason
 	}
 	if r.Config.Closed {
 		out.Model = ModelClosed
@@ -340,7 +371,7 @@ func (r *LoadResult) Check() error {
 		errs = append(errs, fmt.Errorf("model %q: allowed: %q, %q", r.Model, ModelOpen, ModelClosed))
 	}
 	for name, v := range map[string]int64{"scheduled": r.Scheduled, "sent": r.Sent, "completed": r.Completed,
-		"success": r.Success, "dropped": r.Dropped, "canceled": r.Canceled, "bytes_in": r.BytesIn, "bytes_out": r.BytesOut} {
+		"success": r.Success, "dropped": r.Dropped, "not_sent": r.NotSent, "canceled": r.Canceled, "bytes_in": r.BytesIn, "bytes_out": r.BytesOut} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s %d: must be >= 0", name, v))
 		}
@@ -397,6 +428,7 @@ func Merge(parts []*LoadResult) (*LoadResult, error) {
 	out.TargetRatePerSec = 0
 	out.Connections = 0
 	out.Scheduled, out.Sent, out.Completed, out.Success, out.Dropped, out.Canceled, out.BytesIn, out.BytesOut = 0, 0, 0, 0, 0, 0, 0, 0
+	out.NotSent, out.NotSentReason = 0, ""
 	out.Interrupted = false
 	if first.Generator != nil {
 		g := *first.Generator
@@ -443,6 +475,10 @@ func Merge(parts []*LoadResult) (*LoadResult, error) {
 		out.Completed += p.Completed
 		out.Success += p.Success
 		out.Dropped += p.Dropped
+		out.NotSent += p.NotSent
+		if out.NotSentReason == "" {
+			out.NotSentReason = p.NotSentReason
+		}
 		out.Canceled += p.Canceled
 		out.BytesIn += p.BytesIn
 		out.BytesOut += p.BytesOut

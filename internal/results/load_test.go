@@ -220,8 +220,19 @@ func TestOutputMatchesJSONSchema(t *testing.T) {
 		if n == 1 {
 			r.Worker = &WorkerShare{Index: 1, Count: 3} // one share of a split load
 		}
+		if n == 500 {
+			// Tickets left queued at the window's end, and a generator failure.
+			r.NotSent, r.NotSentReason = 12, loadgen.NotSentReason
+			r.Errors = append(r.Errors, ErrorCount{Kind: loadgen.KindLocal, Message: "dial tcp: socket: too many open files", Count: 1})
+		}
 		if err := r.Write(&buf); err != nil {
 			t.Fatal(err)
+		}
+		if n == 500 {
+			back, err := Read(bytes.NewReader(buf.Bytes()))
+			if err != nil || back.NotSent != 12 || back.LocalErrors() != 1 {
+				t.Fatalf("not_sent/local read back as %+v, %v", back, err)
+			}
 		}
 		doc, err := jsonschema.UnmarshalJSON(&buf)
 		if err != nil {

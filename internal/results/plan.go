@@ -94,11 +94,7 @@ func WritePlanManifest(dir string, m *PlanManifest) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, PlanManifestFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, PlanManifestFile))
+	return WriteFileAtomic(filepath.Join(dir, PlanManifestFile), append(b, '\n'), 0o644)
 }
 
 // ReadPlanManifest reads dir's plan manifest.

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -173,6 +175,89 @@ func ReadHost() Host {
 // (temp file + rename), so a crash never leaves a half-written file.
 type RunDir struct{ Path string }
 
+// CheckNewDir tells, without creating anything, whether path can become a
+// new results directory: it must not be a file nor a non-empty directory,
+// and its nearest existing ancestor must be a directory. Commands call it
+// before any work, so a bad --out is reported first (a usage error).
+func CheckNewDir(path string) error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("%s is a file: allowed: a new or empty directory", path)
+	case err == nil:
+		if entries, err := os.ReadDir(path); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		} else if len(entries) > 0 {
+			return fmt.Errorf("results directory %s is not empty: choose a new --out, finished results are never overwritten", path)
+		}
+		return nil
+	case !missing(err):
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	for dir := filepath.Dir(filepath.Clean(path)); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s: %s is a file, not a directory", path, dir)
+			}
+			return nil
+		}
+		if !missing(err) {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		if next := filepath.Dir(dir); next == dir {
+			return nil
+		}
+	}
+}
+
+// missing: a path that does not exist, or runs through a file.
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// CheckOutputFile tells, without creating anything, whether a report can be
+// written to path: its directory must exist, and path must not be a
+// directory. Commands call it before computing anything.
+func CheckOutputFile(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory: allowed: a file path", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: directory %s: %v", path, dir, errors.Unwrap(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path whole: into a temporary file in the
+// same directory, then renamed over path. A failure (a full disk) leaves
+// the previous file, if any, untouched and no temporary file behind.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Chmod(perm), f.Close()); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
 // CreateRunDir makes a new, empty results directory. It refuses to reuse a
 // non-empty one, so finished results are never overwritten.
 func CreateRunDir(path string) (*RunDir, error) {
@@ -193,11 +278,7 @@ func (d *RunDir) WriteFile(name string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return err
 	}
-	tmp := full + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, full)
+	return WriteFileAtomic(full, data, 0o644)
 }
 
 // WriteJSON writes v as indented JSON, atomically.

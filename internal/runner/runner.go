@@ -7,7 +7,9 @@
 // A cell is written into cells/ID.partial and renamed to cells/ID when it
 // has ended; the plan manifest is rewritten atomically after each cell.
 // On resume, .partial directories (a cell cut short) are discarded and
-// their cells run again; cells the manifest records as finished are not.
+// their cells run again, and so are cells that failed (they measured
+// nothing: a full disk, an address in use); cells that ran are not, even
+// when they were judged invalid.
 //
 // Consecutive cells with the same Topology run on one lab (local.Lab):
 // started for the first, kept up while the next cells fit it, stopped
@@ -287,6 +289,20 @@ func newLabDir(planDir, key string) (string, error) {
 	}
 }
 
+// FailedSuffix ends the name a failed cell's directory is kept under when
+// a resume runs the cell again (cells/ID.failed-N, N the resume).
+const FailedSuffix = ".failed-"
+
+// keepFailed moves a failed cell's directory, if it left one, to
+// cells/ID.failed-N.
+func keepFailed(planDir, id string, resume int) error {
+	dir := results.CellDir(planDir, id)
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	return os.Rename(dir, dir+FailedSuffix+strconv.Itoa(resume))
+}
+
 func errString(err error) string {
 	if err == nil {
 		return "no result"
@@ -381,6 +397,16 @@ func reopen(o Options, order []string) (*results.PlanManifest, error) {
 		if st == nil {
 			st = &results.CellStatus{State: results.CellPending}
 			m.Cells[id] = st
+		}
+		if st.State == results.CellFailed {
+			// A cell that failed (a full disk, an address in use, a lab
+			// that did not start) measured nothing: it runs again. What
+			// it left is kept beside it as ID.failed-N. A cell that ran
+			// and was judged invalid is done: that is a result.
+			if err := keepFailed(o.Dir, id, m.Resumes+1); err != nil {
+				return nil, err
+			}
+			*st = results.CellStatus{State: results.CellPending}
 		}
 		// A cell recorded as done whose directory is gone is run again; a
 		// directory the manifest does not know (a crash between rename and

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -204,5 +206,72 @@ func TestRunReusesLabs(t *testing.T) {
 	}
 	if len(apps[2]) != 2 || reflect.DeepEqual(apps[0], apps[3]) {
 		t.Errorf("apps: cell 3 %v (want 2 of its own), cell 4 %v (want a new one, not %v)", apps[2], apps[3], apps[0])
+	}
+}
+
+// TestResumeRetriesFailedCells: a cell that failed for an environmental
+// reason (its lab's address was taken) measured nothing; --resume runs it
+// again, keeping what it left as ID.failed-N, and leaves done cells alone.
+// (Once, such a plan answered "2 of 2 cells already finished" forever.)
+func TestResumeRetriesFailedCells(t *testing.T) {
+	cs := cells(t, 2)
+	topo, err := mesh.Plan(cs[0].Lab.Mesh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(topo.LoadTargets[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "plan")
+	o := Options{Dir: dir, PlanYAML: []byte("plan: test\n"), Seed: 7, Cells: cs, Version: "test"}
+	// The first cell runs into a busy address; the second finds it free.
+	ln, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		t.Fatalf("taking the lab's address %s: %v", u.Host, err)
+	}
+	o.Progress = func(ev Event) {
+		if ev.Done && ev.Index == 1 {
+			ln.Close()
+		}
+	}
+	m, err := Run(context.Background(), o)
+	ln.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Cells[cs[0].ID]; st.State != results.CellFailed || !strings.Contains(st.Error, "in use") {
+		t.Fatalf("first cell %+v, want failed: address in use", st)
+	}
+	if st := m.Cells[cs[1].ID]; st.State != results.CellDone {
+		t.Fatalf("second cell %+v, want done", st)
+	}
+	second, err := results.ReadManifest(results.CellDir(dir, cs[1].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	o.Resume = true
+	var ran []string
+	o.Progress = func(ev Event) {
+		if !ev.Done {
+			ran = append(ran, ev.Cell.ID)
+		}
+	}
+	if m, err = Run(context.Background(), o); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if got := strings.Join(ran, ","); got != cs[0].ID {
+		t.Errorf("resume ran %q, want only the failed cell %s", got, cs[0].ID)
+	}
+	if st := m.Cells[cs[0].ID]; st.State != results.CellDone || !st.Valid {
+		t.Errorf("retried cell %+v, want done and valid", st)
+	}
+	again, err := results.ReadManifest(results.CellDir(dir, cs[1].ID))
+	if err != nil || !again.StartedAt.Equal(second.StartedAt) {
+		t.Errorf("done cell rewritten: %v", err)
+	}
+	if !m.Complete {
+		t.Error("plan not complete after the retry")
 	}
 }

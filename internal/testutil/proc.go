@@ -29,8 +29,8 @@ var build struct {
 	err  error
 }
 
-// BuildMeshbench builds ./cmd/meshbench of the enclosing module once per test
-// binary, into a fresh os.MkdirTemp directory, and returns the executable's
+// BuildMeshbench builds ./cmd/meshbench of the enclosing module, static
+// (CGO_ENABLED=0), once per test binary, into a fresh os.MkdirTemp directory, and returns the executable's
 // path. The module root is found by walking up from the working directory to
 // go.mod. The directory (about 20 MB) outlives the tests unless the
 // package's TestMain calls RemoveMeshbenchBuild after m.Run.
@@ -68,6 +68,9 @@ func buildMeshbench() (string, error) {
 	out := filepath.Join(dir, "meshbench")
 	cmd := exec.Command(goBin, "build", "-o", out, "./cmd/meshbench")
 	cmd.Dir = root
+	// Static, as `meshbench image` needs it (the real test nodes run it
+	// in a container with no libc), and as the Dockerfile builds it.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if output, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", fmt.Errorf("go build ./cmd/meshbench in %s: %v\n%s", root, err, output)

@@ -771,6 +771,35 @@ type NodeSummary struct {
 	// (0: unknown).
 	AllocatableCPUMillicores float64 `json:"allocatable_cpu_millicores"`
 	AllocatableMemoryBytes   uint64  `json:"allocatable_memory_bytes"`
+	// BootID is the node's boot ID (status.nodeInfo.bootID), "" when
+	// unknown. Nodes with the same one run on one machine (several
+	// kubelets on one host, as the real test nodes do): each one's row
+	// counts the whole machine.
+	BootID string `json:"boot_id,omitempty"`
+}
+
+// SharedMachines groups the nodes that report the same boot ID (two or
+// more per group), in name order.
+func SharedMachines(nodes []NodeSummary) [][]string {
+	by := map[string][]string{}
+	var ids []string
+	for _, n := range nodes {
+		if n.BootID == "" {
+			continue
+		}
+		if by[n.BootID] == nil {
+			ids = append(ids, n.BootID)
+		}
+		by[n.BootID] = append(by[n.BootID], n.Name)
+	}
+	var out [][]string
+	for _, id := range ids {
+		if g := by[id]; len(g) > 1 {
+			slices.Sort(g)
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // SummarizeNodes returns min, max and avg of every node's fresh samples,
@@ -849,6 +878,9 @@ func RenderNodeTableFrom(w io.Writer, nodes []NodeSummary, source string) error 
 		from = "the kubelet's counters (node_cpu_usage_seconds_total, node_memory_working_set_bytes)"
 	}
 	fmt.Fprintf(&b, "Node usage from %s: every container on the node and the node's own processes; Mem is the working set in Mi (2^20 bytes); %% of allocatable.\n", from)
+	for _, g := range SharedMachines(nodes) {
+		fmt.Fprintf(&b, "Nodes %s share one machine (same boot ID): each of their rows counts that whole machine, so summed they double count; the pod and container rows are right.\n", strings.Join(g, ", "))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -94,12 +94,6 @@ type Options struct {
 	// live view), on the sampler's goroutine.
 	OnRound func(sample.Round)
 	Version string
-
-	// BeforeCollect, for tests only, runs when the load Job has finished
-	// and before the workers' logs are read: on a cluster that runs no
-	// container (kwok), a test runs the workers on its own machine and
-	// has kwok serve their output as the pods' logs.
-	BeforeCollect func(ctx context.Context, job *batchv1.Job, pods []corev1.Pod) error
 }
 
 // DefaultDrain is the longest drain by default: the seed tool's 60 s.
@@ -454,6 +448,9 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		from, to = loadRes.StartedAt, loadRes.EndedAt
 		window = sampler.Within(from, to)
 		nodes = SummarizeNodes(sampler.NodesWithin(from, to))
+		if err := c.addBootIDs(context.WithoutCancel(ctx), nodes); err != nil {
+			r.logf("reading the nodes' boot IDs: %v", err)
+		}
 	}
 	summary := sample.Summarize(window)
 	stalePods, staleNodes := sampler.Stale()
@@ -488,6 +485,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			}
 			if len(res.Counters.Containers) == 0 {
 				r.invalid("kubelet counters: no container had readings on both sides of the measured window")
+			}
+			// The counters carry no boot ID: the Node objects do, as on
+			// the metrics API's path (the shared-machine note).
+			if err := c.addBootIDs(context.WithoutCancel(ctx), res.Nodes); err != nil {
+				r.logf("reading the nodes' boot IDs: %v", err)
 			}
 		} else {
 			res.Summary, res.Nodes = sample.Summarize(nil), nil
@@ -774,18 +776,9 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		return nil, err
 	}
 	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.enter("measure") })
-	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
-	}
-	if o.BeforeCollect != nil && jobErr == nil {
-		pods, err := c.Core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
-		if err == nil {
-			err = o.BeforeCollect(ctx, job, pods.Items)
-		}
-		if err != nil {
-			return nil, err
-		}
 	}
 	parts, logErr := r.collectWorkerLogs(context.WithoutCancel(ctx), job)
 	if jobErr != nil && len(parts) == 0 {
@@ -919,6 +912,25 @@ func (r *run) checkValidity(lr *results.LoadResult) {
 	}
 }
 
+// addBootIDs fills in each node's boot ID (see NodeSummary.BootID).
+func (c *Cluster) addBootIDs(ctx context.Context, nodes []NodeSummary) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	list, err := c.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	boot := map[string]string{}
+	for _, n := range list.Items {
+		boot[n.Name] = n.Status.NodeInfo.BootID
+	}
+	for i := range nodes {
+		nodes[i].BootID = boot[nodes[i].Name]
+	}
+	return nil
+}
+
 // waitDeployments waits until every Deployment in ns has all its replicas
 // available.
 func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.Duration) error {
@@ -941,6 +953,13 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 		if len(waiting) == 0 {
 			return nil
 		}
+		// A pod whose image cannot be pulled or that keeps crashing will
+		// not get ready: say so now, not after the timeout.
+		if p, err := c.podProblem(ctx, ns, ""); err != nil {
+			return err
+		} else if p != nil {
+			return fmt.Errorf("app not ready: %w", p)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("app not ready after %v: %s", timeout, strings.Join(waiting, ", "))
 		}
@@ -953,7 +972,8 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 }
 
 // waitJob waits until the Job completes (every worker succeeded) or fails.
-func (c *Cluster) waitJob(ctx context.Context, ns, name string, timeout time.Duration) error {
+// Pods of appNS (when not "") that stop being able to run fail it too.
+func (c *Cluster) waitJob(ctx context.Context, ns, name, appNS string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		j, err := c.Core.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
@@ -968,7 +988,21 @@ func (c *Cluster) waitJob(ctx context.Context, ns, name string, timeout time.Dur
 			case batchv1.JobComplete:
 				return nil
 			case batchv1.JobFailed:
-				return fmt.Errorf("load Job %s/%s failed: %s: %s", ns, name, cond.Reason, cond.Message)
+				return fmt.Errorf("load Job %s/%s failed: %s: %s%s", ns, name, cond.Reason, cond.Message, c.failedWorkers(ctx, ns, name))
+			}
+		}
+		if p, err := c.podProblem(ctx, ns, "job-name="+name); err != nil {
+			return err
+		} else if p != nil {
+			return fmt.Errorf("load Job %s/%s cannot run: %w", ns, name, p)
+		}
+		// The app's pods too: a node of theirs that stops reporting
+		// makes the measurement meaningless.
+		if appNS != "" {
+			if p, err := c.podProblem(ctx, appNS, ""); err != nil {
+				return err
+			} else if p != nil {
+				return fmt.Errorf("app broke while the load Job %s/%s ran: %w", ns, name, p)
 			}
 		}
 		if time.Now().After(deadline) {

@@ -105,7 +105,8 @@ func (l *Lab) Fits(o Options) bool {
 	if o.defaultMeshbench() != nil {
 		return false
 	}
-	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench
+	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench &&
+		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime
 }
 
 // Healthy returns an error when a process of the lab has exited.
@@ -195,6 +196,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 			defer func() { <-sem }()
 			svc := l.topo.Svc(p.Service)
 			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
+			args = append(args, l.opts.appBoundArgs()...)
 			c, err := startServe(ctx, l.opts.Meshbench, p.Name+" app", svc.Component,
 				filepath.Join(l.dir, results.LogsDir, p.Name+".log"), args...)
 			mu.Lock()
@@ -216,7 +218,13 @@ func (l *Lab) prepare(ctx context.Context) error {
 		return nil
 	}
 	defer l.phase("prepare/envoys")()
-	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{})
+	// The Envoys' admin address files live in the lab's directory, not in
+	// /tmp: a lab killed with SIGKILL leaves nothing outside its results.
+	runDir := filepath.Join(l.dir, results.EnvoyDir, "run")
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{RunDir: runDir})
 	var specs []envoy.Spec
 	for _, p := range l.topo.Proxies {
 		specs = append(specs, envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +43,13 @@ type Options struct {
 	Warmup      time.Duration // load before the window, not counted
 	Connections int           // load generator connections (0: 16, at least one per target)
 	Timeout     time.Duration // per request (0: 10 s)
+	// AppConcurrency and AppServiceTime bound every app replica
+	// (`meshbench serve --concurrency --service-time`, app.Config): at most
+	// AppConcurrency requests in service at once, each for AppServiceTime,
+	// the rest queued; 0 leaves the apps unbounded. A known capacity for
+	// capacity searches: replicas × concurrency / service time.
+	AppConcurrency int
+	AppServiceTime time.Duration
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -234,7 +242,18 @@ func (c *cell) takeLabPhases() {
 func (c *cell) finish(res *Result, runErr error) (*Result, error) {
 	c.manifest.EndedAt = time.Now().UTC()
 	if runErr != nil {
-		c.invalid(runErr.Error())
+		// An interrupt is said once, in words: not also as "context
+		// canceled" beside the load's own "interrupted".
+		reason := runErr.Error()
+		if errors.Is(runErr, context.Canceled) {
+			reason = "interrupted"
+		}
+		c.mu.Lock()
+		said := slices.Contains(c.manifest.Invalid, reason)
+		c.mu.Unlock()
+		if !said {
+			c.invalid(reason)
+		}
 	}
 	if err := c.dir.WriteJSON(results.ManifestFile, c.manifest); err != nil && runErr == nil {
 		runErr = err
@@ -385,6 +404,15 @@ func callArgs(p mesh.Pod) []string {
 		}
 	}
 	return out
+}
+
+// appBoundArgs are the `meshbench serve` flags of AppConcurrency and
+// AppServiceTime (none when the apps are unbounded).
+func (o Options) appBoundArgs() []string {
+	if o.AppConcurrency <= 0 {
+		return nil
+	}
+	return []string{"--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String()}
 }
 
 // targets lists every process to sample.

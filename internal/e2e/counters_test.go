@@ -1,4 +1,4 @@
-package kubemetrics
+package e2e
 
 import (
 	"bytes"
@@ -21,15 +21,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
+	"github.com/meshbench/meshbench/internal/kubemetrics"
+	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/sample"
-)
-
-// Real test nodes (issue 11's harness: real kubelets whose pods are
-// processes of this machine) are named by these variables until the
-// harness offers them to tests directly.
-const (
-	envRealKubeconfig = "MESHBENCH_REAL_NODES_KUBECONFIG"
-	envRealImage      = "MESHBENCH_REAL_NODES_IMAGE" // meshbench's image, on the nodes
 )
 
 var realWindow = flag.Duration("real-window", 30*time.Second,
@@ -153,10 +147,8 @@ func TestProcTicksOfOwnCgroup(t *testing.T) {
 // Then the container's process is killed: the kubelet restarts it, its
 // counter starts again, and the sampler must report the reset.
 func TestCountersMatchProc(t *testing.T) {
-	kubeconfig, image := os.Getenv(envRealKubeconfig), os.Getenv(envRealImage)
-	if kubeconfig == "" || image == "" {
-		t.Skipf("no real test nodes: set %s and %s (issue 11's harness) to compare the counters with /proc", envRealKubeconfig, envRealImage)
-	}
+	kc := kubetest.Require(t)
+	kubeconfig, image := kc.Kubeconfig, kubetest.MeshbenchImage
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +199,7 @@ func TestCountersMatchProc(t *testing.T) {
 	if err != nil || len(pids) == 0 {
 		t.Fatalf("processes of container %s: %v %v", id, pids, err)
 	}
-	s, err := New(cs, Options{Period: time.Second,
+	s, err := kubemetrics.New(cs, kubemetrics.Options{Period: time.Second,
 		Classify: func(_ *corev1.Pod, c string) (string, string) { return c, sample.CategoryApp }})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +251,7 @@ func TestCountersMatchProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-apiDone
-	res, err := Window(s.Records(), t0, t1, s.Period())
+	res, err := kubemetrics.Window(s.Records(), t0, t1, s.Period())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +288,7 @@ func TestCountersMatchProc(t *testing.T) {
 	var roundCPU time.Duration
 	rounds := 0
 	for _, r := range s.Records() {
-		if r.Kind == RawRound {
+		if r.Kind == kubemetrics.RawRound {
 			roundCPU += time.Duration(r.CPUNs)
 			rounds++
 		}
@@ -305,10 +297,10 @@ func TestCountersMatchProc(t *testing.T) {
 	if apiIn > 0 {
 		apiAvg = fmt.Sprintf("%.1fm (mean of %d samples)", apiSum/float64(apiIn), apiIn)
 	}
-	t.Logf("app CPU over the window: counters %.1fm, /proc %.1fm, metrics.k8s.io %s; %d of %d metrics.k8s.io samples stale; sampler %.2f ms CPU per round over %d rounds, 2 nodes",
+	t.Logf("app CPU over the window: counters %.1fm, /proc %.1fm, metrics.k8s.io %s; %d of %d metrics.k8s.io samples stale; sampler %.2f ms CPU per round over %d rounds, all nodes",
 		counter/t1.Sub(t0).Seconds()*1000, proc/t1.Sub(t0).Seconds()*1000, apiAvg, stale, len(api),
 		roundCPU.Seconds()*1000/float64(max(rounds, 1)), rounds)
-	all, err := Window(s.Records(), t0, time.Now(), s.Period())
+	all, err := kubemetrics.Window(s.Records(), t0, time.Now(), s.Period())
 	if err != nil {
 		t.Fatal(err)
 	}

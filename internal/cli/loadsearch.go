@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/extgen"
+	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/slo"
+)
+
+// searchFlags are `meshbench load`'s capacity-search flags.
+type searchFlags struct {
+	slo        string
+	from, to   float64
+	precision  string
+	loadCPUMax float64
+	confirm    bool
+}
+
+// bindSearchFlags declares the search flags on fl.
+func bindSearchFlags(fl *pflag.FlagSet, f *searchFlags) {
+	fl.StringVar(&f.slo, "slo", "", `search for the highest rate meeting this objective instead of one run at --rate: "p99<=10ms,errors<=0.1%" (percentiles p0.1…p99.999 or max, errors); needs --search-from and --search-to`)
+	fl.Float64Var(&f.from, "search-from", 0, "with --slo: the first rate probed, requests per second")
+	fl.Float64Var(&f.to, "search-to", 0, "with --slo: the highest rate probed (the rate doubles from --search-from until the objective is missed, then bisects)")
+	fl.StringVar(&f.precision, "search-precision", "5%", "with --slo: stop when the highest met and lowest missed rates are within this of each other")
+	fl.BoolVar(&f.confirm, "search-confirm", true, "with --slo: probe a rate that missed the objective again before believing the miss (a stall of the machine can fail a percentile once)")
+	fl.Float64Var(&f.loadCPUMax, "search-load-cpu", 0.9, "with --slo: this process's CPU (fraction of one core) above which a probe counts as limited by the load generator, ending the search")
+}
+
+// searchChanged reports whether any search flag other than --slo was given.
+func searchChanged(cmd *cobra.Command) []string {
+	var out []string
+	for _, n := range []string{"search-from", "search-to", "search-precision", "search-load-cpu", "search-confirm"} {
+		if cmd.Flags().Changed(n) {
+			out = append(out, "--"+n)
+		}
+	}
+	return out
+}
+
+// parsePrecision reads "5%" or "0.05".
+func parsePrecision(s string) (float64, bool) {
+	scale := 1.0
+	t := strings.TrimSpace(s)
+	if strings.HasSuffix(t, "%") {
+		t, scale = strings.TrimSuffix(t, "%"), 100
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, false
+	}
+	return v / scale, true
+}
+
+// buildSearch checks the search flags: the objective and the search, every
+// problem at once.
+func buildSearch(cmd *cobra.Command, f *loadFlags) (slo.Objective, capacity.Config, error) {
+	sf := &f.search
+	var errs []error
+	obj, err := slo.Parse(sf.slo)
+	if err != nil {
+		for _, e := range unjoin(err) {
+			errs = append(errs, fmt.Errorf("--slo %q: %w", sf.slo, e))
+		}
+	}
+	c := capacity.Config{From: sf.from, To: sf.to, Growth: capacity.DefaultGrowth, Confirm: sf.confirm}
+	if !cmd.Flags().Changed("search-from") {
+		errs = append(errs, errors.New("--slo needs --search-from (the first rate probed, per second)"))
+	}
+	if !cmd.Flags().Changed("search-to") {
+		errs = append(errs, errors.New("--slo needs --search-to (the highest rate probed, per second)"))
+	}
+	p, ok := parsePrecision(sf.precision)
+	if !ok {
+		errs = append(errs, fmt.Errorf("--search-precision %q: allowed: above 0%% and below 100%%, e.g. 5%%", sf.precision))
+	} else {
+		c.Precision = p
+	}
+	if cmd.Flags().Changed("search-from") && cmd.Flags().Changed("search-to") && ok {
+		for _, e := range unjoin(c.Validate()) {
+			var pr *capacity.Problem
+			if errors.As(e, &pr) {
+				errs = append(errs, fmt.Errorf("--search-%s %s: %s", pr.Field, pr.Value, pr.Want))
+			} else {
+				errs = append(errs, e)
+			}
+		}
+	}
+	if sf.loadCPUMax <= 0 || sf.loadCPUMax > 64 {
+		errs = append(errs, fmt.Errorf("--search-load-cpu %g: allowed: above 0 (fraction of one core)", sf.loadCPUMax))
+	}
+	if f.max {
+		errs = append(errs, errors.New("--slo and --max exclude each other: a search runs the open loop at rates it chooses"))
+	}
+	if cmd.Flags().Changed("rate") {
+		errs = append(errs, errors.New("--slo and --rate exclude each other: the search chooses the rates (--search-from, --search-to)"))
+	}
+	if f.generator != extgen.Meshbench {
+		errs = append(errs, errors.New("--slo runs meshbench's own engine only (it measures the generator's own CPU in-process)"))
+	}
+	if f.workers > 1 {
+		errs = append(errs, errors.New("--slo and --workers exclude each other: a search is one generator"))
+	}
+	return obj, c, errors.Join(errs...)
+}
+
+// unjoin lists the errors of an errors.Join (or err alone).
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// probeTimeout is a probe's per-request timeout when --timeout is not
+// given: four times the objective's largest latency limit, at least 1 s
+// (a shared machine stalls a process for tens of ms, which must not count
+// as errors), at most 2 s. A saturated target then costs a probe at most
+// about that much beyond its window, and a request slower than the
+// timeout misses a latency objective anyway.
+func probeTimeout(o slo.Objective) time.Duration {
+	var m time.Duration
+	for _, b := range o.Latency {
+		m = max(m, b.Limit)
+	}
+	if m == 0 {
+		return 2 * time.Second
+	}
+	return min(max(4*m, time.Second), 2*time.Second)
+}
+
+// cpuTime is this process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runLoadSearch runs a capacity search: probes chosen by capacity.Next,
+// each a full run of the engine, printed as it ends; -o gets every probe.
+func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, args []string) error {
+	obj, sc, serr := buildSearch(cmd, f)
+	cfg, _, err := buildLoadConfig(cmd, f, args)
+	if err != nil || serr != nil {
+		var errs []error
+		if err != nil {
+			errs = append(errs, unjoin(errors.Unwrap(err))...)
+		}
+		errs = append(errs, unjoin(serr)...)
+		return &UsageError{Err: errors.Join(errs...)}
+	}
+	if !cmd.Flags().Changed("timeout") {
+		cfg.Timeout = probeTimeout(obj)
+	}
+	var outFile *os.File
+	if f.output != "" && f.output != "-" {
+		outFile, err = os.Create(f.output)
+		if err != nil {
+			return usagef("--output %s: %v", f.output, err)
+		}
+		defer outFile.Close()
+	}
+	if err := loadgen.Preflight(ctx, cfg.Targets, cfg.TLS, min(cfg.Timeout, 5*time.Second)); err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		if outFile != nil {
+			outFile.Close()
+			os.Remove(f.output)
+		}
+		return err
+	}
+	cfg.Now = env.Now
+	if f.cpus > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(f.cpus))
+	}
+	doc := &capacity.LoadSearch{Schema: capacity.LoadSearchSchema, MeshbenchVersion: Version, Objective: obj.String(), Search: sc}
+	for _, t := range cfg.Targets {
+		doc.Targets = append(doc.Targets, t.Raw)
+	}
+	confirm := ""
+	if sc.Confirm {
+		confirm = ", a miss probed twice"
+	}
+	fmt.Fprintf(env.Stdout, "Capacity search: highest open-loop rate meeting %s, from %s/s to %s/s (×%g, then bisect to %s%s); %d connections, %s per probe after %s warm-up, timeout %s\n",
+		obj.Human(), capacity.FormatRate(sc.From), capacity.FormatRate(sc.To), sc.Growth, slo.FormatRatio(sc.Precision), confirm,
+		cfg.Connections, report.Dur(cfg.Duration), report.Dur(cfg.Warmup), report.Dur(cfg.Timeout))
+	var probes []capacity.Probe
+	write := func() error {
+		if outFile == nil {
+			return nil
+		}
+		if _, err := outFile.Seek(0, 0); err != nil {
+			return err
+		}
+		if err := outFile.Truncate(0); err != nil {
+			return err
+		}
+		return doc.Write(outFile)
+	}
+	for {
+		rate, done, res := capacity.Next(sc, probes)
+		if done {
+			doc.Result = &res
+			break
+		}
+		pc := cfg
+		r, err := loadgen.ParseRate(capacity.FormatRate(rate))
+		if err != nil {
+			return fmt.Errorf("probe rate %v: %w", rate, err)
+		}
+		pc.Rate = r
+		if f.maxQueue == -1 {
+			pc.MaxQueue = max(1000, int(math.Ceil(rate)))
+		}
+		cpu0, wall0 := cpuTime(), time.Now()
+		lr, interrupted, err := runGenerator(ctx, f, pc, nil)
+		if err != nil {
+			if errors.Is(err, errInterrupted) || ctx.Err() != nil {
+				doc.Interrupted = true
+				_ = write()
+				return errInterrupted
+			}
+			return fmt.Errorf("probe at %s/s: %w", capacity.FormatRate(rate), err)
+		}
+		loadCPU := (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds()
+		out := slo.Evaluate(obj, slo.Input{Load: lr, LoadCPU: loadCPU, LoadCPUMax: f.search.loadCPUMax})
+		p := capacity.ProbeOf(rate, out)
+		probes = append(probes, p)
+		doc.Probes = append(doc.Probes, capacity.ProbeRun{Index: len(probes), Probe: p, Outcome: out, LoadCPU: loadCPU, Load: lr})
+		fmt.Fprintln(env.Stdout, probeLine(len(probes), out, loadCPU))
+		if interrupted {
+			doc.Interrupted = true
+			_ = write()
+			return errInterrupted
+		}
+		if err := write(); err != nil {
+			return fmt.Errorf("writing %s: %w", f.output, err)
+		}
+	}
+	fmt.Fprintf(env.Stdout, "Capacity at %s: %s, %d probes\n", obj.Human(), doc.Result, doc.Result.Probes)
+	if err := write(); err != nil {
+		return fmt.Errorf("writing %s: %w", f.output, err)
+	}
+	if outFile != nil {
+		if err := outFile.Close(); err != nil {
+			return fmt.Errorf("writing %s: %w", f.output, err)
+		}
+	}
+	return nil
+}
+
+// probeLine is one printed probe: "probe  3  400/s  achieved 400.0/s  p99
+// 2.1ms ≤ 10ms  errors 0% ≤ 0.1%  dropped 0  cpu 12%  met".
+func probeLine(i int, o slo.Outcome, loadCPU float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "probe %2d  %8s/s  achieved %9.1f/s  p50 %-8s", i, capacity.FormatRate(o.TargetRatePerSec), o.AchievedRatePerSec, slo.FmtNs(o.P50Ns))
+	for _, fg := range o.Figures {
+		if fg.Name == "errors" {
+			fmt.Fprintf(&b, "  errors %s ≤ %s", slo.FormatRatio(fg.Value), slo.FormatRatio(fg.Limit))
+			continue
+		}
+		fmt.Fprintf(&b, "  %s %s ≤ %s", fg.Name, slo.FmtNs(int64(fg.Value)), slo.FmtNs(int64(fg.Limit)))
+	}
+	fmt.Fprintf(&b, "  dropped %d  load cpu %.0f%%  ", o.Dropped, loadCPU*100)
+	switch {
+	case o.Met:
+		b.WriteString("met")
+	case o.GeneratorLimit:
+		b.WriteString("LOAD GENERATOR LIMIT: " + strings.Join(o.Reasons, "; "))
+	default:
+		b.WriteString("missed: " + strings.Join(o.Reasons, "; "))
+	}
+	return b.String()
+}

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// TestLoadSearchKnownCapacity runs `meshbench load --slo` against a real
+// `meshbench serve static --concurrency K --service-time S` process, whose
+// capacity is exactly K/S.
+//
+// The reasoning: the load is open loop at a constant rate λ. Below K/S the
+// arrivals are evenly spaced, so at most K requests are ever in service and
+// each answer takes S plus the machine's noise (a few ms at worst on a
+// loaded 2-core machine): p99 stays far below the objective (≥ 5×S). Above
+// K/S the server's queue grows by (λ − K/S) requests per second, so after t
+// seconds a request waits (λ − K/S)·t/(K/S): at λ = 1.05·K/S over a 5 s
+// probe (1 s warm-up + 4 s) that is 250 ms for the last request, above the
+// objective for far more than the last 1% of them.
+//
+// The probes last 4 s because this machine is shared: another process can
+// stall this one for 10–30 ms, which delays every request due in the stall;
+// over a 4 s window a 30 ms stall is 0.75% of the requests, under the 1%
+// that p99 allows, while over 2 s it is 1.5% and fails a rate far below
+// the capacity (seen here). On a machine so loaded that the generator
+// itself falls behind by tens of ms (load average 5–30 on these 2 cores,
+// seen while other builds ran) the search says so and ends ("load
+// generator limit"), and this test fails with that reason: run it on a
+// machine that is not saturated. Measured here on a quiet moment: 2000/s
+// (met; 2100/s missed) and 500/s (met; 525/s missed). So every rate ≤ K/S meets the objective and
+// every rate ≥ 1.05·K/S misses it, and the search, which brackets the
+// capacity between a met and a missed rate within its precision (5%), must
+// report a capacity within 5% of K/S (in fact in [K/S·0.95, K/S]).
+func TestLoadSearchKnownCapacity(t *testing.T) {
+	tests := []struct {
+		name      string
+		k, s      string
+		capacity  float64
+		objective string
+		from, to  string
+	}{
+		// The issue's known answer: 4 at once, 2 ms each: 2000/s; p99 ≤ 10 ms.
+		{"K4 S2ms", "4", "2ms", 2000, "p99<=10ms,errors<=0.1%", "100", "20000"},
+		// A second: 2 at once, 4 ms each: 500/s; p99 ≤ 20 ms.
+		{"K2 S4ms", "2", "4ms", 500, "p99<=20ms,errors<=0.1%", "50", "20000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := testutil.StartServe(t, "static", "--concurrency", tt.k, "--service-time", tt.s)
+			out := filepath.Join(t.TempDir(), "search.json")
+			inv := runCLI(t, nil, "load", "--slo", tt.objective, "--search-from", tt.from, "--search-to", tt.to,
+				"--duration", "4s", "--warmup", "1s", "-o", out, "http://"+addr+"/")
+			if inv.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", inv.code, inv.stdout, inv.stderr)
+			}
+			t.Logf("\n%s", inv.stdout)
+			doc, err := capacity.ReadLoadSearch(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := doc.Result
+			if res == nil || res.Kind != capacity.Found {
+				t.Fatalf("result %+v, want a found capacity", res)
+			}
+			if d := math.Abs(res.Capacity-tt.capacity) / tt.capacity; d > 0.05 {
+				t.Errorf("found %v/s, want within 5%% of %v/s (off by %.1f%%)", res.Capacity, tt.capacity, d*100)
+			}
+			if len(doc.Probes) != res.Probes {
+				t.Errorf("%d probes in the file, result says %d", len(doc.Probes), res.Probes)
+			}
+			for _, p := range doc.Probes {
+				if p.Load == nil || p.Load.TargetRatePerSec != p.Probe.RatePerSec {
+					t.Errorf("probe %d: load result missing or at another rate", p.Index)
+				}
+			}
+			if !strings.Contains(inv.stdout, "Capacity at p99 ≤ ") || strings.Count(inv.stdout, "\nprobe ") != res.Probes {
+				t.Errorf("printout lacks the probes or the capacity:\n%s", inv.stdout)
+			}
+		})
+	}
+}
+
+// TestLoadSearchEnds: an objective even the lowest rate misses, and one
+// the highest still meets, are said plainly, never as a number.
+func TestLoadSearchEnds(t *testing.T) {
+	addr := testutil.StartServe(t, "static", "--concurrency", "1", "--service-time", "5ms")
+	tests := []struct {
+		name, objective, from, to string
+		want                      capacity.Kind
+		line                      string
+	}{
+		// Every answer takes ≥ 5 ms: p50 ≤ 1 ms is missed at once.
+		{"below from", "p50<=1ms", "20", "100", capacity.BelowFrom, "< 20/s"},
+		// 50/s and 100/s are far below the 200/s capacity.
+		{"at least to", "p99<=100ms", "50", "100", capacity.AtLeastTo, "≥ 100/s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "s.json")
+			inv := runCLI(t, nil, "load", "--slo", tt.objective, "--search-from", tt.from, "--search-to", tt.to,
+				"--duration", "1s", "--warmup", "200ms", "-o", out, "http://"+addr+"/")
+			if inv.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", inv.code, inv.stdout, inv.stderr)
+			}
+			doc, err := capacity.ReadLoadSearch(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Result.Kind != tt.want || !strings.Contains(inv.stdout, tt.line) {
+				t.Errorf("kind %s, want %s; printout:\n%s", doc.Result.Kind, tt.want, inv.stdout)
+			}
+		})
+	}
+}
+
+func TestLoadSearchBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string // one stderr line each
+	}{
+		// A term without a value.
+		{[]string{"--slo", "p99<=", "--search-from", "100", "--search-to", "200"}, []string{`--slo "p99<=": p99<=: missing value`}},
+		// A percentile above 100.
+		{[]string{"--slo", "p101<=1ms", "--search-from", "100", "--search-to", "200"}, []string{"p101<=1ms: allowed percentiles"}},
+		// An error ratio above 100%.
+		{[]string{"--slo", "errors<=150%", "--search-from", "100", "--search-to", "200"}, []string{"errors<=150%: allowed: a percentage"}},
+		// from ≥ to.
+		{[]string{"--slo", "p99<=5ms", "--search-from", "200", "--search-to", "100"}, []string{"--search-to 100: allowed: a rate above from (200)"}},
+		// Precision 0.
+		{[]string{"--slo", "p99<=5ms", "--search-from", "100", "--search-to", "200", "--search-precision", "0"}, []string{"--search-precision 0: allowed"}},
+		// Missing bounds, and --rate given too.
+		{[]string{"--slo", "p99<=5ms", "--rate", "10"}, []string{"--slo needs --search-from", "--slo needs --search-to", "--slo and --rate exclude each other"}},
+		// Search flags without --slo.
+		{[]string{"--search-from", "100"}, []string{"--search-from: only with --slo"}},
+	}
+	for _, tt := range tests {
+		inv := runCLI(t, nil, append(append([]string{"load"}, tt.args...), "http://127.0.0.1:1/")...)
+		lines := strings.Split(strings.TrimSuffix(inv.stderr, "\n"), "\n")
+		if inv.code != ExitUsage || len(lines) != len(tt.want) {
+			t.Errorf("load %q: exit %d, stderr:\n%s\nwant exit %d, %d line(s)", tt.args, inv.code, inv.stderr, ExitUsage, len(tt.want))
+			continue
+		}
+		for i, w := range tt.want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("load %q: line %d %q, want %q", tt.args, i+1, lines[i], w)
+			}
+		}
+	}
+}
