@@ -236,17 +236,27 @@ func TestDoctorOnRealNodes(t *testing.T) {
 			t.Fatalf("restarting metrics-server: %v", err)
 		}
 	}()
-	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig)
-	if inv.code != 1 {
-		t.Errorf("doctor without metrics-server: exit %d, want 1", inv.code)
-	}
-	var line string
-	for _, l := range strings.Split(inv.stdout, "\n") {
-		if strings.HasPrefix(l, "metrics API") {
-			line = l
+	metricsLine := func(stdout string) string {
+		var line string
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(l, "metrics API") {
+				line = l
+			}
 		}
+		return line
 	}
-	if !strings.Contains(line, "FAIL") || len(strings.Fields(line)) < 5 {
+	// With the kubelet's counters readable (auto), metrics.k8s.io is only
+	// the cross-check: its absence is a warning. Asked for as the source,
+	// it is a failure.
+	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig)
+	if line := metricsLine(inv.stdout); inv.code != 0 || !strings.Contains(line, "warn") || !strings.Contains(line, "kubelet's counters") {
+		t.Errorf("doctor without metrics-server (auto): exit %d, metrics line %q; want 0 and a warning naming the counters", inv.code, line)
+	}
+	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--metrics-source", "metrics-api")
+	if inv.code != 1 {
+		t.Errorf("doctor --metrics-source metrics-api without metrics-server: exit %d, want 1", inv.code)
+	}
+	if line := metricsLine(inv.stdout); !strings.Contains(line, "FAIL") || len(strings.Fields(line)) < 5 {
 		t.Errorf("metrics check line %q: want FAIL with a reason", line)
 	}
 }
