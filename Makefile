@@ -119,6 +119,9 @@ fuzz:
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
 	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
 	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
+	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
+	# minimising each new one short).
+	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build

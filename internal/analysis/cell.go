@@ -129,6 +129,10 @@ type Cell struct {
 	Spectrum []float64 `json:"spectrum"`
 	// Errors is the cell's error set.
 	Errors []results.ErrorCount `json:"errors,omitempty"`
+	// MetricsSource is where a cluster cell's CPU and memory came from
+	// ("kubelet" or "metrics-api"; empty on the local lab and in runs
+	// from before the choice existed, which used metrics.k8s.io).
+	MetricsSource string `json:"metrics_source,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.
@@ -143,6 +147,7 @@ func ReadCell(dir, id string) (*Cell, error) {
 	}
 	c := &Cell{ID: id, Dir: dir, Valid: m.Valid, Invalid: m.Invalid, Figures: map[string]float64{}, Errors: lr.Errors}
 	c.Config = configOf(m.Options)
+	c.MetricsSource, _ = m.Options["metrics_source"].(string)
 	lat, _, _, err := lr.Histograms()
 	if err != nil {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,12 +42,13 @@ type benchFlags struct {
 var (
 	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
-		"install-mesh", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout"}
+		"install-mesh", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
 )
 
-// kubeCellHook, in tests, adjusts every kube cell's options (a stand-in
-// for the load workers on a cluster that runs no container).
+// kubeCellHook, in tests, adjusts every kube cell's options, and those of
+// `run --platform kube` (a stand-in for the load workers on a cluster
+// that runs no container).
 var kubeCellHook func(*kube.Options)
 
 func newBenchCmd(env *Env) *cobra.Command {
@@ -200,6 +202,9 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	var cluster *kube.Cluster
 	if onKube {
+		if errs := f.kube.checkSource(); len(errs) > 0 {
+			return &UsageError{Err: errors.Join(errs...)}
+		}
 		var err error
 		if cluster, err = kube.Connect(ctx, f.kube.connect()); err != nil {
 			return err
@@ -337,6 +342,7 @@ func benchKubeOptions(p *plan.Plan, c plan.Cell, k *kubeFlags) kube.Options {
 		Rate: string(c.Rate), Max: c.Rate.Closed(), Workers: p.Workers, Generator: p.Generator, Duration: p.Duration, Warmup: p.Warmup,
 		Connections: p.Connections, AllowForeign: k.allowForeign, Keep: k.keep,
 		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout,
+		MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval,
 		RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Version: Version}
 	if c.Rate.Closed() {
 		o.Rate = ""

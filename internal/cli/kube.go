@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -28,6 +29,8 @@ type kubeFlags struct {
 	installMesh          bool
 	allowForeign, keep   bool
 	kubeSampleInterval   time.Duration
+	metricsSource        string        // --metrics-source
+	kubeletInterval      time.Duration // --kubelet-interval
 	idleTimeout, timeout time.Duration
 	generator            string // the load workers' --generator
 }
@@ -44,9 +47,11 @@ func (k *kubeFlags) add(cmd *cobra.Command, which int) {
 	fl.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (kube platform; default: $KUBECONFIG, then ~/.kube/config)")
 	fl.StringVar(&k.context, "context", "", "kubeconfig context (kube platform; default: the current one)")
 	fl.StringVar(&k.namespacePrefix, "namespace-prefix", "meshbench", "namespaces PREFIX-app and PREFIX-load (kube platform)")
+	fl.StringVar(&k.metricsSource, "metrics-source", kube.SourceAuto, "CPU and memory from: kubelet (the kubelet's counters through the node proxy; RBAC: get nodes/proxy), metrics-api (metrics.k8s.io), or auto: kubelet when allowed and answering (kube platform)")
 	if which == kubeConnect {
 		return
 	}
+	fl.DurationVar(&k.kubeletInterval, "kubelet-interval", kube.DefaultKubeletInterval, "reading period of the kubelet's counters (kube platform, --metrics-source kubelet or auto)")
 	fl.StringVar(&k.image, "image", kube.DefaultImage, "meshbench image for the app and the load workers (kube platform; built by make image)")
 	fl.StringVar(&k.appImage, "app-image", "", "image for the static app instead of meshbench's, e.g. nginx pinned by digest (kube platform)")
 	fl.BoolVar(&k.facesChart, "faces-chart", true, "app faces: install Buoyant's Faces chart "+kube.FacesChartVersion+" with helm, as the seed tool does; false: meshbench's own face/smiley/color (kube platform)")
@@ -102,6 +107,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if f.kube.kubeSampleInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--metrics-interval %v: must be > 0", f.kube.kubeSampleInterval))
 	}
+	errs = append(errs, f.kube.checkSource()...)
 	if !slices.Contains(extgen.Names, f.kube.generator) {
 		errs = append(errs, fmt.Errorf("--generator %q: allowed: %s", f.kube.generator, strings.Join(extgen.Names, ", ")))
 	}
@@ -117,11 +123,15 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Rate: f.rate, Workers: f.kube.workers,
 		Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections, InstallMesh: f.kube.installMesh,
 		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
+		MetricsSource: f.kube.metricsSource, KubeletInterval: f.kube.kubeletInterval,
 		IdleTimeout: f.kube.idleTimeout, ReadyTimeout: f.kube.timeout, OutDir: f.out, Log: env.Stderr, Version: Version}
 	if f.drain > 0 && f.drainSet {
 		o.Drain = f.drain
 	}
 	o.Generator = f.kube.generator
+	if kubeCellHook != nil {
+		kubeCellHook(&o)
+	}
 	res, err := kube.Run(ctx, o)
 	if res != nil {
 		printKubeRun(env, mo, res)
@@ -142,12 +152,21 @@ func printKubeRun(env *Env, mo mesh.Options, res *kube.Result) {
 	w := env.Stdout
 	fmt.Fprintf(w, "meshbench run (kube): mesh %s, app %s, %d replica(s), policies %d, protocol %s\n\n",
 		mo.Mode, mo.App, mo.Replicas, mo.Policies, mo.Protocol)
-	printMeasured(w, res.Load, res.Summary, sample.WorkingSet)
+	if res.Source != "" {
+		fmt.Fprintf(w, "Resources from %s (%s).\n\n", kubeSourceName(res.Source), res.SourceReason)
+	}
+	mem := sample.WorkingSet
+	if res.Source == kube.SourceKubelet {
+		mem = sample.CounterWorkingSet
+	}
+	printMeasured(w, res.Load, res.Summary, mem)
 	if len(res.Nodes) > 0 {
 		fmt.Fprintln(w)
-		_ = kube.RenderNodeTable(w, res.Nodes)
+		_ = kube.RenderNodeTableFrom(w, res.Nodes, res.Source)
 	}
-	if res.Summary.Rounds > 0 || len(res.Nodes) > 0 {
+	if res.Source == kube.SourceKubelet {
+		printCounters(w, res)
+	} else if res.Summary.Rounds > 0 || len(res.Nodes) > 0 {
 		fmt.Fprintf(w, "Metrics samples seen again (stale, not counted twice): %d pod, %d node.\n", res.StalePods, res.StaleNodes)
 		fmt.Fprintf(w, "Metrics rounds where only some pods had a new sample: %d (those rounds' totals leave out the pods whose sample was old).\n", res.MixedRounds)
 	}
@@ -155,6 +174,64 @@ func printKubeRun(env *Env, mo mesh.Options, res *kube.Result) {
 		fmt.Fprintf(w, "Drain: %s.\n", res.Drain)
 	}
 	printRunEnd(w, res.Manifest, res.Dir)
+}
+
+// checkSource checks --metrics-source and --kubelet-interval.
+func (k *kubeFlags) checkSource() []error {
+	var errs []error
+	if !slices.Contains(kube.MetricsSources, k.metricsSource) {
+		errs = append(errs, fmt.Errorf("--metrics-source %q: allowed: %s", k.metricsSource, strings.Join(kube.MetricsSources, ", ")))
+	}
+	if k.kubeletInterval < 0 || (k.kubeletInterval == 0 && k.metricsSource != kube.SourceMetricsAPI) {
+		errs = append(errs, fmt.Errorf("--kubelet-interval %v: must be > 0", k.kubeletInterval))
+	}
+	return errs
+}
+
+func kubeSourceName(source string) string {
+	if source == kube.SourceKubelet {
+		return "the kubelet's counters"
+	}
+	return "metrics.k8s.io"
+}
+
+// printCounters says what the kubelet's counters found besides the
+// tables, and what metrics.k8s.io said over the same window.
+func printCounters(w io.Writer, res *kube.Result) {
+	c := res.Counters
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "Counter readings: %d new, %d with no new information (their timestamp had not advanced); ", c.FreshReadings, c.StaleReadings)
+	if c.Lag.Samples > 0 {
+		fmt.Fprintf(w, "counter age when read: median %s, max %s.\n", c.Lag.Median.Round(time.Millisecond), c.Lag.Max.Round(time.Millisecond))
+	} else {
+		fmt.Fprintln(w, "the counters carry no timestamps (counter age unknown).")
+	}
+	fmt.Fprintf(w, "Sampler: every %s, %d node(s), %.1f ms CPU per round on average (max %.1f ms); %d failed read(s).\n",
+		time.Duration(c.PeriodNs), c.Nodes, c.RoundCPUNs.Avg/1e6, c.RoundCPUNs.Max/1e6, c.Errors)
+	for _, x := range c.Resets {
+		fmt.Fprintf(w, "Counter reset: %s on %s at %s (%.3f → %.3f core-seconds): the container restarted; its CPU between its last reading and the restart is not counted.\n",
+			x.Key, x.Node, x.Time.Format("15:04:05"), x.From, x.To)
+	}
+	for _, p := range c.Partial {
+		fmt.Fprintf(w, "Counted for part of the window only: %s, %s to %s of %s to %s (appeared, disappeared or restarted).\n",
+			p.Key, p.From.Format("15:04:05"), p.To.Format("15:04:05"), res.Load.StartedAt.Format("15:04:05"), res.Load.EndedAt.Format("15:04:05"))
+	}
+	if a := res.MetricsAPI; a != nil {
+		app := func(s sample.Summary) string {
+			if g := s.Category(sample.CategoryApp); g != nil && g.Rounds > 0 {
+				return fmt.Sprintf("%.1fm", g.CPUMillicores.Avg)
+			}
+			return "-"
+		}
+		if a.FreshPodSamples+a.StalePodSamples == 0 {
+			fmt.Fprintln(w, "metrics.k8s.io over the same run (cross-check): no pod sample yet (metrics-server shows a new pod after two or three scrapes).")
+		} else {
+			fmt.Fprintf(w, "metrics.k8s.io over the same run (cross-check): app CPU %s (counters: %s); %d of %d pod samples stale (%.0f%%).\n",
+				app(a.Summary), app(res.Summary), a.StalePodSamples, a.StalePodSamples+a.FreshPodSamples, a.StaleFraction*100)
+		}
+	}
 }
 
 type doctorFlags struct {
@@ -172,7 +249,9 @@ func newDoctorCmd(env *Env) *cobra.Command {
 		Long: `Run the preflight checks of a platform and print them as a table.
 
 --platform kube: the API server answers, metrics.k8s.io is available and
-fresh, enough nodes are ready for the placement (load and app apart), the
+fresh, which source a run's CPU and memory will come from (the kubelet's
+counters when get on nodes/proxy is allowed and /metrics/resource answers,
+else metrics.k8s.io; --metrics-source), enough nodes are ready for the placement (load and app apart), the
 mesh CLIs (istioctl, linkerd) and their versions, the namespaces meshbench
 would create hold nothing it did not create, and RBAC grants what a run
 needs. Exits 1 when a check fails.
@@ -189,6 +268,9 @@ control plane), and a missing CLI is only a warning.`,
 			if f.platform != "kube" {
 				return usagef("--platform %q: allowed: kube (the local lab checks itself when it starts)", f.platform)
 			}
+			if !slices.Contains(kube.MetricsSources, f.kube.metricsSource) {
+				return usagef("--metrics-source %q: allowed: %s", f.kube.metricsSource, strings.Join(kube.MetricsSources, ", "))
+			}
 			var meshes []string
 			if f.mesh != "" {
 				for _, m := range strings.Split(f.mesh, ",") {
@@ -201,7 +283,7 @@ control plane), and a missing CLI is only a warning.`,
 			}
 			ns := []string{f.kube.namespacePrefix + "-app", f.kube.namespacePrefix + "-load"}
 			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: meshes,
-				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns})
+				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns, MetricsSource: f.kube.metricsSource})
 			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
 			failed := 0

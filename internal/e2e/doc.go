@@ -3,5 +3,7 @@
 // kube-proxy and CoreDNS on this machine, pods running meshbench's own
 // image built by internal/image). Each test runs the CLI in-process, as a
 // user types it, and checks what the user sees and what the cluster is
-// left with. It has no code of its own outside the tests.
+// left with; TestCountersMatchProc also checks the kubelet's CPU counters
+// (internal/kubemetrics) against /proc of the container's processes. It
+// has no code of its own outside the tests.
 package e2e

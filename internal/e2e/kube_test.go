@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,10 +115,39 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 		}
 	}
 	// Same-machine nodes: the node rows count the whole machine, and
-	// the run must say so.
+	// the run must say so (the node rows come from the kubelet's
+	// counters here, the boot IDs from the Node objects).
 	if !strings.Contains(inv.stdout, "share one machine") {
 		t.Errorf("stdout does not say the nodes share one machine")
 	}
+	// The default source (auto) on real kubelets is their counters,
+	// read through the node proxy, with metrics.k8s.io beside them as
+	// the cross-check: the printout says which and shows both.
+	for _, want := range []string{
+		"Resources from the kubelet's counters (", "CPU by the kubelet's cumulative counters over ",
+		"Node usage from the kubelet's counters", "Counter readings: ", "Sampler: every 1s, 4 node(s)",
+		"metrics.k8s.io over the same run (cross-check)",
+	} {
+		if !strings.Contains(inv.stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if !strings.Contains(inv.stderr, "resources from the kubelet's counters") {
+		t.Errorf("stderr does not say the source")
+	}
+	var stored struct {
+		Source   string          `json:"source"`
+		Counters json.RawMessage `json:"counters"`
+		API      json.RawMessage `json:"metrics_api"`
+	}
+	if b, err := os.ReadFile(filepath.Join(out, results.ResourcesFile)); err != nil || json.Unmarshal(b, &stored) != nil ||
+		stored.Source != kube.SourceKubelet || len(stored.Counters) < 5 || len(stored.API) < 5 {
+		t.Errorf("resources.json: %v, source %q, counters %d bytes, metrics_api %d bytes; want the kubelet's counters and the metrics API's report", err, stored.Source, len(stored.Counters), len(stored.API))
+	}
+	if _, err := os.Stat(filepath.Join(out, kube.KubeletRawFile)); err != nil {
+		t.Errorf("results: %v", err)
+	}
+	t.Logf("run --platform kube --mesh none (stdout):\n%s", inv.stdout)
 	app, load := w.Pods("e2e-app", "static-"), w.Pods("e2e-load", "")
 	if len(app) < 2 || len(load) != 2 {
 		t.Fatalf("saw %d app pods and %d load pods, want 2 and 2", len(app), len(load))
@@ -206,17 +236,27 @@ func TestDoctorOnRealNodes(t *testing.T) {
 			t.Fatalf("restarting metrics-server: %v", err)
 		}
 	}()
-	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig)
-	if inv.code != 1 {
-		t.Errorf("doctor without metrics-server: exit %d, want 1", inv.code)
-	}
-	var line string
-	for _, l := range strings.Split(inv.stdout, "\n") {
-		if strings.HasPrefix(l, "metrics API") {
-			line = l
+	metricsLine := func(stdout string) string {
+		var line string
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(l, "metrics API") {
+				line = l
+			}
 		}
+		return line
 	}
-	if !strings.Contains(line, "FAIL") || len(strings.Fields(line)) < 5 {
+	// With the kubelet's counters readable (auto), metrics.k8s.io is only
+	// the cross-check: its absence is a warning. Asked for as the source,
+	// it is a failure.
+	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig)
+	if line := metricsLine(inv.stdout); inv.code != 0 || !strings.Contains(line, "warn") || !strings.Contains(line, "kubelet's counters") {
+		t.Errorf("doctor without metrics-server (auto): exit %d, metrics line %q; want 0 and a warning naming the counters", inv.code, line)
+	}
+	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--metrics-source", "metrics-api")
+	if inv.code != 1 {
+		t.Errorf("doctor --metrics-source metrics-api without metrics-server: exit %d, want 1", inv.code)
+	}
+	if line := metricsLine(inv.stdout); !strings.Contains(line, "FAIL") || len(strings.Fields(line)) < 5 {
 		t.Errorf("metrics check line %q: want FAIL with a reason", line)
 	}
 }

@@ -165,6 +165,15 @@ type Cluster struct {
 	CAFile                string // the cluster CA (PEM)
 	Nodes                 []string
 	Ports                 Ports
+	// NodeIP is the address of every node's kubelet endpoint with kwok's
+	// nodes: a 10.254.x.y on lo when Start could add one, else 127.0.0.1
+	// (see nodeAddress); empty with real nodes (each has its own IP on the
+	// cluster's bridge). NodeProxy says whether the API server's node proxy
+	// (/api/v1/nodes/NODE/proxy/...) reaches the nodes: always with real
+	// nodes, with kwok's only on a 10.254.x.y, since it refuses loopback
+	// addresses.
+	NodeIP    string
+	NodeProxy bool
 	// Real is the real nodes (Options.RealNodes), nil with kwok's.
 	Real *nodes.Nodes
 
@@ -175,6 +184,7 @@ type Cluster struct {
 	pki     *clusterPKI
 	ownDir  bool
 	keepDir bool
+	nodeIP  nodeAddress
 
 	mu      sync.Mutex
 	procs   []*proc
@@ -289,13 +299,24 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.Ports = Ports{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}
 	// With real nodes the apiserver listens on the bridge address (the
 	// nodes reach it from their namespaces), and the kubelets serve with
-	// the cluster's serving cert: both need those IPs as SANs.
+	// the cluster's serving cert: both need those IPs as SANs. kwok's
+	// nodes get an address on lo that the node proxy accepts (kwok's
+	// kubelet endpoint listens there, with the serving cert).
 	apiAddr := netip.MustParseAddr("127.0.0.1")
 	var apiIPs, servingIPs []netip.Addr
 	if c.net != nil {
 		apiAddr = c.net.gateway()
 		apiIPs = []netip.Addr{apiAddr}
 		servingIPs = append([]netip.Addr{apiAddr}, c.net.nodeIPs...)
+		c.NodeIP, c.NodeProxy = "", true
+	} else {
+		var addrErr error
+		c.nodeIP, addrErr = addNodeAddress(c.Ports.Kwok)
+		c.NodeIP, c.NodeProxy = c.nodeIP.ip.String(), addrErr == nil
+		if addrErr != nil {
+			c.step("nodes on 127.0.0.1, no node proxy: %v", addrErr)
+		}
+		servingIPs = []netip.Addr{c.nodeIP.ip}
 	}
 	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki"), apiIPs, servingIPs); err != nil {
 		return fmt.Errorf("generating the PKI: %w", err)
@@ -445,15 +466,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		// Only the nodes Start creates (and any a test adds with
 		// this annotation), as kwokctl does.
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-name=localhost", "--node-ip=127.0.0.1", "--node-port="+strconv.Itoa(c.Ports.Kwok),
-		"--server-address="+hostPort(c.Ports.Kwok),
+		"--node-name=localhost", "--node-ip="+c.NodeIP, "--node-port="+strconv.Itoa(c.Ports.Kwok),
+		"--server-address="+c.kwokHostPort(),
 		"--cidr="+podCIDR,
 		"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
 		"--enable-crds=Metric,ClusterResourceUsage,ResourceUsage,Logs,ClusterLogs")
 	if err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, kwok, "https://"+hostPort(c.Ports.Kwok)+"/healthz", 60*time.Second); err != nil {
+	if err := c.waitHTTP(ctx, kwok, "https://"+c.kwokHostPort()+"/healthz", 60*time.Second); err != nil {
 		return err
 	}
 
@@ -595,7 +616,7 @@ func (c *Cluster) warmUpKwok(ctx context.Context, kwok *proc) error {
 	}); err != nil {
 		return fmt.Errorf("creating the kwok warm-up pod: %w", err)
 	}
-	metricsURL := "https://" + hostPort(c.Ports.Kwok) + "/metrics/nodes/" + node + "/metrics/resource"
+	metricsURL := "https://" + c.kwokHostPort() + "/metrics/nodes/" + node + "/metrics/resource"
 	if err := kwok.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
 		body, err := c.apiRequest(ctx, http.MethodGet, metricsURL, nil, http.StatusOK)
 		if err != nil {
@@ -832,9 +853,17 @@ func (c *Cluster) stopProcs() {
 			c.logf("%s (pid %d) stopped in %.1fs", p.Name, p.PID, time.Since(t0).Seconds())
 		}
 	}
+	if err := c.nodeIP.release(); err != nil {
+		c.logf("warning: %v", err)
+	}
 }
 
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// kwokHostPort is where kwok (every node's kubelet endpoint) listens.
+func (c *Cluster) kwokHostPort() string {
+	return net.JoinHostPort(c.NodeIP, strconv.Itoa(c.Ports.Kwok))
+}
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1. The listeners
 // are held until all are chosen so the ports differ; another process may

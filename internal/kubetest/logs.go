@@ -69,7 +69,7 @@ func (c *Cluster) ServePodLogs(ctx context.Context, namespace, pod, container, c
 // waitKwokLogs asks kwok's kubelet endpoint directly (which needs no pod)
 // until it serves contents: kwok picks the Logs object up through a watch.
 func (c *Cluster) waitKwokLogs(ctx context.Context, namespace, pod, container, contents string) error {
-	u := fmt.Sprintf("https://%s/containerLogs/%s/%s/%s", hostPort(c.Ports.Kwok),
+	u := fmt.Sprintf("https://%s/containerLogs/%s/%s/%s", c.kwokHostPort(),
 		url.PathEscape(namespace), url.PathEscape(pod), url.PathEscape(container))
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -22,20 +22,49 @@ var (
 	noteSignif  = "A difference is significant when its interval excludes zero. With 3 runs per side that means the runs' ranges do not overlap, which identical setups do 10% of the time."
 	noteInvalid = "Invalid cells (rate short of target, errors over the threshold, a CPU-starved load generator, sampler gaps, a process that died) are listed and never averaged in."
 
-	noteSamplingLocal = "Resources are sampled from /proc every second: CPU in millicores, memory as PSS (shared pages split among processes), averaged over the measured window only (warm-up and drain excluded)."
-	noteReuseLocal    = "With reuse_topology (the default), the cells of a round that share a topology (same mesh options, other rates) run on one running lab: each cell still waits for the lab to be idle and warms up, and Envoy counters and histograms restart per cell; memory is the processes' current PSS, so heap grown by an earlier cell of the round carries over (within a round the rates run in random order)."
-	noteSamplingKube  = "Resources come from metrics.k8s.io (metrics-server), polled every sample_interval: CPU in millicores, memory as the working set (not PSS), per container. Only samples whose whole window lies inside the measured window count, and a sample the API returns again unchanged (stale) counts once."
-	noteReuseKube     = "Every cell deploys its app and load Job into fresh namespaces and deletes them at its end; the mesh stays installed between cells (each mesh's first cell installs it when asked to)."
+	noteSamplingLocal   = "Resources are sampled from /proc every second: CPU in millicores, memory as PSS (shared pages split among processes), averaged over the measured window only (warm-up and drain excluded)."
+	noteReuseLocal      = "With reuse_topology (the default), the cells of a round that share a topology (same mesh options, other rates) run on one running lab: each cell still waits for the lab to be idle and warms up, and Envoy counters and histograms restart per cell; memory is the processes' current PSS, so heap grown by an earlier cell of the round carries over (within a round the rates run in random order)."
+	noteSamplingKube    = "Resources come from metrics.k8s.io (metrics-server), polled every sample_interval: CPU in millicores, memory as the working set (not PSS), per container. Only samples whose whole window lies inside the measured window count, and a sample the API returns again unchanged (stale) counts once."
+	noteSamplingKubelet = "Resources come from the kubelet's own counters (/metrics/resource through the API server's node proxy), read every kubelet_interval (1 s by default): a container's CPU over the measured window is the difference of its cumulative CPU counter interpolated to the window's edges (exact, no windowed averages), cut into equal intervals for min and max; memory is the working set (not PSS). Readings whose counter timestamp did not advance count as no new information; counter resets (restarts) are detected and reported; metrics.k8s.io is recorded beside them as a cross-check."
+	noteReuseKube       = "Every cell deploys its app and load Job into fresh namespaces and deletes them at its end; the mesh stays installed between cells (each mesh's first cell installs it when asked to)."
 )
 
 // MethodNotesFor is the method's decisions the HTML report states, on
-// platform ("local" or "kube").
-func MethodNotesFor(platform string) []string {
-	sampling, reuse := noteSamplingLocal, noteReuseLocal
+// platform ("local" or "kube"); on kube, sources are the cells' metrics
+// sources ("kubelet", "metrics-api"; "" counts as metrics-api), each
+// with its sampling note, in the order given.
+func MethodNotesFor(platform string, sources ...string) []string {
+	sampling, reuse := []string{noteSamplingLocal}, noteReuseLocal
 	if platform == "kube" {
-		sampling, reuse = noteSamplingKube, noteReuseKube
+		sampling, reuse = nil, noteReuseKube
+		seen := map[string]bool{}
+		for _, s := range sources {
+			if s == "" {
+				s = "metrics-api"
+			}
+			if !seen[s] {
+				seen[s] = true
+				if s == "kubelet" {
+					sampling = append(sampling, noteSamplingKubelet)
+				} else {
+					sampling = append(sampling, noteSamplingKube)
+				}
+			}
+		}
+		if len(sampling) == 0 {
+			sampling = []string{noteSamplingKube}
+		}
 	}
-	return []string{noteLoad, noteHDR, sampling, noteOrder, reuse, noteMedian, noteSignif, noteInvalid}
+	return slices.Concat([]string{noteLoad, noteHDR}, sampling, []string{noteOrder, reuse, noteMedian, noteSignif, noteInvalid})
+}
+
+// cellSources lists the cells' metrics sources, in cell order.
+func cellSources(cells []*analysis.Cell) []string {
+	var out []string
+	for _, c := range cells {
+		out = append(out, c.MetricsSource)
+	}
+	return out
 }
 
 var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -110,7 +139,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	}{
 		Summary: fmt.Sprintf("%d cells (%d valid), seed %d, confidence %.0f%%, baseline %s; created %s.",
 			len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline, m.Created.Format("2006-01-02 15:04 UTC")),
-		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform), Axes: axisSections(a),
+		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform, cellSources(a.Plan.Cells)...), Axes: axisSections(a),
 	}
 	if len(a.Plan.Missing) > 0 {
 		data.Incomplete = fmt.Sprintf("Incomplete: %d of %d cells not run yet.", len(a.Plan.Missing), len(m.Order))

@@ -24,6 +24,10 @@ const (
 	// Kubernetes sampler stores it in both RSSBytes and PSSBytes (with
 	// HasPSS), so a table shows the PSS figures under this name.
 	WorkingSet
+	// CounterWorkingSet: the working set from the kubelet's own counters
+	// (/metrics/resource), with CPU from its cumulative counters over
+	// the measured window's equal intervals. Stored as WorkingSet is.
+	CounterWorkingSet
 )
 
 // String returns "PSS", "RSS" or "working set".
@@ -31,7 +35,7 @@ func (m Memory) String() string {
 	switch m {
 	case RSS:
 		return "RSS"
-	case WorkingSet:
+	case WorkingSet, CounterWorkingSet:
 		return "working set"
 	}
 	return "PSS"
@@ -99,10 +103,14 @@ func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
 	var b strings.Builder
 	WriteColumns(&b, table)
 	fmt.Fprintf(&b, "CPU in millicores (1000m = one core); Mem is %s in Mi (2^20 bytes).\n", memoryName(opts.Memory))
-	if opts.Memory == WorkingSet {
+	switch opts.Memory {
+	case CounterWorkingSet:
+		fmt.Fprintf(&b, "CPU by the kubelet's cumulative counters over %d equal intervals of the measured window (each counter interpolated to the intervals' edges): avg is the CPU over the whole window, exactly (over the intervals it ran in, for a container that appeared, disappeared or restarted); min and max are over the intervals.\n",
+			s.Rounds)
+	case WorkingSet:
 		fmt.Fprintf(&b, "Each row is summed over its containers' fresh samples in every round; min, max and avg are over the rounds with one (TOTAL: %d of %d; a round where metrics.k8s.io served only samples already counted has none).\n",
 			s.Total.Rounds, s.Rounds)
-	} else {
+	default:
 		fmt.Fprintf(&b, "Each row is summed over its processes in every round; min, max and avg are over the rounds (TOTAL: %d of %d).\n",
 			s.Total.Rounds, s.Rounds)
 	}
@@ -120,6 +128,8 @@ func memoryName(m Memory) string {
 		return "RSS (resident set size, shared pages counted in every process)"
 	case WorkingSet:
 		return "the working set (metrics.k8s.io: memory in use minus inactive file pages, per container)"
+	case CounterWorkingSet:
+		return "the working set (the kubelet's /metrics/resource: memory in use minus inactive file pages, per container, at each interval's end)"
 	}
 	return "PSS (proportional set size, shared pages split among their processes)"
 }

@@ -31,6 +31,9 @@ type DoctorOptions struct {
 	Nodes int
 	// Namespaces are the namespaces meshbench would create.
 	Namespaces []string
+	// MetricsSource is the run's --metrics-source ("": auto): the doctor
+	// says which source a run will use (ChooseSource).
+	MetricsSource string
 	// MetricsMaxAge is how old the newest node metric may be (0: 2 min).
 	MetricsMaxAge time.Duration
 	// Now is the clock (nil: time.Now).
@@ -61,7 +64,7 @@ func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
 	c, err := Connect(ctx, o.Connect)
 	if err != nil {
 		out = append(out, DoctorCheck{Name: "API server reachable", Detail: err.Error()})
-		for _, n := range []string{"metrics API", "nodes", "namespaces free", "RBAC"} {
+		for _, n := range []string{"metrics API", "resource source", "nodes", "namespaces free", "RBAC"} {
 			out = append(out, DoctorCheck{Name: n, Detail: "skipped: no API server"})
 		}
 		out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh)...)
@@ -74,7 +77,14 @@ func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
 	}
 	out = append(out, DoctorCheck{Name: "API server reachable", OK: true,
 		Detail: fmt.Sprintf("%s, Kubernetes %s, context %q", c.Server, c.Version, c.Context)})
-	out = append(out, metricsCheck(ctx, c, o))
+	mc := metricsCheck(ctx, c, o)
+	sc, src := sourceCheck(ctx, c, o.MetricsSource)
+	if src == SourceKubelet && !mc.OK && !mc.Warn {
+		// The run reads the kubelet's counters; metrics.k8s.io is only
+		// its cross-check.
+		mc.Warn, mc.Detail = true, mc.Detail+"; only the cross-check: runs use the kubelet's counters"
+	}
+	out = append(out, mc, sc)
 	out = append(out, nodesCheck(ctx, c, o.Nodes))
 	out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh)...)
 	if !o.InstallMesh {
@@ -115,6 +125,29 @@ func metricsCheck(ctx context.Context, c *Cluster, o DoctorOptions) DoctorCheck 
 		chk.Detail += fmt.Sprintf(": stale, older than %s", o.MetricsMaxAge)
 	}
 	return chk
+}
+
+// sourceCheck says where a run's CPU and memory will come from: the
+// kubelet's counters (nodes/proxy get allowed and /metrics/resource
+// answering) or metrics.k8s.io. Falling back to metrics.k8s.io is a
+// warning; asking for the counters where they cannot be read fails.
+func sourceCheck(ctx context.Context, c *Cluster, want string) (DoctorCheck, string) {
+	if want == "" {
+		want = SourceAuto
+	}
+	chk := DoctorCheck{Name: "resource source"}
+	src, why, err := ChooseSource(ctx, c, want)
+	switch {
+	case err != nil:
+		chk.Detail = oneLine(err.Error())
+	case src == SourceKubelet:
+		chk.OK, chk.Detail = true, "the kubelet's counters ("+why+")"
+	case want == SourceMetricsAPI:
+		chk.OK, chk.Detail = true, "metrics.k8s.io ("+why+")"
+	default:
+		chk.Warn, chk.Detail = true, "metrics.k8s.io, windowed averages ("+why+"); grant get on nodes/proxy for exact counters"
+	}
+	return chk, src
 }
 
 func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {

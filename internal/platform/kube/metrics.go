@@ -850,6 +850,12 @@ func SummarizeNodes(rounds []NodeRound) []NodeSummary {
 //	Node          CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg    CPU_%avg   Mem_%avg
 //	kwok-node-0   500m      501m      500.20m   128Mi     128Mi     128.00Mi   1.56%      0.05%
 func RenderNodeTable(w io.Writer, nodes []NodeSummary) error {
+	return RenderNodeTableFrom(w, nodes, SourceMetricsAPI)
+}
+
+// RenderNodeTableFrom is RenderNodeTable for figures from source
+// (SourceKubelet or SourceMetricsAPI), which its note names.
+func RenderNodeTableFrom(w io.Writer, nodes []NodeSummary, source string) error {
 	const mib = 1 << 20
 	table := [][]string{{"Node", "CPU_min", "CPU_max", "CPU_avg", "Mem_min", "Mem_max", "Mem_avg", "CPU_%avg", "Mem_%avg"}}
 	for _, n := range nodes {
@@ -867,7 +873,11 @@ func RenderNodeTable(w io.Writer, nodes []NodeSummary) error {
 	}
 	var b strings.Builder
 	sample.WriteColumns(&b, table)
-	b.WriteString("Node usage from metrics.k8s.io: every container on the node and the node's own processes; Mem is the working set in Mi (2^20 bytes); % of allocatable.\n")
+	from := "metrics.k8s.io"
+	if source == SourceKubelet {
+		from = "the kubelet's counters (node_cpu_usage_seconds_total, node_memory_working_set_bytes)"
+	}
+	fmt.Fprintf(&b, "Node usage from %s: every container on the node and the node's own processes; Mem is the working set in Mi (2^20 bytes); %% of allocatable.\n", from)
 	for _, g := range SharedMachines(nodes) {
 		fmt.Fprintf(&b, "Nodes %s share one machine (same boot ID): each of their rows counts that whole machine, so summed they double count; the pod and container rows are right.\n", strings.Join(g, ", "))
 	}

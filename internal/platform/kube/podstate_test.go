@@ -91,6 +91,15 @@ func TestSharedMachines(t *testing.T) {
 	if !strings.Contains(b.String(), "Nodes a, b share one machine (same boot ID)") {
 		t.Errorf("table:\n%s", b.String())
 	}
+	// The rows from the kubelet's counters say so too (their boot IDs
+	// come from the Node objects, as on the metrics API's path).
+	b.Reset()
+	if err := RenderNodeTableFrom(&b, nodes, SourceKubelet); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Node usage from the kubelet's counters") || !strings.Contains(b.String(), "Nodes a, b share one machine (same boot ID)") {
+		t.Errorf("table from the counters:\n%s", b.String())
+	}
 	b.Reset()
 	RenderNodeTable(&b, []NodeSummary{{Name: "a", BootID: "x"}, {Name: "b", BootID: "y"}})
 	if strings.Contains(b.String(), "share one machine") {

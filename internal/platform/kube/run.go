@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/meshbench/meshbench/internal/kubemetrics"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -56,6 +57,12 @@ type Options struct {
 
 	// SampleInterval is the metrics API polling period (0: 10 s).
 	SampleInterval time.Duration
+	// MetricsSource is where CPU and memory come from: SourceKubelet,
+	// SourceMetricsAPI or SourceAuto ("": auto). See ChooseSource.
+	MetricsSource string
+	// KubeletInterval is the kubelet counters' reading period (0:
+	// DefaultKubeletInterval).
+	KubeletInterval time.Duration
 	// Drain is the most the run keeps sampling after the load ends, since
 	// the metrics API lags: it stops as soon as a fresh sample of every
 	// app pod taken wholly after the load's end shows the app idle (the
@@ -111,10 +118,20 @@ type Result struct {
 	MixedRounds int
 	// Drain says how the sampling after the load ended.
 	Drain results.Drain
+	// Source is where Summary and Nodes come from (SourceKubelet or
+	// SourceMetricsAPI), SourceReason why.
+	Source, SourceReason string
+	// Counters, with SourceKubelet: resets, partial containers, stale
+	// readings, lag and the sampler's cost.
+	Counters *CounterReport
+	// MetricsAPI, with SourceKubelet: what metrics.k8s.io said over the
+	// same window, side by side (nil when it was not available).
+	MetricsAPI *MetricsAPIReport
 }
 
 type run struct {
 	o        Options
+	source   string // SourceKubelet or SourceMetricsAPI
 	c        *Cluster
 	dir      *results.RunDir
 	manifest *results.RunManifest
@@ -169,6 +186,15 @@ func (o *Options) defaults() error {
 	if o.SampleInterval == 0 {
 		o.SampleInterval = 10 * time.Second
 	}
+	if o.KubeletInterval == 0 {
+		o.KubeletInterval = DefaultKubeletInterval
+	}
+	if o.KubeletInterval < 0 {
+		errs = append(errs, fmt.Errorf("kubelet interval %v: must be > 0", o.KubeletInterval))
+	}
+	if o.MetricsSource != "" && !slices.Contains(MetricsSources, o.MetricsSource) {
+		errs = append(errs, fmt.Errorf("metrics source %q: allowed: %s", o.MetricsSource, strings.Join(MetricsSources, ", ")))
+	}
 	switch {
 	case o.Drain == 0:
 		o.Drain = max(DefaultDrain, 3*o.SampleInterval)
@@ -219,6 +245,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	source, why, err := ChooseSource(ctx, c, o.MetricsSource)
+	if err != nil {
+		return nil, err
+	}
 	if o.Spec.NodeCount == 0 {
 		if o.Spec.NodeCount, err = c.placeNodes(ctx, o.Spec.RunID); err != nil {
 			return nil, err
@@ -228,10 +258,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{o: o, c: c, dir: dir, manifest: &results.RunManifest{
+	r := &run{o: o, source: source, c: c, dir: dir, manifest: &results.RunManifest{
 		Schema: results.RunSchema, MeshbenchVersion: o.Version, Platform: "kube",
 		StartedAt: time.Now().UTC(), Host: results.ReadHost(), Options: optionsMap(o, c), Valid: true,
 	}}
+	r.manifest.Options["metrics_source"], r.manifest.Options["metrics_source_reason"] = source, why
+	r.logf("resources from %s (%s)", sourceName(source), why)
 	res, runErr := r.run(ctx)
 	// Teardown always runs, with a fresh context: an interrupt must not
 	// leave the run's namespaces behind.
@@ -318,26 +350,60 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sampler, err := NewMetricsSampler(c.Metrics, c.Core, MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: o.OnRound})
+	kubelet := r.source == SourceKubelet
+	apiOnRound := o.OnRound
+	if kubelet {
+		apiOnRound = nil // the live view shows the counters
+	}
+	sampler, err := NewMetricsSampler(c.Metrics, c.Core, MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound})
 	if err != nil {
 		return nil, err
 	}
+	var counters *kubemetrics.Sampler
+	var rounds roundSource = sampler
+	if kubelet {
+		kubeletFile, err := os.Create(filepath.Join(r.dir.Path, KubeletRawFile))
+		if err != nil {
+			return nil, err
+		}
+		defer kubeletFile.Close()
+		counters, err = kubemetrics.New(c.Core, kubemetrics.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
+			Raw: kubeletFile, OnRound: o.OnRound})
+		if err != nil {
+			return nil, err
+		}
+		rounds = counters
+	}
 	sctx, stopSampling := context.WithCancel(context.Background())
 	samplerDone := make(chan error, 1)
+	countersDone := make(chan error, 1)
 	go func() { samplerDone <- sampler.Run(sctx) }()
+	if kubelet {
+		go func() { countersDone <- counters.Run(sctx) }()
+	} else {
+		countersDone <- nil
+	}
 	stopped := false
+	var apiErr, countersErr error
 	stop := func() error {
-		if stopped {
-			return nil
+		if !stopped {
+			stopped = true
+			stopSampling()
+			apiErr, countersErr = <-samplerDone, <-countersDone
 		}
-		stopped = true
-		stopSampling()
-		return <-samplerDone
+		if kubelet {
+			// metrics.k8s.io is only the cross-check then.
+			if apiErr != nil && !errors.Is(apiErr, context.Canceled) {
+				r.logf("warning: metrics.k8s.io (the cross-check): %v", apiErr)
+			}
+			return countersErr
+		}
+		return apiErr
 	}
 	defer stop()
 
 	endIdle := r.phase("idle")
-	if err := r.waitIdle(ctx, sampler); err != nil {
+	if err := r.waitIdle(ctx, rounds); err != nil {
 		r.invalid(err.Error())
 		r.logf("warning: %v", err)
 	}
@@ -350,7 +416,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		loadEnd = loadRes.EndedAt
 	}
 	endDrain := r.phase("drain")
-	drain := r.drain(ctx, sampler, loadEnd)
+	drain := r.drain(ctx, rounds, loadEnd)
 	endDrain()
 	r.logf("drain: %s", drain)
 	r.mu.Lock()
@@ -360,12 +426,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endCollect := r.phase("collect")
 	defer endCollect()
-	rounds := sampler.Rounds()
 	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
 	if err != nil {
 		return nil, err
 	}
-	for _, rd := range rounds {
+	for _, rd := range rounds.Rounds() {
 		if err := sample.WriteRound(samplesFile, rd); err != nil {
 			samplesFile.Close()
 			return nil, err
@@ -389,7 +454,8 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	summary := sample.Summarize(window)
 	stalePods, staleNodes := sampler.Stale()
-	if err := r.dir.WriteJSON(results.ResourcesFile, map[string]any{
+	resources := map[string]any{
+		"source": r.source,
 		"window": map[string]any{"from": from, "to": to,
 			"rule": "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
 		"memory":       "working set (metrics.k8s.io), not PSS",
@@ -399,14 +465,52 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		"drain":        drain,
 		"summary":      summary,
 		"nodes":        nodes,
-	}); err != nil {
-		return nil, err
 	}
 	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
-		MixedRounds: sampler.MixedRounds(), Drain: drain}
+		MixedRounds: sampler.MixedRounds(), Drain: drain, Source: r.source, SourceReason: fmt.Sprint(r.manifest.Options["metrics_source_reason"])}
+	if kubelet {
+		api := metricsAPIReport(sampler, summary, loadRes != nil)
+		resources["metrics_api"] = api
+		res.MetricsAPI = api
+		delete(resources, "stale")
+		delete(resources, "mixed_rounds")
+		delete(resources, "api_errors")
+		resources["memory"] = "working set (the kubelet's counters), not PSS"
+		resources["window"] = map[string]any{"from": from, "to": to,
+			"rule": "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"}
+		if loadRes != nil {
+			res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, counters, from, to)
+			if err != nil {
+				return nil, err
+			}
+			if len(res.Counters.Containers) == 0 {
+				r.invalid("kubelet counters: no container had readings on both sides of the measured window")
+			}
+			// The counters carry no boot ID: the Node objects do, as on
+			// the metrics API's path (the shared-machine note).
+			if err := c.addBootIDs(context.WithoutCancel(ctx), res.Nodes); err != nil {
+				r.logf("reading the nodes' boot IDs: %v", err)
+			}
+		} else {
+			res.Summary, res.Nodes = sample.Summarize(nil), nil
+		}
+		resources["summary"], resources["nodes"], resources["counters"] = res.Summary, res.Nodes, res.Counters
+		if res.Counters != nil {
+			for _, x := range res.Counters.Resets {
+				r.logf("counter reset: %s on %s at %s (%.3f → %.3f core-seconds): restarted; its CPU between its last reading and the restart is not counted",
+					x.Key, x.Node, x.Time.Format(time.RFC3339), x.From, x.To)
+			}
+			if n := len(res.Counters.Partial); n > 0 {
+				r.logf("%d container(s) counted for part of the measured window only (appeared, disappeared or restarted): see resources.json counters.partial", n)
+			}
+		}
+	}
+	if err := r.dir.WriteJSON(results.ResourcesFile, resources); err != nil {
+		return nil, err
+	}
 	// An API error in a round of the measured window is the kube form of
 	// the local sampler's gap.
-	if loadRes != nil {
+	if loadRes != nil && !kubelet {
 		n := 0
 		for _, e := range sampler.Errors() {
 			if !e.Time.Before(from) && !e.Time.After(to) {
@@ -417,10 +521,21 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			r.invalid(fmt.Sprintf("metrics sampling: %d API errors in the measured window (see metrics-raw.jsonl)", n))
 		}
 	}
+	if loadRes != nil && kubelet {
+		n := 0
+		for _, e := range counters.Errors() {
+			if t := time.Unix(0, e.TUnixNs); !t.Before(from) && !t.After(to) {
+				n++
+			}
+		}
+		if n > 0 {
+			r.invalid(fmt.Sprintf("kubelet counters: %d failed reads in the measured window (see %s)", n, KubeletRawFile))
+		}
+	}
 	if samplerErr != nil && !errors.Is(samplerErr, context.Canceled) {
 		r.invalid("metrics sampling: " + samplerErr.Error())
 	}
-	if len(window) == 0 && loadRes != nil {
+	if len(window) == 0 && loadRes != nil && !kubelet {
 		r.invalid(fmt.Sprintf("no fresh metrics sample fell inside the measured window (%s): run longer than the metrics resolution", to.Sub(from).Round(time.Second)))
 	}
 	if loadErr != nil {
@@ -489,7 +604,7 @@ func (r *run) writeObjects(name string, objs []runtime.Object) error {
 
 // waitIdle waits until the app pods' CPU (fresh metrics samples only) is
 // under the threshold.
-func (r *run) waitIdle(ctx context.Context, s *MetricsSampler) error {
+func (r *run) waitIdle(ctx context.Context, s roundSource) error {
 	threshold := r.o.IdleMillicores
 	deadline := time.Now().Add(r.o.IdleTimeout)
 	seen := 0
@@ -539,7 +654,7 @@ func idleLimit(threshold float64, pods int) float64 {
 // by samples taken wholly after it (appIdleAfter, with the idle gate's
 // threshold), at most o.Drain (the seed tool's rule: it drains until the
 // app is idle, for at most 60 s). It says how it ended.
-func (r *run) drain(ctx context.Context, s *MetricsSampler, loadEnd time.Time) results.Drain {
+func (r *run) drain(ctx context.Context, s roundSource, loadEnd time.Time) results.Drain {
 	start := time.Now()
 	d := results.Drain{MaxSeconds: r.o.Drain.Seconds(), LoadEnded: loadEnd}
 	check := func() bool {
@@ -909,7 +1024,7 @@ func optionsMap(o Options, c *Cluster) map[string]any {
 		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
 		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(),
 		"connections": o.Connections, "workers": o.Workers,
-		"sample_interval": o.SampleInterval.String(), "drain": o.Drain.String(),
+		"sample_interval": o.SampleInterval.String(), "drain": o.Drain.String(), "kubelet_interval": o.KubeletInterval.String(),
 		"cluster": map[string]any{"server": c.Server, "context": c.Context, "version": c.Version},
 		"run_id":  o.Spec.RunID, "namespaces": []string{o.Spec.AppNamespace, o.Spec.LoadNamespace},
 		"image": o.Spec.Image, "install_mesh": o.InstallMesh, "faces_chart": o.Spec.FacesChart,

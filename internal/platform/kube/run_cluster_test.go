@@ -67,10 +67,15 @@ func TestDoctorAgainstCluster(t *testing.T) {
 			t.Errorf("healthy cluster: %s failed: %s", ch.Name, ch.Detail)
 		}
 	}
-	for _, n := range []string{"API server reachable", "metrics API (metrics.k8s.io)", "nodes", "istioctl", "linkerd", "namespaces free", "RBAC"} {
+	for _, n := range []string{"API server reachable", "metrics API (metrics.k8s.io)", "resource source", "nodes", "istioctl", "linkerd", "namespaces free", "RBAC"} {
 		if _, ok := byName[n]; !ok {
 			t.Errorf("no check %q in %+v", n, checks)
 		}
+	}
+	// The test cluster's node proxy reaches kwok's emulated kubelet
+	// endpoint: a run would read the counters.
+	if src := byName["resource source"]; !src.OK || !strings.Contains(src.Detail, "the kubelet's counters") {
+		t.Errorf("resource source check %+v, want the kubelet's counters", src)
 	}
 	// Break the metrics API (put back afterwards: other tests use it).
 	saved, err := kc.Kubectl(ctx, "get", "apiservice", "v1beta1.metrics.k8s.io", "-o", "json")
@@ -98,8 +103,10 @@ func TestDoctorAgainstCluster(t *testing.T) {
 	}()
 	var metrics DoctorCheck
 	deadline := time.Now().Add(30 * time.Second)
+	apiOnly := o
+	apiOnly.MetricsSource = SourceMetricsAPI
 	for time.Now().Before(deadline) {
-		checks, _ = Doctor(ctx, o)
+		checks, _ = Doctor(ctx, apiOnly)
 		for _, ch := range checks {
 			if ch.Name == "metrics API (metrics.k8s.io)" {
 				metrics = ch
@@ -114,6 +121,14 @@ func TestDoctorAgainstCluster(t *testing.T) {
 	// says what is missing.
 	if metrics.OK || metrics.Warn || !strings.Contains(metrics.Detail, "not available") || !strings.Contains(metrics.Detail, "metrics-server") {
 		t.Errorf("metrics API gone: check %+v, want failed as not available, naming metrics-server", metrics)
+	}
+	// With the kubelet's counters readable (auto), metrics.k8s.io is only
+	// the cross-check: its absence warns.
+	checks, _ = Doctor(ctx, o)
+	for _, ch := range checks {
+		if ch.Name == "metrics API (metrics.k8s.io)" && (ch.OK || !ch.Warn || !strings.Contains(ch.Detail, "only the cross-check")) {
+			t.Errorf("metrics API gone, counters readable: check %+v, want a warning", ch)
+		}
 	}
 }
 
