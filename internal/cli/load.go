@@ -327,24 +327,12 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 	if err != nil {
 		return err
 	}
-	// Open the output file first: a bad path is reported before any load.
-	var outFile *os.File
-	if f.output != "" && f.output != "-" {
-		outFile, err = os.Create(f.output)
-		if err != nil {
-			return usagef("--output %s: %v", f.output, err)
-		}
-		defer outFile.Close()
-	}
-	if err := loadgen.Preflight(ctx, cfg.Targets, cfg.TLS, min(cfg.Timeout, 5*time.Second)); err != nil {
-		if ctx.Err() != nil {
-			return errInterrupted
-		}
-		if outFile != nil {
-			outFile.Close()
-			os.Remove(f.output)
-		}
+	outFile, err := openOutputAndPreflight(ctx, f.output, cfg)
+	if err != nil {
 		return err
+	}
+	if outFile != nil {
+		defer outFile.Close()
 	}
 	cfg.Now = env.Now
 	if f.cpus > 0 {
@@ -480,4 +468,29 @@ func outputFormat(flagValue, output string) string {
 		return "hdr"
 	}
 	return "text"
+}
+
+// openOutputAndPreflight creates the output file first, so a bad path is
+// reported before any load, then checks every target once: an unreachable
+// target removes the file again. The caller closes the file.
+func openOutputAndPreflight(ctx context.Context, output string, cfg loadgen.Config) (*os.File, error) {
+	var outFile *os.File
+	if output != "" && output != "-" {
+		var err error
+		outFile, err = os.Create(output)
+		if err != nil {
+			return nil, usagef("--output %s: %v", output, err)
+		}
+	}
+	if err := loadgen.Preflight(ctx, cfg.Targets, cfg.TLS, min(cfg.Timeout, 5*time.Second)); err != nil {
+		if outFile != nil {
+			outFile.Close()
+			os.Remove(output)
+		}
+		if ctx.Err() != nil {
+			return nil, errInterrupted
+		}
+		return nil, err
+	}
+	return outFile, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -171,23 +170,12 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 	if !cmd.Flags().Changed("timeout") {
 		cfg.Timeout = probeTimeout(obj)
 	}
-	var outFile *os.File
-	if f.output != "" && f.output != "-" {
-		outFile, err = os.Create(f.output)
-		if err != nil {
-			return usagef("--output %s: %v", f.output, err)
-		}
-		defer outFile.Close()
-	}
-	if err := loadgen.Preflight(ctx, cfg.Targets, cfg.TLS, min(cfg.Timeout, 5*time.Second)); err != nil {
-		if ctx.Err() != nil {
-			return errInterrupted
-		}
-		if outFile != nil {
-			outFile.Close()
-			os.Remove(f.output)
-		}
+	outFile, err := openOutputAndPreflight(ctx, f.output, cfg)
+	if err != nil {
 		return err
+	}
+	if outFile != nil {
+		defer outFile.Close()
 	}
 	cfg.Now = env.Now
 	if f.cpus > 0 {
