@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/testutil"
 )
 
 // TestInPod installs the rules in a fresh namespace and reads them back
@@ -17,12 +18,7 @@ import (
 // them. The end-to-end effect (traffic through the real ztunnel) is tested
 // in internal/ztunnel and internal/platform/netlab.
 func TestInPod(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("MESHBENCH_REQUIRE_K8S") == "1" {
-			t.Fatal("capture: needs root (MESHBENCH_REQUIRE_K8S=1, so this fails instead of skipping)")
-		}
-		t.Skip("capture: needs root to make a network namespace")
-	}
+	testutil.RequireRoot(t, "capture: needs root to make a network namespace")
 	// Only the names matter here (the namespace gets no address): a
 	// per-process prefix keeps parallel runs apart.
 	prefix := fmt.Sprintf("mbc%d", os.Getpid()%100000)

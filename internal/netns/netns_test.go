@@ -9,20 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-// requireRoot skips (fails under MESHBENCH_REQUIRE_K8S=1, as `make test`
-// sets) where network namespaces cannot be made.
+// requireRoot: bridges and network namespaces need root.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	msg := "netns: needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) to make bridges and network namespaces"
-	if os.Getenv("MESHBENCH_REQUIRE_K8S") == "1" {
-		t.Fatal(msg + " (MESHBENCH_REQUIRE_K8S=1, so this fails instead of skipping)")
-	}
-	t.Skip(msg)
+	testutil.RequireRoot(t, "netns: needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) to make bridges and network namespaces")
 }
 
 // freeSubnet picks a /24 under 10.97.0.0/16 and a prefix nobody uses.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,20 +22,13 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-// requireRoot skips (fails under MESHBENCH_REQUIRE_K8S=1, as `make test`
-// sets) where network namespaces cannot be made.
+// requireRoot: network namespaces and capture rules need root.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	msg := "ztunnel: needs root to make network namespaces and capture rules"
-	if os.Getenv("MESHBENCH_REQUIRE_K8S") == "1" {
-		t.Fatal(msg + " (MESHBENCH_REQUIRE_K8S=1, so this fails instead of skipping)")
-	}
-	t.Skip(msg)
+	testutil.RequireRoot(t, "ztunnel: needs root to make network namespaces and capture rules")
 }
 
 // freeSubnet picks a /24 under 10.98.0.0/16 (no other substrate of the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
@@ -27,19 +28,10 @@ import (
 // sets) where namespaces cannot be made or no ztunnel binary is at hand.
 func requirements(t *testing.T) string {
 	t.Helper()
-	strict := os.Getenv("MESHBENCH_REQUIRE_K8S") == "1"
-	fail := func(msg string) {
-		if strict {
-			t.Fatal(msg + " (MESHBENCH_REQUIRE_K8S=1, so this fails instead of skipping)")
-		}
-		t.Skip(msg)
-	}
-	if os.Geteuid() != 0 {
-		fail("netlab: needs root to make network namespaces")
-	}
+	testutil.RequireRoot(t, "netlab: needs root to make network namespaces")
 	bin, err := ztunnel.Find("", ".")
 	if err != nil {
-		fail("netlab: " + err.Error())
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
 	}
 	return bin
 }
