@@ -46,11 +46,6 @@ var (
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
 )
 
-// kubeCellHook, in tests, adjusts every kube cell's options, and those of
-// `run --platform kube` (a stand-in for the load workers on a cluster
-// that runs no container).
-var kubeCellHook func(*kube.Options)
-
 func newBenchCmd(env *Env) *cobra.Command {
 	f := &benchFlags{}
 	cmd := &cobra.Command{
@@ -300,9 +295,6 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 				k.Log = liveLog{live} // above the frame, not through it
 			case !f.quiet:
 				k.Log = env.Stderr
-			}
-			if kubeCellHook != nil {
-				kubeCellHook(k)
 			}
 		}
 	}

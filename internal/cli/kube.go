@@ -129,9 +129,6 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 		o.Drain = f.drain
 	}
 	o.Generator = f.kube.generator
-	if kubeCellHook != nil {
-		kubeCellHook(&o)
-	}
 	res, err := kube.Run(ctx, o)
 	if res != nil {
 		printKubeRun(env, mo, res)
