@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,24 +28,6 @@ import (
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-// syncBuffer is a goroutine-safe bytes.Buffer for stdout/stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type invocation struct {
 	code           int
 	stdout, stderr string
@@ -55,7 +36,7 @@ type invocation struct {
 // runCLI runs one whole meshbench invocation in-process.
 func runCLI(t *testing.T, env *Env, args ...string) invocation {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb testutil.SyncBuffer
 	if env == nil {
 		env = &Env{}
 	}

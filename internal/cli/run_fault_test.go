@@ -57,7 +57,7 @@ func TestRunFrozenProcess(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
-			var stdout, stderr syncBuffer
+			var stdout, stderr testutil.SyncBuffer
 			cmd := exec.Command(testutil.BuildMeshbench(t), "run", "--mesh", "sidecar", "--rate", "100",
 				"--duration", window.String(), "--warmup", "500ms", "--drain", "500ms", "--timeout", timeout.String(),
 				"--sample-interval", "250ms", "--out", out, "--envoy", bin.Path, "--loopback-net", tt.net)

@@ -36,7 +36,7 @@ func TestRunInterrupted(t *testing.T) {
 		t.Fatalf("%v (make test installs it)", err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	cmd := exec.Command(testutil.BuildMeshbench(t), "run", "--mesh", "sidecar", "--rate", "100", "--duration", "30s",
 		"--warmup", "1s", "--sample-interval", "250ms", "--out", out, "--envoy", bin.Path, "--loopback-net", runInterruptNet)
 	cmd.Dir = t.TempDir()

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -36,24 +35,6 @@ func TestMain(m *testing.M) {
 	kubetest.Main(cleanupAfter{m}, kubetest.Options{RealNodes: true, Nodes: testNodes})
 }
 
-// syncBuffer is a bytes.Buffer safe for the CLI's writers and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type invocation struct {
 	code           int
 	stdout, stderr string
@@ -64,7 +45,7 @@ type invocation struct {
 // delivers interrupts as a terminal's Ctrl-C does.
 func meshbench(t *testing.T, signals <-chan os.Signal, args ...string) invocation {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb testutil.SyncBuffer
 	env := &cli.Env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv, Now: time.Now, Signals: signals}
 	t0 := time.Now()
 	code := cli.Run(context.Background(), env, args)

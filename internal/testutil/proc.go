@@ -142,7 +142,7 @@ func StartServe(t testing.TB, args ...string) (addr string) {
 type serveProc struct {
 	desc   string
 	cmd    *exec.Cmd
-	stderr lockedBuffer
+	stderr SyncBuffer
 	ready  chan string   // receives the READY address once
 	done   chan struct{} // closed when the process has exited
 	err    error         // cmd.Wait's result; read after done
@@ -213,19 +213,20 @@ func (w *readyWriter) Write(b []byte) (int, error) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent writers and readers
+// (a process's or an in-process CLI's output that a test reads meanwhile).
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

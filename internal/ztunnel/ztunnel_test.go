@@ -1,7 +1,6 @@
 package ztunnel
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,24 +46,6 @@ func freeSubnet(t *testing.T) (netip.Prefix, string) {
 	}
 	t.Fatal("no free subnet under 10.98.0.0/16")
 	return netip.Prefix{}, ""
-}
-
-// syncBuffer is a log both ztunnel and the test touch.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // inNS returns an HTTP client whose connections are made inside ns (a
@@ -220,7 +200,7 @@ func TestInPodRealZtunnel(t *testing.T) {
 	defer agent.Close()
 	go agent.Serve(ctx)
 
-	log := &syncBuffer{}
+	log := &testutil.SyncBuffer{}
 	zt, err := Start(Spec{
 		Bin: bin, NS: node, NodeName: "node1", ConfigPath: cfgPath, UDS: agent.Path,
 		CAAddress: "https://127.0.0.1:15012", RootCAPath: files.Cert, Token: "lab-token", ClusterID: "lab", Log: log,
