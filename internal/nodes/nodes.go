@@ -301,13 +301,30 @@ func (n *Nodes) start(ctx context.Context) error {
 // startNodeAgents starts node i's kubelet and kube-proxy.
 func (n *Nodes) startNodeAgents(i int, nd *Node) error {
 	logDir := filepath.Join(n.cfg.Dir, "logs")
+	// Every kubelet binds its device-plugin registry at one fixed path
+	// (devicePluginSocket, not under --root-dir): two kubelets starting at
+	// once, of this cluster or of another test package's, race between
+	// removing the file and binding it, and the loser exits ("bind: address
+	// already in use"). So kubelets start one at a time, machine-wide.
+	unlock, err := lockFile(kubeletStartLock)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
 	kl, err := startProc(nd.NS, fmt.Sprintf("kubelet-%d", i), logDir, n.bin("kubelet"),
 		"--config="+filepath.Join(nd.Dir, "kubelet.yaml"), "--kubeconfig="+n.cfg.Kubeconfig,
 		"--root-dir="+filepath.Join(nd.Dir, "kubelet"), "--cert-dir="+filepath.Join(nd.Dir, "kubelet-pki"),
 		"--node-ip="+nd.IP.String(), "--hostname-override="+nd.Name, "--v=1")
 	if err != nil {
+		unlock()
 		return err
 	}
+	for deadline := start.Add(kubeletBindWait); time.Now().Before(deadline) && !kl.exited(); time.Sleep(50 * time.Millisecond) {
+		if st, err := os.Stat(devicePluginSocket); err == nil && !st.ModTime().Before(start) {
+			break
+		}
+	}
+	unlock()
 	kp, err := startProc(nd.NS, fmt.Sprintf("kube-proxy-%d", i), logDir, n.bin("kube-proxy"),
 		"--config="+filepath.Join(nd.Dir, "kube-proxy.yaml"), "--v=1")
 	if err != nil {
@@ -630,4 +647,29 @@ func removeCgroups(root string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// devicePluginSocket is where every kubelet binds its device-plugin
+// registry (kubelet's fixed pluginapi.DevicePluginPath, whatever its
+// --root-dir); kubeletStartLock serialises kubelet starts around it.
+const (
+	devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+	kubeletStartLock   = "/run/meshbench-kubelet-start.lock"
+	// kubeletBindWait bounds the wait for a kubelet to bind it (about
+	// 0.1–0.3 s after start here).
+	kubeletBindWait = 15 * time.Second
+)
+
+// lockFile takes an exclusive flock on path (created if needed) and
+// returns its release.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet start lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kubelet start lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
