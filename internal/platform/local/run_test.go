@@ -247,11 +247,14 @@ func TestRunAddressInUse(t *testing.T) {
 }
 
 // TestRunLoadCPUStarved: a load generator over its CPU limit makes the run
-// invalid with the reason (the limit set absurdly low so a real 100 rps
-// load crosses it); closed loop is exempt.
+// invalid with the reason (the limit set absurdly low so a real 1000 rps
+// load crosses it); closed loop is exempt. The rate is 1000, not 100: the
+// kernel charges CPU in 10-ms ticks, and on a fast machine 200 requests
+// took under one tick, so a 100 rps run was sometimes charged 0m (CI saw
+// it).
 func TestRunLoadCPUStarved(t *testing.T) {
 	o := labOptions(t, mesh.ModeNone, 1, 22)
-	o.LoadCPUMax = 0.001 // 1m
+	o.LoadCPUMax, o.Rate = 0.001, "1000" // 1m
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("run: %v", err)
