@@ -1,0 +1,42 @@
+package meshes
+
+// NameLinkerd is Linkerd's mode name.
+const NameLinkerd = "linkerd"
+
+// LinkerdNamespace is where `linkerd install` puts Linkerd's control plane.
+const LinkerdNamespace = "linkerd"
+
+func init() {
+	register(&Mesh{
+		Name:         NameLinkerd,
+		Kind:         KindSidecar,
+		Product:      Linkerd,
+		DataPlane:    "Linkerd's own proxy (linkerd2-proxy) beside every pod",
+		ControlPlane: "linkerd-destination, linkerd-identity, linkerd-proxy-injector",
+		NoLocal:      "Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)",
+		NoPlaintext:  "Linkerd's mTLS between meshed pods is always on",
+		RulesAs:      "sidecar",
+		SMPType:      "LINKERD",
+		Cluster: Cluster{
+			CLI:         "linkerd",
+			VersionArgs: []string{"linkerd", "version", "--client", "--short"},
+			Install: []Command{
+				{Args: []string{"linkerd", "install", "--crds"}, ApplyOutput: true},
+				{Args: []string{"linkerd", "install"}, ApplyOutput: true},
+				{Args: []string{"linkerd", "check", "--wait", "5m"}},
+			},
+			Namespace:   LinkerdNamespace,
+			Deployments: []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"},
+			NamespaceAnnotations: map[string]string{
+				"linkerd.io/inject":                        "enabled",
+				"config.linkerd.io/default-inbound-policy": "all-authenticated",
+			},
+			LoadPodAnnotations: map[string]string{
+				"config.alpha.linkerd.io/proxy-enable-native-sidecar": "true",
+				"config.beta.linkerd.io/proxy-enable-native-sidecar":  "true",
+			},
+			Enrolled:   Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
+			Components: []Component{LinkerdSidecar, LinkerdControl},
+		},
+	})
+}
