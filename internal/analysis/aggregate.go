@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/stats"
 )
 
@@ -92,9 +93,6 @@ func (a *Analysis) Group(mesh string, s Scenario) *Group {
 var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP95, LatencyP99, LatencyMax,
 	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate}
 
-// meshOrder is the display order of known meshes.
-var meshOrder = map[string]int{"none": 0, "sidecar": 1, "ambient": 2, "waypoint": 3, "linkerd": 4}
-
 // Analyze aggregates a plan's cells.
 func Analyze(p *Plan, o Options) *Analysis {
 	level := o.Level
@@ -103,7 +101,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6d657368))
 	a := &Analysis{Plan: p, Level: level, Groups: map[string]*Group{}}
-	meshes := map[string]bool{}
+	seen := map[string]bool{}
 	scen := map[string]Scenario{}
 	for _, c := range p.Cells {
 		g := a.Groups[c.Config.Key()]
@@ -117,10 +115,10 @@ func Analyze(p *Plan, o Options) *Analysis {
 		} else {
 			a.Invalid = append(a.Invalid, c)
 		}
-		meshes[c.Config.Mesh] = true
+		seen[c.Config.Mesh] = true
 		scen[c.Config.Scenario().Key()] = c.Config.Scenario()
 	}
-	for m := range meshes {
+	for m := range seen {
 		a.Meshes = append(a.Meshes, m)
 	}
 	a.Baseline = o.Baseline
@@ -128,14 +126,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 		a.Baseline = "none"
 	}
 	sort.Slice(a.Meshes, func(i, j int) bool {
-		oi, iok := meshOrder[a.Meshes[i]]
-		oj, jok := meshOrder[a.Meshes[j]]
-		if !iok {
-			oi = 100
-		}
-		if !jok {
-			oj = 100
-		}
+		oi, oj := meshes.Order(a.Meshes[i]), meshes.Order(a.Meshes[j])
 		if a.Meshes[i] == a.Baseline {
 			oi = -1
 		}
@@ -147,7 +138,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 		}
 		return a.Meshes[i] < a.Meshes[j]
 	})
-	if !meshes[a.Baseline] && len(a.Meshes) > 0 {
+	if !seen[a.Baseline] && len(a.Meshes) > 0 {
 		a.Baseline = a.Meshes[0]
 	}
 	for _, s := range scen {
@@ -296,7 +287,7 @@ func fits(a *Analysis, level float64) []Fit {
 		if out[i].Scenario.Key() != out[j].Scenario.Key() {
 			return scenarioLess(out[i].Scenario, out[j].Scenario)
 		}
-		return meshOrder[out[i].Mesh] < meshOrder[out[j].Mesh]
+		return meshes.Order(out[i].Mesh) < meshes.Order(out[j].Mesh)
 	})
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/stats"
 )
 
@@ -48,11 +49,7 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 	switch axis {
 	case AxisMesh:
 		r.Mesh = ""
-		o, ok := meshOrder[c.Mesh]
-		if !ok {
-			o = 100
-		}
-		return float64(o), c.Mesh, r.Key()
+		return float64(meshes.Order(c.Mesh)), c.Mesh, r.Key()
 	case AxisApp:
 		r.App = ""
 		return 0, c.App, r.Key()

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/stats"
 )
 
@@ -92,20 +93,13 @@ func diffGroups(c Config, a, b *Group, level float64, resamples int, rng *rand.R
 	return d
 }
 
-// configLess orders configs by scenario, then mesh (meshOrder, then name).
+// configLess orders configs by scenario, then mesh (meshes.Order, then name).
 func configLess(a, b Config) bool {
 	sa, sb := a.Scenario(), b.Scenario()
 	if sa != sb {
 		return scenarioLess(sa, sb)
 	}
-	oa, aok := meshOrder[a.Mesh]
-	ob, bok := meshOrder[b.Mesh]
-	if !aok {
-		oa = 100
-	}
-	if !bok {
-		ob = 100
-	}
+	oa, ob := meshes.Order(a.Mesh), meshes.Order(b.Mesh)
 	if oa != ob {
 		return oa < ob
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/slo"
@@ -170,7 +171,7 @@ func AnalyzeSearch(p *Plan, o SearchOptions) (*SearchAnalysis, error) {
 		if a.Groups[i].Scenario != a.Groups[j].Scenario {
 			return scenarioLess(a.Groups[i].Scenario, a.Groups[j].Scenario)
 		}
-		return meshRank(a.Groups[i].Mesh) < meshRank(a.Groups[j].Mesh)
+		return meshes.Order(a.Groups[i].Mesh) < meshes.Order(a.Groups[j].Mesh)
 	})
 	for _, g := range a.Groups {
 		if g.Mesh == o.Baseline {
@@ -240,16 +241,6 @@ func summarize(runs []SearchRun, level float64, rng *rand.Rand) (stats.Interval,
 		parts = append(parts, r.Result.Short())
 	}
 	return stats.Interval{Estimate: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}, strings.Join(parts, "; ")
-}
-
-// meshRank orders meshes as help texts list them.
-func meshRank(m string) int {
-	for i, x := range []string{"none", "sidecar", "ambient", "waypoint", "linkerd"} {
-		if x == m {
-			return i
-		}
-	}
-	return 99
 }
 
 // CapacitySetComparison compares the capacities of two search plans (B vs

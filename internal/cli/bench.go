@@ -20,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -191,7 +192,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	cells := p.Order(*p.Seed, p.ReuseTopology)
 	needEnvoy := false
 	for _, c := range cells {
-		if !onKube && (c.Mesh.Mode != "none" || c.Mesh.Gateway) {
+		if !onKube && (!meshes.Is(string(c.Mesh.Mode), meshes.KindNone) || c.Mesh.Gateway) {
 			needEnvoy = true
 		}
 	}
@@ -362,17 +363,20 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool
 			finished[id] = st.Finished()
 		}
 	}
+	// Istio is installed once for the plan: with the ambient profile when
+	// any cell needs it (it runs sidecars too).
 	ambient := false
 	for _, c := range cells {
-		if mode := c.Kube.Spec.Mesh.Mode; mode == mesh.ModeAmbient || mode == mesh.ModeWaypoint {
+		if m, ok := meshes.Get(string(c.Kube.Spec.Mesh.Mode)); ok && m.Cluster.IstioProfile == meshes.IstioProfileAmbient {
 			ambient = true
 		}
 	}
 	installed := map[string]bool{}
 	for _, c := range cells {
+		m, _ := meshes.Get(string(c.Kube.Spec.Mesh.Mode))
 		cli := kube.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
-		if cli == "istioctl" && ambient {
-			c.Kube.IstioProfile = "ambient"
+		if m != nil && m.Product == meshes.Istio && ambient {
+			c.Kube.IstioProfile = meshes.IstioProfileAmbient
 		}
 		if !install || cli == "" || finished[c.ID] || installed[cli] {
 			continue

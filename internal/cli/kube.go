@@ -14,6 +14,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -74,12 +75,12 @@ func (k *kubeFlags) connect() kube.ConnectOptions {
 }
 
 // kubeMeshOptions checks the topology flags for the kube platform, where
-// linkerd is a mesh too.
+// linkerd is a mesh too: a mode with no local form is checked by the rules
+// of the local mode it follows (meshes.Rules: Linkerd's options are a
+// sidecar mesh's).
 func kubeMeshOptions(mo mesh.Options) error {
 	check := mo
-	if mo.Mode == kube.Linkerd {
-		check.Mode = mesh.ModeSidecar // Linkerd's options are a sidecar mesh's
-	}
+	check.Mode = mesh.Mode(meshes.Rules(string(mo.Mode)))
 	if mo.Gateway {
 		return errors.New("--gateway: not on the kube platform yet")
 	}
@@ -268,18 +269,18 @@ control plane), and a missing CLI is only a warning.`,
 			if !slices.Contains(kube.MetricsSources, f.kube.metricsSource) {
 				return usagef("--metrics-source %q: allowed: %s", f.kube.metricsSource, strings.Join(kube.MetricsSources, ", "))
 			}
-			var meshes []string
+			var modes []string
 			if f.mesh != "" {
 				for _, m := range strings.Split(f.mesh, ",") {
 					m = strings.TrimSpace(m)
-					if !slices.Contains(kube.Modes, mesh.Mode(m)) {
+					if _, ok := meshes.Get(m); !ok {
 						return usagef("--mesh %q: allowed: %s", m, kubeModeList())
 					}
-					meshes = append(meshes, m)
+					modes = append(modes, m)
 				}
 			}
 			ns := []string{f.kube.namespacePrefix + "-app", f.kube.namespacePrefix + "-load"}
-			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: meshes,
+			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: modes,
 				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns, MetricsSource: f.kube.metricsSource})
 			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
@@ -312,10 +313,4 @@ control plane), and a missing CLI is only a warning.`,
 }
 
 // kubeModeList lists the kube platform's mesh modes for messages.
-func kubeModeList() string {
-	names := make([]string, len(kube.Modes))
-	for i, m := range kube.Modes {
-		names[i] = string(m)
-	}
-	return strings.Join(names, ", ")
-}
+func kubeModeList() string { return strings.Join(meshes.Names(false), ", ") }

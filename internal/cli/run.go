@@ -16,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
@@ -70,7 +71,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.platform, "platform", "local", "where to run: local (this machine's lab) or kube (a cluster from a kubeconfig)")
-	fl.StringVar(&f.mesh, "mesh", "none", "mesh mode: none, sidecar, ambient, waypoint (kube also: linkerd)")
+	fl.StringVar(&f.mesh, "mesh", "none", "mesh mode: "+strings.Join(meshes.Names(true), ", ")+" (kube also: "+strings.Join(meshes.ClusterOnly(), ", ")+")")
 	fl.StringVar(&f.app, "app", "static", "app: static (nginx's 615-byte page), faces (face calls smiley over HTTP and color over gRPC; --replicas pods of each)")
 	fl.IntVar(&f.replicas, "replicas", 1, "app replicas")
 	fl.IntVar(&f.nodes, "nodes", 1, "app nodes the replicas are spread over (the load generator has its own)")
@@ -141,7 +142,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
-	if mo.Mode != mesh.ModeNone || mo.Gateway { // a gateway is an Envoy too
+	if !meshes.Is(string(mo.Mode), meshes.KindNone) || mo.Gateway { // a gateway is an Envoy too
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()
 		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})

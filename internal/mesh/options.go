@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/meshbench/meshbench/internal/meshes"
 )
 
 // Mode is how the mesh carries traffic from the client to the app.
@@ -140,9 +142,6 @@ func (e *OptionError) Error() string {
 	return fmt.Sprintf("%s %s: %s", e.Field, e.Value, e.Want)
 }
 
-// LinkerdUnavailable is the reason Validate gives for mode "linkerd".
-const LinkerdUnavailable = "Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)"
-
 // Validate reports every problem with o at once (joined with errors.Join,
 // each a *OptionError on one line), or nil.
 func (o Options) Validate() error {
@@ -153,10 +152,12 @@ func (o Options) Validate() error {
 	modeOK := true
 	switch o.Mode {
 	case ModeNone, ModeSidecar, ModeAmbient, ModeWaypoint:
-	case "linkerd":
-		modeOK = false
-		bad("mode", "linkerd", LinkerdUnavailable)
 	default:
+		if m, ok := meshes.Get(string(o.Mode)); ok && !m.Local { // a mesh only clusters run
+			modeOK = false
+			bad("mode", m.Name, m.NoLocal)
+			break
+		}
 		modeOK = false
 		bad("mode", strconv.Quote(string(o.Mode)), "allowed: "+joinModes())
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/meshes"
 )
 
 // maxTopologyScan bounds the combinations build enumerates before it gives
@@ -304,10 +305,10 @@ func (b *builder) axes() {
 	kube := b.p.Platform == PlatformKube
 	b.axis("axes.mesh", func(it item) (string, bool) {
 		if kube {
-			if mesh.Mode(it.text) == MeshLinkerd || slices.Contains(mesh.Modes, mesh.Mode(it.text)) {
+			if _, ok := meshes.Get(it.text); ok {
 				return it.text, true
 			}
-			b.s.badItem("axes.mesh", it, "allowed: none, sidecar, ambient, waypoint, linkerd")
+			b.s.badItem("axes.mesh", it, meshes.Allowed(false))
 			return it.text, false
 		}
 		o := mesh.DefaultOptions()
@@ -493,12 +494,11 @@ func (b *builder) matrix() {
 	}
 }
 
-// validOptions checks o with mesh.Options.Validate; Linkerd's options are
-// a sidecar mesh's (the local lab has no linkerd mode to check).
+// validOptions checks o with mesh.Options.Validate, a mode with no local
+// form by the rules of the local mode it follows (meshes.Rules: Linkerd's
+// options are a sidecar mesh's).
 func validOptions(o mesh.Options) error {
-	if o.Mode == MeshLinkerd {
-		o.Mode = mesh.ModeSidecar
-	}
+	o.Mode = mesh.Mode(meshes.Rules(string(o.Mode)))
 	return o.Validate()
 }
 

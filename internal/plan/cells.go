@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/meshes"
 )
 
 // Cell is one run of a plan: one configuration (a combination of axis
@@ -91,19 +92,21 @@ func (p *Plan) eachTopology(fn func(t topo)) {
 
 // skipReason says why o is not a cell of p, or "" when it is one.
 func (p *Plan) skipReason(o mesh.Options) string {
-	meshMode := o.Mode == mesh.ModeSidecar || o.Mode == mesh.ModeAmbient || o.Mode == mesh.ModeWaypoint
+	m, _ := meshes.Get(string(o.Mode))
+	if m == nil {
+		return ""
+	}
+	none := m.Kind == meshes.KindNone
 	switch {
-	case o.Mode == MeshLinkerd && !o.MTLS:
-		return "mesh linkerd with mtls false: Linkerd's mTLS between meshed pods is always on"
-	case o.Mode == mesh.ModeNone && o.Policies > 0:
+	case !none && !m.Plaintext && !o.MTLS:
+		return "mesh " + m.Name + " with mtls false: " + m.NoPlaintext
+	case none && o.Policies > 0:
 		return "mesh none with policies > 0: policies need a mesh mode, none runs with policies 0"
-	case meshMode && o.Mode != mesh.ModeSidecar && !o.MTLS:
-		return "mesh " + string(o.Mode) + " with mtls false: HBONE is always mTLS"
-	case o.Mode == mesh.ModeSidecar && !o.MTLS && o.Policies > 0:
-		return "mesh sidecar with mtls false and policies > 0: the rules match the peer certificate's identity, which plaintext has not"
-	case o.Mode == mesh.ModeNone && !o.MTLS && contains(p.Axes.MTLS, true):
+	case m.Plaintext && !o.MTLS && o.Policies > 0:
+		return "mesh " + m.Name + " with mtls false and policies > 0: the rules match the peer certificate's identity, which plaintext has not"
+	case none && !o.MTLS && contains(p.Axes.MTLS, true):
 		return "mesh none with mtls false: mode none has no mTLS to turn off, the same run as mtls true"
-	case o.Mode == mesh.ModeNone && !o.Gateway && o.Protocol == mesh.ProtocolTCP && contains(p.Axes.Protocol, mesh.ProtocolHTTP):
+	case none && !o.Gateway && o.Protocol == mesh.ProtocolTCP && contains(p.Axes.Protocol, mesh.ProtocolHTTP):
 		return "mesh none without a gateway with protocol tcp: no proxy treats the traffic, the same run as protocol http"
 	}
 	return ""
@@ -282,8 +285,10 @@ func shuffle(rng *rand.PCG, n int, swap func(i, j int)) {
 func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
 	o := c.Mesh
 	o.Mode = p.Baseline
-	switch o.Mode {
-	case mesh.ModeNone:
+	m, _ := meshes.Get(string(o.Mode))
+	switch {
+	case m == nil:
+	case m.Kind == meshes.KindNone:
 		o.Policies = 0
 		if !o.MTLS && contains(p.Axes.MTLS, true) {
 			o.MTLS = true
@@ -291,7 +296,7 @@ func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
 		if !o.Gateway && o.Protocol == mesh.ProtocolTCP && contains(p.Axes.Protocol, mesh.ProtocolHTTP) {
 			o.Protocol = mesh.ProtocolHTTP
 		}
-	case mesh.ModeAmbient, mesh.ModeWaypoint:
+	case !m.Plaintext:
 		o.MTLS = true
 	}
 	if !contains(p.Axes.Mesh, o.Mode) || !contains(p.Axes.Policies, o.Policies) || !contains(p.Axes.MTLS, o.MTLS) ||

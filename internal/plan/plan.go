@@ -112,9 +112,6 @@ const (
 // Generators are the load generators a plan on PlatformKube can use.
 var Generators = []string{"meshbench", "oha", "wrk2"}
 
-// MeshLinkerd is the mesh only PlatformKube runs.
-const MeshLinkerd mesh.Mode = "linkerd"
-
 // Limits and defaults.
 const (
 	// MaxCells bounds a plan: at about 20 s a cell, 10000 cells are more

@@ -8,19 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
-// classifierLinkerd is the Kubernetes-only mesh mode (Linkerd's proxy
-// ships only in its images, so the local lab has no form of it).
-const classifierLinkerd = "linkerd"
-
-// ClassifyModes lists the mesh modes a Classifier knows: the local lab's
-// four and "linkerd".
-var ClassifyModes = []string{
-	string(mesh.ModeNone), string(mesh.ModeSidecar), string(mesh.ModeAmbient), string(mesh.ModeWaypoint), classifierLinkerd,
-}
+// ClassifyModes lists the mesh modes a Classifier knows: every mesh
+// internal/meshes describes.
+var ClassifyModes = meshes.Names(false)
 
 // Container names and labels the classification looks at.
 const (
@@ -136,6 +130,25 @@ const (
 	roleLoad
 )
 
+// component is the mesh component r is, "" for what no mesh runs.
+func (r role) component() meshes.Component {
+	switch r {
+	case roleLinkerdControl:
+		return meshes.LinkerdControl
+	case roleZtunnel:
+		return meshes.Ztunnel
+	case roleWaypoint:
+		return meshes.Waypoint
+	case roleIstioControl:
+		return meshes.IstioControl
+	case roleIstioSidecar:
+		return meshes.IstioSidecar
+	case roleLinkerdSidecar:
+		return meshes.LinkerdSidecar
+	}
+	return ""
+}
+
 func (c *Classifier) role(pod *corev1.Pod, container string) role {
 	ns := pod.Namespace
 	switch {
@@ -202,18 +215,9 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 // means for the run.
 func (c *Classifier) Unexpected(pod *corev1.Pod, container string) string {
 	r := c.role(pod, container)
-	var want []role
-	switch c.mode {
-	case string(mesh.ModeNone):
-		// Gateways run in mode none too (the local lab's --gateway).
-	case string(mesh.ModeSidecar):
-		want = []role{roleIstioSidecar, roleIstioControl}
-	case string(mesh.ModeAmbient):
-		want = []role{roleZtunnel, roleIstioControl}
-	case string(mesh.ModeWaypoint):
-		want = []role{roleZtunnel, roleWaypoint, roleIstioControl}
-	case classifierLinkerd:
-		want = []role{roleLinkerdSidecar, roleLinkerdControl}
+	var want []meshes.Component
+	if m, ok := meshes.Get(c.mode); ok {
+		want = m.Cluster.Components // none runs no mesh component (gateways run in mode none too: the local lab's --gateway)
 	}
 	var what string
 	switch r {
@@ -232,7 +236,7 @@ func (c *Classifier) Unexpected(pod *corev1.Pod, container string) string {
 	default:
 		return ""
 	}
-	if slices.Contains(want, r) {
+	if slices.Contains(want, r.component()) {
 		return ""
 	}
 	return fmt.Sprintf("%s in mode %s: %s/%s", what, c.mode, pod.Namespace, pod.Name)

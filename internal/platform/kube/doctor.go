@@ -12,6 +12,8 @@ import (
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/meshbench/meshbench/internal/meshes"
 )
 
 // DoctorOptions is what a preflight checks for.
@@ -184,15 +186,24 @@ func NodeReady(n *corev1.Node) bool {
 
 // cliChecks looks for the mesh CLIs: required (fails) for a mesh asked
 // for when it is to be installed, optional (a warning) otherwise.
-func cliChecks(ctx context.Context, meshes []string, install bool) []DoctorCheck {
+func cliChecks(ctx context.Context, modes []string, install bool) []DoctorCheck {
 	want := map[string][]string{}
-	for _, m := range meshes {
+	for _, m := range modes {
 		if cli := MeshCLI(m); cli != "" {
 			want[cli] = append(want[cli], m)
 		}
 	}
 	var out []DoctorCheck
-	for _, probe := range []struct{ cli, mode string }{{"istioctl", "sidecar"}, {"linkerd", Linkerd}} {
+	// One probe per CLI any mesh installs with, asked through the first
+	// mode that uses it.
+	var probes []struct{ cli, mode string }
+	for _, m := range meshes.All() {
+		cli := m.Cluster.CLI
+		if cli != "" && !slices.ContainsFunc(probes, func(p struct{ cli, mode string }) bool { return p.cli == cli }) {
+			probes = append(probes, struct{ cli, mode string }{cli, m.Name})
+		}
+	}
+	for _, probe := range probes {
 		chk := DoctorCheck{Name: probe.cli}
 		v, err := CLIVersion(ctx, probe.mode)
 		switch {
@@ -217,10 +228,10 @@ func cliChecks(ctx context.Context, meshes []string, install bool) []DoctorCheck
 
 // verifiedMeshes are the modes of meshes whose installation a doctor
 // verifies: each asked for once, none left out.
-func verifiedMeshes(meshes []string) []string {
+func verifiedMeshes(modes []string) []string {
 	var out []string
-	for _, m := range meshes {
-		if m != "none" && !slices.Contains(out, m) {
+	for _, m := range modes {
+		if !meshes.Is(m, meshes.KindNone) && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/meshbench/meshbench/internal/meshes"
 )
 
 // Namespaces the meshes install themselves into.
 const (
-	IstioNamespace   = "istio-system"
-	LinkerdNamespace = "linkerd"
+	IstioNamespace   = meshes.IstioNamespace
+	LinkerdNamespace = meshes.LinkerdNamespace
 )
 
 // Command is one command meshbench runs (or would run) to install a mesh,
@@ -58,13 +61,11 @@ func shellJoin(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// MeshCLI is the CLI that installs mode's mesh ("" for none).
+// MeshCLI is the CLI that installs mode's mesh ("" for none or an
+// unknown mode).
 func MeshCLI(mode string) string {
-	switch mode {
-	case "sidecar", "ambient", "waypoint":
-		return "istioctl"
-	case Linkerd:
-		return "linkerd"
+	if m, ok := meshes.Get(mode); ok {
+		return m.Cluster.CLI
 	}
 	return ""
 }
@@ -74,38 +75,28 @@ func MeshCLI(mode string) string {
 // and Linkerd's all-authenticated default policy do the rest), for the
 // cluster of kubeconfig/context (either may be empty: the CLI's defaults).
 func InstallCommands(mode, kubeconfig, context string) []Command {
-	conn := func(cli string) []string {
-		var a []string
-		if kubeconfig != "" {
-			a = append(a, "--kubeconfig", kubeconfig)
-		}
-		if context != "" {
-			a = append(a, "--context", context)
-		}
-		return a
+	m, ok := meshes.Get(mode)
+	if !ok {
+		return nil
 	}
-	switch mode {
-	case "sidecar":
-		return []Command{{Args: append([]string{"istioctl", "install", "-y", "--set", "profile=default"}, conn("istioctl")...)}}
-	case "ambient", "waypoint":
-		return []Command{{Args: append([]string{"istioctl", "install", "-y", "--set", "profile=ambient"}, conn("istioctl")...)}}
-	case Linkerd:
-		return []Command{
-			{Args: append([]string{"linkerd", "install", "--crds"}, conn("linkerd")...), ApplyOutput: true},
-			{Args: append([]string{"linkerd", "install"}, conn("linkerd")...), ApplyOutput: true},
-			{Args: append([]string{"linkerd", "check", "--wait", "5m"}, conn("linkerd")...)},
-		}
+	var conn []string
+	if kubeconfig != "" {
+		conn = append(conn, "--kubeconfig", kubeconfig)
 	}
-	return nil
+	if context != "" {
+		conn = append(conn, "--context", context)
+	}
+	var out []Command
+	for _, c := range m.Cluster.Install {
+		out = append(out, Command{Args: append(slices.Clone(c.Args), conn...), ApplyOutput: c.ApplyOutput})
+	}
+	return out
 }
 
 // VersionCommand prints the version of mode's CLI.
 func VersionCommand(mode string) []string {
-	switch MeshCLI(mode) {
-	case "istioctl":
-		return []string{"istioctl", "version", "--remote=false", "--short"}
-	case "linkerd":
-		return []string{"linkerd", "version", "--client", "--short"}
+	if m, ok := meshes.Get(mode); ok {
+		return slices.Clone(m.Cluster.VersionArgs)
 	}
 	return nil
 }
@@ -228,22 +219,18 @@ func (c *Cluster) VerifyMesh(ctx context.Context, mode string) ([]Check, error) 
 				fmt.Sprintf("%d/%d ready", st.NumberReady, st.DesiredNumberScheduled), d.Spec.Template.Spec.Containers
 		}))
 	}
-	switch mode {
-	case "none":
-	case "sidecar":
-		deploy(IstioNamespace, "istiod")
-	case "ambient", "waypoint":
-		deploy(IstioNamespace, "istiod")
-		daemonset(IstioNamespace, "ztunnel")
-		if mode == "waypoint" {
-			checks = append(checks, c.servesKind(ctx, schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "Gateway"}))
-		}
-	case Linkerd:
-		for _, n := range []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"} {
-			deploy(LinkerdNamespace, n)
-		}
-	default:
-		return nil, fmt.Errorf("mesh %q: allowed: none, sidecar, ambient, waypoint, linkerd", mode)
+	m, ok := meshes.Get(mode)
+	if !ok {
+		return nil, fmt.Errorf("mesh %q: %s", mode, meshes.Allowed(false))
+	}
+	for _, n := range m.Cluster.Deployments {
+		deploy(m.Cluster.Namespace, n)
+	}
+	for _, n := range m.Cluster.DaemonSets {
+		daemonset(m.Cluster.Namespace, n)
+	}
+	if m.Cluster.GatewayAPI {
+		checks = append(checks, c.servesKind(ctx, schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "Gateway"}))
 	}
 	return checks, failed(checks)
 }
@@ -305,6 +292,11 @@ func failed(checks []Check) error {
 // linkerd-proxy container (linkerd); for waypoint also a ready waypoint
 // pod.
 func (c *Cluster) VerifyEnrolment(ctx context.Context, mode, ns string) ([]Check, error) {
+	m, ok := meshes.Get(mode)
+	if !ok {
+		return nil, fmt.Errorf("mesh %q: %s", mode, meshes.Allowed(false))
+	}
+	want := m.Cluster.Enrolled
 	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -318,32 +310,18 @@ func (c *Cluster) VerifyEnrolment(ctx context.Context, mode, ns string) ([]Check
 			continue
 		}
 		total++
-		ok := false
-		switch mode {
-		case "none":
-			ok = !hasContainer(p, "istio-proxy") && !hasContainer(p, "linkerd-proxy")
-		case "sidecar":
-			ok = hasContainer(p, "istio-proxy")
-		case "ambient", "waypoint":
-			ok = p.Annotations["ambient.istio.io/redirection"] == "enabled"
-		case Linkerd:
-			ok = hasContainer(p, "linkerd-proxy")
-		}
-		if ok {
+		if enrolled(p, want) {
 			in++
 		} else {
 			missing = append(missing, p.Name)
 		}
 	}
-	what := map[string]string{"none": "no pod has a mesh proxy", "sidecar": "every app pod has an istio-proxy sidecar",
-		"ambient": "every app pod is redirected to ztunnel (ambient.istio.io/redirection)", "waypoint": "every app pod is redirected to ztunnel (ambient.istio.io/redirection)",
-		Linkerd: "every app pod has a linkerd-proxy sidecar"}[mode]
-	chk := Check{What: what, OK: total > 0 && in == total, Detail: fmt.Sprintf("%d of %d pods", in, total)}
+	chk := Check{What: want.What, OK: total > 0 && in == total, Detail: fmt.Sprintf("%d of %d pods", in, total)}
 	if len(missing) > 0 {
 		chk.Detail += "; not: " + strings.Join(missing[:min(3, len(missing))], ", ")
 	}
 	checks = append(checks, chk)
-	if mode == "waypoint" {
+	if m.Cluster.WaypointPod {
 		var ready int
 		for i := range pods.Items {
 			if isWaypointPod(&pods.Items[i]) && PodReady(&pods.Items[i]) {
@@ -353,6 +331,19 @@ func (c *Cluster) VerifyEnrolment(ctx context.Context, mode, ns string) ([]Check
 		checks = append(checks, Check{What: "a waypoint pod runs in " + ns, OK: ready > 0, Detail: fmt.Sprintf("%d ready", ready)})
 	}
 	return checks, failed(checks)
+}
+
+// enrolled reports whether p shows the enrolment e asks for.
+func enrolled(p *corev1.Pod, e meshes.Enrolment) bool {
+	switch {
+	case e.NoProxy:
+		return !slices.ContainsFunc(meshes.ProxyContainers(), func(c string) bool { return hasContainer(p, c) })
+	case e.Container != "":
+		return hasContainer(p, e.Container)
+	case e.Annotation != "":
+		return p.Annotations[e.Annotation] == e.Value
+	}
+	return false
 }
 
 func hasContainer(p *corev1.Pod, name string) bool {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/meshes"
 )
 
 // Labels on everything meshbench creates. Every object carries
@@ -48,18 +50,19 @@ const (
 	RoleLoad = "load" // a load worker / a node for them
 )
 
-// Linkerd is the Kubernetes-only mesh mode: Linkerd's own proxy as a
-// sidecar of every pod, mTLS between them. It is untyped so that it
-// compares with a mesh.Mode and with a plain mode string alike.
-const Linkerd = "linkerd"
+// ModeLinkerd is Linkerd (internal/meshes/linkerd.go) as a mesh.Mode
+// (Spec.Mesh.Mode): the Kubernetes-only mesh mode.
+const ModeLinkerd = mesh.Mode(meshes.NameLinkerd)
 
-// ModeLinkerd is Linkerd as a mesh.Mode (Spec.Mesh.Mode). internal/mesh
-// knows the mode only to say it has no local form.
-const ModeLinkerd mesh.Mode = Linkerd
-
-// Modes lists the mesh modes of the Kubernetes platform: the local lab's
-// and Linkerd.
-var Modes = append(slices.Clone(mesh.Modes), ModeLinkerd)
+// Modes lists the mesh modes of the Kubernetes platform: every mesh
+// internal/meshes describes.
+var Modes = func() []mesh.Mode {
+	var out []mesh.Mode
+	for _, n := range meshes.Names(false) {
+		out = append(out, mesh.Mode(n))
+	}
+	return out
+}()
 
 // Defaults of Spec and names of the objects meshbench creates.
 const (
@@ -83,7 +86,7 @@ const (
 	LoadServiceAccount = "client"
 	// WaypointName is the waypoint Gateway's name (and so its service
 	// account's, the identity of rule allow-waypoint).
-	WaypointName = "waypoint"
+	WaypointName = meshes.WaypointName
 
 	// AntiAffinityMinNodes is the node count from which load workers and
 	// app pods must run on different nodes (required pod anti-affinity
@@ -222,23 +225,19 @@ func (s Spec) Validate() error {
 		bad("attacker", "true", "the Kubernetes platform has no attacker pod yet; run without it")
 	}
 	// The mesh options mean the same as in the local lab, without its
-	// loopback limits. Linkerd is checked as sidecar mode: per-pod proxies,
-	// the client's own identity reaching the app, mTLS always on.
+	// loopback limits. A mode with no local form is checked as the local
+	// mode it follows (meshes.Mesh.RulesAs: Linkerd as sidecar mode, per-pod
+	// proxies, the client's own identity reaching the app, mTLS always on).
 	o := s.Mesh
 	o.Nodes, o.LoopbackNet, o.Gateway, o.Attacker = mesh.MaxAppNodes, 0, false, false
-	if !slices.Contains(Modes, o.Mode) {
-		modes := make([]string, len(Modes))
-		for i, m := range Modes {
-			modes[i] = string(m)
-		}
-		bad("mode", strconv.Quote(string(o.Mode)), "allowed: "+strings.Join(modes, ", "))
+	if m, ok := meshes.Get(string(o.Mode)); !ok {
+		bad("mode", strconv.Quote(string(o.Mode)), meshes.Allowed(false))
 		o.Mode = mesh.ModeSidecar // check the rest as for a mesh
-	}
-	if o.Mode == ModeLinkerd {
-		if !o.MTLS {
-			bad("mtls", "false", "Linkerd always uses mTLS between meshed pods; it has no plaintext variant")
+	} else if m.RulesAs != "" {
+		if !o.MTLS && !m.Plaintext {
+			bad("mtls", "false", m.NoPlaintext+"; it has no plaintext variant")
 		}
-		o.Mode, o.MTLS = mesh.ModeSidecar, true
+		o.Mode, o.MTLS = mesh.Mode(m.RulesAs), true
 	}
 	if err := o.Validate(); err != nil {
 		errs = append(errs, err)
@@ -246,14 +245,21 @@ func (s Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
-// istio reports whether the mode is one of Istio's.
-func (s Spec) istio() bool {
-	switch s.Mesh.Mode {
-	case mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint:
-		return true
+// desc is the descriptor of the spec's mesh mode (meshes.Get); an
+// unknown mode (which Validate rejects) is described as none.
+func (s Spec) desc() *meshes.Mesh {
+	if m, ok := meshes.Get(string(s.Mesh.Mode)); ok {
+		return m
 	}
-	return false
+	m, _ := meshes.Get(string(mesh.ModeNone))
+	return m
 }
+
+// istio reports whether the mode is one of Istio's.
+func (s Spec) istio() bool { return s.desc().Product == meshes.Istio }
+
+// linkerd reports whether the mode is Linkerd.
+func (s Spec) linkerd() bool { return s.desc().Product == meshes.Linkerd }
 
 // appPort is the port the app's pods listen on.
 func (s Spec) appPort() int {
@@ -403,24 +409,13 @@ func (s Spec) namespace(name string, app bool) *corev1.Namespace {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: s.labels()},
 	}
-	switch s.Mesh.Mode {
-	case mesh.ModeNone:
-		ns.Labels["istio-injection"] = "disabled"
-		ns.Annotations = map[string]string{"linkerd.io/inject": "disabled"}
-	case mesh.ModeSidecar:
-		ns.Labels["istio-injection"] = "enabled"
-	case mesh.ModeAmbient:
-		ns.Labels["istio.io/dataplane-mode"] = "ambient"
-	case mesh.ModeWaypoint:
-		ns.Labels["istio.io/dataplane-mode"] = "ambient"
-		if app {
-			ns.Labels["istio.io/use-waypoint"] = WaypointName
-		}
-	case ModeLinkerd:
-		ns.Annotations = map[string]string{
-			"linkerd.io/inject":                        "enabled",
-			"config.linkerd.io/default-inbound-policy": "all-authenticated",
-		}
+	c := s.desc().Cluster
+	maps.Copy(ns.Labels, c.NamespaceLabels)
+	if app {
+		maps.Copy(ns.Labels, c.AppNamespaceLabels)
+	}
+	if len(c.NamespaceAnnotations) > 0 {
+		ns.Annotations = maps.Clone(c.NamespaceAnnotations)
 	}
 	return ns
 }
@@ -449,7 +444,7 @@ func (s Spec) meshObjects() []runtime.Object {
 	var out []runtime.Object
 	if s.istio() {
 		mode := "STRICT"
-		if !s.Mesh.MTLS && s.Mesh.Mode == mesh.ModeSidecar {
+		if !s.Mesh.MTLS && s.desc().Plaintext {
 			mode = "DISABLE"
 		}
 		for _, ns := range []string{s.LoadNamespace, s.AppNamespace} {
@@ -457,7 +452,7 @@ func (s Spec) meshObjects() []runtime.Object {
 				map[string]any{"mtls": map[string]any{"mode": mode}}))
 		}
 	}
-	if s.Mesh.Mode == mesh.ModeWaypoint {
+	if s.desc().Kind == meshes.KindWaypoint {
 		gw := s.object(gatewayAPI, "Gateway", s.AppNamespace, WaypointName, map[string]any{
 			"gatewayClassName": "istio-waypoint",
 			"listeners": []any{map[string]any{
@@ -548,7 +543,7 @@ func (s Spec) policyObjects() ([]runtime.Object, error) {
 		for _, r := range rules {
 			out = append(out, s.istioPolicy(r))
 		}
-	case s.Mesh.Mode == ModeLinkerd:
+	case s.linkerd():
 		out = s.linkerdPolicies(rules)
 	}
 	return out, nil
@@ -647,7 +642,7 @@ func (s Spec) linkerdPolicies(rules []rule) []runtime.Object {
 // opaqueAnnotations tell Linkerd to keep the app port at L4 when the
 // protocol is tcp (Linkerd's form of Istio's tcp- port names).
 func (s Spec) opaqueAnnotations() map[string]string {
-	if s.Mesh.Mode == ModeLinkerd && s.Mesh.Protocol == mesh.ProtocolTCP {
+	if s.linkerd() && s.Mesh.Protocol == mesh.ProtocolTCP {
 		return map[string]string{"config.linkerd.io/opaque-ports": strconv.Itoa(s.appPort())}
 	}
 	return nil
@@ -960,16 +955,7 @@ func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
 		pod.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
 	}
-	var ann map[string]string
-	switch s.Mesh.Mode {
-	case mesh.ModeSidecar:
-		ann = map[string]string{"sidecar.istio.io/nativeSidecar": "true"}
-	case ModeLinkerd:
-		ann = map[string]string{
-			"config.alpha.linkerd.io/proxy-enable-native-sidecar": "true",
-			"config.beta.linkerd.io/proxy-enable-native-sidecar":  "true",
-		}
-	}
+	ann := maps.Clone(s.desc().Cluster.LoadPodAnnotations)
 	w := int32(ls.Workers)
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},

@@ -525,7 +525,7 @@ func TestSpecValidate(t *testing.T) {
 		{"bad namespace", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.AppNamespace = "App_NS" }), []string{`app-namespace "App_NS"`}},
 		{"same namespaces", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.AppNamespace = DefaultLoadNamespace }), []string{"must differ"}},
 		{"negative nodes", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.NodeCount = -1 }), []string{"nodes -1"}},
-		{"linkerd plaintext", spec(ModeLinkerd, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.MTLS = false }), []string{"mtls false: Linkerd always uses mTLS"}},
+		{"linkerd plaintext", spec(ModeLinkerd, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.MTLS = false }), []string{"mtls false: Linkerd's mTLS between meshed pods is always on"}},
 		{"gateway", spec(mesh.ModeSidecar, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.Gateway = true }), []string{"gateway true"}},
 		{"attacker", spec(mesh.ModeSidecar, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.Attacker = true }), []string{"attacker true"}},
 		{"app image with faces", spec(mesh.ModeNone, mesh.AppFaces, 0, func(s *Spec) { s.AppImage = "nginx" }), []string{"app-image nginx: applies to the static app only"}},

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -293,7 +294,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	mode := string(o.Spec.Mesh.Mode)
 
 	endMesh := r.phase("prepare/mesh")
-	if o.InstallMesh && mode != "none" {
+	if o.InstallMesh && meshes.HasProxies(mode) {
 		if v, err := CLIVersion(ctx, mode); err == nil {
 			r.manifest.Options["mesh_cli_version"] = v
 		} else {
