@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -61,11 +63,13 @@ const SMPVersion = "v0.0.1"
 //   - mesh config: mode none has no mesh_type (SMP's enum has no "no mesh";
 //     labelled meshbench.mode "none", "no mesh"); sidecar, ambient and
 //     waypoint are mesh_type ISTIO with labels istio.mode sidecar/ambient
-//     (+ waypoint) and an annotation saying it is meshbench's local Envoy
-//     emulation of that Istio data plane, not Istio itself; mesh_type.version
-//     is empty for the same reason, proxy_build is the Envoy version and
-//     mesh_build meshbench's. mtls_enabled is the scenario's mTLS (false
-//     without a mesh). sidecar (sidecar mode) and ingress_gateway (with a
+//     (+ waypoint), linkerd is mesh_type LINKERD (each mesh's descriptor in
+//     internal/meshes says which); a run of the local lab adds an annotation
+//     saying it is meshbench's local Envoy emulation of that Istio data
+//     plane, not Istio itself (a cluster's run is the real mesh and has
+//     none); mesh_type.version is empty, proxy_build is the Envoy version
+//     and mesh_build meshbench's. mtls_enabled is the scenario's mTLS (false
+//     without a mesh). sidecar (a sidecar mesh) and ingress_gateway (with a
 //     gateway) hold count, cpu_mcores and mem_mb of those proxies.
 //   - environment: one node (the host: CPU model, cores, memory in MB; the
 //     local lab's "nodes" are loopback addresses on it), labels for platform,
@@ -300,15 +304,12 @@ func testConfig(c *analysis.Cell, run *results.RunManifest, l *results.LoadResul
 	}
 }
 
-// istioModes maps meshbench's mesh modes to the Istio data plane each
-// emulates.
-var istioModes = map[string]string{"sidecar": "sidecar", "ambient": "ambient", "waypoint": "ambient"}
-
 func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 	mode := c.Config.Mesh
 	m := smpMeshConfig{SMPVersion: SMPVersion, ID: c.ID + "/mesh", Labels: map[string]string{"meshbench.mode": mode},
 		MeshBuild: "meshbench " + run.MeshbenchVersion}
-	if mode == "none" {
+	d, known := meshes.Get(mode)
+	if known && d.Kind == meshes.KindNone {
 		m.Labels["meshbench.mesh"] = "no mesh"
 		return m
 	}
@@ -316,15 +317,14 @@ func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 	if run.EnvoyVersion != "" {
 		m.ProxyBuild = "envoy " + run.EnvoyVersion
 	}
-	if im, ok := istioModes[mode]; ok {
-		lb := map[string]string{"istio.mode": im}
-		what := "Istio " + im + " mode"
-		if mode == "waypoint" {
-			lb["istio.waypoint"] = "true"
-			what += " with a waypoint"
+	if known && d.SMPType != "" {
+		m.MeshType = &smpMeshType{Type: d.SMPType, Labels: maps.Clone(d.SMPLabels)}
+		// Only the local lab emulates a mesh: on a cluster the mesh is the
+		// real one.
+		if d.Emulates != "" && run.Local() {
+			m.MeshType.Annotations = map[string]string{
+				"meshbench.io/emulation": "meshbench's local Envoy emulation of the " + d.Emulates + " data plane, not " + d.Product + " itself"}
 		}
-		m.MeshType = &smpMeshType{Type: "ISTIO", Labels: lb, Annotations: map[string]string{
-			"meshbench.io/emulation": "meshbench's local Envoy emulation of the " + what + " data plane, not Istio itself"}}
 	}
 	count := map[string]int32{}
 	for _, p := range run.Processes {
@@ -341,7 +341,7 @@ func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 		}
 		return u
 	}
-	if mode == "sidecar" {
+	if known && d.Kind == meshes.KindSidecar {
 		m.Sidecar = usage(sample.CategoryDataPlane)
 	}
 	if c.Config.Gateway {

@@ -124,3 +124,64 @@ func TestSMPGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestSMPMeshTypeByPlatform checks that only a run of the local lab is
+// labelled an emulation: the same cell on a cluster ran the real mesh. It
+// renders the sidecar fixture cell with its manifest's platform changed,
+// and as a Linkerd cell (only clusters run Linkerd).
+func TestSMPMeshTypeByPlatform(t *testing.T) {
+	const id = "sidecar-static-r50-x1-p0-http-pod-mtls-rep1"
+	dir := results.CellDir(filepath.Join("..", "analysis", "testdata", "plan-small"), id)
+	for _, tt := range []struct {
+		name, platform, mesh string
+		wantType, wantMode   string // mesh_type.type and its istio.mode label ("" none)
+		emulation            bool   // the meshbench.io/emulation annotation is there
+	}{
+		// The lab's sidecar mode is Envoy playing istio-proxy.
+		{"local sidecar", results.PlatformLocal, "sidecar", "ISTIO", "sidecar", true},
+		// A manifest from before the platform field: those were local runs.
+		{"old manifest", "", "sidecar", "ISTIO", "sidecar", true},
+		// The bug fixed: Istio on a cluster is Istio itself.
+		{"kube sidecar", results.PlatformKube, "sidecar", "ISTIO", "sidecar", false},
+		// Linkerd is its own SMP mesh type and never an emulation.
+		{"kube linkerd", results.PlatformKube, "linkerd", "LINKERD", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := analysis.ReadCell(dir, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := results.ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load, err := results.ReadFile(filepath.Join(dir, results.LoadFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			run.Platform, c.Config.Mesh = tt.platform, tt.mesh
+			b, err := SMPResult(c, run, load)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			mt := get(t, doc, "service_mesh_config.mesh_type").(map[string]any)
+			if mt["type"] != tt.wantType {
+				t.Errorf("mesh_type.type %v, want %s", mt["type"], tt.wantType)
+			}
+			labels, _ := mt["labels"].(map[string]any)
+			if got, _ := labels["istio.mode"].(string); got != tt.wantMode {
+				t.Errorf("istio.mode %q, want %q", got, tt.wantMode)
+			}
+			ann, _ := mt["annotations"].(map[string]any)
+			if _, got := ann["meshbench.io/emulation"]; got != tt.emulation {
+				t.Errorf("emulation annotation present %v, want %v (%v)", got, tt.emulation, ann)
+			}
+			// Both sidecar meshes report their sidecars' usage.
+			get(t, doc, "service_mesh_config.sidecar.count")
+		})
+	}
+}

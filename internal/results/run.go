@@ -47,12 +47,21 @@ type Phase struct {
 	Ended   time.Time `json:"ended"`
 }
 
+// The platforms a run names in RunManifest.Platform.
+const (
+	// PlatformLocal is the local lab; manifests written before the field
+	// existed carry "" and were local runs too (see RunManifest.Local).
+	PlatformLocal = "local"
+	// PlatformKube is a Kubernetes cluster.
+	PlatformKube = "kube"
+)
+
 // RunManifest describes one run (one benchmark cell).
 type RunManifest struct {
 	Schema           string         `json:"schema"`
 	MeshbenchVersion string         `json:"meshbench_version"`
 	EnvoyVersion     string         `json:"envoy_version,omitempty"`
-	Platform         string         `json:"platform"` // local or kube
+	Platform         string         `json:"platform"` // PlatformLocal or PlatformKube
 	StartedAt        time.Time      `json:"started_at"`
 	EndedAt          time.Time      `json:"ended_at"`
 	Host             Host           `json:"host"`
@@ -305,3 +314,7 @@ func ReadManifest(dir string) (*RunManifest, error) {
 	}
 	return &m, nil
 }
+
+// Local reports whether the run was on the local lab: platform "local",
+// or "" in a manifest older than the field.
+func (m *RunManifest) Local() bool { return m.Platform == "" || m.Platform == PlatformLocal }
