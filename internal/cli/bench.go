@@ -95,7 +95,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Duration, "duration", "", "measured window per cell (default 10s)")
 	fl.StringVar(&f.Warmup, "warmup", "", "warm-up per cell (default 2s)")
 	fl.StringVar(&f.Drain, "drain", "", "drain per cell (default 2s)")
-	fl.StringVar(&f.Connections, "connections", "", "load generator connections (default 16)")
+	fl.StringVar(&f.Connections, "connections", "", fmt.Sprintf("load generator connections (default %d)", loadgen.DefaultConnections))
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
 	fl.StringVar(&f.Generator, "generator", "", "load generator of the workers: meshbench (default), oha or wrk2 (kube platform)")

@@ -124,7 +124,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "measured duration (after the warm-up)")
 	fl.DurationVar(&f.warmup, "warmup", time.Second, "load sent before the measured window, not counted (0 to skip)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "per-request timeout, from the actual send")
-	fl.IntVarP(&f.connections, "connections", "c", 16, "keep-alive connections the rate is spread over (at least one per target)")
+	fl.IntVarP(&f.connections, "connections", "c", loadgen.DefaultConnections, "keep-alive connections the rate is spread over (at least one per target)")
 	fl.IntVar(&f.maxQueue, "max-queue", -1, "requests waiting for a free connection before new ones are dropped (default: one second of requests, at least 1000)")
 	fl.StringVarP(&f.method, "method", "X", "GET", "HTTP method")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, `request header "Name: value" (repeatable; gRPC metadata for grpc targets)`)

@@ -88,7 +88,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	fl.IntVar(&f.pssEvery, "pss-every", 0, "read PSS (/proc/PID/smaps_rollup) every N sampling rounds; CPU and RSS are read every round. "+
 		"PSS costs ~1.3 ms of CPU per Envoy and ~0.5 ms per app per reading, 96% of a round, taken from the processes measured "+
 		"(~160m at 1 s with 90 replicas); 0 = about every 5 s (5 rounds at 1 s), 1 = every round")
-	fl.IntVar(&f.connections, "connections", 16, "load generator connections")
+	fl.IntVar(&f.connections, "connections", loadgen.DefaultConnections, "load generator connections")
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/TIME-MESH)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
 	// Hidden: moves the lab to 127.N.0.0/16 so tests (or two labs) can

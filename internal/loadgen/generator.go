@@ -28,6 +28,11 @@ import (
 	"github.com/meshbench/meshbench/internal/latency"
 )
 
+// DefaultConnections is the number of connections a load spreads over when
+// none is given: `meshbench load`, `run` and `bench` flags, plans, and both
+// platforms' options use it.
+const DefaultConnections = 16
+
 // Config is one load run.
 type Config struct {
 	Targets     []Target      // at least one; all of one protocol; spread over connections round-robin

@@ -124,7 +124,7 @@ const (
 	DefaultDuration       = 10 * time.Second
 	DefaultWarmup         = 2 * time.Second
 	DefaultDrain          = 2 * time.Second
-	DefaultConnections    = 16
+	DefaultConnections    = loadgen.DefaultConnections
 	DefaultSampleInterval = time.Second
 	DefaultConfidence     = 0.95
 	DefaultRateShortfall  = 0.002 // results.RateShortfallTolerance

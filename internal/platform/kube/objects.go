@@ -852,7 +852,7 @@ func (ls LoadSpec) checkGenerator() error {
 	if err != nil {
 		return err
 	}
-	conns := cmp.Or(ls.Connections, 16) // `meshbench load`'s default
+	conns := cmp.Or(ls.Connections, loadgen.DefaultConnections)
 	for i := range ls.Workers {
 		c := extgen.Config{Generator: ls.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Closed: ls.Max,
 			Duration: ls.Duration, Warmup: ls.Warmup, Timeout: cmp.Or(ls.Timeout, 30*time.Second),

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -179,7 +180,7 @@ func (o *Options) defaults() error {
 		errs = append(errs, fmt.Errorf("workers %d: allowed: 1 or more", o.Workers))
 	}
 	if o.Connections == 0 {
-		o.Connections = 16
+		o.Connections = loadgen.DefaultConnections
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second

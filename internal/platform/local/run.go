@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -41,7 +42,7 @@ type Options struct {
 	ErrorRatio  float64
 	Duration    time.Duration // measured window
 	Warmup      time.Duration // load before the window, not counted
-	Connections int           // load generator connections (0: 16, at least one per target)
+	Connections int           // load generator connections (0: loadgen.DefaultConnections, at least one per target)
 	Timeout     time.Duration // per request (0: 10 s)
 	// AppConcurrency and AppServiceTime bound every app replica
 	// (`meshbench serve --concurrency --service-time`, app.Config): at most
@@ -269,7 +270,7 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("duration %v: must be > 0", o.Duration)
 	}
 	if o.Connections == 0 {
-		o.Connections = 16
+		o.Connections = loadgen.DefaultConnections
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
