@@ -303,11 +303,9 @@ func splitForWorker(cmd *cobra.Command, f *loadFlags, cfg *loadgen.Config) error
 		return nil
 	}
 	if !cfg.Closed && cfg.Rate.Freq > 0 {
-		share := loadgen.WorkerShare(cfg.Rate.PerSecond(), w, i)
-		r, err := loadgen.ParseRate(strconv.FormatFloat(share, 'f', 6, 64))
-		if share <= 0 || err != nil {
-			errs = append(errs, fmt.Errorf("--rate %s over --workers %d: worker %d's share (%s/s) is below the minimum of %g per second; use fewer workers",
-				f.rate, w, i, strconv.FormatFloat(share, 'f', -1, 64), loadgen.WorkerShareStep))
+		r, err := loadgen.WorkerRate(cfg.Rate, w, i)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--rate %s over --workers %d: %v; use fewer workers", f.rate, w, err))
 		} else {
 			cfg.Rate = r
 		}

@@ -1,6 +1,10 @@
 package loadgen
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
 
 // WorkerShareStep is the smallest unit a rate is split in between workers:
 // one micro-request per second (1e-6/s), the lowest rate ParseRate accepts.
@@ -43,6 +47,23 @@ func WorkerShare(total float64, workers, index int) float64 {
 		share++
 	}
 	return float64(share) / shareStepsPerSec
+}
+
+// WorkerRate is worker index's share of total spread over workers load
+// generators (WorkerShare), as the exact Rate that worker paces at: the
+// total itself for one worker. It fails when the share is below
+// WorkerShareStep (a rate too low for that many workers) or the arguments
+// are out of range. `meshbench load --workers` and the kube platform's
+// load Job both split a rate with it, so they agree on every share.
+func WorkerRate(total Rate, workers, index int) (Rate, error) {
+	if workers == 1 && index == 0 {
+		return total, nil
+	}
+	share := WorkerShare(total.PerSecond(), workers, index)
+	if share <= 0 {
+		return Rate{}, fmt.Errorf("worker %d's share (%s/s) is below the minimum of %g per second", index, strconv.FormatFloat(share, 'f', -1, 64), WorkerShareStep)
+	}
+	return ParseRate(strconv.FormatFloat(share, 'f', 6, 64))
 }
 
 // WorkerConnections returns worker index's part of total connections

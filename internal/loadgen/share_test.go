@@ -112,3 +112,38 @@ func TestWorkerConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerRate checks the exact rate each worker paces at.
+func TestWorkerRate(t *testing.T) {
+	for _, tt := range []struct {
+		total          string
+		workers, index int
+		want           string // the share as Rate.String prints it; "" for an error
+	}{
+		// One worker paces at the total itself, every decimal kept.
+		{"33.333333333", 1, 0, "33.333333333/s"},
+		// 100/s over 3: the remainder step goes to the first worker.
+		{"100", 3, 0, "33.333334/s"},
+		{"100", 3, 2, "33.333333/s"},
+		// A rate given per minute splits as its per-second value.
+		{"60/m", 2, 1, "0.5/s"},
+		// Two steps over three workers: the last one gets nothing.
+		{"0.000002", 3, 2, ""},
+		// An index outside the workers is no share.
+		{"100", 3, 3, ""},
+	} {
+		total, err := ParseRate(tt.total)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := WorkerRate(total, tt.workers, tt.index)
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("WorkerRate(%s, %d, %d) = %s, want an error", tt.total, tt.workers, tt.index, got)
+		case tt.want != "" && err != nil:
+			t.Errorf("WorkerRate(%s, %d, %d): %v", tt.total, tt.workers, tt.index, err)
+		case tt.want != "" && got.String() != tt.want:
+			t.Errorf("WorkerRate(%s, %d, %d) = %s, want %s", tt.total, tt.workers, tt.index, got, tt.want)
+		}
+	}
+}

@@ -804,7 +804,7 @@ func (ls LoadSpec) Validate() error {
 		r, err := loadgen.ParseRate(ls.Rate)
 		if err != nil {
 			errs = append(errs, err)
-		} else if ls.Workers >= 1 && loadgen.WorkerShare(r.PerSecond(), ls.Workers, ls.Workers-1) <= 0 {
+		} else if _, err := loadgen.WorkerRate(r, ls.Workers, ls.Workers-1); ls.Workers >= 1 && err != nil {
 			bad("rate", ls.Rate, fmt.Sprintf("too low to split over %d workers (each needs at least %g per second)", ls.Workers, loadgen.WorkerShareStep))
 		}
 	}
@@ -858,8 +858,7 @@ func (ls LoadSpec) checkGenerator() error {
 			Duration: ls.Duration, Warmup: ls.Warmup, Timeout: cmp.Or(ls.Timeout, 30*time.Second),
 			Connections: max(loadgen.WorkerConnections(conns, ls.Workers, i), 1)}}
 		if !ls.Max {
-			share := loadgen.WorkerShare(mustRate(ls.Rate).PerSecond(), ls.Workers, i)
-			if c.Load.Rate, err = loadgen.ParseRate(strconv.FormatFloat(share, 'f', 6, 64)); err != nil {
+			if c.Load.Rate, err = loadgen.WorkerRate(mustRate(ls.Rate), ls.Workers, i); err != nil {
 				return err
 			}
 		}
