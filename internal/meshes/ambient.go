@@ -8,6 +8,7 @@ func init() {
 	c.Components = []Component{Ztunnel, IstioControl}
 	register(&Mesh{
 		Name:         "ambient",
+		Order:        2,
 		Kind:         KindNodeProxy,
 		Product:      Istio,
 		DataPlane:    "one L4 node proxy (ztunnel) per node, HBONE between nodes",

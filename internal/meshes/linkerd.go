@@ -9,6 +9,7 @@ const LinkerdNamespace = "linkerd"
 func init() {
 	register(&Mesh{
 		Name:         NameLinkerd,
+		Order:        4,
 		Kind:         KindSidecar,
 		Product:      Linkerd,
 		DataPlane:    "Linkerd's own proxy (linkerd2-proxy) beside every pod",

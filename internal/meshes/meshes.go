@@ -58,6 +58,9 @@ const (
 type Mesh struct {
 	// Name is the mode as plans, flags and results spell it ("sidecar").
 	Name string
+	// Order places the mode in help texts, tables and charts (none 0, then
+	// ascending); every mesh has its own.
+	Order int
 	// Kind is where its data plane sits.
 	Kind Kind
 	// Product is the mesh project ("Istio", "Linkerd"); "" for none.
@@ -147,22 +150,12 @@ type Command struct {
 }
 
 // all holds every descriptor in the order help texts, tables and charts
-// show them; each mesh's file adds itself with register.
+// show them (Mesh.Order); each mesh's file adds itself with register.
 var all []*Mesh
-
-// order is the place of each mesh in all (and so in tables).
-var order = []string{"none", "sidecar", "ambient", "waypoint", "linkerd"}
 
 func register(m *Mesh) {
 	all = append(all, m)
-	slices.SortFunc(all, func(a, b *Mesh) int { return rank(a.Name) - rank(b.Name) })
-}
-
-func rank(name string) int {
-	if i := slices.Index(order, name); i >= 0 {
-		return i
-	}
-	return len(order)
+	slices.SortFunc(all, func(a, b *Mesh) int { return a.Order - b.Order })
 }
 
 // All returns every mesh, in display order.
@@ -205,9 +198,14 @@ func ClusterOnly() []string {
 // Allowed is "allowed: a, b, c" for Names(local), for a problem line.
 func Allowed(local bool) string { return "allowed: " + strings.Join(Names(local), ", ") }
 
-// Order is name's place in display order (none first); unknown names sort
-// after every known one.
-func Order(name string) int { return rank(name) }
+// Order is name's place in display order, 0 for none and counting up;
+// unknown names sort after every known one.
+func Order(name string) int {
+	if i := slices.IndexFunc(all, func(m *Mesh) bool { return m.Name == name }); i >= 0 {
+		return i
+	}
+	return len(all)
+}
 
 // Is reports whether name is a known mesh of kind k.
 func Is(name string, k Kind) bool {

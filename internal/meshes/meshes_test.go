@@ -81,6 +81,17 @@ func TestLists(t *testing.T) {
 	}
 }
 
+// TestOrderUnique checks that no two meshes claim one place.
+func TestOrderUnique(t *testing.T) {
+	seen := map[int]string{}
+	for _, m := range meshes.All() {
+		if o, dup := seen[m.Order]; dup {
+			t.Errorf("%s and %s both have Order %d", o, m.Name, m.Order)
+		}
+		seen[m.Order] = m.Name
+	}
+}
+
 // TestDescriptorsComplete checks what every descriptor must say, so that a
 // new mesh's file cannot leave a field its callers rely on empty.
 func TestDescriptorsComplete(t *testing.T) {

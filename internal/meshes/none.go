@@ -3,6 +3,7 @@ package meshes
 func init() {
 	register(&Mesh{
 		Name:         "none",
+		Order:        0,
 		Kind:         KindNone,
 		DataPlane:    "none: the client calls the app directly",
 		ControlPlane: "none",

@@ -8,6 +8,7 @@ func init() {
 	c.Components = []Component{IstioSidecar, IstioControl}
 	register(&Mesh{
 		Name:         "sidecar",
+		Order:        1,
 		Kind:         KindSidecar,
 		Product:      Istio,
 		DataPlane:    "an Envoy sidecar (istio-proxy) beside every pod",

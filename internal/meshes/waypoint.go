@@ -15,6 +15,7 @@ func init() {
 	c.Components = []Component{Ztunnel, Waypoint, IstioControl}
 	register(&Mesh{
 		Name:         "waypoint",
+		Order:        3,
 		Kind:         KindWaypoint,
 		Product:      Istio,
 		DataPlane:    "ambient's node proxies plus an L7 Envoy waypoint for the server service",
