@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/process"
 )
 
 // Defaults of SupervisorOptions and Spec.
@@ -140,7 +142,7 @@ type Proc struct {
 
 	cmd      *exec.Cmd
 	done     chan struct{}
-	output   *tailBuffer
+	output   *process.TailBuffer
 	addrFile string // --admin-address-path
 
 	mu            sync.Mutex
@@ -304,15 +306,14 @@ func (s *Supervisor) spawnLocked(spec Spec, level string, env []string) (*Proc, 
 	}
 	args = append(args, "--admin-address-path", addrFile)
 
-	out := newTailBuffer(outputTailBytes)
+	out := process.NewTailBuffer(outputTailBytes)
 	cmd := exec.Command(s.bin.Path, args...)
 	cmd.Env = append(append([]string(nil), env...), spec.Env...)
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = 2 * time.Second
 	started := time.Now()
-	if err := spawn(cmd); err != nil {
+	if err := process.Start(cmd); err != nil {
 		return nil, "", fmt.Errorf("running %s: %w", s.bin.Path, err)
 	}
 	p := &Proc{
@@ -374,7 +375,7 @@ func endedByStop(state *os.ProcessState) bool {
 func (p *Proc) lastWords() string {
 	msg := envoyMessage(string(p.output.Bytes()), false)
 	if msg == "" && p.LogPath != "" {
-		msg = envoyMessage(string(readTail(p.LogPath, outputTailBytes)), false)
+		msg = envoyMessage(string(process.ReadTail(p.LogPath, outputTailBytes)), false)
 	}
 	var b strings.Builder
 	if msg != "" {
@@ -628,7 +629,7 @@ func stopProcs(ctx context.Context, procs []*Proc, grace time.Duration) error {
 		if p.exited() {
 			continue
 		}
-		killGroup(p.PID)
+		process.KillGroup(p.PID)
 		_ = p.cmd.Process.Kill()
 		errs = append(errs, fmt.Errorf("envoy %q (pid %d) was still running %s after SIGTERM: sent SIGKILL", p.Name, p.PID, waited))
 	}
@@ -663,53 +664,4 @@ func running(procs []*Proc) []*Proc {
 		}
 	}
 	return out
-}
-
-// tailBuffer is an io.Writer keeping the last max bytes written.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
-
-func (t *tailBuffer) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(b), nil
-}
-
-// Bytes returns a copy of the last max bytes written.
-func (t *tailBuffer) Bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > t.max {
-		b = b[len(b)-t.max:]
-	}
-	return append([]byte(nil), b...)
-}
-
-// readTail returns up to the last n bytes of a file (nil when unreadable).
-func readTail(path string, n int64) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil
-	}
-	off := max(st.Size()-n, 0)
-	b, err := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
-	if err != nil {
-		return nil
-	}
-	return b
 }

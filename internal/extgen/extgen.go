@@ -32,8 +32,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -265,7 +265,7 @@ func (c *Config) exec(ctx context.Context, argv []string, d time.Duration) (*exe
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	out.started = c.now()
-	if err := envoy.StartChild(cmd); err != nil {
+	if err := process.Start(cmd); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	pid := cmd.Process.Pid
@@ -282,11 +282,11 @@ func (c *Config) exec(ctx context.Context, argv []string, d time.Duration) (*exe
 		select {
 		case err = <-done:
 		case <-time.After(interruptGrace):
-			envoy.KillGroup(pid)
+			process.KillGroup(pid)
 			err = <-done
 		}
 	case <-timer.C:
-		envoy.KillGroup(pid)
+		process.KillGroup(pid)
 		<-done
 		return nil, fmt.Errorf("%s ran past its time limit of %v (duration %v + timeout %v + %v) and was killed; stderr: %s",
 			filepath.Base(argv[0]), limit, d, c.Load.Timeout, grace, tail(stderr.b.Bytes()))

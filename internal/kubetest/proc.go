@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/process"
 )
 
 // stopGrace is how long a component gets to exit after SIGTERM before it is
@@ -53,7 +55,7 @@ func startProc(name, logDir, bin string, args ...string) (*proc, error) {
 		// than leaving an orphaned etcd or apiserver behind.
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if err := cmd.Start(); err != nil {
+	if err := process.Start(cmd); err != nil { // from package process's long-lived thread, so Pdeathsig fires only when the test binary dies
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -84,20 +86,7 @@ func (p *proc) exited() bool {
 // reports whether SIGKILL was needed. (Once the leader is reaped its PID,
 // and so the group ID, may be reused: nothing is signalled after that.)
 func (p *proc) stop() (killed bool) {
-	if p.exited() {
-		return false
-	}
-	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
-	t := time.NewTimer(stopGrace)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return false
-	case <-t.C:
-		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-		<-p.done
-		return true
-	}
+	return process.Stop(p.PID, p.done, stopGrace)
 }
 
 // logTail returns the last n lines of the process's log, for error messages.
@@ -106,19 +95,10 @@ func (p *proc) logTail(n int) string {
 }
 
 func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	const maxBytes = 64 << 10
-	if len(b) > maxBytes {
-		b = b[len(b)-maxBytes:]
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return process.TailFile(path, n, 64<<10)
 }
 
 // errPortInUse marks a failure caused by a port that another process took

@@ -10,10 +10,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/process"
 )
 
 // child is a meshbench process the lab runs: an app replica (`meshbench
@@ -83,7 +82,7 @@ func startChild(bin, name, component, category, logPath string, args ...string) 
 		cmd.Stdout = logf
 	}
 	c := &child{name: name, component: component, category: category, cmd: cmd, done: make(chan struct{}), log: logf}
-	if err := envoy.StartChild(cmd); err != nil {
+	if err := process.Start(cmd); err != nil {
 		logf.Close()
 		return nil, nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -102,12 +101,9 @@ func (c *child) pid() int { return c.cmd.Process.Pid }
 
 // tail returns the end of the child's log for error messages.
 func (c *child) tail() string {
-	b, err := os.ReadFile(c.log.Name())
-	if err != nil || len(b) == 0 {
+	b := process.ReadTail(c.log.Name(), 400)
+	if len(b) == 0 {
 		return ""
-	}
-	if len(b) > 400 {
-		b = b[len(b)-400:]
 	}
 	return ": " + strings.TrimSpace(string(b))
 }
@@ -127,24 +123,11 @@ func (c *child) unexpectedExit() error {
 	return fmt.Errorf("%s (pid %d) exited unexpectedly (%v)%s", c.name, c.pid(), c.exitErr, c.tail())
 }
 
-// stop sends SIGTERM, waits up to grace, then kills the process group.
+// stop sends SIGTERM to the child's process group, waits up to grace,
+// then kills the group (process.Stop).
 func (c *child) stop(grace time.Duration) {
 	c.mu.Lock()
 	c.stopped = true
 	c.mu.Unlock()
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-c.done:
-	case <-t.C:
-		envoy.KillGroup(c.pid())
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
+	process.Stop(c.pid(), c.done, grace)
 }

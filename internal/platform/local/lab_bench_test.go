@@ -21,6 +21,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/testutil"
@@ -543,7 +544,7 @@ func sampleSleepers(b *testing.B, n, rounds int) (time.Duration, error) {
 		c := exec.Command("sleep", "600")
 		// Like the lab's children: a parent-death signal, so that not even
 		// a killed test binary leaves them behind.
-		if err := envoy.StartChild(c); err != nil {
+		if err := process.Start(c); err != nil {
 			return 0, fmt.Errorf("starting sleep %d: %w", i, err)
 		}
 		cmds = append(cmds, c)

@@ -1,0 +1,58 @@
+package process
+
+import (
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+)
+
+// sysProcAttr puts a child in its own process group and asks the kernel to
+// send it SIGTERM when the thread that started it dies.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+}
+
+// killGroup sends SIGKILL to the process group led by pid.
+func killGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// termGroup sends SIGTERM to the process group led by pid.
+func termGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+	}
+}
+
+// The parent-death signal fires when the *thread* that forked the child
+// exits, and Go may end a thread (when a goroutine locked to it returns).
+// So every child is forked from one goroutine locked to its thread for the
+// life of the program: the signal then fires only when meshbench dies.
+var spawner struct {
+	once sync.Once
+	reqs chan spawnReq
+}
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// spawn starts cmd on the spawner thread.
+func spawn(cmd *exec.Cmd) error {
+	spawner.once.Do(func() {
+		spawner.reqs = make(chan spawnReq)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the program
+			for r := range spawner.reqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawner.reqs <- spawnReq{cmd: cmd, done: done}
+	return <-done
+}
