@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 )
@@ -109,8 +110,9 @@ const (
 	PlatformKube = "kube"
 )
 
-// Generators are the load generators a plan on PlatformKube can use.
-var Generators = []string{"meshbench", "oha", "wrk2"}
+// Generators are the load generators a plan on PlatformKube can use: those
+// meshbench's image holds (extgen.Names).
+var Generators = extgen.Names
 
 // Limits and defaults.
 const (
