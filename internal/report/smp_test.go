@@ -11,8 +11,9 @@ import (
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-// smpCell renders one fixture cell of plan-small as `meshbench report` does.
-func smpCell(t *testing.T, id string) (*analysis.Cell, []byte) {
+// smpFixture reads one fixture cell of plan-small: the cell, its run
+// manifest and its load result.
+func smpFixture(t *testing.T, id string) (*analysis.Cell, *results.RunManifest, *results.LoadResult) {
 	t.Helper()
 	dir := results.CellDir(filepath.Join("..", "analysis", "testdata", "plan-small"), id)
 	c, err := analysis.ReadCell(dir, id)
@@ -27,6 +28,13 @@ func smpCell(t *testing.T, id string) (*analysis.Cell, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, run, load
+}
+
+// smpCell renders one fixture cell of plan-small as `meshbench report` does.
+func smpCell(t *testing.T, id string) (*analysis.Cell, []byte) {
+	t.Helper()
+	c, run, load := smpFixture(t, id)
 	b, err := SMPResult(c, run, load)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +139,6 @@ func TestSMPGolden(t *testing.T) {
 // and as a Linkerd cell (only clusters run Linkerd).
 func TestSMPMeshTypeByPlatform(t *testing.T) {
 	const id = "sidecar-static-r50-x1-p0-http-pod-mtls-rep1"
-	dir := results.CellDir(filepath.Join("..", "analysis", "testdata", "plan-small"), id)
 	for _, tt := range []struct {
 		name, platform, mesh string
 		wantType, wantMode   string // mesh_type.type and its istio.mode label ("" none)
@@ -147,18 +154,7 @@ func TestSMPMeshTypeByPlatform(t *testing.T) {
 		{"kube linkerd", results.PlatformKube, "linkerd", "LINKERD", "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := analysis.ReadCell(dir, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, err := results.ReadManifest(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			load, err := results.ReadFile(filepath.Join(dir, results.LoadFile))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, run, load := smpFixture(t, id)
 			run.Platform, c.Config.Mesh = tt.platform, tt.mesh
 			b, err := SMPResult(c, run, load)
 			if err != nil {
