@@ -2,6 +2,14 @@ package meshes
 
 // What Istio's three modes (sidecar.go, ambient.go, waypoint.go) share.
 
+// Istio's components, as the kube platform's classifier tells them apart.
+const (
+	IstioSidecar Component = "istio-sidecar"
+	IstioControl Component = "istio-control"
+	Ztunnel      Component = "ztunnel"
+	Waypoint     Component = "waypoint"
+)
+
 // IstioNamespace is where istioctl installs Istio's control plane.
 const IstioNamespace = "istio-system"
 

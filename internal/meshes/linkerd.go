@@ -3,6 +3,12 @@ package meshes
 // NameLinkerd is Linkerd's mode name.
 const NameLinkerd = "linkerd"
 
+// Linkerd's components, as the kube platform's classifier tells them apart.
+const (
+	LinkerdSidecar Component = "linkerd-sidecar"
+	LinkerdControl Component = "linkerd-control"
+)
+
 // LinkerdNamespace is where `linkerd install` puts Linkerd's control plane.
 const LinkerdNamespace = "linkerd"
 

@@ -44,15 +44,7 @@ const (
 // component classifiers name them.
 type Component string
 
-// The mesh components classifiers tell apart.
-const (
-	IstioSidecar   Component = "istio-sidecar"
-	IstioControl   Component = "istio-control"
-	Ztunnel        Component = "ztunnel"
-	Waypoint       Component = "waypoint"
-	LinkerdSidecar Component = "linkerd-sidecar"
-	LinkerdControl Component = "linkerd-control"
-)
+// Each mesh's file declares the components it runs (istio.go, linkerd.go).
 
 // Mesh describes one mesh mode.
 type Mesh struct {
