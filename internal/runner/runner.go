@@ -1,6 +1,6 @@
-// Package runner runs a benchmark plan's cells on the local lab or on a
-// Kubernetes cluster (internal/platform/kube), one after
-// the other in the plan's order, writing each finished cell into the plan
+// Package runner runs a benchmark plan's cells on a Platform (the local
+// lab, a Kubernetes cluster through internal/platform/kube, or a fake in
+// tests), one after the other in the plan's order, writing each finished cell into the plan
 // results directory as it ends, and resumes an interrupted plan without
 // re-running or overwriting a finished cell.
 //
@@ -71,8 +71,11 @@ type Options struct {
 	// Version and EnvoyVersion go into the manifest.
 	Version, EnvoyVersion string
 	// Platform is where the cells run, for the manifest: "local" (the
-	// default) or "kube".
+	// default) or "kube"; "" with On set: On's name.
 	Platform string
+	// On is the platform the cells run on; nil: the cluster when the cells
+	// carry Kube options, the local lab otherwise.
+	On Platform
 	// Progress, when set, is called before each cell runs (res nil) and
 	// after it ends (res as local.Run returned it, possibly nil).
 	Progress func(ev Event)
@@ -104,8 +107,8 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			skipped++
 		}
 	}
-	labs := &labs{planDir: o.Dir, m: m}
-	defer labs.stop("")
+	on := platformFor(o)
+	defer on.Teardown("")
 	for i, c := range o.Cells {
 		st := m.Cells[c.ID]
 		if st.Finished() {
@@ -123,21 +126,12 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			return m, err
 		}
 		st.Started = ev.Started.UTC()
-		var res *Result
-		var runErr error
-		if c.Kube != nil {
-			labs.stop("")
-			res, runErr = runKube(ctx, *c.Kube, partial)
-		} else {
-			lo := c.Lab
-			lo.OutDir = partial
-			res, runErr = labs.run(ctx, c, lo)
-		}
+		res, runErr := on.RunCell(ctx, CellRun{Cell: c, Dir: partial, PlanDir: o.Dir, Manifest: m})
 		if ctx.Err() != nil {
 			// Cut short: not a measurement. Discard it; resume runs it again.
 			_ = os.RemoveAll(partial)
 			*st = results.CellStatus{State: results.CellPending}
-			labs.stop("interrupted")
+			on.Teardown("interrupted")
 			_ = save(o.Dir, m)
 			return m, ctx.Err()
 		}
@@ -167,10 +161,10 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			}
 			res.Dir = results.CellDir(o.Dir, c.ID)
 		}
-		// Stop the lab now if the next cell to run will not use it, so its
+		// Tear down now what the next cell to run will not use, so its
 		// teardown is not counted in the next cell's time.
 		if next := nextPending(m, o.Cells, i+1); next == nil || next.Topology != c.Topology {
-			labs.stop("")
+			on.Teardown("")
 		}
 		m.Complete = allFinished(m, o.Cells)
 		if err := save(o.Dir, m); err != nil {
@@ -183,16 +177,6 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 	}
 	m.Complete = allFinished(m, o.Cells)
 	return m, save(o.Dir, m)
-}
-
-// runKube runs one cell on a cluster into dir.
-func runKube(ctx context.Context, o kube.Options, dir string) (*Result, error) {
-	o.OutDir = dir
-	res, err := kube.Run(ctx, o)
-	if res == nil {
-		return nil, err
-	}
-	return &Result{Dir: res.Dir, Manifest: res.Manifest, Load: res.Load}, err
 }
 
 // nextPending is the first unfinished cell from index from on, or nil.
@@ -353,7 +337,7 @@ func open(o Options) (*results.PlanManifest, error) {
 	now := time.Now().UTC()
 	platform := o.Platform
 	if platform == "" {
-		platform = "local"
+		platform = platformFor(o).Name()
 	}
 	m := &results.PlanManifest{Schema: results.PlanSchema, MeshbenchVersion: o.Version, EnvoyVersion: o.EnvoyVersion,
 		Platform: platform, Seed: o.Seed, Created: now, Host: results.ReadHost(), Order: order,

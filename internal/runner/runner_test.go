@@ -2,8 +2,7 @@ package runner
 
 import (
 	"context"
-	"net"
-	"net/url"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -40,23 +39,18 @@ func cells(t *testing.T, n int) []Cell {
 	return out
 }
 
-// TestRunInterruptedThenResumed interrupts a real plan while its second
-// cell runs, then resumes it: the finished cell is not run again, the cut
-// cell is discarded and run again, and the final directory has the same
-// structure as an uninterrupted run's.
+// TestRunInterruptedThenResumed interrupts a plan while its second cell
+// runs, then resumes it: the finished cell is not run again, the cut cell
+// is discarded and run again, the platform is torn down after the cut, and
+// the final directory has the same structure as an uninterrupted run's.
 func TestRunInterruptedThenResumed(t *testing.T) {
-	cs := cells(t, 3)
+	cs := fakeCells(3)
 	dir := filepath.Join(t.TempDir(), "plan")
-	o := Options{Dir: dir, PlanYAML: []byte("plan: test\n"), Seed: 7, Cells: cs, Version: "test"}
-
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o.Progress = func(ev Event) {
-		if !ev.Done && ev.Index == 2 {
-			// Let the second cell get going, then interrupt it.
-			time.AfterFunc(700*time.Millisecond, cancel)
-		}
-	}
+	// The second cell gets going, writes its manifest, and is interrupted.
+	on := &fakePlatform{block: map[string]func(){cs[1].ID: cancel}}
+	o := Options{Dir: dir, PlanYAML: []byte("plan: test\n"), Seed: 7, Cells: cs, Version: "test", On: on}
 	m, err := Run(ctx, o)
 	if err == nil {
 		t.Fatal("interrupted plan returned no error")
@@ -77,6 +71,10 @@ func TestRunInterruptedThenResumed(t *testing.T) {
 	// Simulate a crash mid-cell too: a half-written directory on disk.
 	if err := os.MkdirAll(results.CellDir(dir, cs[2].ID)+results.PartialSuffix, 0o755); err != nil {
 		t.Fatal(err)
+	}
+
+	if got, want := on.took(), "run c1, run c2, teardown interrupted, teardown "; got != want {
+		t.Errorf("platform calls %q, want %q", got, want)
 	}
 
 	o.Resume, o.Progress = true, nil
@@ -103,7 +101,7 @@ func TestRunInterruptedThenResumed(t *testing.T) {
 
 	// Same structure as an uninterrupted run of the same plan.
 	dir2 := filepath.Join(t.TempDir(), "plan2")
-	o2 := Options{Dir: dir2, PlanYAML: o.PlanYAML, Seed: 7, Cells: cs, Version: "test"}
+	o2 := Options{Dir: dir2, PlanYAML: o.PlanYAML, Seed: 7, Cells: cs, Version: "test", On: &fakePlatform{}}
 	if _, err := Run(context.Background(), o2); err != nil {
 		t.Fatal(err)
 	}
@@ -213,38 +211,36 @@ func TestRunReusesLabs(t *testing.T) {
 // reason (its lab's address was taken) measured nothing; --resume runs it
 // again, keeping what it left as ID.failed-N, and leaves done cells alone.
 // (Once, such a plan answered "2 of 2 cells already finished" forever.)
+// A cell that failed after writing its manifest is kept, as failed.
 func TestResumeRetriesFailedCells(t *testing.T) {
-	cs := cells(t, 2)
-	topo, err := mesh.Plan(cs[0].Lab.Mesh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(topo.LoadTargets[0].URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := fakeCells(3)
 	dir := filepath.Join(t.TempDir(), "plan")
-	o := Options{Dir: dir, PlanYAML: []byte("plan: test\n"), Seed: 7, Cells: cs, Version: "test"}
-	// The first cell runs into a busy address; the second finds it free.
-	ln, err := net.Listen("tcp", u.Host)
-	if err != nil {
-		t.Fatalf("taking the lab's address %s: %v", u.Host, err)
-	}
-	o.Progress = func(ev Event) {
-		if ev.Done && ev.Index == 1 {
-			ln.Close()
-		}
-	}
+	// c1 fails measuring nothing; c3 fails after its manifest was written
+	// (a cluster cell whose mesh check failed keeps the checks).
+	on := &fakePlatform{fail: map[string]error{cs[0].ID: errAddressInUse, cs[2].ID: errors.New("mesh not ready")},
+		dirty: map[string]bool{cs[2].ID: true}}
+	o := Options{Dir: dir, PlanYAML: []byte("plan: test\n"), Seed: 7, Cells: cs, Version: "test", On: on}
 	m, err := Run(context.Background(), o)
-	ln.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := m.Cells[cs[0].ID]; st.State != results.CellFailed || !strings.Contains(st.Error, "in use") {
 		t.Fatalf("first cell %+v, want failed: address in use", st)
 	}
+	if _, err := os.Stat(results.CellDir(dir, cs[0].ID)); err == nil {
+		t.Error("a cell that measured nothing left a directory")
+	}
 	if st := m.Cells[cs[1].ID]; st.State != results.CellDone {
 		t.Fatalf("second cell %+v, want done", st)
+	}
+	if st := m.Cells[cs[2].ID]; st.State != results.CellFailed || st.Error != "mesh not ready" {
+		t.Fatalf("third cell %+v, want failed: mesh not ready", st)
+	}
+	if _, err := results.ReadManifest(results.CellDir(dir, cs[2].ID)); err != nil {
+		t.Errorf("the failed cell's manifest was not kept: %v", err)
+	}
+	if !m.Complete {
+		t.Error("every cell ended (two failed), yet the plan is not complete")
 	}
 	second, err := results.ReadManifest(results.CellDir(dir, cs[1].ID))
 	if err != nil {
@@ -261,8 +257,11 @@ func TestResumeRetriesFailedCells(t *testing.T) {
 	if m, err = Run(context.Background(), o); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if got := strings.Join(ran, ","); got != cs[0].ID {
-		t.Errorf("resume ran %q, want only the failed cell %s", got, cs[0].ID)
+	if got, want := strings.Join(ran, ","), cs[0].ID+","+cs[2].ID; got != want {
+		t.Errorf("resume ran %q, want only the failed cells %s", got, want)
+	}
+	if _, err := results.ReadManifest(results.CellDir(dir, cs[2].ID) + FailedSuffix + "1"); err != nil {
+		t.Errorf("what the failed cell left is not kept beside it: %v", err)
 	}
 	if st := m.Cells[cs[0].ID]; st.State != results.CellDone || !st.Valid {
 		t.Errorf("retried cell %+v, want done and valid", st)
@@ -273,5 +272,28 @@ func TestResumeRetriesFailedCells(t *testing.T) {
 	}
 	if !m.Complete {
 		t.Error("plan not complete after the retry")
+	}
+}
+
+// TestRunTearsDown: the platform is torn down when the next cell to run
+// has another topology (so its teardown is not timed as part of that
+// cell), after the last cell, and once more at the end of the run.
+func TestRunTearsDown(t *testing.T) {
+	cs := fakeCells(5)
+	for i, topo := range []string{"a", "a", "b", "", ""} {
+		cs[i].Topology = topo
+	}
+	on := &fakePlatform{}
+	dir := filepath.Join(t.TempDir(), "plan")
+	m, err := Run(context.Background(), Options{Dir: dir, PlanYAML: []byte("plan: t\n"), Seed: 1, Cells: cs, On: on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "run c1, run c2, teardown , run c3, teardown , run c4, run c5, teardown , teardown "
+	if got := on.took(); got != want {
+		t.Errorf("platform calls\n%s\nwant\n%s", got, want)
+	}
+	if m.Platform != "fake" || !m.Complete {
+		t.Errorf("manifest platform %q complete %v, want the platform's name and complete", m.Platform, m.Complete)
 	}
 }
