@@ -146,7 +146,11 @@ func ReadCell(dir, id string) (*Cell, error) {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	c := &Cell{ID: id, Dir: dir, Valid: m.Valid, Invalid: m.Invalid, Figures: map[string]float64{}, Errors: lr.Errors}
-	c.Config = configOf(m.Options)
+	settings, err := m.Settings()
+	if err != nil {
+		return nil, &CellError{ID: id, File: results.ManifestFile, Err: err}
+	}
+	c.Config = configOf(settings)
 	c.MetricsSource, _ = m.Options["metrics_source"].(string)
 	lat, _, _, err := lr.Histograms()
 	if err != nil {
@@ -227,22 +231,11 @@ func readResources(dir string) (sample.Summary, error) {
 	return doc.Summary, nil
 }
 
-// configOf reads a cell's Config from its manifest's options.
-func configOf(o map[string]any) Config {
-	str := func(k string) string { s, _ := o[k].(string); return s }
-	num := func(k string) int {
-		switch v := o[k].(type) {
-		case float64:
-			return int(v)
-		case int:
-			return v
-		}
-		return 0
-	}
-	b := func(k string) bool { v, _ := o[k].(bool); return v }
-	c := Config{Mesh: str("mesh"), App: str("app"), Rate: str("rate"), Replicas: num("replicas"), Policies: num("policies"),
-		Protocol: str("protocol"), Gateway: b("gateway"), MTLS: b("mtls")}
-	if b("closed_loop") {
+// configOf is a cell's Config from its manifest's settings.
+func configOf(s results.CellSettings) Config {
+	c := Config{Mesh: s.Mesh, App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
+		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS}
+	if s.ClosedLoop {
 		c.Rate = "max"
 	}
 	return c

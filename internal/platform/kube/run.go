@@ -1021,16 +1021,17 @@ func (c *Cluster) waitJob(ctx context.Context, ns, name, appNS string, timeout t
 
 func optionsMap(o Options, c *Cluster) map[string]any {
 	m := o.Spec.Mesh
-	return map[string]any{
-		"mesh": string(m.Mode), "app": string(m.App), "replicas": m.Replicas, "nodes": m.Nodes,
-		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
-		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(),
-		"connections": o.Connections, "workers": o.Workers,
-		"sample_interval": o.SampleInterval.String(), "drain": o.Drain.String(), "kubelet_interval": o.KubeletInterval.String(),
+	return results.CellSettings{
+		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
+		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
+		Rate: o.Rate, ClosedLoop: o.Max, Duration: o.Duration.String(), Warmup: o.Warmup.String(),
+		Connections: o.Connections, SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(),
+	}.Options(map[string]any{
+		"workers": o.Workers, "kubelet_interval": o.KubeletInterval.String(),
 		"cluster": map[string]any{"server": c.Server, "context": c.Context, "version": c.Version},
 		"run_id":  o.Spec.RunID, "namespaces": []string{o.Spec.AppNamespace, o.Spec.LoadNamespace},
 		"image": o.Spec.Image, "install_mesh": o.InstallMesh, "faces_chart": o.Spec.FacesChart,
-	}
+	})
 }
 
 // placeNodes counts the ready, schedulable nodes and, from

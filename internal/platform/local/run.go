@@ -661,10 +661,10 @@ func bindPlan(t *mesh.Topology) []envoy.AddrOwner {
 
 func optionsMap(o Options, t *mesh.Topology) map[string]any {
 	m := t.Options
-	return map[string]any{
-		"mesh": string(m.Mode), "app": string(m.App), "replicas": m.Replicas, "nodes": m.Nodes,
-		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
-		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(), "connections": o.Connections,
-		"sample_interval": o.SampleInterval.String(), "pss_every_rounds": o.pssEvery(), "drain": o.Drain.String(),
-	}
+	return results.CellSettings{
+		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
+		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
+		Rate: o.Rate, ClosedLoop: o.Max, Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
+		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(),
+	}.Options(map[string]any{"pss_every_rounds": o.pssEvery()})
 }

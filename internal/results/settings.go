@@ -1,0 +1,72 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// CellSettingsSchema names the JSON Schema of CellSettings
+// (schema/cell-settings.v1.schema.json in the repository).
+const CellSettingsSchema = "meshbench.cell-settings/v1"
+
+// CellSettings are the settings of one cell that every platform records in
+// RunManifest.Options, under these keys, and analysis reads back: the
+// topology (mesh options) and the load. A platform adds keys of its own
+// beside them (kube: workers, cluster, image, …; local: pss_every_rounds,
+// validated_configs), which CellSettings ignores. Every manifest meshbench
+// has written carries these keys in this form (version 1), so old results
+// read back as new ones do.
+type CellSettings struct {
+	Mesh     string `json:"mesh"`     // mesh mode (internal/meshes)
+	App      string `json:"app"`      // static or faces
+	Replicas int    `json:"replicas"` // pods per service of the app
+	Nodes    int    `json:"nodes"`    // app nodes
+	Policies int    `json:"policies"` // L4 ALLOW rules
+	Gateway  bool   `json:"gateway"`  // load through an ingress gateway
+	Protocol string `json:"protocol"` // http or tcp
+	MTLS     bool   `json:"mtls"`
+	// Rate is the open-loop rate as `meshbench load --rate` reads it, ""
+	// for the closed loop; ClosedLoop is true for the closed loop (`load
+	// --max`).
+	Rate       string `json:"rate"`
+	ClosedLoop bool   `json:"closed_loop"`
+	// Duration, Warmup, SampleInterval and Drain are Go durations ("10s").
+	Duration       string `json:"duration"`
+	Warmup         string `json:"warmup"`
+	Connections    int    `json:"connections"`
+	SampleInterval string `json:"sample_interval"`
+	Drain          string `json:"drain"`
+}
+
+// Options returns s as the manifest's options map, with extra (a
+// platform's own keys) added; extra may not redefine a key of s.
+func (s CellSettings) Options(extra map[string]any) map[string]any {
+	m := map[string]any{
+		"mesh": s.Mesh, "app": s.App, "replicas": s.Replicas, "nodes": s.Nodes,
+		"policies": s.Policies, "gateway": s.Gateway, "protocol": s.Protocol, "mtls": s.MTLS,
+		"rate": s.Rate, "closed_loop": s.ClosedLoop, "duration": s.Duration, "warmup": s.Warmup,
+		"connections": s.Connections, "sample_interval": s.SampleInterval, "drain": s.Drain,
+	}
+	for k, v := range extra {
+		if _, ok := m[k]; ok {
+			panic("results: CellSettings.Options: extra key " + k + " is a setting")
+		}
+		m[k] = v
+	}
+	return m
+}
+
+// Settings reads the cell settings back from m.Options (keys missing in a
+// manifest read as zero values). It fails only when a key holds a value of
+// the wrong type.
+func (m *RunManifest) Settings() (CellSettings, error) {
+	var s CellSettings
+	b, err := json.Marshal(m.Options)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("manifest options: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,99 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// TestCellSettingsRoundTrip writes settings as a platform does, through a
+// manifest file, and reads them back.
+func TestCellSettingsRoundTrip(t *testing.T) {
+	want := CellSettings{Mesh: "linkerd", App: "faces", Replicas: 3, Nodes: 2, Policies: 5, Protocol: "tcp", MTLS: true,
+		Rate: "33.3", Duration: "10s", Warmup: "2s", Connections: 16, SampleInterval: "1s", Drain: "1m0s"}
+	m := &RunManifest{Schema: RunSchema, Options: want.Options(map[string]any{"workers": 3})}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back RunManifest
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := back.Settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("read back %+v, want %+v", got, want)
+	}
+	if back.Options["workers"] != float64(3) {
+		t.Errorf("the platform's own key workers = %v, want 3", back.Options["workers"])
+	}
+	// A key of the wrong type is an error, not a silent zero.
+	back.Options["replicas"] = "three"
+	if _, err := back.Settings(); err == nil {
+		t.Error("replicas \"three\" read without an error")
+	}
+}
+
+// TestCellSettingsStoredManifests reads the manifests stored under
+// analysis' testdata, written by earlier meshbench versions (0.1.0-dev,
+// before CellSettings existed): every one validates against
+// schema/cell-settings.v1.schema.json and reads back as the map said.
+func TestCellSettingsStoredManifests(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	sch, err := c.Compile("../../schema/cell-settings.v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := filepath.Glob("../analysis/testdata/*/cells/*/" + ManifestFile)
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no stored manifests (%v)", err)
+	}
+	for _, p := range paths {
+		m, err := ReadManifest(filepath.Dir(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Options json.RawMessage `json:"options"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc.Options))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%s: options do not validate: %v", p, err)
+		}
+		s, err := m.Settings()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		// Written back, the settings are the stored keys and values.
+		again := s.Options(nil)
+		for k, v := range again {
+			stored, _ := json.Marshal(m.Options[k])
+			mine, _ := json.Marshal(v)
+			if string(stored) != string(mine) {
+				t.Errorf("%s: %s stored %s, read back %s", p, k, stored, mine)
+			}
+		}
+		for k := range again {
+			if _, ok := m.Options[k]; !ok {
+				t.Errorf("%s: setting %s is not in the stored manifest", p, k)
+			}
+		}
+	}
+}
