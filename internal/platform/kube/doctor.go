@@ -196,11 +196,12 @@ func cliChecks(ctx context.Context, modes []string, install bool) []DoctorCheck 
 	var out []DoctorCheck
 	// One probe per CLI any mesh installs with, asked through the first
 	// mode that uses it.
-	var probes []struct{ cli, mode string }
+	type cliProbe struct{ cli, mode string }
+	var probes []cliProbe
 	for _, m := range meshes.All() {
 		cli := m.Cluster.CLI
-		if cli != "" && !slices.ContainsFunc(probes, func(p struct{ cli, mode string }) bool { return p.cli == cli }) {
-			probes = append(probes, struct{ cli, mode string }{cli, m.Name})
+		if cli != "" && !slices.ContainsFunc(probes, func(p cliProbe) bool { return p.cli == cli }) {
+			probes = append(probes, cliProbe{cli, m.Name})
 		}
 	}
 	for _, probe := range probes {
