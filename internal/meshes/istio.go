@@ -29,6 +29,7 @@ func istioCluster(profile string) Cluster {
 		VersionArgs:  []string{"istioctl", "version", "--remote=false", "--short"},
 		Install:      []Command{{Args: []string{"istioctl", "install", "-y", "--set", "profile=" + profile}}},
 		Namespace:    IstioNamespace,
+		APIGroup:     "istio.io",
 		Deployments:  []string{"istiod"},
 		IstioProfile: profile,
 	}

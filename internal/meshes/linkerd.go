@@ -33,6 +33,7 @@ func init() {
 				{Args: []string{"linkerd", "check", "--wait", "5m"}},
 			},
 			Namespace:   LinkerdNamespace,
+			APIGroup:    "linkerd.io",
 			Deployments: []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"},
 			NamespaceAnnotations: map[string]string{
 				"linkerd.io/inject":                        "enabled",

@@ -98,6 +98,10 @@ type Cluster struct {
 	Install []Command
 	// Namespace is where the control plane runs.
 	Namespace string
+	// APIGroup is the suffix of the API groups of the mesh's own resources
+	// ("istio.io"): a missing kind of such a group means the mesh is not
+	// installed.
+	APIGroup string
 	// Deployments and DaemonSets of Namespace must be ready.
 	Deployments, DaemonSets []string
 	// GatewayAPI: the cluster must serve the Gateway API's Gateway kind.

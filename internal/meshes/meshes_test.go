@@ -133,7 +133,7 @@ func TestDescriptorsComplete(t *testing.T) {
 					t.Errorf("install command %v does not run %s", cmd.Args, c.CLI)
 				}
 			}
-			if c.Namespace == "" || len(c.Deployments) == 0 || len(c.Components) == 0 {
+			if c.Namespace == "" || c.APIGroup == "" || len(c.Deployments) == 0 || len(c.Components) == 0 {
 				t.Error("a mesh names its control plane's namespace, Deployments and components")
 			}
 			if (c.Enrolled.Container == "") == (c.Enrolled.Annotation == "") {

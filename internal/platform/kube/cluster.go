@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/meshes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,15 +146,16 @@ func (c *Cluster) resource(gvk schema.GroupVersionKind, ns string) (dynamic.Reso
 	return c.Dynamic.Resource(m.Resource), nil
 }
 
-// crdHint names what installs a group's CRDs.
+// crdHint names what installs a group's CRDs: the mesh whose descriptor
+// claims the group, or the Gateway API.
 func crdHint(group string) string {
-	switch {
-	case strings.HasSuffix(group, "istio.io"):
-		return ": is Istio installed?"
-	case strings.HasSuffix(group, "linkerd.io"):
-		return ": is Linkerd installed?"
-	case group == "gateway.networking.k8s.io":
+	if group == "gateway.networking.k8s.io" {
 		return ": are the Gateway API CRDs installed (Istio ambient's waypoints need them)?"
+	}
+	for _, m := range meshes.All() {
+		if g := m.Cluster.APIGroup; g != "" && strings.HasSuffix(group, g) {
+			return ": is " + m.Product + " installed?"
+		}
 	}
 	return ""
 }
