@@ -32,22 +32,32 @@ var spawner struct {
 
 type spawnReq struct {
 	cmd  *exec.Cmd
+	in   func(func() error) error // nil: start where the spawner is
 	done chan error
 }
 
 // spawn starts cmd on the spawner thread.
-func spawn(cmd *exec.Cmd) error {
+func spawn(cmd *exec.Cmd) error { return spawnIn(cmd, nil) }
+
+// spawnIn starts cmd on the spawner thread inside in (which runs its
+// function on the calling thread, e.g. after a setns(2), and restores the
+// thread before it returns); nil: as spawn.
+func spawnIn(cmd *exec.Cmd, in func(func() error) error) error {
 	spawner.once.Do(func() {
 		spawner.reqs = make(chan spawnReq)
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread lives as long as the program
 			for r := range spawner.reqs {
-				r.done <- r.cmd.Start()
+				if r.in != nil {
+					r.done <- r.in(r.cmd.Start)
+				} else {
+					r.done <- r.cmd.Start()
+				}
 			}
 		}()
 	})
 	done := make(chan error, 1)
-	spawner.reqs <- spawnReq{cmd: cmd, done: done}
+	spawner.reqs <- spawnReq{cmd: cmd, in: in, done: done}
 	return <-done
 }
 
@@ -58,6 +68,15 @@ func spawn(cmd *exec.Cmd) error {
 func StartChild(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = sysProcAttr()
 	return spawn(cmd)
+}
+
+// StartChildIn is StartChild with the spawner thread inside in while it
+// forks: in runs its function on the calling thread in another namespace
+// (netns.NS.Do) and restores the thread before it returns, so the child is
+// born in that namespace and still gets the parent-death signal.
+func StartChildIn(cmd *exec.Cmd, in func(func() error) error) error {
+	cmd.SysProcAttr = sysProcAttr()
+	return spawnIn(cmd, in)
 }
 
 // KillGroup sends SIGKILL to the process group led by pid (a child started

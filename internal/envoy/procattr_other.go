@@ -20,5 +20,8 @@ func spawn(cmd *exec.Cmd) error { return cmd.Start() }
 // StartChild starts cmd (no process group or parent-death signal here).
 func StartChild(cmd *exec.Cmd) error { return spawn(cmd) }
 
+// StartChildIn starts cmd inside in (see the Linux version).
+func StartChildIn(cmd *exec.Cmd, in func(func() error) error) error { return in(cmd.Start) }
+
 // KillGroup is a no-op outside Linux.
 func KillGroup(pid int) { killGroup(pid) }
