@@ -31,8 +31,9 @@ type child struct {
 }
 
 // startServe runs `meshbench serve ARGS` and waits for its READY line.
-func startServe(ctx context.Context, bin, name, component string, logPath string, args ...string) (*child, error) {
-	c, stdout, err := startChild(bin, name, component, "app", logPath, append([]string{"serve"}, args...)...)
+// in, when not nil, is the network to start it in (Network.Enter).
+func startServe(ctx context.Context, in func(func() error) error, bin, name, component string, logPath string, args ...string) (*child, error) {
+	c, stdout, err := startChild(in, bin, name, component, "app", logPath, append([]string{"serve"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func startServe(ctx context.Context, bin, name, component string, logPath string
 	}
 }
 
-func startChild(bin, name, component, category, logPath string, args ...string) (*child, io.Reader, error) {
+func startChild(in func(func() error) error, bin, name, component, category, logPath string, args ...string) (*child, io.Reader, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +84,7 @@ func startChild(bin, name, component, category, logPath string, args ...string) 
 		cmd.Stdout = logf
 	}
 	c := &child{name: name, component: component, category: category, cmd: cmd, done: make(chan struct{}), log: logf}
-	if err := envoy.StartChild(cmd); err != nil {
+	if err := startIn(cmd, in); err != nil {
 		logf.Close()
 		return nil, nil, fmt.Errorf("starting %s: %w", name, err)
 	}

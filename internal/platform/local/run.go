@@ -57,6 +57,8 @@ type Options struct {
 	Meshbench string
 	// Envoy is the Envoy binary (from envoy.Find); nil only for mode none.
 	Envoy *envoy.Binary
+	// Substrate is the network the lab runs in; nil: loopback.
+	Substrate Substrate
 
 	SampleInterval time.Duration // /proc sampling period (0: 1 s)
 	// PSSEvery reads PSS (smaps_rollup, ~1.3 ms of CPU per Envoy) every
@@ -315,6 +317,13 @@ func (c *cell) invalid(reason string) {
 func (c *cell) run(ctx context.Context) (*Result, error) {
 	c.takeLabPhases()
 	l := c.lab
+	if l.net != nil {
+		c.mu.Lock()
+		for k, v := range l.net.Manifest() {
+			c.manifest.Options[k] = v
+		}
+		c.mu.Unlock()
+	}
 	// The Envoys' stats from here on are this cell's.
 	if err := l.startInterval(ctx); err != nil {
 		return nil, fmt.Errorf("starting the cell's Envoy stats interval: %w", err)
@@ -430,6 +439,13 @@ func (c *cell) targets() []sample.Target {
 		c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: p.Name, Component: mp.Component,
 			Category: string(mp.Category), PID: p.PID, Command: "envoy -c " + p.ConfigPath})
 	}
+	if l.net != nil {
+		for _, t := range l.net.Proxies() {
+			out = append(out, t)
+			c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: t.Name, Component: t.Component,
+				Category: t.Category, PID: t.PID, Command: t.Name})
+		}
+	}
 	return out
 }
 
@@ -441,6 +457,9 @@ func (c *cell) waitIdle(ctx context.Context) error {
 	if threshold == 0 {
 		// An idle Envoy or app uses ~1–2m (LAB.md: 30 idle Envoys ≈ 4% of a core).
 		threshold = 50 + 2*float64(len(l.apps)+len(l.procs))
+		if l.net != nil {
+			threshold += 2 * float64(len(l.net.Proxies()))
+		}
 	}
 	deadline := time.Now().Add(c.opts.IdleTimeout)
 	last := -1.0
@@ -495,7 +514,7 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	for _, t := range l.topo.LoadTargets {
 		args = append(args, t.URL)
 	}
-	lc, _, err := startChild(c.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(c.dir.Path, results.LogsDir, "load.log"), args...)
+	lc, _, err := startChild(l.enter(loadPod), c.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(c.dir.Path, results.LogsDir, "load.log"), args...)
 	if err != nil {
 		endWarm()
 		return nil, time.Time{}, time.Time{}, err
@@ -665,5 +684,6 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
 		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(), "connections": o.Connections,
 		"sample_interval": o.SampleInterval.String(), "pss_every_rounds": o.pssEvery(), "drain": o.Drain.String(),
+		"substrate": o.substrateName(),
 	}
 }
