@@ -80,7 +80,7 @@ type Options struct {
 	// Subnet is a /16 the lab numbers its nodes and pods from; it must
 	// not be in use on the host.
 	Subnet netip.Prefix
-	// Ztunnel is the ztunnel binary.
+	// Ztunnel is the ztunnel binary (needed when a pod is enrolled).
 	Ztunnel string
 	// Dir holds the lab's files (PKI, ztunnel config, sockets, logs).
 	Dir      string
@@ -108,7 +108,7 @@ type Node struct {
 	Name    string // node1, node2…
 	NS      *netns.NS
 	Pods    []*Pod
-	Ztunnel *ztunnel.Process
+	Ztunnel *ztunnel.Process // nil when no pod of the lab is enrolled
 	Agent   *ztunnel.Agent
 	CA      *istioca.Server
 	Log     string // ztunnel's log file
@@ -142,6 +142,10 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 	}()
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
+	}
+	if !o.meshed() {
+		// No pod in the mesh (the baseline): the same network, no ztunnel.
+		return l, l.plumb()
 	}
 	if l.ZtunnelVersion, err = ztunnel.Version(ctx, o.Ztunnel); err != nil {
 		return nil, err
@@ -184,13 +188,26 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("node %d has %d pods: allowed up to %d", i+1, len(n.Pods), MaxPodsOnNode))
 		}
 	}
-	if o.Ztunnel == "" {
+	if o.Ztunnel == "" && o.meshed() {
 		errs = append(errs, errors.New("no ztunnel binary given"))
 	}
 	if o.Policies < 0 || o.Policies > mesh.MaxPolicies {
 		errs = append(errs, fmt.Errorf("policies %d: allowed 0 to %d", o.Policies, mesh.MaxPolicies))
 	}
 	return errors.Join(errs...)
+}
+
+// meshed reports whether a pod is enrolled: only then do the nodes run
+// ztunnels.
+func (o Options) meshed() bool {
+	for _, n := range o.Nodes {
+		for _, p := range n.Pods {
+			if p.Enrolled {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // addr is 10.x.<third>.<fourth> inside the lab's /16.

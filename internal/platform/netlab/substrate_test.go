@@ -1,0 +1,229 @@
+package netlab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/ztunnel"
+)
+
+// netnsOf is the prefix and subnet a run's manifest records.
+func netnsOf(t *testing.T, m *results.RunManifest) (string, netip.Prefix) {
+	t.Helper()
+	n, ok := m.Options["netns"].(map[string]any)
+	if !ok {
+		t.Fatalf("manifest options have no netns entry: %v", m.Options)
+	}
+	prefix, _ := n["prefix"].(string)
+	subnet, err := netip.ParsePrefix(n["subnet"].(string))
+	if err != nil || prefix == "" {
+		t.Fatalf("manifest netns entry %v: %v", n, err)
+	}
+	return prefix, subnet
+}
+
+// checkGone fails when a process of the run still exists or a namespace
+// or link of its prefix is left.
+func checkGone(t *testing.T, m *results.RunManifest, prefix string, subnet netip.Prefix) {
+	t.Helper()
+	for _, p := range m.Processes {
+		if p.PID > 0 && syscall.Kill(p.PID, 0) == nil {
+			if b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat"); err == nil && !strings.Contains(string(b), ") Z ") {
+				t.Errorf("process %s (pid %d) outlived the run", p.Name, p.PID)
+			}
+		}
+	}
+	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+		t.Errorf("after the run, names %s* are still in use (err %v)", prefix, err)
+	}
+}
+
+// TestSubstrateRun runs a whole cell (local.Run) on the netns substrate:
+// mode none (no proxy) and ambient with the real ztunnels and the four
+// ALLOW rules, the apps and the load inside their pods. Every request is
+// answered; in ambient the server node's ztunnel logs the client's
+// identity arriving over HBONE, the ztunnels are sampled as the data
+// plane and the manifest names the substrate and ztunnel's sha256; after
+// the run no process, namespace or link is left.
+func TestSubstrateRun(t *testing.T) {
+	bin := requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	sum, err := ztunnel.FileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		mode     mesh.Mode
+		policies int
+		replicas int
+	}{
+		{"none", mesh.ModeNone, 0, 2},       // the baseline: same namespaces, no ztunnel
+		{"ambient", mesh.ModeAmbient, 4, 2}, // real ztunnel per node, ztunnel enforcing the rules
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mo := mesh.DefaultOptions()
+			mo.Mode, mo.Policies, mo.Replicas = tc.mode, tc.policies, tc.replicas
+			sub := &Substrate{Ztunnel: bin}
+			out := filepath.Join(t.TempDir(), "run")
+			var log testutil.SyncBuffer
+			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
+				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb, Substrate: sub, Log: &log})
+			if res == nil || res.Manifest == nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			prefix, subnet := netnsOf(t, res.Manifest)
+			defer checkGone(t, res.Manifest, prefix, subnet)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			lr := res.Load
+			if lr.Completed < 100 || lr.Success != lr.Completed {
+				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+			}
+			if got := res.Manifest.Options["substrate"]; got != SubstrateName {
+				t.Errorf("manifest substrate %v, want %s", got, SubstrateName)
+			}
+			var zt []results.ProcessInfo
+			for _, p := range res.Manifest.Processes {
+				if strings.HasPrefix(p.Name, "ztunnel-") {
+					zt = append(zt, p)
+				}
+			}
+			for _, u := range res.Topology.LoadTargets {
+				if !strings.HasPrefix(u.URL, "http://"+subnet.Addr().String()[:5]) {
+					t.Errorf("load target %s is not a pod of the lab's subnet %s", u.URL, subnet)
+				}
+			}
+			if tc.mode == mesh.ModeNone {
+				if len(zt) != 0 || res.Manifest.Options["ztunnel"] != nil {
+					t.Errorf("mode none runs ztunnel: %v %v", zt, res.Manifest.Options["ztunnel"])
+				}
+				return
+			}
+			if len(zt) != 2 {
+				t.Fatalf("want the two nodes' ztunnels among the processes, got %v", zt)
+			}
+			for _, p := range zt {
+				if p.Category != sample.CategoryDataPlane || !strings.HasPrefix(p.Component, "node proxy node") {
+					t.Errorf("ztunnel %s classified %s / %s, want data-plane / node proxy", p.Name, p.Category, p.Component)
+				}
+			}
+			if dp := res.Summary.Category(sample.CategoryDataPlane); dp == nil || dp.Processes != 2 {
+				t.Errorf("data plane summary %+v, want the two ztunnels", dp)
+			}
+			z, _ := res.Manifest.Options["ztunnel"].(map[string]any)
+			if z["sha256"] != sum || !strings.Contains(z["version"].(string), "62d8265") {
+				t.Errorf("manifest ztunnel %v, want sha256 %s and its version", z, sum)
+			}
+			b, err := os.ReadFile(filepath.Join(out, "netns", "ztunnel-node2.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(b, []byte(`src.identity="spiffe://cluster.local/ns/default/sa/client"`)) ||
+				!bytes.Contains(b, []byte(`direction="inbound"`)) {
+				t.Errorf("the server node's ztunnel logged no inbound HBONE from the client:\n%s", b)
+			}
+		})
+	}
+}
+
+// TestSubstrateUpFailsClean: a ztunnel that answers `version` but exits
+// at once fails the run while it waits for the first node; the
+// namespaces and links made by then are removed.
+func TestSubstrateUpFailsClean(t *testing.T) {
+	requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "ztunnel")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\n[ \"$1\" = version ] && { echo 'version.BuildInfo{fake}'; exit 0; }\necho 'fake ztunnel: exiting' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	subnet, prefix := freeLab(t, map[string]bool{})
+	mo := mesh.DefaultOptions()
+	mo.Mode = mesh.ModeAmbient
+	_, err := local.Run(context.Background(), local.Options{Mesh: mo, Rate: "10", Duration: time.Second, OutDir: filepath.Join(dir, "run"),
+		Meshbench: mb, Substrate: &Substrate{Ztunnel: fake, Prefix: prefix, Subnet: subnet}})
+	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") && !strings.Contains(err.Error(), "ztunnel") {
+		t.Fatalf("run with a ztunnel that exits: err %v, want ztunnel's exit", err)
+	}
+	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+		t.Errorf("after the failed run, names %s* are still in use (err %v)", prefix, err)
+	}
+}
+
+// TestSubstrateInterrupt is Ctrl-C on a real `meshbench run --substrate
+// netns --mesh ambient` in its measured window: exit 130, the manifest
+// written, and no process, namespace or link left.
+func TestSubstrateInterrupt(t *testing.T) {
+	bin := requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(mb, "run", "--substrate", "netns", "--ztunnel", bin, "--mesh", "ambient", "--rate", "50",
+		"--duration", "60s", "--warmup", "1s", "--sample-interval", "250ms", "--out", out)
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	// Generous: two ztunnels and their first certificates on a loaded
+	// 2-core machine take seconds.
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(stderr.String(), "phase measure") {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("meshbench run ended before its window (%v):\n%s", err, stderr.String())
+		case <-deadline:
+			t.Fatalf("no measured window after 90s:\n%s", stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+		done <- err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("meshbench run still running 60s after SIGINT:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	m, rerr := results.ReadManifest(out)
+	if rerr != nil {
+		t.Fatalf("no manifest after the interrupt: %v", rerr)
+	}
+	prefix, subnet := netnsOf(t, m)
+	checkGone(t, m, prefix, subnet)
+}
