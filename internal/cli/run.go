@@ -37,6 +37,7 @@ type runFlags struct {
 	platform                string
 	drainSet                bool
 	kube                    kubeFlags
+	sub                     substrateFlags
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -95,6 +96,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet N of the lab's addresses 127.N.x.y")
 	_ = fl.MarkHidden("loopback-net")
 	f.kube.add(cmd, kubeRun)
+	f.sub.add(fl)
 	return cmd
 }
 
@@ -141,7 +143,15 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
-	if mo.Mode != mesh.ModeNone || mo.Gateway { // a gateway is an Envoy too
+	sub, fellBack, err := chooseSubstrate(f.sub.substrate, f.sub.ztunnel, []mesh.Options{mo})
+	if err != nil {
+		return err
+	}
+	if fellBack != "" {
+		fmt.Fprintln(env.Stderr, fellBack)
+	}
+	o.Substrate = sub
+	if sub == nil && (mo.Mode != mesh.ModeNone || mo.Gateway) { // a gateway is an Envoy too
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()
 		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})
