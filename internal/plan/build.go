@@ -117,6 +117,16 @@ func (b *builder) scalars() {
 			p.ReuseTopology = v
 		}
 	}
+	if it, ok := b.one("substrate"); ok {
+		switch {
+		case it.text != SubstrateAuto && it.text != SubstrateNetns && it.text != SubstrateLoopback:
+			b.s.badItem("substrate", it, "allowed: auto, netns (network namespaces, the real ztunnel), loopback (127.0.N.x, Envoy standing in for ztunnel)")
+		case kube:
+			b.s.badItem("substrate", it, "only on platform local (a cluster brings its own network)")
+		default:
+			p.Substrate = it.text
+		}
+	}
 	b.integer("workers", 1, MaxWorkers, fmt.Sprintf("allowed: 1 to %d load generator pods", MaxWorkers), &p.Workers)
 	if kube {
 		// The kube platform's own defaults, and what it does not take.

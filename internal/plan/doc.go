@@ -30,6 +30,7 @@
 //	connections: 16          # load generator connections, at least 1
 //	sample_interval: 1s      # /proc sampling period, above 0
 //	pss_every: 0             # read PSS every N sampling rounds; 0: about every 5 s
+//	substrate: auto          # netns (namespaces, the real ztunnel), loopback (Envoy stands in for ztunnel), auto
 //	reuse_topology: true     # within a round, run a topology's cells on one running lab
 //	baseline: none           # the mesh others are compared with; must be in axes.mesh
 //	thresholds:

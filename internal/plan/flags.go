@@ -30,6 +30,7 @@ type Flags struct {
 	SampleInterval string // --sample-interval
 	PSSEvery       string // --pss-every
 	ReuseTopology  string // --reuse-topology
+	Substrate      string // --substrate (platform local)
 	Workers        string // --workers (platform kube)
 	Generator      string // --generator (platform kube)
 	Baseline       string // --baseline
@@ -90,6 +91,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("sample_interval", f.SampleInterval)
 	set("pss_every", f.PSSEvery)
 	set("reuse_topology", f.ReuseTopology)
+	set("substrate", f.Substrate)
 	set("workers", f.Workers)
 	set("generator", f.Generator)
 	set("baseline", f.Baseline)

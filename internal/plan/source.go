@@ -36,6 +36,7 @@ var schema = []setting{
 	{key: "sample_interval", flag: "sample-interval"},
 	{key: "pss_every", flag: "pss-every"},
 	{key: "reuse_topology", flag: "reuse-topology"},
+	{key: "substrate", flag: "substrate"},
 	{key: "workers", flag: "workers"},
 	{key: "generator", flag: "generator"},
 	{key: "baseline", flag: "baseline"},

@@ -57,6 +57,11 @@ func (p *Plan) YAML() []byte {
 		add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))
 	}
 	add(root, "reuse_topology", plain(strconv.FormatBool(p.ReuseTopology)))
+	if p.Platform != PlatformKube && p.Substrate != SubstrateAuto {
+		// Written only when chosen: plans from before the key read back
+		// the same.
+		add(root, "substrate", str(p.Substrate))
+	}
 	if p.Platform == PlatformKube {
 		add(root, "workers", plain(strconv.Itoa(p.Workers)))
 		add(root, "generator", str(p.Generator))
