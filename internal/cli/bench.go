@@ -31,6 +31,7 @@ import (
 type benchFlags struct {
 	plan.Flags
 	resume, out, envoyPath string
+	ztunnelPath            string
 	quiet                  bool
 	loopbackNet            int
 	kube                   kubeFlags
@@ -40,7 +41,7 @@ type benchFlags struct {
 // deploy on it (platform kube only); with benchLocalFlags, the flags that
 // are not part of the plan: they go with a plan file or --resume.
 var (
-	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net"}
+	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
 		"install-mesh", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
@@ -106,6 +107,8 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
+	fl.StringVar(&f.Substrate, "substrate", "", "the local lab's network: netns (namespaces, the real ztunnel for ambient; root), loopback (Envoy stands in for ztunnel), auto (default: netns when it runs every cell, else loopback)")
+	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
 	_ = fl.MarkHidden("loopback-net")
@@ -189,9 +192,29 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 	}
 	cells := p.Order(*p.Seed, p.ReuseTopology)
+	var sub local.Substrate
+	substrate := ""
+	if !onKube {
+		opts := make([]mesh.Options, len(cells))
+		for i, c := range cells {
+			opts[i] = c.Mesh
+		}
+		var fellBack string
+		var err error
+		if sub, fellBack, err = chooseSubstrate(p.Substrate, f.ztunnelPath, opts); err != nil {
+			return err
+		}
+		if fellBack != "" {
+			fmt.Fprintln(env.Stderr, fellBack)
+		}
+		substrate = local.SubstrateLoopback
+		if sub != nil {
+			substrate = sub.Name()
+		}
+	}
 	needEnvoy := false
 	for _, c := range cells {
-		if !onKube && (c.Mesh.Mode != "none" || c.Mesh.Gateway) {
+		if !onKube && sub == nil && (c.Mesh.Mode != "none" || c.Mesh.Gateway) {
 			needEnvoy = true
 		}
 	}
@@ -215,7 +238,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 	}
 	if p.Search != nil {
-		return runBenchSearch(ctx, env, f, p, dir, bin)
+		return runBenchSearch(ctx, env, f, p, dir, bin, sub)
 	}
 	rcells := make([]runner.Cell, len(cells))
 	for i, c := range cells {
@@ -224,7 +247,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime}
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}
@@ -249,7 +272,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
 		len(cells), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), dir)
-	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version, Platform: p.Platform}
+	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version, Platform: p.Platform, Substrate: substrate}
 	if bin != nil {
 		ro.EnvoyVersion = bin.Version
 	}

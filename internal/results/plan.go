@@ -42,6 +42,9 @@ type PlanManifest struct {
 	MeshbenchVersion string    `json:"meshbench_version"`
 	EnvoyVersion     string    `json:"envoy_version,omitempty"`
 	Platform         string    `json:"platform"`
+	// Substrate is the local lab's network every cell ran on: "netns" or
+	// "loopback" ("" on a cluster, and in plans from before substrates).
+	Substrate string `json:"substrate,omitempty"`
 	Seed             int64     `json:"seed"` // the seed of the cell order
 	Created          time.Time `json:"created"`
 	Updated          time.Time `json:"updated"`

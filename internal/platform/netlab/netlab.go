@@ -101,6 +101,10 @@ type Lab struct {
 	// ZtunnelVersion is what `ztunnel version` prints, for the manifest.
 	ZtunnelVersion string
 	sub            *netns.Substrate
+	// sockDir holds the ZDS sockets: a short path of its own under the
+	// temp dir, as a unix socket's path is at most 107 bytes and the
+	// lab's Dir may be deep in a results directory.
+	sockDir string
 }
 
 // Node is one node namespace with its ztunnel.
@@ -160,6 +164,10 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 	if err := l.plumb(); err != nil {
 		return nil, err
 	}
+	if l.sockDir, err = os.MkdirTemp("", "meshbench-zds-"); err != nil {
+		return nil, err
+	}
+	l.sub.OnClose("socket directory "+l.sockDir, func() error { return os.RemoveAll(l.sockDir) })
 	cfgPath := filepath.Join(o.Dir, "ztunnel.yaml")
 	if err := l.config().Write(cfgPath); err != nil {
 		return nil, err
@@ -347,7 +355,7 @@ func (l *Lab) startNode(ctx context.Context, n *Node, cfgPath, rootPath string) 
 				ServiceAccount: p.Spec.Identity.ServiceAccount, NetnsPath: p.NS.Path()})
 		}
 	}
-	if n.Agent, err = ztunnel.Listen(filepath.Join(l.Opts.Dir, n.Name+"-zds.sock"), pods); err != nil {
+	if n.Agent, err = ztunnel.Listen(filepath.Join(l.sockDir, n.Name+"-zds.sock"), pods); err != nil {
 		return err
 	}
 	l.sub.OnClose("ZDS agent of "+n.Name, n.Agent.Close)

@@ -227,3 +227,46 @@ func TestSubstrateInterrupt(t *testing.T) {
 	prefix, subnet := netnsOf(t, m)
 	checkGone(t, m, prefix, subnet)
 }
+
+// TestSubstrateBench runs a real `meshbench bench` plan of none and
+// ambient at two rates on the netns substrate, reusing each topology
+// across its rates: every cell valid, the plan manifest says netns, each
+// topology ran on one lab, and nothing is left.
+func TestSubstrateBench(t *testing.T) {
+	bin := requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	out := filepath.Join(t.TempDir(), "bench")
+	cmd := exec.Command(mb, "bench", "--substrate", "netns", "--ztunnel", bin, "--mesh", "none,ambient", "--rate", "50,100",
+		"--repetitions", "1", "--duration", "2s", "--warmup", "1s", "--drain", "500ms", "--sample-interval", "500ms", "--quiet", "--out", out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, b)
+	}
+	pm, err := results.ReadPlanManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pm.Substrate != SubstrateName {
+		t.Errorf("plan manifest substrate %q, want %s", pm.Substrate, SubstrateName)
+	}
+	if len(pm.Labs) != 2 {
+		t.Errorf("want one lab per topology (2), got %d", len(pm.Labs))
+	}
+	for _, lab := range pm.Labs {
+		if len(lab.Cells) != 2 || lab.Error != "" {
+			t.Errorf("lab %s ran cells %v (error %q), want both rates", lab.Topology, lab.Cells, lab.Error)
+		}
+	}
+	for id, st := range pm.Cells {
+		if st.State != results.CellDone || !st.Valid {
+			t.Errorf("cell %s: %s valid %v %v %s", id, st.State, st.Valid, st.Invalid, st.Error)
+			continue
+		}
+		m, err := results.ReadManifest(results.CellDir(out, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix, subnet := netnsOf(t, m)
+		checkGone(t, m, prefix, subnet)
+	}
+}
