@@ -259,8 +259,10 @@ func TestOptionsRefused(t *testing.T) {
 		o    Options
 		want []string
 	}{
-		// empty: prefix, subnet, nodes, binary
-		{"empty", Options{}, []string{"lab prefix", "lab subnet", "lab nodes", "no ztunnel binary"}},
+		// empty: prefix, subnet, nodes
+		{"empty", Options{}, []string{"lab prefix", "lab subnet", "lab nodes"}},
+		// an enrolled pod needs ztunnel (a lab without one does not: mode none)
+		{"no binary", Options{Prefix: "a", Subnet: netip.MustParsePrefix("10.98.0.0/16"), Nodes: []NodeSpec{{Pods: []PodSpec{{Name: "c", Enrolled: true}}}}}, []string{"no ztunnel binary"}},
 		// a public /16 and a long prefix
 		{"public subnet", Options{Prefix: "toolong1", Subnet: netip.MustParsePrefix("8.8.0.0/16"), Ztunnel: "z", Nodes: []NodeSpec{{}}}, []string{"lab prefix", "lab subnet"}},
 		// a /24 instead of a /16, too many policies
