@@ -97,6 +97,10 @@ type Result struct {
 	// EnvoyStats maps each Envoy's name to the summary of its /stats at the
 	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
 	EnvoyStats map[string]envoy.ProxyStats
+	// NodeProxyStats maps each substrate node proxy (ztunnel) to its own
+	// counters over the cell (also in results.NodeProxyStatsFile); nil
+	// without them.
+	NodeProxyStats map[string]results.NodeProxyStats
 }
 
 // DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
@@ -115,8 +119,9 @@ type cell struct {
 	manifest *results.RunManifest
 	load     *child
 	mu       sync.Mutex
-	// envoyStats is filled by collectStats.
-	envoyStats map[string]envoy.ProxyStats
+	// envoyStats and nodeProxyStats are filled by collectStats.
+	envoyStats     map[string]envoy.ProxyStats
+	nodeProxyStats map[string]results.NodeProxyStats
 }
 
 func (c *cell) logf(format string, a ...any) {
@@ -328,6 +333,11 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	if err := l.startInterval(ctx); err != nil {
 		return nil, fmt.Errorf("starting the cell's Envoy stats interval: %w", err)
 	}
+	if l.net != nil {
+		if err := l.net.StartInterval(ctx); err != nil {
+			return nil, fmt.Errorf("starting the cell's node proxy stats interval: %w", err)
+		}
+	}
 
 	samplesFile, err := os.Create(filepath.Join(c.dir.Path, results.SamplesFile))
 	if err != nil {
@@ -389,13 +399,14 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 		c.invalid(g)
 	}
 	endCollect()
-	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats}
+	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats, NodeProxyStats: c.nodeProxyStats}
 	if loadErr != nil {
 		return res, loadErr
 	}
 	c.checkValidity(loadRes)
 	c.checkLoadCPU(summary)
 	c.manifest.Derived = derive(l.topo, loadRes, summary)
+	c.checkNodeProxyMTLS()
 	return res, ctx.Err()
 }
 
@@ -572,6 +583,18 @@ loop:
 // raw answer per proxy, and one file of every proxy's summary, kept for
 // the Result too.
 func (c *cell) collectStats(ctx context.Context) {
+	if c.lab.net != nil {
+		st, err := c.lab.net.Stats(ctx, filepath.Join(c.dir.Path, results.NodeProxyDir))
+		if err != nil {
+			c.logf("node proxy stats: %v", err)
+		}
+		if len(st) > 0 {
+			c.nodeProxyStats = st
+			if err := c.dir.WriteJSON(results.NodeProxyStatsFile, st); err != nil {
+				c.logf("node proxy stats: %v", err)
+			}
+		}
+	}
 	summaries := map[string]envoy.ProxyStats{}
 	// Histograms are merged at a flush, which completes just after the
 	// flushing request is answered: flush all, wait, then scrape.
@@ -608,6 +631,30 @@ func (c *cell) collectStats(ctx context.Context) {
 	c.envoyStats = summaries
 	if err := c.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
 		c.logf("envoy stats summary: %v", err)
+	}
+}
+
+// checkNodeProxyMTLS verifies mTLS from the substrate node proxies' own
+// counters over the cell: the cell's traffic opened connections through
+// them, every one of them mutual TLS (connection_security_policy). The
+// counts go into Derived; a cell where they say otherwise is invalid.
+// Without node proxy stats (loopback, mode none) there is nothing to check.
+func (c *cell) checkNodeProxyMTLS() {
+	if len(c.nodeProxyStats) == 0 {
+		return
+	}
+	var mtls, other uint64
+	for _, s := range c.nodeProxyStats {
+		mtls += s.MTLSOpened()
+		other += s.PlaintextOpened()
+	}
+	if c.manifest.Derived == nil {
+		c.manifest.Derived = map[string]float64{}
+	}
+	c.manifest.Derived["node_proxy_mtls_connections"] = float64(mtls)
+	c.manifest.Derived["node_proxy_other_connections"] = float64(other)
+	if mtls == 0 || other > 0 {
+		c.invalid(fmt.Sprintf("mTLS not verified: the node proxies opened %d mutual TLS and %d other connections in the cell", mtls, other))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -47,6 +48,13 @@ type Network interface {
 	// (options key per entry: the ztunnel's version and sha256, the
 	// namespaces' prefix and subnet).
 	Manifest() map[string]any
+	// StartInterval scrapes the substrate proxies' counters at the start
+	// of a cell: Stats then counts from there, also on a network kept up
+	// across cells.
+	StartInterval(ctx context.Context) error
+	// Stats are the substrate proxies' own counters since StartInterval,
+	// by proxy name (nil without proxies); the raw scrapes go into rawDir.
+	Stats(ctx context.Context, rawDir string) (map[string]results.NodeProxyStats, error)
 	// Close stops the substrate's processes and removes everything it
 	// made; safe to call twice.
 	Close() error
