@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
@@ -209,6 +211,79 @@ type network struct {
 	lab          *Lab
 	sum, version string
 	bin          string
+	// base holds each ztunnel's scrape at the cell's start, by node name.
+	mu   sync.Mutex
+	base map[string]scrape
+}
+
+// scrape is one ztunnel's metrics at one time.
+type scrape struct {
+	text     string
+	counters ztunnel.Counters
+}
+
+// scrapeAll reads every node ztunnel's metrics, by node name.
+func (n *network) scrapeAll(ctx context.Context) (map[string]scrape, error) {
+	out := map[string]scrape{}
+	var errs []error
+	for _, nd := range n.lab.Nodes {
+		if nd.Ztunnel == nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		text, err := nd.Ztunnel.Metrics(cctx)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c, err := ztunnel.ParseMetrics(text)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", nd.Name, err))
+			continue
+		}
+		out[nd.Name] = scrape{text: text, counters: c}
+	}
+	return out, errors.Join(errs...)
+}
+
+// StartInterval keeps every ztunnel's counters as the cell's base.
+func (n *network) StartInterval(ctx context.Context) error {
+	base, err := n.scrapeAll(ctx)
+	n.mu.Lock()
+	n.base = base
+	n.mu.Unlock()
+	return err
+}
+
+// Stats are every ztunnel's counters since StartInterval, by proxy name
+// (ztunnel-NODE); the scrapes are kept in rawDir as NAME.start.txt and
+// NAME.end.txt.
+func (n *network) Stats(ctx context.Context, rawDir string) (map[string]results.NodeProxyStats, error) {
+	end, err := n.scrapeAll(ctx)
+	n.mu.Lock()
+	base := n.base
+	n.mu.Unlock()
+	if len(end) == 0 {
+		return nil, err
+	}
+	errs := []error{err}
+	if werr := os.MkdirAll(rawDir, 0o755); werr != nil {
+		errs = append(errs, werr)
+	}
+	out := map[string]results.NodeProxyStats{}
+	for node, s := range end {
+		name := "ztunnel-" + node
+		b, ok := base[node]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: no scrape at the cell's start", name))
+			continue
+		}
+		out[name] = s.counters.Sub(b.counters).Stats()
+		errs = append(errs, os.WriteFile(filepath.Join(rawDir, name+".start.txt"), []byte(b.text), 0o644),
+			os.WriteFile(filepath.Join(rawDir, name+".end.txt"), []byte(s.text), 0o644))
+	}
+	return out, errors.Join(errs...)
 }
 
 func (n *network) Enter(pod string) func(func() error) error {

@@ -3,6 +3,7 @@ package netlab
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"os"
@@ -112,10 +113,28 @@ func TestSubstrateRun(t *testing.T) {
 				}
 			}
 			if tc.mode == mesh.ModeNone {
-				if len(zt) != 0 || res.Manifest.Options["ztunnel"] != nil {
-					t.Errorf("mode none runs ztunnel: %v %v", zt, res.Manifest.Options["ztunnel"])
+				if len(zt) != 0 || res.Manifest.Options["ztunnel"] != nil || res.NodeProxyStats != nil {
+					t.Errorf("mode none runs ztunnel: %v %v %v", zt, res.Manifest.Options["ztunnel"], res.NodeProxyStats)
 				}
 				return
+			}
+			// ztunnel's own counters: both node proxies carried the cell's
+			// connections, every one mutual TLS, the client's node as
+			// source and the servers' as destination.
+			for _, name := range []string{"ztunnel-node1", "ztunnel-node2"} {
+				s, ok := res.NodeProxyStats[name]
+				reporter := map[string]string{"ztunnel-node1": "source", "ztunnel-node2": "destination"}[name]
+				if !ok || s.MTLSOpened() == 0 || s.PlaintextOpened() != 0 || s.OpenedByReporter[reporter] != s.ConnectionsOpened || s.BytesSent == 0 {
+					t.Errorf("%s stats %+v: want mutual TLS connections only, reported as %s, and bytes", name, s, reporter)
+				}
+				for _, f := range []string{name + ".start.txt", name + ".end.txt"} {
+					if _, err := os.Stat(filepath.Join(out, results.NodeProxyDir, f)); err != nil {
+						t.Errorf("raw scrape: %v", err)
+					}
+				}
+			}
+			if res.Manifest.Derived["node_proxy_mtls_connections"] == 0 || res.Manifest.Derived["node_proxy_other_connections"] != 0 {
+				t.Errorf("derived mTLS figures %v", res.Manifest.Derived)
 			}
 			if len(zt) != 2 {
 				t.Fatalf("want the two nodes' ztunnels among the processes, got %v", zt)
@@ -268,5 +287,28 @@ func TestSubstrateBench(t *testing.T) {
 		}
 		prefix, subnet := netnsOf(t, m)
 		checkGone(t, m, prefix, subnet)
+		if !strings.HasPrefix(id, "ambient") {
+			continue
+		}
+		// Each cell's own connections, also the second cell on a kept-up
+		// lab (counters as deltas): the server node's ztunnel saw the
+		// load's 16 connections (and the few of its preflight), all mTLS,
+		// not the sum of both cells'.
+		var st map[string]results.NodeProxyStats
+		if err := readJSON(filepath.Join(results.CellDir(out, id), results.NodeProxyStatsFile), &st); err != nil {
+			t.Fatal(err)
+		}
+		s := st["ztunnel-node2"]
+		if s.MTLSOpened() < 16 || s.MTLSOpened() > 24 || s.PlaintextOpened() != 0 {
+			t.Errorf("cell %s: server node ztunnel %+v, want 16 to 24 mutual TLS connections (the cell's own)", id, s)
+		}
 	}
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
