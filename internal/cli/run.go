@@ -209,6 +209,10 @@ func printRun(env *Env, res *local.Result) {
 		fmt.Fprintln(w)
 		renderEnvoyStats(w, t, res.EnvoyStats)
 	}
+	if len(res.NodeProxyStats) > 0 {
+		fmt.Fprintln(w)
+		renderNodeProxyStats(w, res.NodeProxyStats)
+	}
 	if res.Manifest != nil && len(res.Manifest.Derived) > 0 {
 		fmt.Fprintln(w, "\nDerived:")
 		keys := make([]string, 0, len(res.Manifest.Derived))
