@@ -108,6 +108,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
 	fl.StringVar(&f.Substrate, "substrate", "", "the local lab's network: netns (namespaces, the real ztunnel for ambient; root), loopback (Envoy stands in for ztunnel), auto (default: netns when it runs every cell, else loopback)")
+	fl.StringVar(&f.BodySize, "body-size", "", "the static app's answer in bytes (default 615, nginx's welcome page; local platform)")
 	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
@@ -247,7 +248,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub}
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}

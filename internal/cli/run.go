@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
@@ -38,6 +39,8 @@ type runFlags struct {
 	drainSet                bool
 	kube                    kubeFlags
 	sub                     substrateFlags
+	bodySize                int
+	bodySizeSet             bool
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -60,6 +63,10 @@ proxy ships only in its images; use the Kubernetes platform.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.drainSet = cmd.Flags().Changed("drain")
+			f.bodySizeSet = cmd.Flags().Changed("body-size")
+			if f.platform == "kube" && f.bodySizeSet {
+				return usagef("--body-size %d: only on the local platform so far", f.bodySize)
+			}
 			switch f.platform {
 			case "local":
 				return runRun(cmd.Context(), env, f)
@@ -97,6 +104,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	_ = fl.MarkHidden("loopback-net")
 	f.kube.add(cmd, kubeRun)
 	f.sub.add(fl)
+	fl.IntVar(&f.bodySize, "body-size", app.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", app.MaxBodySize))
 	return cmd
 }
 
@@ -133,6 +141,12 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
 	}
 	errs = append(errs, checkLoadFlags(f.rate, f.connections, true)...)
+	switch {
+	case f.bodySize < 1 || f.bodySize > app.MaxBodySize:
+		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
+	case f.bodySizeSet && mo.App != mesh.AppStatic:
+		errs = append(errs, fmt.Errorf("--body-size %d: applies to the static app only (faces answers what its callers ask for)", f.bodySize))
+	}
 	if err := results.CheckNewDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
@@ -143,6 +157,9 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
+	if f.bodySize != app.DefaultBodySize {
+		o.BodySize = f.bodySize
+	}
 	sub, fellBack, err := chooseSubstrate(f.sub.substrate, f.sub.ztunnel, []mesh.Options{mo})
 	if err != nil {
 		return err

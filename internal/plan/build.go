@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/mesh"
 )
 
@@ -34,6 +35,7 @@ func build(s *source) (*Plan, error) {
 	b.scalars()
 	b.search()
 	b.axes()
+	b.bodySize()
 	b.loadModel()
 	b.compare()
 	b.matrix()
@@ -41,6 +43,22 @@ func build(s *source) (*Plan, error) {
 		return nil, err
 	}
 	return b.p, nil
+}
+
+// bodySize reads body_size, once the app axis is known.
+func (b *builder) bodySize() {
+	p := b.p
+	b.integer("body_size", 1, app.MaxBodySize, fmt.Sprintf("allowed: 1 to %d bytes (the static app's answer)", app.MaxBodySize), &p.BodySize)
+	if it, ok := b.one("body_size"); ok && p.BodySize > 0 {
+		switch {
+		case p.Platform == PlatformKube:
+			b.s.badItem("body_size", it, "only on platform local so far")
+			p.BodySize = 0
+		case slices.Contains(p.Axes.App, mesh.AppFaces):
+			b.s.badItem("body_size", it, "applies to the static app only (faces answers what its callers ask for): drop faces from axes.app")
+			p.BodySize = 0
+		}
+	}
 }
 
 // one returns the single value given for a scalar setting.

@@ -38,6 +38,7 @@
 //	  errors: 0.01           # a run with more than this fraction of failed requests is invalid
 //	  load_cpu: 0.9          # the load generator is CPU-starved above this fraction of one core
 //	confidence: 0.95         # of the intervals the comparisons report
+//	body_size: 615           # the static app's answer in bytes (local only)
 //
 // A null value ("duration:" with nothing after it) is an error, not the
 // default: remove the key to get the default.

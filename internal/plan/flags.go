@@ -49,6 +49,7 @@ type Flags struct {
 	SearchConfirm   string // --search-confirm
 	AppConcurrency  string // --app-concurrency
 	AppServiceTime  string // --app-service-time
+	BodySize        string // --body-size (platform local, app static)
 }
 
 // FromFlags builds a plan from flag values, with the same defaults and
@@ -114,5 +115,6 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("search.confirm", f.SearchConfirm)
 	set("app_concurrency", f.AppConcurrency)
 	set("app_service_time", f.AppServiceTime)
+	set("body_size", f.BodySize)
 	return build(s)
 }

@@ -75,6 +75,10 @@ type Plan struct {
 	// replicas × concurrency / service time. 0: unbounded. Local only.
 	AppConcurrency int
 	AppServiceTime time.Duration
+	// BodySize is the static app's answer in bytes (`meshbench serve
+	// --body-size`); 0: its default, 615 (nginx's welcome page). Local
+	// only, static app only.
+	BodySize int
 }
 
 // Axes are the lists a plan crosses. Each list holds distinct values, in

@@ -453,6 +453,7 @@ warmup: 0s
 drain: 250ms
 pss_every: 5
 substrate: netns
+body_size: 1024
 baseline: sidecar
 thresholds: {rate_shortfall: 0, errors: 1, load_cpu: 1}
 confidence: 0.999

@@ -53,6 +53,7 @@ var schema = []setting{
 	{key: "search.confirm", flag: "search-confirm"},
 	{key: "app_concurrency", flag: "app-concurrency"},
 	{key: "app_service_time", flag: "app-service-time"},
+	{key: "body_size", flag: "body-size"},
 }
 
 // keyAxes stands for the matrix as a whole in problems about it.

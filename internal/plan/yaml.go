@@ -88,6 +88,9 @@ func (p *Plan) YAML() []byte {
 		add(root, "app_concurrency", plain(strconv.Itoa(p.AppConcurrency)))
 		add(root, "app_service_time", plain(dur(p.AppServiceTime)))
 	}
+	if p.BodySize > 0 {
+		add(root, "body_size", plain(strconv.Itoa(p.BodySize)))
+	}
 
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
 		HeadComment: "meshbench plan, every default filled in (internal/plan)"}

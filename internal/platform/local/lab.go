@@ -114,7 +114,7 @@ func (l *Lab) Fits(o Options) bool {
 		return false
 	}
 	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench &&
-		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime &&
+		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime && o.BodySize == l.opts.BodySize &&
 		o.Substrate == l.opts.Substrate
 }
 

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
@@ -50,6 +51,10 @@ type Options struct {
 	// capacity searches: replicas × concurrency / service time.
 	AppConcurrency int
 	AppServiceTime time.Duration
+	// BodySize is the static app's answer in bytes (`meshbench serve
+	// --body-size`), 1 to app.MaxBodySize; 0: app.DefaultBodySize (615,
+	// nginx's welcome page). The faces app ignores it.
+	BodySize int
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -271,6 +276,15 @@ func (c *cell) finish(res *Result, runErr error) (*Result, error) {
 	return res, runErr
 }
 
+// bodySize is the static app's answer size in bytes (BodySize or the
+// default).
+func (o Options) bodySize() int {
+	if o.BodySize > 0 {
+		return o.BodySize
+	}
+	return app.DefaultBodySize
+}
+
 func (o *Options) defaults() error {
 	if o.Duration <= 0 {
 		return fmt.Errorf("duration %v: must be > 0", o.Duration)
@@ -427,12 +441,17 @@ func callArgs(p mesh.Pod) []string {
 }
 
 // appBoundArgs are the `meshbench serve` flags of AppConcurrency and
-// AppServiceTime (none when the apps are unbounded).
+// AppServiceTime (none when the apps are unbounded), and of BodySize for
+// the static app.
 func (o Options) appBoundArgs() []string {
-	if o.AppConcurrency <= 0 {
-		return nil
+	var out []string
+	if o.BodySize > 0 && (o.Mesh.App == "" || o.Mesh.App == mesh.AppStatic) {
+		out = append(out, "--body-size", strconv.Itoa(o.BodySize))
 	}
-	return []string{"--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String()}
+	if o.AppConcurrency <= 0 {
+		return out
+	}
+	return append(out, "--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String())
 }
 
 // targets lists every process to sample.
@@ -731,6 +750,6 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
 		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(), "connections": o.Connections,
 		"sample_interval": o.SampleInterval.String(), "pss_every_rounds": o.pssEvery(), "drain": o.Drain.String(),
-		"substrate": o.substrateName(),
+		"substrate": o.substrateName(), "body_size_bytes": o.bodySize(),
 	}
 }

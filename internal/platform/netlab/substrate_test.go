@@ -74,9 +74,10 @@ func TestSubstrateRun(t *testing.T) {
 		mode     mesh.Mode
 		policies int
 		replicas int
+		bodySize int // 0: the default 615 bytes
 	}{
-		{"none", mesh.ModeNone, 0, 2},       // the baseline: same namespaces, no ztunnel
-		{"ambient", mesh.ModeAmbient, 4, 2}, // real ztunnel per node, ztunnel enforcing the rules
+		{"none", mesh.ModeNone, 0, 2, 1024},    // the baseline: same namespaces, no ztunnel; a 1 KB answer
+		{"ambient", mesh.ModeAmbient, 4, 2, 0}, // real ztunnel per node, ztunnel enforcing the rules
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mo := mesh.DefaultOptions()
@@ -85,7 +86,8 @@ func TestSubstrateRun(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			var log testutil.SyncBuffer
 			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
-				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb, Substrate: sub, Log: &log})
+				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb, Substrate: sub, Log: &log,
+				BodySize: tc.bodySize})
 			if res == nil || res.Manifest == nil {
 				t.Fatalf("run: %v\n%s", err, log.String())
 			}
@@ -97,6 +99,10 @@ func TestSubstrateRun(t *testing.T) {
 			lr := res.Load
 			if lr.Completed < 100 || lr.Success != lr.Completed {
 				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+			}
+			wantBody := int64(max(tc.bodySize, 615))
+			if lr.Completed > 0 && lr.BytesIn != wantBody*int64(lr.Completed) {
+				t.Errorf("%d bytes in over %d answers, want %d each", lr.BytesIn, lr.Completed, wantBody)
 			}
 			if got := res.Manifest.Options["substrate"]; got != SubstrateName {
 				t.Errorf("manifest substrate %v, want %s", got, SubstrateName)
