@@ -127,9 +127,15 @@ func Analyze(p *Plan, o Options) *Analysis {
 	if a.Baseline == "" {
 		a.Baseline = "none"
 	}
+	// The baseline names a mode; the meshes may carry a label (MeshLabel).
+	for m := range meshes {
+		if !meshes[a.Baseline] && MeshMode(m) == a.Baseline {
+			a.Baseline = m
+		}
+	}
 	sort.Slice(a.Meshes, func(i, j int) bool {
-		oi, iok := meshOrder[a.Meshes[i]]
-		oj, jok := meshOrder[a.Meshes[j]]
+		oi, iok := meshOrder[MeshMode(a.Meshes[i])]
+		oj, jok := meshOrder[MeshMode(a.Meshes[j])]
 		if !iok {
 			oi = 100
 		}
@@ -296,7 +302,7 @@ func fits(a *Analysis, level float64) []Fit {
 		if out[i].Scenario.Key() != out[j].Scenario.Key() {
 			return scenarioLess(out[i].Scenario, out[j].Scenario)
 		}
-		return meshOrder[out[i].Mesh] < meshOrder[out[j].Mesh]
+		return meshOrder[MeshMode(out[i].Mesh)] < meshOrder[MeshMode(out[j].Mesh)]
 	})
 	return out
 }

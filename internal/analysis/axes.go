@@ -48,7 +48,7 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 	switch axis {
 	case AxisMesh:
 		r.Mesh = ""
-		o, ok := meshOrder[c.Mesh]
+		o, ok := meshOrder[MeshMode(c.Mesh)]
 		if !ok {
 			o = 100
 		}

@@ -240,7 +240,7 @@ func configOf(o map[string]any) Config {
 		return 0
 	}
 	b := func(k string) bool { v, _ := o[k].(bool); return v }
-	c := Config{Mesh: str("mesh"), App: str("app"), Rate: str("rate"), Replicas: num("replicas"), Policies: num("policies"),
+	c := Config{Mesh: MeshLabel(str("mesh"), str("substrate")), App: str("app"), Rate: str("rate"), Replicas: num("replicas"), Policies: num("policies"),
 		Protocol: str("protocol"), Gateway: b("gateway"), MTLS: b("mtls")}
 	if b("closed_loop") {
 		c.Rate = "max"

@@ -98,8 +98,8 @@ func configLess(a, b Config) bool {
 	if sa != sb {
 		return scenarioLess(sa, sb)
 	}
-	oa, aok := meshOrder[a.Mesh]
-	ob, bok := meshOrder[b.Mesh]
+	oa, aok := meshOrder[MeshMode(a.Mesh)]
+	ob, bok := meshOrder[MeshMode(b.Mesh)]
 	if !aok {
 		oa = 100
 	}

@@ -173,12 +173,12 @@ func AnalyzeSearch(p *Plan, o SearchOptions) (*SearchAnalysis, error) {
 		return meshRank(a.Groups[i].Mesh) < meshRank(a.Groups[j].Mesh)
 	})
 	for _, g := range a.Groups {
-		if g.Mesh == o.Baseline {
+		if MeshMode(g.Mesh) == MeshMode(o.Baseline) {
 			continue
 		}
 		var base *CapacityGroup
 		for i := range a.Groups {
-			if a.Groups[i].Mesh == o.Baseline && a.Groups[i].Scenario == g.Scenario {
+			if MeshMode(a.Groups[i].Mesh) == MeshMode(o.Baseline) && a.Groups[i].Scenario == g.Scenario {
 				base = &a.Groups[i]
 			}
 		}
@@ -245,7 +245,7 @@ func summarize(runs []SearchRun, level float64, rng *rand.Rand) (stats.Interval,
 // meshRank orders meshes as help texts list them.
 func meshRank(m string) int {
 	for i, x := range []string{"none", "sidecar", "ambient", "waypoint", "linkerd"} {
-		if x == m {
+		if x == MeshMode(m) {
 			return i
 		}
 	}

@@ -271,6 +271,12 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if cluster != nil {
 		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", cluster.Server, cluster.Context, cluster.Version)
 	}
+	switch {
+	case substrate == local.SubstrateLoopback && planHasStandIn(cells):
+		where = " on the loopback substrate (ambient and waypoint: Envoy stand-in for ztunnel)"
+	case substrate != "":
+		where = " on the " + substrate + " substrate"
+	}
 	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
 		len(cells), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), dir)
 	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version, Platform: p.Platform, Substrate: substrate}
@@ -472,5 +478,21 @@ func cellEndText(ev runner.Event) string {
 			line += "; INVALID: " + strings.Join(ev.Status.Invalid, "; ")
 		}
 	}
+	if c := ev.Cell; c.Kube == nil && c.Lab.Substrate == nil {
+		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), local.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
+			line += " [" + label + "]"
+		}
+	}
 	return line
+}
+
+// planHasStandIn reports whether a cell runs ambient or waypoint, whose
+// node proxy the loopback substrate has Envoy stand in for.
+func planHasStandIn(cells []plan.Cell) bool {
+	for _, c := range cells {
+		if c.Mesh.Mode == mesh.ModeAmbient || c.Mesh.Mode == mesh.ModeWaypoint {
+			return true
+		}
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/extgen"
@@ -215,8 +216,12 @@ func checkLoadFlags(rate string, connections int, local bool) []error {
 func printRun(env *Env, res *local.Result) {
 	w := env.Stdout
 	t := res.Topology
-	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v\n\n",
-		t.Options.Mode, t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway)
+	substrate := ""
+	if res.Manifest != nil {
+		substrate, _ = res.Manifest.Options["substrate"].(string)
+	}
+	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v%s\n\n",
+		analysis.MeshLabel(string(t.Options.Mode), substrate), t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway, substrateNote(res.Manifest))
 	printMeasured(w, res.Load, res.Summary, sample.PSS)
 	if res.Summary.Rounds > 0 {
 		fmt.Fprintln(w)

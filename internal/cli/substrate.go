@@ -11,6 +11,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
@@ -62,8 +63,10 @@ func chooseSubstrate(choice, ztunnelFlag string, opts []mesh.Options) (local.Sub
 	}
 	var unsupported []error
 	seen := map[string]bool{}
+	// What the substrate runs, a missing ztunnel aside (Find said that).
+	modes := &netlab.Substrate{Ztunnel: "ztunnel"}
 	for _, o := range opts {
-		if err := sub.Supports(o); err != nil && !seen[err.Error()] {
+		if err := modes.Supports(o); err != nil && !seen[err.Error()] {
 			seen[err.Error()] = true
 			unsupported = append(unsupported, err)
 		}
@@ -86,3 +89,22 @@ func chooseSubstrate(choice, ztunnelFlag string, opts []mesh.Options) (local.Sub
 
 // oneLine joins a joined error's lines with "; ".
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// substrateNote ends run's header line: the substrate, and on netns the
+// ztunnel that ran ("" for results without one).
+func substrateNote(m *results.RunManifest) string {
+	if m == nil {
+		return ""
+	}
+	sub, _ := m.Options["substrate"].(string)
+	if sub == "" {
+		return ""
+	}
+	out := ", substrate " + sub
+	if z, ok := m.Options["ztunnel"].(map[string]any); ok {
+		if sum, _ := z["sha256"].(string); len(sum) >= 12 {
+			out += " (Istio's ztunnel, sha256 " + sum[:12] + "…)"
+		}
+	}
+	return out
+}

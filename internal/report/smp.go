@@ -305,7 +305,7 @@ func testConfig(c *analysis.Cell, run *results.RunManifest, l *results.LoadResul
 var istioModes = map[string]string{"sidecar": "sidecar", "ambient": "ambient", "waypoint": "ambient"}
 
 func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
-	mode := c.Config.Mesh
+	mode := analysis.MeshMode(c.Config.Mesh)
 	m := smpMeshConfig{SMPVersion: SMPVersion, ID: c.ID + "/mesh", Labels: map[string]string{"meshbench.mode": mode},
 		MeshBuild: "meshbench " + run.MeshbenchVersion}
 	if mode == "none" {
