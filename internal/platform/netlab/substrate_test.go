@@ -318,3 +318,49 @@ func readJSON(path string, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
+
+// TestSubstrateTwoLabs runs two ambient cells at once on one Substrate
+// (two labs side by side, as two plans on one host would): each gets its
+// own name prefix, both are valid with all their connections mTLS, and
+// neither leaves anything.
+func TestSubstrateTwoLabs(t *testing.T) {
+	bin := requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	sub := &Substrate{Ztunnel: bin}
+	type out struct {
+		res *local.Result
+		err error
+	}
+	ch := make(chan out, 2)
+	for i := range 2 {
+		go func() {
+			mo := mesh.DefaultOptions()
+			mo.Mode = mesh.ModeAmbient
+			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
+				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: filepath.Join(t.TempDir(), "run"+strconv.Itoa(i)),
+				Meshbench: mb, Substrate: sub})
+			ch <- out{res, err}
+		}()
+	}
+	prefixes := map[string]bool{}
+	for range 2 {
+		o := <-ch
+		if o.res == nil || o.res.Manifest == nil {
+			t.Fatalf("run: %v", o.err)
+		}
+		prefix, subnet := netnsOf(t, o.res.Manifest)
+		prefixes[prefix] = true
+		checkGone(t, o.res.Manifest, prefix, subnet)
+		if o.err != nil || !o.res.Manifest.Valid {
+			t.Errorf("lab %s: %v %v", prefix, o.err, o.res.Manifest.Invalid)
+		}
+		for name, s := range o.res.NodeProxyStats {
+			if s.MTLSOpened() == 0 || s.PlaintextOpened() != 0 {
+				t.Errorf("lab %s %s: %+v", prefix, name, s)
+			}
+		}
+	}
+	if len(prefixes) != 2 {
+		t.Errorf("the two labs shared a prefix: %v", prefixes)
+	}
+}
