@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/netns"
 )
 
@@ -145,8 +146,9 @@ func Start(spec Spec) (*Process, error) {
 		"RUST_LOG=info",
 	}
 	cmd.Stdout, cmd.Stderr = spec.Log, spec.Log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := spec.NS.Do(cmd.Start); err != nil {
+	// Its own process group, and SIGTERM if meshbench dies: a crashed
+	// run leaves no ztunnel behind (envoy.StartChildIn).
+	if err := envoy.StartChildIn(cmd, spec.NS.Do); err != nil {
 		return nil, fmt.Errorf("starting ztunnel on %s: %w", spec.NodeName, err)
 	}
 	p := &Process{Spec: spec, cmd: cmd, exited: make(chan struct{})}
