@@ -74,7 +74,7 @@ func chooseSubstrate(choice, ztunnelFlag string, opts []mesh.Options) (local.Sub
 	if choice == substrateNetns && len(unsupported) > 0 {
 		return nil, "", &UsageError{Err: errors.Join(unsupported...)}
 	}
-	if err := netlab.Available(); err != nil {
+	if err := netlab.Available(needZtunnel); err != nil {
 		why = append(why, err)
 	}
 	if len(why) == 0 && len(unsupported) == 0 {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -58,14 +59,27 @@ var _ local.Substrate = (*Substrate)(nil)
 // Name is "netns".
 func (s *Substrate) Name() string { return SubstrateName }
 
-// Available returns why namespaces cannot be made here, or nil: they
-// need root (CAP_NET_ADMIN and CAP_SYS_ADMIN in the host's namespaces).
-func Available() error {
+// Available returns why the substrate cannot be made here, or nil: it
+// needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN in the host's namespaces),
+// which it checks by making and deleting a named namespace, and, when
+// capture is needed (a meshed mode), the iptables command for ztunnel's
+// in-pod rules.
+func Available(capture bool) error {
 	if os.Geteuid() != 0 {
 		return errors.New("network namespaces need root here (running as uid " + fmt.Sprint(os.Geteuid()) + ")")
 	}
-	if err := os.MkdirAll("/run/netns", 0o755); err != nil {
-		return fmt.Errorf("network namespaces: %w", err)
+	s := netns.New(fmt.Sprintf("mbq%d", os.Getpid()%1000))
+	_, err := s.Namespace("p")
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("network namespaces cannot be made here: %w", err)
+	}
+	if capture {
+		if _, err := exec.LookPath("iptables"); err != nil {
+			return errors.New("ztunnel's in-pod capture needs the iptables command (Debian: apt-get install iptables)")
+		}
 	}
 	return nil
 }
