@@ -215,7 +215,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	}
 	needEnvoy := false
 	for _, c := range cells {
-		if !onKube && sub == nil && (c.Mesh.Mode != "none" || c.Mesh.Gateway) {
+		if !onKube && needsEnvoy(c.Mesh, sub) {
 			needEnvoy = true
 		}
 	}

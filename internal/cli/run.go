@@ -169,7 +169,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		fmt.Fprintln(env.Stderr, fellBack)
 	}
 	o.Substrate = sub
-	if sub == nil && (mo.Mode != mesh.ModeNone || mo.Gateway) { // a gateway is an Envoy too
+	if needsEnvoy(mo, sub) {
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()
 		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})

@@ -108,3 +108,16 @@ func substrateNote(m *results.RunManifest) string {
 	}
 	return out
 }
+
+// needsEnvoy reports whether a local cell with options o runs an Envoy:
+// any mesh mode or a gateway on loopback; on netns, where ztunnel is the
+// ambient node proxy, the sidecars, the waypoint and the gateway.
+func needsEnvoy(o mesh.Options, sub local.Substrate) bool {
+	if o.Gateway {
+		return true
+	}
+	if sub == nil {
+		return o.Mode != mesh.ModeNone
+	}
+	return o.Mode == mesh.ModeSidecar || o.Mode == mesh.ModeWaypoint
+}

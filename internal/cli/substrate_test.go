@@ -16,8 +16,8 @@ import (
 // on this machine (the netns rows need root: skipped without it, failed
 // under make test).
 func TestChooseSubstrate(t *testing.T) {
-	none, sidecar, ambient := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
-	sidecar.Mode, ambient.Mode = mesh.ModeSidecar, mesh.ModeAmbient
+	none, sidecar, ambient, waypoint := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
+	sidecar.Mode, ambient.Mode, waypoint.Mode = mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name       string
@@ -33,11 +33,11 @@ func TestChooseSubstrate(t *testing.T) {
 		// an unknown name is bad input
 		{"unknown", "docker", []mesh.Options{none}, false, false, `--substrate "docker": allowed: auto, netns, loopback`, ""},
 		// netns asked for a mode it does not run yet: bad input, before anything starts
-		{"netns sidecar", "netns", []mesh.Options{none, sidecar}, false, false, "mesh sidecar: the netns substrate runs modes none and ambient so far", ""},
+		{"netns waypoint", "netns", []mesh.Options{none, waypoint}, false, false, "mesh waypoint: the netns substrate runs modes none, sidecar and ambient so far", ""},
 		// auto with a mode netns does not run: the whole plan on loopback, said why
-		{"auto sidecar", "auto", []mesh.Options{none, sidecar, ambient}, false, false, "", "mesh sidecar"},
+		{"auto waypoint", "auto", []mesh.Options{none, sidecar, ambient, waypoint}, false, false, "", "mesh waypoint"},
 		// auto, root, modes it runs: netns for all
-		{"auto none ambient", "auto", []mesh.Options{none, ambient}, true, true, "", ""},
+		{"auto none sidecar ambient", "auto", []mesh.Options{none, sidecar, ambient}, true, true, "", ""},
 		// netns asked and possible
 		{"netns none", "netns", []mesh.Options{none}, true, true, "", ""},
 	}

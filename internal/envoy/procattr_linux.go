@@ -14,6 +14,11 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }
 
+// setGid makes the child run as group gid (its uid unchanged).
+func setGid(a *syscall.SysProcAttr, gid int) {
+	a.Credential = &syscall.Credential{Uid: uint32(syscall.Getuid()), Gid: uint32(gid), NoSetGroups: true}
+}
+
 // killGroup sends SIGKILL to the process group led by pid.
 func killGroup(pid int) {
 	if pid > 0 {

@@ -11,6 +11,17 @@ import (
 // process group and get no parent-death signal.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
+// setGid is a no-op outside Linux (sysProcAttr is nil there).
+func setGid(*syscall.SysProcAttr, int) {}
+
+// spawnIn starts cmd inside in (nil: here).
+func spawnIn(cmd *exec.Cmd, in func(func() error) error) error {
+	if in == nil {
+		return cmd.Start()
+	}
+	return in(cmd.Start)
+}
+
 // killGroup is a no-op outside Linux (Envoys have no group of their own).
 func killGroup(int) {}
 

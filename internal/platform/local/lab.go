@@ -248,8 +248,12 @@ func (l *Lab) prepare(ctx context.Context) error {
 	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{RunDir: runDir})
 	var specs []envoy.Spec
 	for _, p := range l.topo.Proxies {
-		specs = append(specs, envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),
-			LogPath: filepath.Join(l.dir, results.LogsDir, p.Name+".log")})
+		spec := envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),
+			LogPath: filepath.Join(l.dir, results.LogsDir, p.Name+".log")}
+		if l.net != nil {
+			spec.In, spec.Gid = l.net.EnvoyIn(p)
+		}
+		specs = append(specs, spec)
 	}
 	start := time.Now()
 	procs, err := l.sup.StartAll(ctx, specs)
@@ -333,6 +337,11 @@ func (l *Lab) stop(ctx context.Context) error {
 	if l.sup != nil {
 		if err := l.sup.StopAll(ctx); err != nil {
 			errs = append(errs, err)
+		}
+		if l.net != nil {
+			for _, p := range l.topo.Proxies {
+				envoy.ForgetAdmin(p.Admin.String())
+			}
 		}
 	}
 	stopChildren(l.apps)

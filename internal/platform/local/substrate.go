@@ -39,6 +39,11 @@ type Network interface {
 	// pod (named as in the topology), for starting that pod's processes
 	// (envoy.StartChildIn).
 	Enter(pod string) func(func() error) error
+	// EnvoyIn is where the lab's Envoy p runs on the substrate: the
+	// namespace to start it in (and reach its admin in) and the group to
+	// run it as (a sidecar: Istio's 1337, which its pod's capture
+	// exempts); nil and 0: here, as meshbench.
+	EnvoyIn(p mesh.Proxy) (in func(func() error) error, gid int)
 	// Proxies are the substrate's own data-plane processes (the node
 	// ztunnels), sampled beside the lab's.
 	Proxies() []sample.Target

@@ -42,7 +42,10 @@ const (
 	MaxPodsOnNode = 200
 	caPort        = 15012
 	caToken       = "meshbench-lab"
-	clusterID     = "lab"
+	// SidecarID is the uid and gid a sidecar's capture exempts (Istio's
+	// istio-proxy, 1337).
+	SidecarID = 1337
+	clusterID = "lab"
 )
 
 // PodSpec is one pod.
@@ -55,6 +58,9 @@ type PodSpec struct {
 	// Policies applies the lab's ALLOW rules (Options.Policies) to the
 	// pod's inbound traffic, enforced by ztunnel.
 	Policies bool
+	// Sidecar puts istio-init's capture in the pod for a sidecar running
+	// with uid or gid SidecarID (the pod is not enrolled).
+	Sidecar bool
 	// Services are the services the pod backs, by name, with their
 	// target port.
 	Services []string
@@ -263,6 +269,11 @@ func (l *Lab) plumb() error {
 			}
 			if ps.Enrolled {
 				if err := capture.InPod(p.NS); err != nil {
+					return err
+				}
+			}
+			if ps.Sidecar {
+				if err := capture.IstioInit(p.NS, SidecarID, SidecarID); err != nil {
 					return err
 				}
 			}

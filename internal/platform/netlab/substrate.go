@@ -90,13 +90,13 @@ func Available(capture bool) error {
 func (s *Substrate) Supports(o mesh.Options) error {
 	var errs []error
 	switch o.Mode {
-	case mesh.ModeNone:
+	case mesh.ModeNone, mesh.ModeSidecar:
 	case mesh.ModeAmbient:
 		if s.Ztunnel == "" {
 			errs = append(errs, errors.New("mesh ambient on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none and ambient so far; use --substrate loopback", o.Mode))
+		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar and ambient so far; use --substrate loopback", o.Mode))
 	}
 	if o.App != "" && o.App != mesh.AppStatic {
 		errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
@@ -160,6 +160,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		return nil, nil, err
 	}
 	meshed := t.Options.Mode == mesh.ModeAmbient
+	sidecars := t.Options.Mode == mesh.ModeSidecar
 	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
 	if meshed {
 		o.Ztunnel = s.Ztunnel
@@ -173,7 +174,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		o.Nodes = append(o.Nodes, NodeSpec{})
 	}
 	for _, p := range t.Pods {
-		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: meshed,
+		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: meshed, Sidecar: sidecars && t.Sidecar(p.Name) != nil,
 			Policies: meshed && p.Role == mesh.PodServer && t.Options.Policies > 0}
 		if p.Service != "" {
 			ps.Services = []string{p.Service}
@@ -213,6 +214,32 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	nt.LoadTargets = nil
 	for i := range nt.Pods {
 		nt.Pods[i].Addr = lab.Pod(nt.Pods[i].Name).IP
+	}
+	if sidecars {
+		// The sidecars stay Envoys, in their pods: outbound on the
+		// wildcard where istio-init's REDIRECT delivers the app's
+		// connections, inbound on the pod's IP (peers connect there and
+		// the capture hands it over), upstream from the pod's IP; the
+		// admin keeps its own loopback address inside the pod.
+		for _, p := range t.Proxies {
+			pod := lab.Pod(p.Pod)
+			if pod == nil {
+				lab.Close()
+				return nil, nil, fmt.Errorf("sidecar %s of unknown pod %q", p.Name, p.Pod)
+			}
+			p.Addr = pod.IP
+			p.Listeners = slices.Clone(p.Listeners)
+			for i := range p.Listeners {
+				port := p.Listeners[i].Addr.Port()
+				switch p.Listeners[i].Kind {
+				case mesh.ListenerOutbound:
+					p.Listeners[i].Addr = netip.AddrPortFrom(netip.IPv4Unspecified(), port)
+				default:
+					p.Listeners[i].Addr = netip.AddrPortFrom(pod.IP, port)
+				}
+			}
+			nt.Proxies = append(nt.Proxies, p)
+		}
 	}
 	for _, p := range nt.ServicePods(nt.Service.Name) {
 		nt.LoadTargets = append(nt.LoadTargets, mesh.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
@@ -298,6 +325,15 @@ func (n *network) Stats(ctx context.Context, rawDir string) (map[string]results.
 			os.WriteFile(filepath.Join(rawDir, name+".end.txt"), []byte(s.text), 0o644))
 	}
 	return out, errors.Join(errs...)
+}
+
+// EnvoyIn: a sidecar runs in its pod with Istio's group, which the pod's
+// capture exempts.
+func (n *network) EnvoyIn(p mesh.Proxy) (func(func() error) error, int) {
+	if pod := n.lab.Pod(p.Pod); pod != nil && p.Role == mesh.RoleSidecar {
+		return pod.NS.Do, SidecarID
+	}
+	return nil, 0
 }
 
 func (n *network) Enter(pod string) func(func() error) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -23,6 +25,17 @@ import (
 	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
+
+// findEnvoy is the project's Envoy (make envoy), for sidecar cells.
+func findEnvoy(t *testing.T) *envoy.Binary {
+	t.Helper()
+	wd, _ := os.Getwd()
+	bin, err := envoy.Find(envoy.FindOptions{ProjectDir: filepath.Join(wd, "..", "..", "..")})
+	if err != nil {
+		testutil.SkipOrFail(t, fmt.Sprintf("%v (make envoy installs it)", err))
+	}
+	return bin
+}
 
 // netnsOf is the prefix and subnet a run's manifest records.
 func netnsOf(t *testing.T, m *results.RunManifest) (string, netip.Prefix) {
@@ -78,6 +91,7 @@ func TestSubstrateRun(t *testing.T) {
 	}{
 		{"none", mesh.ModeNone, 0, 2, 1024},    // the baseline: same namespaces, no ztunnel; a 1 KB answer
 		{"ambient", mesh.ModeAmbient, 4, 2, 0}, // real ztunnel per node, ztunnel enforcing the rules
+		{"sidecar", mesh.ModeSidecar, 4, 2, 0}, // Envoy sidecars in the pods, istio-init's capture, RBAC in the server sidecars
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mo := mesh.DefaultOptions()
@@ -85,9 +99,13 @@ func TestSubstrateRun(t *testing.T) {
 			sub := &Substrate{Ztunnel: bin}
 			out := filepath.Join(t.TempDir(), "run")
 			var log testutil.SyncBuffer
-			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
+			o := local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
 				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb, Substrate: sub, Log: &log,
-				BodySize: tc.bodySize})
+				BodySize: tc.bodySize}
+			if tc.mode == mesh.ModeSidecar {
+				o.Envoy = findEnvoy(t)
+			}
+			res, err := local.Run(context.Background(), o)
 			if res == nil || res.Manifest == nil {
 				t.Fatalf("run: %v\n%s", err, log.String())
 			}
@@ -117,6 +135,32 @@ func TestSubstrateRun(t *testing.T) {
 				if !strings.HasPrefix(u.URL, "http://"+subnet.Addr().String()[:5]) {
 					t.Errorf("load target %s is not a pod of the lab's subnet %s", u.URL, subnet)
 				}
+			}
+			if tc.mode == mesh.ModeSidecar {
+				// The load called the server pods' own IPs: every request
+				// reached the client sidecar only through istio-init's
+				// capture, crossed to a server sidecar over mTLS and passed
+				// its RBAC.
+				var down, hs, allowed uint64
+				for name, ps := range res.EnvoyStats {
+					if name == "client-sidecar" && ps.Downstream != nil && ps.Downstream.RqTotal != nil {
+						down = *ps.Downstream.RqTotal
+					}
+					if strings.HasPrefix(name, "server-") && ps.DownstreamTLS != nil && ps.DownstreamTLS.Handshakes != nil {
+						hs += *ps.DownstreamTLS.Handshakes
+					}
+					if ps.RBAC != nil && ps.RBAC.Allowed != nil {
+						allowed += *ps.RBAC.Allowed
+					}
+				}
+				if down < uint64(lr.Completed) || hs == 0 || allowed == 0 {
+					t.Errorf("client sidecar saw %d requests of %d sent, server sidecars %d TLS handshakes and %d RBAC allows: capture or mTLS missing",
+						down, lr.Completed, hs, allowed)
+				}
+				if len(zt) != 0 {
+					t.Errorf("sidecar mode runs ztunnel: %v", zt)
+				}
+				return
 			}
 			if tc.mode == mesh.ModeNone {
 				if len(zt) != 0 || res.Manifest.Options["ztunnel"] != nil || res.NodeProxyStats != nil {
