@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +45,7 @@ func freeLab(t *testing.T, taken map[string]bool) (netip.Prefix, string) {
 	for _, sn := range []string{"10.98.0.0/16", "172.27.0.0/16"} {
 		p := netip.MustParsePrefix(sn)
 		for i := range 100 {
-			prefix := "mbl" + strconv.Itoa(i)
+			prefix := fmt.Sprintf("mbl%02d", i) // fixed width: no prefix is the start of another
 			if taken[prefix] {
 				continue
 			}
