@@ -125,8 +125,14 @@ func Analyze(p *Plan, o Options) *Analysis {
 	if a.Baseline == "" {
 		a.Baseline = "none"
 	}
+	// The baseline names a mode; the meshes may carry a label (MeshLabel).
+	for m := range seen {
+		if !seen[a.Baseline] && MeshMode(m) == a.Baseline {
+			a.Baseline = m
+		}
+	}
 	sort.Slice(a.Meshes, func(i, j int) bool {
-		oi, oj := meshes.Order(a.Meshes[i]), meshes.Order(a.Meshes[j])
+		oi, oj := meshes.Order(MeshMode(a.Meshes[i])), meshes.Order(MeshMode(a.Meshes[j]))
 		if a.Meshes[i] == a.Baseline {
 			oi = -1
 		}
@@ -287,7 +293,7 @@ func fits(a *Analysis, level float64) []Fit {
 		if out[i].Scenario.Key() != out[j].Scenario.Key() {
 			return scenarioLess(out[i].Scenario, out[j].Scenario)
 		}
-		return meshes.Order(out[i].Mesh) < meshes.Order(out[j].Mesh)
+		return meshes.Order(MeshMode(out[i].Mesh)) < meshes.Order(MeshMode(out[j].Mesh))
 	})
 	return out
 }

@@ -49,7 +49,7 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 	switch axis {
 	case AxisMesh:
 		r.Mesh = ""
-		return float64(meshes.Order(c.Mesh)), c.Mesh, r.Key()
+		return float64(meshes.Order(MeshMode(c.Mesh))), c.Mesh, r.Key()
 	case AxisApp:
 		r.App = ""
 		return 0, c.App, r.Key()

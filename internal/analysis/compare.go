@@ -99,7 +99,7 @@ func configLess(a, b Config) bool {
 	if sa != sb {
 		return scenarioLess(sa, sb)
 	}
-	oa, ob := meshes.Order(a.Mesh), meshes.Order(b.Mesh)
+	oa, ob := meshes.Order(MeshMode(a.Mesh)), meshes.Order(MeshMode(b.Mesh))
 	if oa != ob {
 		return oa < ob
 	}

@@ -171,15 +171,15 @@ func AnalyzeSearch(p *Plan, o SearchOptions) (*SearchAnalysis, error) {
 		if a.Groups[i].Scenario != a.Groups[j].Scenario {
 			return scenarioLess(a.Groups[i].Scenario, a.Groups[j].Scenario)
 		}
-		return meshes.Order(a.Groups[i].Mesh) < meshes.Order(a.Groups[j].Mesh)
+		return meshes.Order(MeshMode(a.Groups[i].Mesh)) < meshes.Order(MeshMode(a.Groups[j].Mesh))
 	})
 	for _, g := range a.Groups {
-		if g.Mesh == o.Baseline {
+		if MeshMode(g.Mesh) == MeshMode(o.Baseline) {
 			continue
 		}
 		var base *CapacityGroup
 		for i := range a.Groups {
-			if a.Groups[i].Mesh == o.Baseline && a.Groups[i].Scenario == g.Scenario {
+			if MeshMode(a.Groups[i].Mesh) == MeshMode(o.Baseline) && a.Groups[i].Scenario == g.Scenario {
 				base = &a.Groups[i]
 			}
 		}

@@ -2,7 +2,9 @@
 // namespace the way Istio does it: for ambient, the in-pod redirection that
 // istio-cni sets up for a shared-mode ztunnel (outbound to 15001, inbound
 // plaintext to 15006 and HBONE to 15008 by TPROXY, ztunnel's own packets
-// exempt by their mark, original-source routing through table 100).
+// exempt by their mark, original-source routing through table 100); for
+// sidecars, istio-init's nat rules (IstioInit: outbound to 15001, inbound
+// to 15006, the proxy's uid and gid exempt).
 //
 // Rules go in with github.com/coreos/go-iptables (which runs iptables(8)
 // born inside the namespace, so they land in the pod's tables); routes and
@@ -100,6 +102,84 @@ func InPod(ns *netns.NS) error {
 		r.Priority = 32764
 		if err := netlink.RuleAdd(r); err != nil {
 			return fmt.Errorf("in-pod capture in %s: rule fwmark 0x%x lookup %d: %w", ns.Name, ConnMark, RouteTable, err)
+		}
+		return nil
+	})
+}
+
+// Sidecar capture (istio-init, Istio's istio-iptables defaults).
+const (
+	// PortSidecarOutbound is the sidecar's outbound listener: the pod's
+	// outbound TCP is redirected there.
+	PortSidecarOutbound = 15001
+	// PortSidecarInbound is the sidecar's inbound listener: TCP arriving
+	// at the pod is redirected there.
+	PortSidecarInbound = 15006
+	// InboundPassthroughSource is the source address the sidecar gives
+	// its connections to the app (Istio's 127.0.0.6): never captured.
+	InboundPassthroughSource = "127.0.0.6"
+)
+
+// sidecarInboundExcluded are the pod ports istio-init leaves uncaptured:
+// HBONE, Envoy's Prometheus port, the readiness port and the agent's.
+var sidecarInboundExcluded = []int{15008, 15090, 15021, 15020}
+
+// istioInitChains are the nat chains IstioInit creates.
+var istioInitChains = []string{"ISTIO_INBOUND", "ISTIO_IN_REDIRECT", "ISTIO_OUTPUT", "ISTIO_REDIRECT"}
+
+// istioInitRules are the nat rules of istio-init for a sidecar running as
+// uid and gid, in order.
+func istioInitRules(uid, gid int) []rule {
+	u, g := fmt.Sprint(uid), fmt.Sprint(gid)
+	rs := []rule{
+		{"nat", "ISTIO_REDIRECT", []string{"-p", "tcp", "-j", "REDIRECT", "--to-ports", fmt.Sprint(PortSidecarOutbound)}},
+		{"nat", "ISTIO_IN_REDIRECT", []string{"-p", "tcp", "-j", "REDIRECT", "--to-ports", fmt.Sprint(PortSidecarInbound)}},
+		{"nat", "PREROUTING", []string{"-p", "tcp", "-j", "ISTIO_INBOUND"}},
+	}
+	for _, p := range sidecarInboundExcluded {
+		rs = append(rs, rule{"nat", "ISTIO_INBOUND", []string{"-p", "tcp", "--dport", fmt.Sprint(p), "-j", "RETURN"}})
+	}
+	return append(rs,
+		rule{"nat", "ISTIO_INBOUND", []string{"-p", "tcp", "-j", "ISTIO_IN_REDIRECT"}},
+		rule{"nat", "OUTPUT", []string{"-p", "tcp", "-j", "ISTIO_OUTPUT"}},
+		// the sidecar's own connections to the app
+		rule{"nat", "ISTIO_OUTPUT", []string{"-s", InboundPassthroughSource + "/32", "-o", "lo", "-j", "RETURN"}},
+		// the sidecar calling its own pod's IP: inbound, through 15006
+		rule{"nat", "ISTIO_OUTPUT", []string{"!", "-d", "127.0.0.1/32", "-o", "lo", "-p", "tcp", "-m", "owner", "--uid-owner", u, "-j", "ISTIO_IN_REDIRECT"}},
+		rule{"nat", "ISTIO_OUTPUT", []string{"-o", "lo", "-m", "owner", "!", "--uid-owner", u, "-j", "RETURN"}},
+		// everything else the sidecar sends goes out as it is
+		rule{"nat", "ISTIO_OUTPUT", []string{"-m", "owner", "--uid-owner", u, "-j", "RETURN"}},
+		rule{"nat", "ISTIO_OUTPUT", []string{"!", "-d", "127.0.0.1/32", "-o", "lo", "-p", "tcp", "-m", "owner", "--gid-owner", g, "-j", "ISTIO_IN_REDIRECT"}},
+		rule{"nat", "ISTIO_OUTPUT", []string{"-o", "lo", "-m", "owner", "!", "--gid-owner", g, "-j", "RETURN"}},
+		rule{"nat", "ISTIO_OUTPUT", []string{"-m", "owner", "--gid-owner", g, "-j", "RETURN"}},
+		rule{"nat", "ISTIO_OUTPUT", []string{"-d", "127.0.0.1/32", "-j", "RETURN"}},
+		// the app's outbound TCP: to the sidecar's 15001
+		rule{"nat", "ISTIO_OUTPUT", []string{"-j", "ISTIO_REDIRECT"}},
+	)
+}
+
+// IstioInit installs istio-init's sidecar capture in ns (a pod's
+// namespace): TCP arriving at the pod goes to the sidecar's inbound port
+// 15006 (except 15008, 15090, 15021, 15020), the pod's outbound TCP to its
+// outbound port 15001, and the sidecar's own traffic (uid or gid, Istio's
+// 1337) and its connections to the app from 127.0.0.6 are left alone.
+// The sidecar finds each connection's original destination with
+// SO_ORIGINAL_DST (Envoy's original_dst listener filter).
+func IstioInit(ns *netns.NS, uid, gid int) error {
+	return ns.Do(func() error {
+		ipt, err := iptables.New()
+		if err != nil {
+			return fmt.Errorf("istio-init capture in %s: %w", ns.Name, err)
+		}
+		for _, c := range istioInitChains {
+			if err := ipt.NewChain("nat", c); err != nil {
+				return fmt.Errorf("istio-init capture in %s: chain %s: %w", ns.Name, c, err)
+			}
+		}
+		for _, r := range istioInitRules(uid, gid) {
+			if err := ipt.Append(r.table, r.chain, r.args...); err != nil {
+				return fmt.Errorf("istio-init capture in %s: %s %s: %w", ns.Name, r.table, r.chain, err)
+			}
 		}
 		return nil
 	})

@@ -32,6 +32,7 @@ import (
 type benchFlags struct {
 	plan.Flags
 	resume, out, envoyPath string
+	ztunnelPath            string
 	quiet                  bool
 	loopbackNet            int
 	kube                   kubeFlags
@@ -41,7 +42,7 @@ type benchFlags struct {
 // deploy on it (platform kube only); with benchLocalFlags, the flags that
 // are not part of the plan: they go with a plan file or --resume.
 var (
-	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net"}
+	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
 		"install-mesh", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
@@ -107,6 +108,9 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
+	fl.StringVar(&f.Substrate, "substrate", "", "the local lab's network: netns (namespaces, the real ztunnel for ambient; root), loopback (Envoy stands in for ztunnel), auto (default: netns when it runs every cell, else loopback)")
+	fl.StringVar(&f.BodySize, "body-size", "", "the static app's answer in bytes (default 615, nginx's welcome page; local platform)")
+	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
 	_ = fl.MarkHidden("loopback-net")
@@ -190,9 +194,29 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 	}
 	cells := p.Order(*p.Seed, p.ReuseTopology)
+	var sub local.Substrate
+	substrate := ""
+	if !onKube {
+		opts := make([]mesh.Options, len(cells))
+		for i, c := range cells {
+			opts[i] = c.Mesh
+		}
+		var fellBack string
+		var err error
+		if sub, fellBack, err = chooseSubstrate(p.Substrate, f.ztunnelPath, opts); err != nil {
+			return err
+		}
+		if fellBack != "" {
+			fmt.Fprintln(env.Stderr, fellBack)
+		}
+		substrate = local.SubstrateLoopback
+		if sub != nil {
+			substrate = sub.Name()
+		}
+	}
 	needEnvoy := false
 	for _, c := range cells {
-		if !onKube && (!meshes.Is(string(c.Mesh.Mode), meshes.KindNone) || c.Mesh.Gateway) {
+		if !onKube && needsEnvoy(c.Mesh, sub) {
 			needEnvoy = true
 		}
 	}
@@ -216,7 +240,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 	}
 	if p.Search != nil {
-		return runBenchSearch(ctx, env, f, p, dir, bin)
+		return runBenchSearch(ctx, env, f, p, dir, bin, sub)
 	}
 	rcells := make([]runner.Cell, len(cells))
 	for i, c := range cells {
@@ -225,7 +249,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime}
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}
@@ -248,9 +272,15 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if cluster != nil {
 		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", cluster.Server, cluster.Context, cluster.Version)
 	}
+	switch {
+	case substrate == local.SubstrateLoopback && planHasStandIn(cells):
+		where = " on the loopback substrate (ambient and waypoint: Envoy stand-in for ztunnel)"
+	case substrate != "":
+		where = " on the " + substrate + " substrate"
+	}
 	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
 		len(cells), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), dir)
-	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version, Platform: p.Platform}
+	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version, Platform: p.Platform, Substrate: substrate}
 	if bin != nil {
 		ro.EnvoyVersion = bin.Version
 	}
@@ -452,5 +482,21 @@ func cellEndText(ev runner.Event) string {
 			line += "; INVALID: " + strings.Join(ev.Status.Invalid, "; ")
 		}
 	}
+	if c := ev.Cell; c.Kube == nil && c.Lab.Substrate == nil {
+		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), local.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
+			line += " [" + label + "]"
+		}
+	}
 	return line
+}
+
+// planHasStandIn reports whether a cell runs ambient or waypoint, whose
+// node proxy the loopback substrate has Envoy stand in for.
+func planHasStandIn(cells []plan.Cell) bool {
+	for _, c := range cells {
+		if c.Mesh.Mode == mesh.ModeAmbient || c.Mesh.Mode == mesh.ModeWaypoint {
+			return true
+		}
+	}
+	return false
 }

@@ -45,7 +45,7 @@ func searchAnalysisOptions(p *plan.Plan) analysis.SearchOptions {
 // runBenchSearch runs a capacity-search plan: every search step by step,
 // probes of different configurations alternating, then the capacity
 // reports.
-func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, dir string, bin *envoy.Binary) error {
+func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, dir string, bin *envoy.Binary, sub local.Substrate) error {
 	ao := searchAnalysisOptions(p)
 	var rounds [][]runner.Search
 	n := 0
@@ -57,7 +57,7 @@ func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, 
 			lo := local.Options{Mesh: mo, Duration: p.Duration, Warmup: p.Warmup, Connections: p.Connections,
 				SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain, LoadCPUMax: p.Thresholds.LoadCPU,
 				RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-				AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Timeout: probeTimeout(p.Search.Objective)}
+				AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Timeout: probeTimeout(p.Search.Objective), Substrate: sub, BodySize: p.BodySize}
 			rr = append(rr, runner.Search{ID: s.ID, Lab: lo})
 			n++
 		}

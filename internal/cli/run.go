@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
@@ -38,6 +40,9 @@ type runFlags struct {
 	platform                string
 	drainSet                bool
 	kube                    kubeFlags
+	sub                     substrateFlags
+	bodySize                int
+	bodySizeSet             bool
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -60,6 +65,10 @@ proxy ships only in its images; use the Kubernetes platform.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.drainSet = cmd.Flags().Changed("drain")
+			f.bodySizeSet = cmd.Flags().Changed("body-size")
+			if f.platform == "kube" && f.bodySizeSet {
+				return usagef("--body-size %d: only on the local platform so far", f.bodySize)
+			}
 			switch f.platform {
 			case "local":
 				return runRun(cmd.Context(), env, f)
@@ -96,6 +105,8 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet N of the lab's addresses 127.N.x.y")
 	_ = fl.MarkHidden("loopback-net")
 	f.kube.add(cmd, kubeRun)
+	f.sub.add(fl)
+	fl.IntVar(&f.bodySize, "body-size", app.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", app.MaxBodySize))
 	return cmd
 }
 
@@ -132,6 +143,12 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
 	}
 	errs = append(errs, checkLoadFlags(f.rate, f.connections, true)...)
+	switch {
+	case f.bodySize < 1 || f.bodySize > app.MaxBodySize:
+		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
+	case f.bodySizeSet && mo.App != mesh.AppStatic:
+		errs = append(errs, fmt.Errorf("--body-size %d: applies to the static app only (faces answers what its callers ask for)", f.bodySize))
+	}
 	if err := results.CheckNewDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
@@ -142,7 +159,18 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
-	if !meshes.Is(string(mo.Mode), meshes.KindNone) || mo.Gateway { // a gateway is an Envoy too
+	if f.bodySize != app.DefaultBodySize {
+		o.BodySize = f.bodySize
+	}
+	sub, fellBack, err := chooseSubstrate(f.sub.substrate, f.sub.ztunnel, []mesh.Options{mo})
+	if err != nil {
+		return err
+	}
+	if fellBack != "" {
+		fmt.Fprintln(env.Stderr, fellBack)
+	}
+	o.Substrate = sub
+	if needsEnvoy(mo, sub) {
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()
 		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})
@@ -189,8 +217,12 @@ func checkLoadFlags(rate string, connections int, local bool) []error {
 func printRun(env *Env, res *local.Result) {
 	w := env.Stdout
 	t := res.Topology
-	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v\n\n",
-		t.Options.Mode, t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway)
+	substrate := ""
+	if res.Manifest != nil {
+		substrate, _ = res.Manifest.Options["substrate"].(string)
+	}
+	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v%s\n\n",
+		analysis.MeshLabel(string(t.Options.Mode), substrate), t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway, substrateNote(res.Manifest))
 	printMeasured(w, res.Load, res.Summary, sample.PSS)
 	if res.Summary.Rounds > 0 {
 		fmt.Fprintln(w)
@@ -199,6 +231,10 @@ func printRun(env *Env, res *local.Result) {
 	if len(res.EnvoyStats) > 0 {
 		fmt.Fprintln(w)
 		renderEnvoyStats(w, t, res.EnvoyStats)
+	}
+	if len(res.NodeProxyStats) > 0 {
+		fmt.Fprintln(w)
+		renderNodeProxyStats(w, res.NodeProxyStats)
 	}
 	if res.Manifest != nil && len(res.Manifest.Derived) > 0 {
 		fmt.Fprintln(w, "\nDerived:")

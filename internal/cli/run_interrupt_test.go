@@ -152,7 +152,7 @@ func TestRunLoopbackNetFlag(t *testing.T) {
 	if inv.code != ExitUsage || strings.Count(inv.stderr, "\n") != 1 || !strings.Contains(inv.stderr, "--loopback-net 256: allowed: 0 to 255") {
 		t.Errorf("--loopback-net 256: exit %d stderr %q", inv.code, inv.stderr)
 	}
-	if help := runCLI(t, nil, "run", "--help"); help.code != 0 || strings.Contains(help.stdout, "loopback") {
+	if help := runCLI(t, nil, "run", "--help"); help.code != 0 || strings.Contains(help.stdout, "loopback-net") {
 		t.Errorf("run --help: exit %d, shows the hidden flag:\n%s", help.code, help.stdout)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,14 +22,44 @@ const maxAdminBody = 64 << 20
 
 // adminClient talks to Envoy admin endpoints on loopback only: no proxy
 // from the environment, short connect timeout, a few idle connections kept.
+// An admin address registered with AdminIn is dialled inside its
+// namespace.
 var adminClient = &http.Client{
 	Transport: &http.Transport{
 		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		DialContext:         dialAdmin,
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	},
+}
+
+// adminNS maps an admin address to the namespace it lives in (AdminIn).
+var adminNS sync.Map // string (ip:port) → func(func() error) error
+
+// AdminIn says that the Envoy admin at addr (a loopback ip:port) listens
+// inside a network namespace, entered by in (netns.NS.Do): every admin
+// call to addr is dialled there. Loopback addresses are private to each
+// namespace, so the address still names one Envoy as long as the lab
+// gives each its own. ForgetAdmin undoes it.
+func AdminIn(addr string, in func(func() error) error) { adminNS.Store(addr, in) }
+
+// ForgetAdmin drops addr's namespace (its Envoy stopped).
+func ForgetAdmin(addr string) { adminNS.Delete(addr) }
+
+// dialAdmin dials addr, inside its namespace when AdminIn named one.
+func dialAdmin(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	v, ok := adminNS.Load(addr)
+	if !ok {
+		return d.DialContext(ctx, network, addr)
+	}
+	var c net.Conn
+	err := v.(func(func() error) error)(func() (err error) {
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
 }
 
 // adminGet fetches http://ADMIN/path and returns the body of a 200 answer.

@@ -86,6 +86,13 @@ type Spec struct {
 	LogLevel string
 	// Env adds KEY=VALUE entries to the process environment.
 	Env []string
+	// In, when set, runs its function inside the network namespace the
+	// Envoy belongs in (a pod's: netns.NS.Do); the Envoy is started there
+	// and its admin address is reached there (AdminIn). nil: this one.
+	In func(func() error) error
+	// Gid, when above 0, is the group the Envoy runs as (Istio's
+	// istio-proxy group 1337, which istio-init's capture exempts).
+	Gid int
 }
 
 // Supervisor starts Envoy processes and keeps track of every one, so that
@@ -312,8 +319,15 @@ func (s *Supervisor) spawnLocked(spec Spec, level string, env []string) (*Proc, 
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.WaitDelay = 2 * time.Second
+	if spec.Gid > 0 {
+		process.SetGid(cmd, spec.Gid)
+	}
 	started := time.Now()
-	if err := process.Start(cmd); err != nil {
+	if spec.In != nil {
+		// Its admin address lives in that namespace: reach it there.
+		AdminIn(spec.AdminAddr, spec.In)
+	}
+	if err := process.StartIn(cmd, spec.In); err != nil {
 		return nil, "", fmt.Errorf("running %s: %w", s.bin.Path, err)
 	}
 	p := &Proc{

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -366,6 +367,19 @@ func ipNet(p netip.Prefix) *net.IPNet {
 // namespace, or a link already has a name starting with prefix: a
 // substrate there would collide with someone else's.
 func InUse(p netip.Prefix, prefix string) (bool, error) {
+	// A dump interrupted by a change made meanwhile (other labs, other
+	// tests on the host) is incomplete: read it again.
+	for attempt := 0; ; attempt++ {
+		busy, err := inUse(p, prefix)
+		if attempt < 5 && errors.Is(err, netlink.ErrDumpInterrupted) {
+			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+			continue
+		}
+		return busy, err
+	}
+}
+
+func inUse(p netip.Prefix, prefix string) (bool, error) {
 	links, err := netlink.LinkList()
 	if err != nil {
 		return false, err

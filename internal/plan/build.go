@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
 )
@@ -35,6 +36,7 @@ func build(s *source) (*Plan, error) {
 	b.scalars()
 	b.search()
 	b.axes()
+	b.bodySize()
 	b.loadModel()
 	b.compare()
 	b.matrix()
@@ -42,6 +44,22 @@ func build(s *source) (*Plan, error) {
 		return nil, err
 	}
 	return b.p, nil
+}
+
+// bodySize reads body_size, once the app axis is known.
+func (b *builder) bodySize() {
+	p := b.p
+	b.integer("body_size", 1, app.MaxBodySize, fmt.Sprintf("allowed: 1 to %d bytes (the static app's answer)", app.MaxBodySize), &p.BodySize)
+	if it, ok := b.one("body_size"); ok && p.BodySize > 0 {
+		switch {
+		case p.Platform == PlatformKube:
+			b.s.badItem("body_size", it, "only on platform local so far")
+			p.BodySize = 0
+		case slices.Contains(p.Axes.App, mesh.AppFaces):
+			b.s.badItem("body_size", it, "applies to the static app only (faces answers what its callers ask for): drop faces from axes.app")
+			p.BodySize = 0
+		}
+	}
 }
 
 // one returns the single value given for a scalar setting.
@@ -116,6 +134,16 @@ func (b *builder) scalars() {
 			b.s.badItem("reuse_topology", it, "allowed on platform kube: false (every cell deploys its app and deletes it)")
 		default:
 			p.ReuseTopology = v
+		}
+	}
+	if it, ok := b.one("substrate"); ok {
+		switch {
+		case it.text != SubstrateAuto && it.text != SubstrateNetns && it.text != SubstrateLoopback:
+			b.s.badItem("substrate", it, "allowed: auto, netns (network namespaces, the real ztunnel), loopback (127.0.N.x, Envoy standing in for ztunnel)")
+		case kube:
+			b.s.badItem("substrate", it, "only on platform local (a cluster brings its own network)")
+		default:
+			p.Substrate = it.text
 		}
 	}
 	b.integer("workers", 1, MaxWorkers, fmt.Sprintf("allowed: 1 to %d load generator pods", MaxWorkers), &p.Workers)

@@ -30,6 +30,7 @@
 //	connections: 16          # load generator connections, at least 1
 //	sample_interval: 1s      # /proc sampling period, above 0
 //	pss_every: 0             # read PSS every N sampling rounds; 0: about every 5 s
+//	substrate: auto          # netns (namespaces, the real ztunnel), loopback (Envoy stands in for ztunnel), auto
 //	reuse_topology: true     # within a round, run a topology's cells on one running lab
 //	baseline: none           # the mesh others are compared with; must be in axes.mesh
 //	thresholds:
@@ -37,6 +38,7 @@
 //	  errors: 0.01           # a run with more than this fraction of failed requests is invalid
 //	  load_cpu: 0.9          # the load generator is CPU-starved above this fraction of one core
 //	confidence: 0.95         # of the intervals the comparisons report
+//	body_size: 615           # the static app's answer in bytes (local only)
 //
 // A null value ("duration:" with nothing after it) is an error, not the
 // default: remove the key to get the default.

@@ -30,6 +30,7 @@ type Flags struct {
 	SampleInterval string // --sample-interval
 	PSSEvery       string // --pss-every
 	ReuseTopology  string // --reuse-topology
+	Substrate      string // --substrate (platform local)
 	Workers        string // --workers (platform kube)
 	Generator      string // --generator (platform kube)
 	Baseline       string // --baseline
@@ -48,6 +49,7 @@ type Flags struct {
 	SearchConfirm   string // --search-confirm
 	AppConcurrency  string // --app-concurrency
 	AppServiceTime  string // --app-service-time
+	BodySize        string // --body-size (platform local, app static)
 }
 
 // FromFlags builds a plan from flag values, with the same defaults and
@@ -90,6 +92,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("sample_interval", f.SampleInterval)
 	set("pss_every", f.PSSEvery)
 	set("reuse_topology", f.ReuseTopology)
+	set("substrate", f.Substrate)
 	set("workers", f.Workers)
 	set("generator", f.Generator)
 	set("baseline", f.Baseline)
@@ -112,5 +115,6 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("search.confirm", f.SearchConfirm)
 	set("app_concurrency", f.AppConcurrency)
 	set("app_service_time", f.AppServiceTime)
+	set("body_size", f.BodySize)
 	return build(s)
 }

@@ -45,6 +45,9 @@ type Plan struct {
 	// other rates) on one running lab within each round instead of
 	// bringing a lab up and down for every cell (see Order).
 	ReuseTopology bool
+	// Substrate is the local lab's network for every cell: SubstrateAuto,
+	// SubstrateNetns or SubstrateLoopback (never mixed within a plan).
+	Substrate string
 	// Baseline is the mesh mode the others are compared with; one of
 	// Axes.Mesh.
 	Baseline mesh.Mode
@@ -73,6 +76,10 @@ type Plan struct {
 	// replicas × concurrency / service time. 0: unbounded. Local only.
 	AppConcurrency int
 	AppServiceTime time.Duration
+	// BodySize is the static app's answer in bytes (`meshbench serve
+	// --body-size`); 0: its default, 615 (nginx's welcome page). Local
+	// only, static app only.
+	BodySize int
 }
 
 // Axes are the lists a plan crosses. Each list holds distinct values, in
@@ -100,6 +107,19 @@ type Thresholds struct {
 	// of one core is CPU-starved and invalid; above 0, at most 1.
 	LoadCPU float64
 }
+
+// The local lab's substrates (Plan.Substrate).
+const (
+	// SubstrateAuto is netns where namespaces can be made and run every
+	// cell of the plan, else loopback.
+	SubstrateAuto = "auto"
+	// SubstrateNetns runs nodes and pods as network namespaces, with
+	// Istio's real ztunnel as the ambient node proxy.
+	SubstrateNetns = "netns"
+	// SubstrateLoopback runs every process on 127.0.N.x, Envoy standing
+	// in for ztunnel.
+	SubstrateLoopback = "loopback"
+)
 
 // The platforms a plan runs on.
 const (
@@ -169,6 +189,7 @@ func Defaults() *Plan {
 		Workers:        1,
 		Generator:      "meshbench",
 		ReuseTopology:  true,
+		Substrate:      SubstrateAuto,
 		Baseline:       mesh.ModeNone,
 		Thresholds:     Thresholds{RateShortfall: DefaultRateShortfall, Errors: DefaultErrors, LoadCPU: DefaultLoadCPU},
 		Confidence:     DefaultConfidence,

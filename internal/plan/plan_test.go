@@ -41,7 +41,7 @@ func TestDefaults(t *testing.T) {
 			Gateway: []bool{false}, MTLS: []bool{true},
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
-		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Baseline: "none", Workers: 1, Generator: "meshbench",
+		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Substrate: "auto", Baseline: "none", Workers: 1, Generator: "meshbench",
 		Thresholds: Thresholds{RateShortfall: 0.002, Errors: 0.01, LoadCPU: 0.9}, Confidence: 0.95, Compare: []string{"mesh"},
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -452,6 +452,8 @@ duration: 1m30s
 warmup: 0s
 drain: 250ms
 pss_every: 5
+substrate: netns
+body_size: 1024
 baseline: sidecar
 thresholds: {rate_shortfall: 0, errors: 1, load_cpu: 1}
 confidence: 0.999

@@ -19,7 +19,7 @@ func TestBadPlans(t *testing.T) {
 	}{
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
-			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time`,
+			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size`,
 			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls`,
 		}},
 		// Nothing like any key: no suggestion.
@@ -55,6 +55,18 @@ func TestBadPlans(t *testing.T) {
 			`p.yaml:4: workers "0": allowed: 1 to 1000 load generator pods`,
 			`p.yaml:6: axes.mesh "consul": allowed: none, sidecar, ambient, waypoint, linkerd`,
 			`p.yaml:7: axes.gateway "true": allowed on platform kube: false (no ingress gateway there yet)`,
+		}},
+		// body_size: out of range; with faces on the app axis; on a cluster
+		{"body size", "body_size: 0\n", []string{`p.yaml:1: body_size "0": allowed: 1 to 67108864 bytes (the static app's answer)`}},
+		{"body size faces", "axes:\n  app: [static, faces]\nbody_size: 1024\n", []string{
+			`p.yaml:3: body_size "1024": applies to the static app only (faces answers what its callers ask for): drop faces from axes.app`}},
+		{"body size kube", "platform: kube\naxes:\n  mesh: [none]\nbody_size: 1024\n", []string{`p.yaml:4: body_size "1024": only on platform local so far`}},
+		// The substrate: a name it does not know, and one on a cluster.
+		{"substrate", "substrate: docker\n", []string{
+			`p.yaml:1: substrate "docker": allowed: auto, netns (network namespaces, the real ztunnel), loopback (127.0.N.x, Envoy standing in for ztunnel)`,
+		}},
+		{"substrate on kube", "platform: kube\nsubstrate: netns\naxes:\n  mesh: [none]\n", []string{
+			`p.yaml:2: substrate "netns": only on platform local (a cluster brings its own network)`,
 		}},
 		// Scalars out of range.
 		{"scalars", `platform: kubernetes
@@ -152,7 +164,7 @@ thresholds: 0.5
 			`p.yaml:2: duration: given twice (first on line 1)`,
 		}},
 		{"not a mapping", "- a\n- b\n", []string{
-			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time), not [...]`,
+			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size), not [...]`,
 		}},
 		// YAML syntax: the library's message and line. (yaml.v3 puts an
 		// unclosed flow list at the line where the list's key began.)

@@ -36,6 +36,7 @@ var schema = []setting{
 	{key: "sample_interval", flag: "sample-interval"},
 	{key: "pss_every", flag: "pss-every"},
 	{key: "reuse_topology", flag: "reuse-topology"},
+	{key: "substrate", flag: "substrate"},
 	{key: "workers", flag: "workers"},
 	{key: "generator", flag: "generator"},
 	{key: "baseline", flag: "baseline"},
@@ -52,6 +53,7 @@ var schema = []setting{
 	{key: "search.confirm", flag: "search-confirm"},
 	{key: "app_concurrency", flag: "app-concurrency"},
 	{key: "app_service_time", flag: "app-service-time"},
+	{key: "body_size", flag: "body-size"},
 }
 
 // keyAxes stands for the matrix as a whole in problems about it.

@@ -57,6 +57,11 @@ func (p *Plan) YAML() []byte {
 		add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))
 	}
 	add(root, "reuse_topology", plain(strconv.FormatBool(p.ReuseTopology)))
+	if p.Platform != PlatformKube && p.Substrate != SubstrateAuto {
+		// Written only when chosen: plans from before the key read back
+		// the same.
+		add(root, "substrate", str(p.Substrate))
+	}
 	if p.Platform == PlatformKube {
 		add(root, "workers", plain(strconv.Itoa(p.Workers)))
 		add(root, "generator", str(p.Generator))
@@ -82,6 +87,9 @@ func (p *Plan) YAML() []byte {
 	if p.AppConcurrency > 0 {
 		add(root, "app_concurrency", plain(strconv.Itoa(p.AppConcurrency)))
 		add(root, "app_service_time", plain(dur(p.AppServiceTime)))
+	}
+	if p.BodySize > 0 {
+		add(root, "body_size", plain(strconv.Itoa(p.BodySize)))
 	}
 
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},

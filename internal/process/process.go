@@ -28,6 +28,27 @@ func Start(cmd *exec.Cmd) error {
 	return spawn(cmd)
 }
 
+// StartIn is Start with the spawner thread inside in while it forks: in
+// runs its function on the calling thread in another namespace
+// (netns.NS.Do) and restores the thread before it returns, so the child is
+// born in that namespace and still gets the parent-death signal. A nil in
+// is Start.
+func StartIn(cmd *exec.Cmd, in func(func() error) error) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = sysProcAttr()
+	}
+	return spawnIn(cmd, in)
+}
+
+// SetGid makes cmd's child run as group gid, its uid unchanged (Linux; a
+// no-op elsewhere). Call it before Start.
+func SetGid(cmd *exec.Cmd, gid int) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = sysProcAttr()
+	}
+	setGid(cmd.SysProcAttr, gid)
+}
+
 // KillGroup sends SIGKILL to the process group led by pid (a child started
 // by Start). It does nothing for pid <= 0.
 func KillGroup(pid int) { killGroup(pid) }

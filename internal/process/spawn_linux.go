@@ -13,6 +13,11 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }
 
+// setGid makes the child run as group gid (its uid unchanged).
+func setGid(a *syscall.SysProcAttr, gid int) {
+	a.Credential = &syscall.Credential{Uid: uint32(syscall.Getuid()), Gid: uint32(gid), NoSetGroups: true}
+}
+
 // killGroup sends SIGKILL to the process group led by pid.
 func killGroup(pid int) {
 	if pid > 0 {
@@ -38,21 +43,31 @@ var spawner struct {
 
 type spawnReq struct {
 	cmd  *exec.Cmd
+	in   func(func() error) error // nil: start where the spawner is
 	done chan error
 }
 
 // spawn starts cmd on the spawner thread.
-func spawn(cmd *exec.Cmd) error {
+func spawn(cmd *exec.Cmd) error { return spawnIn(cmd, nil) }
+
+// spawnIn starts cmd on the spawner thread inside in (which runs its
+// function on the calling thread, e.g. after a setns(2), and restores the
+// thread before it returns); nil: as spawn.
+func spawnIn(cmd *exec.Cmd, in func(func() error) error) error {
 	spawner.once.Do(func() {
 		spawner.reqs = make(chan spawnReq)
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread lives as long as the program
 			for r := range spawner.reqs {
-				r.done <- r.cmd.Start()
+				if r.in != nil {
+					r.done <- r.in(r.cmd.Start)
+				} else {
+					r.done <- r.cmd.Start()
+				}
 			}
 		}()
 	})
 	done := make(chan error, 1)
-	spawner.reqs <- spawnReq{cmd: cmd, done: done}
+	spawner.reqs <- spawnReq{cmd: cmd, in: in, done: done}
 	return <-done
 }

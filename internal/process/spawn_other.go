@@ -19,3 +19,14 @@ func termGroup(int) {}
 
 // spawn starts cmd.
 func spawn(cmd *exec.Cmd) error { return cmd.Start() }
+
+// spawnIn starts cmd inside in (nil: here).
+func spawnIn(cmd *exec.Cmd, in func(func() error) error) error {
+	if in == nil {
+		return cmd.Start()
+	}
+	return in(cmd.Start)
+}
+
+// setGid is a no-op outside Linux (sysProcAttr is nil there).
+func setGid(*syscall.SysProcAttr, int) {}

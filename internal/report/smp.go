@@ -305,7 +305,7 @@ func testConfig(c *analysis.Cell, run *results.RunManifest, l *results.LoadResul
 }
 
 func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
-	mode := c.Config.Mesh
+	mode := analysis.MeshMode(c.Config.Mesh)
 	m := smpMeshConfig{SMPVersion: SMPVersion, ID: c.ID + "/mesh", Labels: map[string]string{"meshbench.mode": mode},
 		MeshBuild: "meshbench " + run.MeshbenchVersion}
 	d, known := meshes.Get(mode)

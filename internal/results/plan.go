@@ -38,14 +38,17 @@ const (
 // cells run, and where each stands. It is rewritten (atomically) after
 // every cell, so an interrupted plan can resume.
 type PlanManifest struct {
-	Schema           string    `json:"schema"`
-	MeshbenchVersion string    `json:"meshbench_version"`
-	EnvoyVersion     string    `json:"envoy_version,omitempty"`
-	Platform         string    `json:"platform"`
-	Seed             int64     `json:"seed"` // the seed of the cell order
-	Created          time.Time `json:"created"`
-	Updated          time.Time `json:"updated"`
-	Host             Host      `json:"host"`
+	Schema           string `json:"schema"`
+	MeshbenchVersion string `json:"meshbench_version"`
+	EnvoyVersion     string `json:"envoy_version,omitempty"`
+	Platform         string `json:"platform"`
+	// Substrate is the local lab's network every cell ran on: "netns" or
+	// "loopback" ("" on a cluster, and in plans from before substrates).
+	Substrate string    `json:"substrate,omitempty"`
+	Seed      int64     `json:"seed"` // the seed of the cell order
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	Host      Host      `json:"host"`
 	// Order lists the cell IDs in the order they run.
 	Order []string `json:"order"`
 	// Cells maps a cell ID to its state.

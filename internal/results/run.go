@@ -25,7 +25,13 @@ const (
 	ResourcesFile  = "resources.json"   // resource summary (min/max/avg per process, component, category)
 	EnvoyDir       = "envoy"            // NAME.json (config) and NAME.stats.json (admin /stats at the end)
 	EnvoyStatsFile = "envoy-stats.json" // proxy name → envoy.ProxyStats, extracted from NAME.stats.json
-	LogsDir        = "logs"             // NAME.log of every process started
+	// NodeProxyStatsFile holds the substrate's node proxies' own counters
+	// over the cell (ztunnel's Prometheus metrics as deltas): proxy name →
+	// NodeProxyStats; NodeProxyDir their raw scrapes (NAME.start.txt and
+	// NAME.end.txt).
+	NodeProxyStatsFile = "node-proxy-stats.json"
+	NodeProxyDir       = "node-proxy"
+	LogsDir            = "logs" // NAME.log of every process started
 )
 
 // Host describes the machine a run measured on.

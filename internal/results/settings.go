@@ -36,6 +36,9 @@ type CellSettings struct {
 	Connections    int    `json:"connections"`
 	SampleInterval string `json:"sample_interval"`
 	Drain          string `json:"drain"`
+	// Substrate is the local lab's network ("netns", "loopback"); empty
+	// on a cluster and in manifests written before substrates existed.
+	Substrate string `json:"substrate,omitempty"`
 }
 
 // Options returns s as the manifest's options map, with extra (a
@@ -46,6 +49,9 @@ func (s CellSettings) Options(extra map[string]any) map[string]any {
 		"policies": s.Policies, "gateway": s.Gateway, "protocol": s.Protocol, "mtls": s.MTLS,
 		"rate": s.Rate, "closed_loop": s.ClosedLoop, "duration": s.Duration, "warmup": s.Warmup,
 		"connections": s.Connections, "sample_interval": s.SampleInterval, "drain": s.Drain,
+	}
+	if s.Substrate != "" {
+		m["substrate"] = s.Substrate
 	}
 	for k, v := range extra {
 		if _, ok := m[k]; ok {

@@ -76,6 +76,10 @@ type Options struct {
 	// On is the platform the cells run on; nil: the cluster when the cells
 	// carry Kube options, the local lab otherwise.
 	On Platform
+	// Substrate is the local lab's network of every cell, for the
+	// manifest ("netns", "loopback"); a resume must run on the one the
+	// plan started on: a plan never mixes substrates.
+	Substrate string
 	// Progress, when set, is called before each cell runs (res nil) and
 	// after it ends (res as local.Run returned it, possibly nil).
 	Progress func(ev Event)
@@ -340,7 +344,7 @@ func open(o Options) (*results.PlanManifest, error) {
 		platform = platformFor(o).Name()
 	}
 	m := &results.PlanManifest{Schema: results.PlanSchema, MeshbenchVersion: o.Version, EnvoyVersion: o.EnvoyVersion,
-		Platform: platform, Seed: o.Seed, Created: now, Host: results.ReadHost(), Order: order,
+		Platform: platform, Substrate: o.Substrate, Seed: o.Seed, Created: now, Host: results.ReadHost(), Order: order,
 		Cells: map[string]*results.CellStatus{}}
 	for _, id := range order {
 		m.Cells[id] = &results.CellStatus{State: results.CellPending}
@@ -364,6 +368,10 @@ func reopen(o Options, order []string) (*results.PlanManifest, error) {
 	}
 	if m.Seed != o.Seed || strings.Join(m.Order, ",") != strings.Join(order, ",") {
 		return nil, fmt.Errorf("%s was run with seed %d; resuming needs the same seed and order", o.Dir, m.Seed)
+	}
+	if m.Substrate != "" && m.Substrate != o.Substrate {
+		return nil, fmt.Errorf("%s ran on the %s substrate and would resume on %s: a plan never mixes substrates (resume where namespaces can be made, or give --substrate %s)",
+			o.Dir, m.Substrate, o.Substrate, m.Substrate)
 	}
 	entries, err := os.ReadDir(filepath.Join(o.Dir, results.CellsDir))
 	if err != nil {

@@ -147,6 +147,13 @@ func TestRunRefusesOtherPlan(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Dir: dir, Cells: []Cell{{ID: "a/b"}}}); err == nil {
 		t.Error("cell ID with a path separator accepted")
 	}
+	// A plan that started on one substrate does not resume on another:
+	// its cells would mix network paths.
+	results.WritePlanManifest(dir, &results.PlanManifest{Schema: results.PlanSchema, Seed: 1, Order: []string{"a"}, Substrate: "netns"})
+	if _, err := Run(context.Background(), Options{Dir: dir, Resume: true, PlanYAML: []byte("plan: a\n"), Seed: 1, Cells: cs, Substrate: "loopback"}); err == nil ||
+		!strings.Contains(err.Error(), "never mixes substrates") {
+		t.Errorf("resume of a netns plan on loopback: %v", err)
+	}
 }
 
 // TestRunReusesLabs: consecutive cells of one topology share a lab (the

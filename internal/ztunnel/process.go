@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/process"
 )
 
 // Ports of ztunnel's own listeners in its namespace.
@@ -145,8 +146,9 @@ func Start(spec Spec) (*Process, error) {
 		"RUST_LOG=info",
 	}
 	cmd.Stdout, cmd.Stderr = spec.Log, spec.Log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := spec.NS.Do(cmd.Start); err != nil {
+	// Its own process group, and SIGTERM if meshbench dies: a crashed
+	// run leaves no ztunnel behind (process.StartIn).
+	if err := process.StartIn(cmd, spec.NS.Do); err != nil {
 		return nil, fmt.Errorf("starting ztunnel on %s: %w", spec.NodeName, err)
 	}
 	p := &Process{Spec: spec, cmd: cmd, exited: make(chan struct{})}

@@ -30,8 +30,9 @@ type child struct {
 }
 
 // startServe runs `meshbench serve ARGS` and waits for its READY line.
-func startServe(ctx context.Context, bin, name, component string, logPath string, args ...string) (*child, error) {
-	c, stdout, err := startChild(bin, name, component, "app", logPath, append([]string{"serve"}, args...)...)
+// in, when not nil, is the network to start it in (Network.Enter).
+func startServe(ctx context.Context, in func(func() error) error, bin, name, component string, logPath string, args ...string) (*child, error) {
+	c, stdout, err := startChild(in, bin, name, component, "app", logPath, append([]string{"serve"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func startServe(ctx context.Context, bin, name, component string, logPath string
 	}
 }
 
-func startChild(bin, name, component, category, logPath string, args ...string) (*child, io.Reader, error) {
+func startChild(in func(func() error) error, bin, name, component, category, logPath string, args ...string) (*child, io.Reader, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, nil, err
@@ -82,7 +83,7 @@ func startChild(bin, name, component, category, logPath string, args ...string) 
 		cmd.Stdout = logf
 	}
 	c := &child{name: name, component: component, category: category, cmd: cmd, done: make(chan struct{}), log: logf}
-	if err := process.Start(cmd); err != nil {
+	if err := startIn(cmd, in); err != nil {
 		logf.Close()
 		return nil, nil, fmt.Errorf("starting %s: %w", name, err)
 	}

@@ -36,6 +36,9 @@ type Lab struct {
 	sup   *envoy.Supervisor
 	procs []*envoy.Proc
 	apps  []*child
+	// net is the lab's network on a substrate (Options.Substrate); nil on
+	// loopback.
+	net Network
 
 	mu sync.Mutex
 	// phases are the prepare phases, given to the first cell's manifest.
@@ -79,6 +82,11 @@ func planTopology(o Options) (*mesh.Topology, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Substrate != nil {
+		// Its own network: no address of the host's is used, and it says
+		// which Envoys remain (Up).
+		return topo, o.Substrate.Supports(o.Mesh)
+	}
 	if len(topo.Proxies) > 0 && o.Envoy == nil {
 		return nil, errors.New("no Envoy binary: install it with `make envoy`")
 	}
@@ -106,7 +114,8 @@ func (l *Lab) Fits(o Options) bool {
 		return false
 	}
 	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench &&
-		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime
+		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime && o.BodySize == l.opts.BodySize &&
+		o.Substrate == l.opts.Substrate
 }
 
 // Healthy returns an error when a process of the lab has exited.
@@ -156,6 +165,18 @@ func enter(o Options, name string) {
 // prepare/apps, prepare/envoys), so a slow start says where the time went.
 func (l *Lab) prepare(ctx context.Context) error {
 	defer l.phase("prepare")()
+	if l.opts.Substrate != nil {
+		endNet := l.phase("prepare/network")
+		net, topo, err := l.opts.Substrate.Up(ctx, l.topo, l.dir, l.opts.Log)
+		endNet()
+		if err != nil {
+			return err
+		}
+		l.net, l.topo = net, topo
+		if len(topo.Proxies) > 0 && l.opts.Envoy == nil {
+			return errors.New("no Envoy binary: install it with `make envoy`")
+		}
+	}
 	configs := map[string]string{}
 	if len(l.topo.Proxies) > 0 {
 		endRender := l.phase("prepare/render")
@@ -197,7 +218,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 			svc := l.topo.Svc(p.Service)
 			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
 			args = append(args, l.opts.appBoundArgs()...)
-			c, err := startServe(ctx, l.opts.Meshbench, p.Name+" app", svc.Component,
+			c, err := startServe(ctx, l.enter(p.Name), l.opts.Meshbench, p.Name+" app", svc.Component,
 				filepath.Join(l.dir, results.LogsDir, p.Name+".log"), args...)
 			mu.Lock()
 			defer mu.Unlock()
@@ -227,8 +248,12 @@ func (l *Lab) prepare(ctx context.Context) error {
 	l.sup = envoy.NewSupervisor(l.opts.Envoy, envoy.SupervisorOptions{RunDir: runDir})
 	var specs []envoy.Spec
 	for _, p := range l.topo.Proxies {
-		specs = append(specs, envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),
-			LogPath: filepath.Join(l.dir, results.LogsDir, p.Name+".log")})
+		spec := envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),
+			LogPath: filepath.Join(l.dir, results.LogsDir, p.Name+".log")}
+		if l.net != nil {
+			spec.In, spec.Gid = l.net.EnvoyIn(p)
+		}
+		specs = append(specs, spec)
 	}
 	start := time.Now()
 	procs, err := l.sup.StartAll(ctx, specs)
@@ -291,6 +316,9 @@ func (l *Lab) somethingDied() error {
 			return err
 		}
 	}
+	if l.net != nil {
+		return l.net.Died()
+	}
 	return nil
 }
 
@@ -310,8 +338,18 @@ func (l *Lab) stop(ctx context.Context) error {
 		if err := l.sup.StopAll(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		if l.net != nil {
+			for _, p := range l.topo.Proxies {
+				envoy.ForgetAdmin(p.Admin.String())
+			}
+		}
 	}
 	stopChildren(l.apps)
+	if l.net != nil {
+		if err := l.net.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

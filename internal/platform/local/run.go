@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
@@ -51,6 +52,10 @@ type Options struct {
 	// capacity searches: replicas × concurrency / service time.
 	AppConcurrency int
 	AppServiceTime time.Duration
+	// BodySize is the static app's answer in bytes (`meshbench serve
+	// --body-size`), 1 to app.MaxBodySize; 0: app.DefaultBodySize (615,
+	// nginx's welcome page). The faces app ignores it.
+	BodySize int
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -58,6 +63,8 @@ type Options struct {
 	Meshbench string
 	// Envoy is the Envoy binary (from envoy.Find); nil only for mode none.
 	Envoy *envoy.Binary
+	// Substrate is the network the lab runs in; nil: loopback.
+	Substrate Substrate
 
 	SampleInterval time.Duration // /proc sampling period (0: 1 s)
 	// PSSEvery reads PSS (smaps_rollup, ~1.3 ms of CPU per Envoy) every
@@ -96,6 +103,10 @@ type Result struct {
 	// EnvoyStats maps each Envoy's name to the summary of its /stats at the
 	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
 	EnvoyStats map[string]envoy.ProxyStats
+	// NodeProxyStats maps each substrate node proxy (ztunnel) to its own
+	// counters over the cell (also in results.NodeProxyStatsFile); nil
+	// without them.
+	NodeProxyStats map[string]results.NodeProxyStats
 }
 
 // DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
@@ -114,8 +125,9 @@ type cell struct {
 	manifest *results.RunManifest
 	load     *child
 	mu       sync.Mutex
-	// envoyStats is filled by collectStats.
-	envoyStats map[string]envoy.ProxyStats
+	// envoyStats and nodeProxyStats are filled by collectStats.
+	envoyStats     map[string]envoy.ProxyStats
+	nodeProxyStats map[string]results.NodeProxyStats
 }
 
 func (c *cell) logf(format string, a ...any) {
@@ -265,6 +277,15 @@ func (c *cell) finish(res *Result, runErr error) (*Result, error) {
 	return res, runErr
 }
 
+// bodySize is the static app's answer size in bytes (BodySize or the
+// default).
+func (o Options) bodySize() int {
+	if o.BodySize > 0 {
+		return o.BodySize
+	}
+	return app.DefaultBodySize
+}
+
 func (o *Options) defaults() error {
 	if o.Duration <= 0 {
 		return fmt.Errorf("duration %v: must be > 0", o.Duration)
@@ -316,9 +337,21 @@ func (c *cell) invalid(reason string) {
 func (c *cell) run(ctx context.Context) (*Result, error) {
 	c.takeLabPhases()
 	l := c.lab
+	if l.net != nil {
+		c.mu.Lock()
+		for k, v := range l.net.Manifest() {
+			c.manifest.Options[k] = v
+		}
+		c.mu.Unlock()
+	}
 	// The Envoys' stats from here on are this cell's.
 	if err := l.startInterval(ctx); err != nil {
 		return nil, fmt.Errorf("starting the cell's Envoy stats interval: %w", err)
+	}
+	if l.net != nil {
+		if err := l.net.StartInterval(ctx); err != nil {
+			return nil, fmt.Errorf("starting the cell's node proxy stats interval: %w", err)
+		}
 	}
 
 	samplesFile, err := os.Create(filepath.Join(c.dir.Path, results.SamplesFile))
@@ -381,13 +414,14 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 		c.invalid(g)
 	}
 	endCollect()
-	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats}
+	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats, NodeProxyStats: c.nodeProxyStats}
 	if loadErr != nil {
 		return res, loadErr
 	}
 	c.checkValidity(loadRes)
 	c.checkLoadCPU(summary)
 	c.manifest.Derived = derive(l.topo, loadRes, summary)
+	c.checkNodeProxyMTLS()
 	return res, ctx.Err()
 }
 
@@ -408,12 +442,17 @@ func callArgs(p mesh.Pod) []string {
 }
 
 // appBoundArgs are the `meshbench serve` flags of AppConcurrency and
-// AppServiceTime (none when the apps are unbounded).
+// AppServiceTime (none when the apps are unbounded), and of BodySize for
+// the static app.
 func (o Options) appBoundArgs() []string {
-	if o.AppConcurrency <= 0 {
-		return nil
+	var out []string
+	if o.BodySize > 0 && (o.Mesh.App == "" || o.Mesh.App == mesh.AppStatic) {
+		out = append(out, "--body-size", strconv.Itoa(o.BodySize))
 	}
-	return []string{"--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String()}
+	if o.AppConcurrency <= 0 {
+		return out
+	}
+	return append(out, "--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String())
 }
 
 // targets lists every process to sample.
@@ -431,6 +470,13 @@ func (c *cell) targets() []sample.Target {
 		c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: p.Name, Component: mp.Component,
 			Category: string(mp.Category), PID: p.PID, Command: "envoy -c " + p.ConfigPath})
 	}
+	if l.net != nil {
+		for _, t := range l.net.Proxies() {
+			out = append(out, t)
+			c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: t.Name, Component: t.Component,
+				Category: t.Category, PID: t.PID, Command: t.Name})
+		}
+	}
 	return out
 }
 
@@ -442,6 +488,9 @@ func (c *cell) waitIdle(ctx context.Context) error {
 	if threshold == 0 {
 		// An idle Envoy or app uses ~1–2m (LAB.md: 30 idle Envoys ≈ 4% of a core).
 		threshold = 50 + 2*float64(len(l.apps)+len(l.procs))
+		if l.net != nil {
+			threshold += 2 * float64(len(l.net.Proxies()))
+		}
 	}
 	deadline := time.Now().Add(c.opts.IdleTimeout)
 	last := -1.0
@@ -496,7 +545,7 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	for _, t := range l.topo.LoadTargets {
 		args = append(args, t.URL)
 	}
-	lc, _, err := startChild(c.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(c.dir.Path, results.LogsDir, "load.log"), args...)
+	lc, _, err := startChild(l.enter(loadPod), c.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(c.dir.Path, results.LogsDir, "load.log"), args...)
 	if err != nil {
 		endWarm()
 		return nil, time.Time{}, time.Time{}, err
@@ -554,6 +603,18 @@ loop:
 // raw answer per proxy, and one file of every proxy's summary, kept for
 // the Result too.
 func (c *cell) collectStats(ctx context.Context) {
+	if c.lab.net != nil {
+		st, err := c.lab.net.Stats(ctx, filepath.Join(c.dir.Path, results.NodeProxyDir))
+		if err != nil {
+			c.logf("node proxy stats: %v", err)
+		}
+		if len(st) > 0 {
+			c.nodeProxyStats = st
+			if err := c.dir.WriteJSON(results.NodeProxyStatsFile, st); err != nil {
+				c.logf("node proxy stats: %v", err)
+			}
+		}
+	}
 	summaries := map[string]envoy.ProxyStats{}
 	// Histograms are merged at a flush, which completes just after the
 	// flushing request is answered: flush all, wait, then scrape.
@@ -590,6 +651,30 @@ func (c *cell) collectStats(ctx context.Context) {
 	c.envoyStats = summaries
 	if err := c.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
 		c.logf("envoy stats summary: %v", err)
+	}
+}
+
+// checkNodeProxyMTLS verifies mTLS from the substrate node proxies' own
+// counters over the cell: the cell's traffic opened connections through
+// them, every one of them mutual TLS (connection_security_policy). The
+// counts go into Derived; a cell where they say otherwise is invalid.
+// Without node proxy stats (loopback, mode none) there is nothing to check.
+func (c *cell) checkNodeProxyMTLS() {
+	if len(c.nodeProxyStats) == 0 {
+		return
+	}
+	var mtls, other uint64
+	for _, s := range c.nodeProxyStats {
+		mtls += s.MTLSOpened()
+		other += s.PlaintextOpened()
+	}
+	if c.manifest.Derived == nil {
+		c.manifest.Derived = map[string]float64{}
+	}
+	c.manifest.Derived["node_proxy_mtls_connections"] = float64(mtls)
+	c.manifest.Derived["node_proxy_other_connections"] = float64(other)
+	if mtls == 0 || other > 0 {
+		c.invalid(fmt.Sprintf("mTLS not verified: the node proxies opened %d mutual TLS and %d other connections in the cell", mtls, other))
 	}
 }
 
@@ -665,6 +750,6 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
 		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
 		Rate: o.Rate, ClosedLoop: o.Max, Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
-		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(),
-	}.Options(map[string]any{"pss_every_rounds": o.pssEvery()})
+		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(), Substrate: o.substrateName(),
+	}.Options(map[string]any{"pss_every_rounds": o.pssEvery(), "body_size_bytes": o.bodySize()})
 }

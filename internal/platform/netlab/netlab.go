@@ -42,7 +42,10 @@ const (
 	MaxPodsOnNode = 200
 	caPort        = 15012
 	caToken       = "meshbench-lab"
-	clusterID     = "lab"
+	// SidecarID is the uid and gid a sidecar's capture exempts (Istio's
+	// istio-proxy, 1337).
+	SidecarID = 1337
+	clusterID = "lab"
 )
 
 // PodSpec is one pod.
@@ -55,6 +58,9 @@ type PodSpec struct {
 	// Policies applies the lab's ALLOW rules (Options.Policies) to the
 	// pod's inbound traffic, enforced by ztunnel.
 	Policies bool
+	// Sidecar puts istio-init's capture in the pod for a sidecar running
+	// with uid or gid SidecarID (the pod is not enrolled).
+	Sidecar bool
 	// Services are the services the pod backs, by name, with their
 	// target port.
 	Services []string
@@ -80,7 +86,7 @@ type Options struct {
 	// Subnet is a /16 the lab numbers its nodes and pods from; it must
 	// not be in use on the host.
 	Subnet netip.Prefix
-	// Ztunnel is the ztunnel binary.
+	// Ztunnel is the ztunnel binary (needed when a pod is enrolled).
 	Ztunnel string
 	// Dir holds the lab's files (PKI, ztunnel config, sockets, logs).
 	Dir      string
@@ -101,6 +107,10 @@ type Lab struct {
 	// ZtunnelVersion is what `ztunnel version` prints, for the manifest.
 	ZtunnelVersion string
 	sub            *netns.Substrate
+	// sockDir holds the ZDS sockets: a short path of its own under the
+	// temp dir, as a unix socket's path is at most 107 bytes and the
+	// lab's Dir may be deep in a results directory.
+	sockDir string
 }
 
 // Node is one node namespace with its ztunnel.
@@ -108,7 +118,7 @@ type Node struct {
 	Name    string // node1, node2…
 	NS      *netns.NS
 	Pods    []*Pod
-	Ztunnel *ztunnel.Process
+	Ztunnel *ztunnel.Process // nil when no pod of the lab is enrolled
 	Agent   *ztunnel.Agent
 	CA      *istioca.Server
 	Log     string // ztunnel's log file
@@ -143,6 +153,10 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	if !o.meshed() {
+		// No pod in the mesh (the baseline): the same network, no ztunnel.
+		return l, l.plumb()
+	}
 	if l.ZtunnelVersion, err = ztunnel.Version(ctx, o.Ztunnel); err != nil {
 		return nil, err
 	}
@@ -156,6 +170,10 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 	if err := l.plumb(); err != nil {
 		return nil, err
 	}
+	if l.sockDir, err = os.MkdirTemp("", "meshbench-zds-"); err != nil {
+		return nil, err
+	}
+	l.sub.OnClose("socket directory "+l.sockDir, func() error { return os.RemoveAll(l.sockDir) })
 	cfgPath := filepath.Join(o.Dir, "ztunnel.yaml")
 	if err := l.config().Write(cfgPath); err != nil {
 		return nil, err
@@ -184,13 +202,26 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("node %d has %d pods: allowed up to %d", i+1, len(n.Pods), MaxPodsOnNode))
 		}
 	}
-	if o.Ztunnel == "" {
+	if o.Ztunnel == "" && o.meshed() {
 		errs = append(errs, errors.New("no ztunnel binary given"))
 	}
 	if o.Policies < 0 || o.Policies > mesh.MaxPolicies {
 		errs = append(errs, fmt.Errorf("policies %d: allowed 0 to %d", o.Policies, mesh.MaxPolicies))
 	}
 	return errors.Join(errs...)
+}
+
+// meshed reports whether a pod is enrolled: only then do the nodes run
+// ztunnels.
+func (o Options) meshed() bool {
+	for _, n := range o.Nodes {
+		for _, p := range n.Pods {
+			if p.Enrolled {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // addr is 10.x.<third>.<fourth> inside the lab's /16.
@@ -238,6 +269,11 @@ func (l *Lab) plumb() error {
 			}
 			if ps.Enrolled {
 				if err := capture.InPod(p.NS); err != nil {
+					return err
+				}
+			}
+			if ps.Sidecar {
+				if err := capture.IstioInit(p.NS, SidecarID, SidecarID); err != nil {
 					return err
 				}
 			}
@@ -330,7 +366,7 @@ func (l *Lab) startNode(ctx context.Context, n *Node, cfgPath, rootPath string) 
 				ServiceAccount: p.Spec.Identity.ServiceAccount, NetnsPath: p.NS.Path()})
 		}
 	}
-	if n.Agent, err = ztunnel.Listen(filepath.Join(l.Opts.Dir, n.Name+"-zds.sock"), pods); err != nil {
+	if n.Agent, err = ztunnel.Listen(filepath.Join(l.sockDir, n.Name+"-zds.sock"), pods); err != nil {
 		return err
 	}
 	l.sub.OnClose("ZDS agent of "+n.Name, n.Agent.Close)

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +45,7 @@ func freeLab(t *testing.T, taken map[string]bool) (netip.Prefix, string) {
 	for _, sn := range []string{"10.98.0.0/16", "172.27.0.0/16"} {
 		p := netip.MustParsePrefix(sn)
 		for i := range 100 {
-			prefix := "mbl" + strconv.Itoa(i)
+			prefix := fmt.Sprintf("mbl%02d", i) // fixed width: no prefix is the start of another
 			if taken[prefix] {
 				continue
 			}
@@ -259,8 +258,10 @@ func TestOptionsRefused(t *testing.T) {
 		o    Options
 		want []string
 	}{
-		// empty: prefix, subnet, nodes, binary
-		{"empty", Options{}, []string{"lab prefix", "lab subnet", "lab nodes", "no ztunnel binary"}},
+		// empty: prefix, subnet, nodes
+		{"empty", Options{}, []string{"lab prefix", "lab subnet", "lab nodes"}},
+		// an enrolled pod needs ztunnel (a lab without one does not: mode none)
+		{"no binary", Options{Prefix: "a", Subnet: netip.MustParsePrefix("10.98.0.0/16"), Nodes: []NodeSpec{{Pods: []PodSpec{{Name: "c", Enrolled: true}}}}}, []string{"no ztunnel binary"}},
 		// a public /16 and a long prefix
 		{"public subnet", Options{Prefix: "toolong1", Subnet: netip.MustParsePrefix("8.8.0.0/16"), Ztunnel: "z", Nodes: []NodeSpec{{}}}, []string{"lab prefix", "lab subnet"}},
 		// a /24 instead of a /16, too many policies

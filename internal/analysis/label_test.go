@@ -1,0 +1,45 @@
+package analysis
+
+import (
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/results"
+)
+
+func TestMeshLabel(t *testing.T) {
+	tests := []struct {
+		mode, substrate, want string
+	}{
+		{"ambient", "loopback", "ambient (Envoy stand-in for ztunnel)"},   // the loopback lab's node proxy is Envoy
+		{"waypoint", "loopback", "waypoint (Envoy stand-in for ztunnel)"}, // so is the waypoint mode's
+		{"sidecar", "loopback", "sidecar"},                                // a sidecar is Envoy in Istio too
+		{"none", "loopback", "none"},                                      // no proxy at all
+		{"ambient", "netns", "ambient"},                                   // the real ztunnel
+		{"ambient", "", "ambient"},                                        // a cluster, or results from before substrates
+	}
+	for _, tc := range tests {
+		got := MeshLabel(tc.mode, tc.substrate)
+		if got != tc.want {
+			t.Errorf("MeshLabel(%q, %q) = %q, want %q", tc.mode, tc.substrate, got, tc.want)
+		}
+		if MeshMode(got) != tc.mode {
+			t.Errorf("MeshMode(%q) = %q, want %q", got, MeshMode(got), tc.mode)
+		}
+	}
+}
+
+// TestConfigOfSubstrate: a loopback cell's ambient mesh carries the label,
+// and the label still sorts and serves as the baseline as its mode does.
+func TestConfigOfSubstrate(t *testing.T) {
+	c := configOf(results.CellSettings{Mesh: "ambient", Substrate: "loopback", App: "static", Rate: "50"})
+	if c.Mesh != "ambient"+EnvoyStandIn {
+		t.Errorf("loopback ambient cell named %q", c.Mesh)
+	}
+	if c := configOf(results.CellSettings{Mesh: "ambient", Substrate: "netns"}); c.Mesh != "ambient" {
+		t.Errorf("netns ambient cell named %q", c.Mesh)
+	}
+	side := configOf(results.CellSettings{Mesh: "sidecar", Substrate: "loopback", App: "static", Rate: "50"})
+	if !configLess(side, c) {
+		t.Error("the labelled ambient sorts before sidecar")
+	}
+}

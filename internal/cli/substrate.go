@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/ztunnel"
+)
+
+// The --substrate values.
+const (
+	substrateAuto     = "auto"
+	substrateNetns    = netlab.SubstrateName
+	substrateLoopback = local.SubstrateLoopback
+)
+
+// substrateFlags are `run`'s and `bench`'s choice of the local lab's
+// network.
+type substrateFlags struct {
+	substrate, ztunnel string
+}
+
+func (s *substrateFlags) add(fl *pflag.FlagSet) {
+	fl.StringVar(&s.substrate, "substrate", substrateAuto, "the local lab's network: netns (nodes and pods as network namespaces, Istio's real ztunnel for ambient; needs root), "+
+		"loopback (127.0.N.x addresses, Envoy standing in for ztunnel), or auto (netns when it can be made and runs every mode asked for, else loopback)")
+	fl.StringVar(&s.ztunnel, "ztunnel", "", "ztunnel binary for the netns substrate (default: $"+ztunnel.EnvBinary+", .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
+}
+
+// chooseSubstrate picks the substrate for cells with mesh options opts
+// (one substrate for all: a plan never mixes them). It returns nil for
+// loopback, and a line saying why when auto fell back to loopback.
+// Asking for netns where it cannot run them is an error: a usage error for
+// what the substrate does not run, a plain one for what this machine lacks.
+func chooseSubstrate(choice, ztunnelFlag string, opts []mesh.Options) (local.Substrate, string, error) {
+	switch choice {
+	case substrateLoopback:
+		return nil, "", nil
+	case substrateNetns, substrateAuto:
+	default:
+		return nil, "", &UsageError{Err: fmt.Errorf("--substrate %q: allowed: auto, netns, loopback", choice)}
+	}
+	needZtunnel := false
+	for _, o := range opts {
+		needZtunnel = needZtunnel || o.Mode == mesh.ModeAmbient || o.Mode == mesh.ModeWaypoint
+	}
+	sub := &netlab.Substrate{}
+	var why []error
+	if needZtunnel {
+		wd, _ := os.Getwd()
+		bin, err := ztunnel.Find(ztunnelFlag, wd)
+		if err != nil {
+			why = append(why, err)
+		}
+		sub.Ztunnel = bin
+	}
+	var unsupported []error
+	seen := map[string]bool{}
+	// What the substrate runs, a missing ztunnel aside (Find said that).
+	modes := &netlab.Substrate{Ztunnel: "ztunnel"}
+	for _, o := range opts {
+		if err := modes.Supports(o); err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			unsupported = append(unsupported, err)
+		}
+	}
+	if choice == substrateNetns && len(unsupported) > 0 {
+		return nil, "", &UsageError{Err: errors.Join(unsupported...)}
+	}
+	if err := netlab.Available(needZtunnel); err != nil {
+		why = append(why, err)
+	}
+	if len(why) == 0 && len(unsupported) == 0 {
+		return sub, "", nil
+	}
+	if choice == substrateNetns {
+		return nil, "", fmt.Errorf("--substrate netns: %w", errors.Join(why...))
+	}
+	reason := errors.Join(append(why, unsupported...)...)
+	return nil, fmt.Sprintf("substrate: loopback, the network namespaces cannot run this here (%s)", oneLine(reason)), nil
+}
+
+// oneLine joins a joined error's lines with "; ".
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// substrateNote ends run's header line: the substrate, and on netns the
+// ztunnel that ran ("" for results without one).
+func substrateNote(m *results.RunManifest) string {
+	if m == nil {
+		return ""
+	}
+	sub, _ := m.Options["substrate"].(string)
+	if sub == "" {
+		return ""
+	}
+	out := ", substrate " + sub
+	if z, ok := m.Options["ztunnel"].(map[string]any); ok {
+		if sum, _ := z["sha256"].(string); len(sum) >= 12 {
+			out += " (Istio's ztunnel, sha256 " + sum[:12] + "…)"
+		}
+	}
+	return out
+}
+
+// needsEnvoy reports whether a local cell with options o runs an Envoy:
+// any mesh mode or a gateway on loopback; on netns, where ztunnel is the
+// ambient node proxy, the sidecars, the waypoint and the gateway.
+func needsEnvoy(o mesh.Options, sub local.Substrate) bool {
+	if o.Gateway {
+		return true
+	}
+	if sub == nil {
+		return o.Mode != mesh.ModeNone
+	}
+	return o.Mode == mesh.ModeSidecar || o.Mode == mesh.ModeWaypoint
+}

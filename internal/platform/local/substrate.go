@@ -1,0 +1,92 @@
+package local
+
+import (
+	"context"
+	"io"
+	"os/exec"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
+)
+
+// SubstrateLoopback is the name of the default substrate: every process
+// in the host's network namespace on its own 127.0.N.x address, Envoy
+// standing in for ztunnel (LAB.md).
+const SubstrateLoopback = "loopback"
+
+// Substrate is a network a lab's processes run in instead of loopback:
+// network namespaces with Istio's real ztunnel (internal/platform/netlab).
+// A nil Substrate in Options is loopback. One value serves every lab of a
+// plan, so cells never mix substrates.
+type Substrate interface {
+	// Name is what the manifest records ("netns").
+	Name() string
+	// Supports returns why a topology with options o cannot run on the
+	// substrate (one line), or nil.
+	Supports(o mesh.Options) error
+	// Up makes the network for topology t with its files in dir and
+	// returns it with the topology as it runs there: the pods' addresses
+	// and the load targets of the substrate, and only the Envoys the lab
+	// still has to start. On error it has removed what it made.
+	Up(ctx context.Context, t *mesh.Topology, dir string, log io.Writer) (Network, *mesh.Topology, error)
+}
+
+// Network is a substrate made for one lab.
+type Network interface {
+	// Enter runs its function on the calling thread inside the network of
+	// pod (named as in the topology), for starting that pod's processes
+	// (process.StartIn).
+	Enter(pod string) func(func() error) error
+	// EnvoyIn is where the lab's Envoy p runs on the substrate: the
+	// namespace to start it in (and reach its admin in) and the group to
+	// run it as (a sidecar: Istio's 1337, which its pod's capture
+	// exempts); nil and 0: here, as meshbench.
+	EnvoyIn(p mesh.Proxy) (in func(func() error) error, gid int)
+	// Proxies are the substrate's own data-plane processes (the node
+	// ztunnels), sampled beside the lab's.
+	Proxies() []sample.Target
+	// Died returns an error when one of those processes has exited.
+	Died() error
+	// Manifest is what every cell's manifest records about the network
+	// (options key per entry: the ztunnel's version and sha256, the
+	// namespaces' prefix and subnet).
+	Manifest() map[string]any
+	// StartInterval scrapes the substrate proxies' counters at the start
+	// of a cell: Stats then counts from there, also on a network kept up
+	// across cells.
+	StartInterval(ctx context.Context) error
+	// Stats are the substrate proxies' own counters since StartInterval,
+	// by proxy name (nil without proxies); the raw scrapes go into rawDir.
+	Stats(ctx context.Context, rawDir string) (map[string]results.NodeProxyStats, error)
+	// Close stops the substrate's processes and removes everything it
+	// made; safe to call twice.
+	Close() error
+}
+
+// substrateName is the manifest's name of o's substrate.
+func (o Options) substrateName() string {
+	if o.Substrate == nil {
+		return SubstrateLoopback
+	}
+	return o.Substrate.Name()
+}
+
+// enter is how the lab starts pod's processes: in the pod's network on a
+// substrate, nil (where meshbench runs) on loopback.
+func (l *Lab) enter(pod string) func(func() error) error {
+	if l.net == nil {
+		return nil
+	}
+	return l.net.Enter(pod)
+}
+
+// startIn starts cmd as process.Start does, inside in when it is not nil.
+func startIn(cmd *exec.Cmd, in func(func() error) error) error {
+	return process.StartIn(cmd, in)
+}
+
+// loadPod is the topology's pod the load generator runs in on a
+// substrate: the client.
+const loadPod = "client"

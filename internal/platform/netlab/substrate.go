@@ -1,0 +1,382 @@
+package netlab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/ztunnel"
+)
+
+// SubstrateName is the netns substrate's name in manifests and on the
+// command line (--substrate netns).
+const SubstrateName = "netns"
+
+// Subnets are the /16s a lab on the substrate numbers from, the first
+// one not in use on the host (10.99 and 10.244 belong to the real-node
+// harness).
+var Subnets = []netip.Prefix{netip.MustParsePrefix("10.98.0.0/16"), netip.MustParsePrefix("172.27.0.0/16")}
+
+// Substrate runs the local lab's cells in network namespaces
+// (local.Substrate): each topology node a namespace with a bridge, each
+// pod a namespace on it; mode none with no proxy, mode ambient with
+// Istio's real ztunnel per node (in-pod mode, the pods enrolled). The
+// apps and the load generator run inside their pods' namespaces.
+type Substrate struct {
+	// Ztunnel is the ztunnel binary (ztunnel.Find); needed for ambient.
+	Ztunnel string
+	// Prefix, when set, starts the names of every lab's namespaces and
+	// links (at most 6 bytes) instead of a free prefix picked at random;
+	// Subnet, when set, is the /16 they number from instead of the first
+	// free one of Subnets.
+	Prefix string
+	Subnet netip.Prefix
+
+	once      sync.Once
+	zsum      string
+	zversion  string
+	zerr      error
+	prefixRNG *rand.Rand
+	mu        sync.Mutex
+}
+
+var _ local.Substrate = (*Substrate)(nil)
+
+// Name is "netns".
+func (s *Substrate) Name() string { return SubstrateName }
+
+// Available returns why the substrate cannot be made here, or nil: it
+// needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN in the host's namespaces),
+// which it checks by making and deleting a named namespace, and, when
+// capture is needed (a meshed mode), the iptables command for ztunnel's
+// in-pod rules.
+func Available(capture bool) error {
+	if os.Geteuid() != 0 {
+		return errors.New("network namespaces need root here (running as uid " + fmt.Sprint(os.Geteuid()) + ")")
+	}
+	s := netns.New(fmt.Sprintf("mbq%d", os.Getpid()%1000))
+	_, err := s.Namespace("p")
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("network namespaces cannot be made here: %w", err)
+	}
+	if capture {
+		if _, err := exec.LookPath("iptables"); err != nil {
+			return errors.New("ztunnel's in-pod capture needs the iptables command (Debian: apt-get install iptables)")
+		}
+	}
+	return nil
+}
+
+// Supports returns why a topology with options o cannot run on the
+// substrate yet, or nil: modes none and ambient with the static app,
+// without gateway or attacker.
+func (s *Substrate) Supports(o mesh.Options) error {
+	var errs []error
+	switch o.Mode {
+	case mesh.ModeNone, mesh.ModeSidecar:
+	case mesh.ModeAmbient:
+		if s.Ztunnel == "" {
+			errs = append(errs, errors.New("mesh ambient on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar and ambient so far; use --substrate loopback", o.Mode))
+	}
+	if o.App != "" && o.App != mesh.AppStatic {
+		errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
+	}
+	if o.Gateway {
+		errs = append(errs, errors.New("gateway: the netns substrate has no gateway yet; use --substrate loopback"))
+	}
+	if o.Attacker {
+		errs = append(errs, errors.New("attacker: the netns substrate has no attacker pod yet; use --substrate loopback"))
+	}
+	return errors.Join(errs...)
+}
+
+// ztunnelInfo reads the binary's sha256 and version once.
+func (s *Substrate) ztunnelInfo(ctx context.Context) (sum, version string, err error) {
+	s.once.Do(func() {
+		if s.zsum, s.zerr = ztunnel.FileSHA256(s.Ztunnel); s.zerr != nil {
+			return
+		}
+		s.zversion, s.zerr = ztunnel.Version(ctx, s.Ztunnel)
+	})
+	return s.zsum, s.zversion, s.zerr
+}
+
+// freeName picks a subnet and a name prefix nobody on the host uses.
+func (s *Substrate) freeName() (netip.Prefix, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Prefix != "" {
+		sn := s.Subnet
+		if !sn.IsValid() {
+			sn = Subnets[0]
+		}
+		return sn, s.Prefix, nil
+	}
+	if s.prefixRNG == nil {
+		s.prefixRNG = rand.New(rand.NewPCG(uint64(os.Getpid()), rand.Uint64()))
+	}
+	for _, sn := range Subnets {
+		for range 50 {
+			prefix := fmt.Sprintf("mb%03d", s.prefixRNG.IntN(1000))
+			busy, err := netns.InUse(sn, prefix)
+			if err != nil {
+				return netip.Prefix{}, "", err
+			}
+			if !busy {
+				return sn, prefix, nil
+			}
+		}
+	}
+	return netip.Prefix{}, "", errors.New("netns substrate: no free subnet and name prefix on this host")
+}
+
+// Up makes the namespaces of t (a node per topology node, a pod per pod),
+// starts the ztunnels in ambient mode, and returns the topology as it
+// runs there: pods at their namespaces' addresses, no Envoy (ztunnel is
+// the node proxy), the load sent to each server pod as in mode none, the
+// pods' capture carrying it through ztunnel.
+func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io.Writer) (local.Network, *mesh.Topology, error) {
+	if err := s.Supports(t.Options); err != nil {
+		return nil, nil, err
+	}
+	meshed := t.Options.Mode == mesh.ModeAmbient
+	sidecars := t.Options.Mode == mesh.ModeSidecar
+	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
+	if meshed {
+		o.Ztunnel = s.Ztunnel
+		o.Policies = t.Options.Policies
+	}
+	nodes := slices.Clone(t.Nodes)
+	slices.SortFunc(nodes, func(a, b mesh.Node) int { return a.Index - b.Index })
+	index := map[int]int{} // topology node → lab node
+	for i, n := range nodes {
+		index[n.Index] = i
+		o.Nodes = append(o.Nodes, NodeSpec{})
+	}
+	for _, p := range t.Pods {
+		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: meshed, Sidecar: sidecars && t.Sidecar(p.Name) != nil,
+			Policies: meshed && p.Role == mesh.PodServer && t.Options.Policies > 0}
+		if p.Service != "" {
+			ps.Services = []string{p.Service}
+		}
+		i := index[p.Node]
+		o.Nodes[i].Pods = append(o.Nodes[i].Pods, ps)
+	}
+	for _, svc := range t.Services {
+		o.Services = append(o.Services, ServiceSpec{Name: svc.Name, Namespace: svc.Namespace, Port: svc.Port, TargetPort: svc.Port})
+	}
+	var sum, version string
+	if meshed {
+		var err error
+		if sum, version, err = s.ztunnelInfo(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	var lab *Lab
+	for attempt := 0; ; attempt++ {
+		var err error
+		if o.Subnet, o.Prefix, err = s.freeName(); err != nil {
+			return nil, nil, err
+		}
+		lab, err = Up(ctx, o)
+		if err == nil {
+			break
+		}
+		// Another lab may have taken the prefix between the check and
+		// the first namespace: try another one, a few times.
+		if attempt >= 2 || s.Prefix != "" || !errors.Is(err, os.ErrExist) {
+			return nil, nil, err
+		}
+	}
+	nt := *t
+	nt.Pods = slices.Clone(t.Pods)
+	nt.Proxies = nil
+	nt.LoadTargets = nil
+	for i := range nt.Pods {
+		nt.Pods[i].Addr = lab.Pod(nt.Pods[i].Name).IP
+	}
+	if sidecars {
+		// The sidecars stay Envoys, in their pods: outbound on the
+		// wildcard where istio-init's REDIRECT delivers the app's
+		// connections, inbound on the pod's IP (peers connect there and
+		// the capture hands it over), upstream from the pod's IP; the
+		// admin keeps its own loopback address inside the pod.
+		for _, p := range t.Proxies {
+			pod := lab.Pod(p.Pod)
+			if pod == nil {
+				lab.Close()
+				return nil, nil, fmt.Errorf("sidecar %s of unknown pod %q", p.Name, p.Pod)
+			}
+			p.Addr = pod.IP
+			p.Listeners = slices.Clone(p.Listeners)
+			for i := range p.Listeners {
+				port := p.Listeners[i].Addr.Port()
+				switch p.Listeners[i].Kind {
+				case mesh.ListenerOutbound:
+					p.Listeners[i].Addr = netip.AddrPortFrom(netip.IPv4Unspecified(), port)
+				default:
+					p.Listeners[i].Addr = netip.AddrPortFrom(pod.IP, port)
+				}
+			}
+			nt.Proxies = append(nt.Proxies, p)
+		}
+	}
+	for _, p := range nt.ServicePods(nt.Service.Name) {
+		nt.LoadTargets = append(nt.LoadTargets, mesh.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
+	}
+	return &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}, &nt, nil
+}
+
+// network is a lab made by Substrate.Up (local.Network).
+type network struct {
+	lab          *Lab
+	sum, version string
+	bin          string
+	// base holds each ztunnel's scrape at the cell's start, by node name.
+	mu   sync.Mutex
+	base map[string]scrape
+}
+
+// scrape is one ztunnel's metrics at one time.
+type scrape struct {
+	text     string
+	counters ztunnel.Counters
+}
+
+// scrapeAll reads every node ztunnel's metrics, by node name.
+func (n *network) scrapeAll(ctx context.Context) (map[string]scrape, error) {
+	out := map[string]scrape{}
+	var errs []error
+	for _, nd := range n.lab.Nodes {
+		if nd.Ztunnel == nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		text, err := nd.Ztunnel.Metrics(cctx)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c, err := ztunnel.ParseMetrics(text)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", nd.Name, err))
+			continue
+		}
+		out[nd.Name] = scrape{text: text, counters: c}
+	}
+	return out, errors.Join(errs...)
+}
+
+// StartInterval keeps every ztunnel's counters as the cell's base.
+func (n *network) StartInterval(ctx context.Context) error {
+	base, err := n.scrapeAll(ctx)
+	n.mu.Lock()
+	n.base = base
+	n.mu.Unlock()
+	return err
+}
+
+// Stats are every ztunnel's counters since StartInterval, by proxy name
+// (ztunnel-NODE); the scrapes are kept in rawDir as NAME.start.txt and
+// NAME.end.txt.
+func (n *network) Stats(ctx context.Context, rawDir string) (map[string]results.NodeProxyStats, error) {
+	end, err := n.scrapeAll(ctx)
+	n.mu.Lock()
+	base := n.base
+	n.mu.Unlock()
+	if len(end) == 0 {
+		return nil, err
+	}
+	errs := []error{err}
+	if werr := os.MkdirAll(rawDir, 0o755); werr != nil {
+		errs = append(errs, werr)
+	}
+	out := map[string]results.NodeProxyStats{}
+	for node, s := range end {
+		name := "ztunnel-" + node
+		b, ok := base[node]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: no scrape at the cell's start", name))
+			continue
+		}
+		out[name] = s.counters.Sub(b.counters).Stats()
+		errs = append(errs, os.WriteFile(filepath.Join(rawDir, name+".start.txt"), []byte(b.text), 0o644),
+			os.WriteFile(filepath.Join(rawDir, name+".end.txt"), []byte(s.text), 0o644))
+	}
+	return out, errors.Join(errs...)
+}
+
+// EnvoyIn: a sidecar runs in its pod with Istio's group, which the pod's
+// capture exempts.
+func (n *network) EnvoyIn(p mesh.Proxy) (func(func() error) error, int) {
+	if pod := n.lab.Pod(p.Pod); pod != nil && p.Role == mesh.RoleSidecar {
+		return pod.NS.Do, SidecarID
+	}
+	return nil, 0
+}
+
+func (n *network) Enter(pod string) func(func() error) error {
+	p := n.lab.Pod(pod)
+	if p == nil {
+		return func(func() error) error { return fmt.Errorf("no pod %s on the netns substrate", pod) }
+	}
+	return p.NS.Do
+}
+
+// Proxies are the node ztunnels: data plane, component "node proxy
+// nodeN" as the loopback lab's Envoy node proxies.
+func (n *network) Proxies() []sample.Target {
+	var out []sample.Target
+	for _, nd := range n.lab.Nodes {
+		if nd.Ztunnel != nil {
+			out = append(out, sample.Target{PID: nd.Ztunnel.PID(), Name: "ztunnel-" + nd.Name,
+				Component: "node proxy " + nd.Name, Category: sample.CategoryDataPlane})
+		}
+	}
+	return out
+}
+
+func (n *network) Died() error {
+	for _, nd := range n.lab.Nodes {
+		if nd.Ztunnel == nil {
+			continue
+		}
+		select {
+		case <-nd.Ztunnel.Exited():
+			return fmt.Errorf("ztunnel of %s died (log %s)", nd.Name, nd.Log)
+		default:
+		}
+	}
+	return nil
+}
+
+func (n *network) Manifest() map[string]any {
+	m := map[string]any{"netns": map[string]any{"prefix": n.lab.Opts.Prefix, "subnet": n.lab.Opts.Subnet.String(), "nodes": len(n.lab.Nodes)}}
+	if n.sum != "" {
+		m["ztunnel"] = map[string]any{"version": n.version, "sha256": n.sum, "path": n.bin}
+	}
+	return m
+}
+
+func (n *network) Close() error { return n.lab.Close() }
