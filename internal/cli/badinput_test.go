@@ -54,6 +54,13 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"run out is a file", []string{"run", "--out", file}, "--out " + file + " is a file: allowed: a new or empty directory"},
 		{"run out under a file", []string{"run", "--out", filepath.Join(file, "x")}, "is a file, not a directory"},
 		{"bench out is a file", []string{"bench", "--mesh", "none", "--out", file}, "--out " + file + " is a file"},
+		// The apps' workload options are checked as serve checks its own.
+		{"run app delay negative", []string{"run", "--app-delay", "-1ms", "--out", out}, "--app-delay -1ms: allowed: 0s to 1h"},
+		{"run app delay dist", []string{"run", "--app-delay-dist", "poisson:1ms", "--out", out}, `--app-delay-dist: invalid delay distribution "poisson:1ms"`},
+		{"run app error ratio", []string{"run", "--app-error-ratio", "2", "--out", out}, "--app-error-ratio 2: allowed: 0 to 1"},
+		{"run app stall alone", []string{"run", "--app-stall-for", "1s", "--out", out}, "--app-stall-for 1s: needs stall-every too"},
+		{"run app options on kube", []string{"run", "--platform", "kube", "--app-delay", "1ms", "--out", out}, "--app-delay: the lab's apps only"},
+		{"bench app delay", []string{"bench", "--mesh", "none", "--app-delay", "x", "--out", out}, `--app-delay "x": allowed: a duration of 0 or more`},
 		{"bench resume truncated manifest", []string{"bench", "--resume", truncated}, "--resume " + truncated + ": "},
 		{"bench resume future manifest", []string{"bench", "--resume", future}, `schema "meshbench.plan/v9"`},
 	}

@@ -37,6 +37,7 @@ type runFlags struct {
 	platform                string
 	drainSet                bool
 	kube                    kubeFlags
+	appOpts                 appFlags
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -63,6 +64,9 @@ proxy ships only in its images; use the Kubernetes platform.`,
 			case "local":
 				return runRun(cmd.Context(), env, f)
 			case "kube":
+				if set := f.appOpts.given(cmd.Flags()); set != "" {
+					return usagef("--%s: the lab's apps only (--platform local); the cluster runs its own images", set)
+				}
 				return runKube(cmd.Context(), env, f)
 			}
 			return usagef("--platform %q: allowed: local, kube", f.platform)
@@ -95,6 +99,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet N of the lab's addresses 127.N.x.y")
 	_ = fl.MarkHidden("loopback-net")
 	f.kube.add(cmd, kubeRun)
+	f.appOpts.add(fl)
 	return cmd
 }
 
@@ -134,6 +139,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if err := results.CheckNewDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
+	appCfg, appErrs := f.appOpts.config()
+	errs = append(errs, appErrs...)
 	mo.LoopbackNet = uint8(f.loopbackNet)
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
@@ -141,6 +148,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
+	o.AppConcurrency, o.AppServiceTime, o.AppFaults = appCfg.Concurrency, appCfg.ServiceTime, appCfg.Faults
 	if mo.Mode != mesh.ModeNone || mo.Gateway { // a gateway is an Envoy too
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()

@@ -33,6 +33,7 @@ func build(s *source) (*Plan, error) {
 	b := &builder{s: s, p: Defaults(), lines: map[string][]int{}, nodesOK: true}
 	b.scalars()
 	b.search()
+	b.appFaults()
 	b.axes()
 	b.loadModel()
 	b.compare()

@@ -48,6 +48,13 @@ type Flags struct {
 	SearchConfirm   string // --search-confirm
 	AppConcurrency  string // --app-concurrency
 	AppServiceTime  string // --app-service-time
+	AppDelay        string // --app-delay
+	AppDelayDist    string // --app-delay-dist
+	AppErrorRatio   string // --app-error-ratio
+	AppErrorStatus  string // --app-error-status
+	AppStallEvery   string // --app-stall-every
+	AppStallFor     string // --app-stall-for
+	AppSeed         string // --app-seed
 }
 
 // FromFlags builds a plan from flag values, with the same defaults and
@@ -112,5 +119,12 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("search.confirm", f.SearchConfirm)
 	set("app_concurrency", f.AppConcurrency)
 	set("app_service_time", f.AppServiceTime)
+	set("app_delay", f.AppDelay)
+	set("app_delay_dist", f.AppDelayDist)
+	set("app_error_ratio", f.AppErrorRatio)
+	set("app_error_status", f.AppErrorStatus)
+	set("app_stall_every", f.AppStallEvery)
+	set("app_stall_for", f.AppStallFor)
+	set("app_seed", f.AppSeed)
 	return build(s)
 }

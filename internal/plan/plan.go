@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 )
@@ -72,6 +73,11 @@ type Plan struct {
 	// replicas × concurrency / service time. 0: unbounded. Local only.
 	AppConcurrency int
 	AppServiceTime time.Duration
+	// AppFaults are every app replica's workload options (app_delay,
+	// app_delay_dist, app_error_ratio, app_error_status, app_stall_every,
+	// app_stall_for, app_seed: `meshbench serve --delay …`). Zero: none.
+	// Local only.
+	AppFaults app.Faults
 }
 
 // Axes are the lists a plan crosses. Each list holds distinct values, in

@@ -106,7 +106,8 @@ func (l *Lab) Fits(o Options) bool {
 		return false
 	}
 	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench &&
-		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime
+		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime &&
+		reflect.DeepEqual(o.AppFaults, l.opts.AppFaults)
 }
 
 // Healthy returns an error when a process of the lab has exited.
@@ -196,7 +197,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 			defer func() { <-sem }()
 			svc := l.topo.Svc(p.Service)
 			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
-			args = append(args, l.opts.appBoundArgs()...)
+			args = append(args, l.opts.appArgs(svc.Serve)...)
 			c, err := startServe(ctx, l.opts.Meshbench, p.Name+" app", svc.Component,
 				filepath.Join(l.dir, results.LogsDir, p.Name+".log"), args...)
 			mu.Lock()

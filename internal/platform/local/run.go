@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
@@ -50,6 +52,12 @@ type Options struct {
 	// capacity searches: replicas × concurrency / service time.
 	AppConcurrency int
 	AppServiceTime time.Duration
+	// AppFaults are the workload options of every app replica (`meshbench
+	// serve --delay --delay-dist --error-ratio --error-status --stall-every
+	// --stall-for --seed`): a service time and failures behind the mesh.
+	// The zero value adds none. ErrorStatus applies to static apps only
+	// (gRPC apps answer UNAVAILABLE).
+	AppFaults app.Faults
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -406,15 +414,6 @@ func callArgs(p mesh.Pod) []string {
 	return out
 }
 
-// appBoundArgs are the `meshbench serve` flags of AppConcurrency and
-// AppServiceTime (none when the apps are unbounded).
-func (o Options) appBoundArgs() []string {
-	if o.AppConcurrency <= 0 {
-		return nil
-	}
-	return []string{"--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String()}
-}
-
 // targets lists every process to sample.
 func (c *cell) targets() []sample.Target {
 	var out []sample.Target
@@ -660,10 +659,12 @@ func bindPlan(t *mesh.Topology) []envoy.AddrOwner {
 
 func optionsMap(o Options, t *mesh.Topology) map[string]any {
 	m := t.Options
-	return map[string]any{
+	out := map[string]any{
 		"mesh": string(m.Mode), "app": string(m.App), "replicas": m.Replicas, "nodes": m.Nodes,
 		"policies": m.Policies, "gateway": m.Gateway, "protocol": string(m.Protocol), "mtls": m.MTLS,
 		"rate": o.Rate, "closed_loop": o.Max, "duration": o.Duration.String(), "warmup": o.Warmup.String(), "connections": o.Connections,
 		"sample_interval": o.SampleInterval.String(), "pss_every_rounds": o.pssEvery(), "drain": o.Drain.String(),
 	}
+	maps.Copy(out, o.appOptions())
+	return out
 }
