@@ -38,6 +38,7 @@ type runFlags struct {
 	drainSet                bool
 	kube                    kubeFlags
 	appOpts                 appFlags
+	hops                    bool
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -64,6 +65,9 @@ proxy ships only in its images; use the Kubernetes platform.`,
 			case "local":
 				return runRun(cmd.Context(), env, f)
 			case "kube":
+				if cmd.Flags().Changed("hops") {
+					return usagef("--hops: the local lab only for now; on a cluster see the README (Istio's Telemetry API)")
+				}
 				if set := f.appOpts.given(cmd.Flags()); set != "" {
 					return usagef("--%s: the lab's apps only (--platform local); the cluster runs its own images", set)
 				}
@@ -100,6 +104,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	_ = fl.MarkHidden("loopback-net")
 	f.kube.add(cmd, kubeRun)
 	f.appOpts.add(fl)
+	fl.BoolVar(&f.hops, "hops", false, "time every hop: each Envoy logs every request with µs timings, joined per request into a waterfall (costs proxy CPU; off by default)")
 	return cmd
 }
 
@@ -149,6 +154,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
 	o.AppConcurrency, o.AppServiceTime, o.AppFaults = appCfg.Concurrency, appCfg.ServiceTime, appCfg.Faults
+	o.Hops = f.hops
 	if mo.Mode != mesh.ModeNone || mo.Gateway { // a gateway is an Envoy too
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()
@@ -206,6 +212,10 @@ func printRun(env *Env, res *local.Result) {
 	if len(res.EnvoyStats) > 0 {
 		fmt.Fprintln(w)
 		renderEnvoyStats(w, t, res.EnvoyStats)
+	}
+	if res.Hops != nil {
+		fmt.Fprintln(w)
+		_ = report.HopsText(w, res.Hops)
 	}
 	if res.Manifest != nil && len(res.Manifest.Derived) > 0 {
 		fmt.Fprintln(w, "\nDerived:")

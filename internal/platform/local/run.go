@@ -21,6 +21,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -58,6 +59,11 @@ type Options struct {
 	// The zero value adds none. ErrorStatus applies to static apps only
 	// (gRPC apps answer UNAVAILABLE).
 	AppFaults app.Faults
+	// Hops turns hop timing on: every Envoy logs each request with its
+	// µs timings (hops.LogFormat), the load gives every request an id and
+	// logs it, and the cell joins them into a per-hop attribution
+	// (HopsFile, Result.Hops). Off by default: the logging costs CPU.
+	Hops bool
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -103,6 +109,8 @@ type Result struct {
 	// EnvoyStats maps each Envoy's name to the summary of its /stats at the
 	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
 	EnvoyStats map[string]envoy.ProxyStats
+	// Hops is the per-hop attribution (Options.Hops), nil without it.
+	Hops *hops.Result
 }
 
 // DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
@@ -123,6 +131,10 @@ type cell struct {
 	mu       sync.Mutex
 	// envoyStats is filled by collectStats.
 	envoyStats map[string]envoy.ProxyStats
+	// number is the cell's place on its lab (1 for the first);
+	// requestPrefix the ids its load gives (Options.Hops).
+	number        int
+	requestPrefix string
 }
 
 func (c *cell) logf(format string, a ...any) {
@@ -219,7 +231,7 @@ func (l *Lab) newCell(o Options, dir *results.RunDir) *cell {
 		labDir = l.dir
 	}
 	opts["lab"] = map[string]any{"dir": labDir, "started": l.started, "cell": n, "reused": n > 1}
-	c := &cell{lab: l, opts: o, dir: dir, manifest: &results.RunManifest{
+	c := &cell{lab: l, opts: o, dir: dir, number: n, manifest: &results.RunManifest{
 		Schema: results.RunSchema, MeshbenchVersion: o.Version, Platform: "local",
 		StartedAt: time.Now().UTC(), Host: results.ReadHost(), Options: opts, Valid: true,
 	}}
@@ -387,8 +399,15 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	for _, g := range countGaps(window) {
 		c.invalid(g)
 	}
-	endCollect()
 	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats}
+	if c.opts.Hops && loadRes != nil {
+		hr, err := c.collectHops(context.WithoutCancel(ctx))
+		if err != nil {
+			c.invalid("hop timing: " + err.Error())
+		}
+		res.Hops = hr
+	}
+	endCollect()
 	if loadErr != nil {
 		return res, loadErr
 	}
@@ -491,6 +510,7 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	// With protocol tcp the app and the load still speak HTTP: only the
 	// proxies treat the traffic as opaque TCP, as Istio does for a port
 	// named tcp-*.
+	args = append(args, c.requestArgs()...)
 	for _, t := range l.topo.LoadTargets {
 		args = append(args, t.URL)
 	}
@@ -666,5 +686,8 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 		"sample_interval": o.SampleInterval.String(), "pss_every_rounds": o.pssEvery(), "drain": o.Drain.String(),
 	}
 	maps.Copy(out, o.appOptions())
+	if o.Hops {
+		out["hops"] = true
+	}
 	return out
 }
