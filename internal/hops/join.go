@@ -86,6 +86,16 @@ type Result struct {
 	Calls      []Call   `json:"calls,omitempty"`
 	L4         []string `json:"l4,omitempty"`
 	Traversals int      `json:"traversals"`
+	// ProxyCPU is each proxy's CPU per 1000 requests in the measured
+	// window with hop logging on (filled by the platform from its
+	// sampler): compare with a run without, see the README.
+	ProxyCPU []ProxyCPU `json:"proxy_cpu,omitempty"`
+}
+
+// ProxyCPU is one proxy's CPU time per 1000 achieved requests, in ms.
+type ProxyCPU struct {
+	Proxy          string  `json:"proxy"`
+	CPUMsPer1000Rq float64 `json:"cpu_ms_per_1000_requests"`
 }
 
 // UntimedName is the untimed rest's name in reports.

@@ -60,6 +60,13 @@ func HopsText(w io.Writer, r *hops.Result) error {
 		fmt.Fprintf(w, "  seed's method: added %s over %d proxy traversals = %s per traversal\n",
 			hopDur(int64(added)), r.Traversals, hopDur(int64(added/float64(r.Traversals))))
 	}
+	if len(r.ProxyCPU) > 0 {
+		var parts []string
+		for _, p := range r.ProxyCPU {
+			parts = append(parts, fmt.Sprintf("%s %.0f ms", p.Proxy, p.CPUMsPer1000Rq))
+		}
+		fmt.Fprintf(w, "  proxy CPU per 1000 requests, hop logging on: %s (its cost: compare with a run without --hops)\n", strings.Join(parts, ", "))
+	}
 	for _, c := range r.Calls {
 		var parts []string
 		for _, h := range c.Hops {

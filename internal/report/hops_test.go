@@ -46,6 +46,9 @@ func TestHopsText(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.golden == "hops-sidecar" { // as the lab fills it from its sampler
+				res.ProxyCPU = []hops.ProxyCPU{{Proxy: "client-sidecar", CPUMsPer1000Rq: 412.4}, {Proxy: "server-0-sidecar", CPUMsPer1000Rq: 398.6}}
+			}
 			var buf bytes.Buffer
 			if err := HopsText(&buf, res); err != nil {
 				t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // Hop timing's files: the proxies' records in the lab's directory, the
@@ -54,7 +56,7 @@ func (c *cell) requestArgs() []string {
 
 // collectHops makes every Envoy write out its records, joins them with
 // the load's requests and writes the cell's attribution.
-func (c *cell) collectHops(ctx context.Context) (*hops.Result, error) {
+func (c *cell) collectHops(ctx context.Context, lr *results.LoadResult, s sample.Summary) (*hops.Result, error) {
 	l := c.lab
 	for _, p := range l.procs {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -100,6 +102,15 @@ func (c *cell) collectHops(ctx context.Context) (*hops.Result, error) {
 	}
 	res.Malformed = st.Malformed + badReqs
 	res.NoID = st.NoID
+	if rate := lr.AchievedRatePerSec(); rate > 0 {
+		for _, p := range s.Processes {
+			if l.topo.Proxy(p.Name) != nil {
+				// m millicores at r requests per second: m/r ms of CPU per
+				// 1000 requests.
+				res.ProxyCPU = append(res.ProxyCPU, hops.ProxyCPU{Proxy: p.Name, CPUMsPer1000Rq: p.CPUMillicores.Avg / rate})
+			}
+		}
+	}
 	if err := c.dir.WriteJSON(HopsFile, res); err != nil {
 		return nil, err
 	}

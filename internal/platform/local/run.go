@@ -401,7 +401,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats}
 	if c.opts.Hops && loadRes != nil {
-		hr, err := c.collectHops(context.WithoutCancel(ctx))
+		hr, err := c.collectHops(context.WithoutCancel(ctx), loadRes, summary)
 		if err != nil {
 			c.invalid("hop timing: " + err.Error())
 		}
