@@ -82,4 +82,6 @@ func bindBenchAppFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.AppStallEvery, "app-stall-every", "", "period of whole-app stalls (plan: app_stall_every)")
 	fl.StringVar(&f.AppStallFor, "app-stall-for", "", "length of each app stall (plan: app_stall_for)")
 	fl.StringVar(&f.AppSeed, "app-seed", "", "seed of the apps' random delays and errors (plan: app_seed)")
+	fl.StringVar(&f.Hops, "hops", "", "true: time every hop of every cell (Envoy access logs, µs; costs proxy CPU; plan: hops)")
+	fl.Lookup("hops").NoOptDefVal = "true"
 }

@@ -52,6 +52,23 @@ func (b *builder) appFaults() {
 	}
 }
 
+// hops reads `hops`: hop timing in every cell (local only).
+func (b *builder) hops() {
+	it, ok := b.one("hops")
+	if !ok {
+		return
+	}
+	v, ok := parseBool(it.text)
+	switch {
+	case !ok:
+		b.s.badItem("hops", it, "allowed: true, false")
+	case v && b.p.Platform == PlatformKube:
+		b.s.badItem("hops", it, "allowed on platform kube: false (the lab's Envoys only; see the README for Istio's Telemetry API)")
+	default:
+		b.p.Hops = v
+	}
+}
+
 // appFaultKeys are the plan keys of the apps' workload options.
 var appFaultKeys = []string{"app_delay", "app_delay_dist", "app_error_ratio", "app_error_status", "app_stall_every", "app_stall_for", "app_seed"}
 

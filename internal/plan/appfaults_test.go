@@ -34,6 +34,10 @@ func TestAppFaults(t *testing.T) {
 	if err != nil || fp.AppFaults.Delay != 5*time.Millisecond || fp.AppFaults.ErrorRatio != 0.5 {
 		t.Errorf("flags: %+v %v", fp.AppFaults, err)
 	}
+	hp, err := Parse("h.yaml", []byte("hops: true\n"))
+	if err != nil || !hp.Hops || !strings.Contains(string(hp.YAML()), "\nhops: true\n") {
+		t.Errorf("hops: %+v %v", hp, err)
+	}
 	// Without any: nothing written.
 	if d := string(Defaults().YAML()); strings.Contains(d, "app_") {
 		t.Errorf("default plan writes app keys:\n%s", d)
@@ -60,6 +64,10 @@ func TestAppFaultProblems(t *testing.T) {
 		// The cluster runs its own images.
 		{"kube", "platform: kube\napp_delay: 1ms\n", nil, []string{
 			`f.yaml:2: app_delay: only on platform local (the lab's own app)`}},
+		// hop timing: a boolean, and the lab's only.
+		{"hops", "hops: yes please\n", nil, []string{`f.yaml:1: hops "yes please": allowed: true, false`}},
+		{"hops kube", "platform: kube\nhops: true\n", nil, []string{
+			`f.yaml:2: hops "true": allowed on platform kube: false (the lab's Envoys only; see the README for Istio's Telemetry API)`}},
 		// Flags name their flag.
 		{"flag", "", &Flags{AppSeed: "x"}, []string{`--app-seed "x": allowed: an integer (0: a random seed)`}},
 	} {

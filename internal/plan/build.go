@@ -34,6 +34,7 @@ func build(s *source) (*Plan, error) {
 	b.scalars()
 	b.search()
 	b.appFaults()
+	b.hops()
 	b.axes()
 	b.loadModel()
 	b.compare()

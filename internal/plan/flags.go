@@ -55,6 +55,7 @@ type Flags struct {
 	AppStallEvery   string // --app-stall-every
 	AppStallFor     string // --app-stall-for
 	AppSeed         string // --app-seed
+	Hops            string // --hops, "true" or "false"
 }
 
 // FromFlags builds a plan from flag values, with the same defaults and
@@ -126,5 +127,6 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("app_stall_every", f.AppStallEvery)
 	set("app_stall_for", f.AppStallFor)
 	set("app_seed", f.AppSeed)
+	set("hops", f.Hops)
 	return build(s)
 }

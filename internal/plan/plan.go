@@ -78,6 +78,9 @@ type Plan struct {
 	// app_stall_for, app_seed: `meshbench serve --delay …`). Zero: none.
 	// Local only.
 	AppFaults app.Faults
+	// Hops turns hop timing on in every cell (`run --hops`): per-hop
+	// waterfalls at a measured CPU cost. Local only.
+	Hops bool
 }
 
 // Axes are the lists a plan crosses. Each list holds distinct values, in

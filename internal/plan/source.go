@@ -59,6 +59,7 @@ var schema = []setting{
 	{key: "app_stall_every", flag: "app-stall-every"},
 	{key: "app_stall_for", flag: "app-stall-for"},
 	{key: "app_seed", flag: "app-seed"},
+	{key: "hops", flag: "hops"},
 }
 
 // keyAxes stands for the matrix as a whole in problems about it.

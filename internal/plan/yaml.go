@@ -86,6 +86,9 @@ func (p *Plan) YAML() []byte {
 		add(root, "app_service_time", plain(dur(p.AppServiceTime)))
 	}
 	addAppFaults(root, p.AppFaults)
+	if p.Hops {
+		add(root, "hops", plain("true"))
+	}
 
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
 		HeadComment: "meshbench plan, every default filled in (internal/plan)"}

@@ -3,8 +3,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/hops"
 )
 
@@ -113,3 +116,56 @@ func requests(n int64) string {
 	}
 	return fmt.Sprintf("%d requests", n)
 }
+
+// writeHopSplits writes scenario s's waterfalls of a plan with hop
+// timing: per mesh its parts (medians over repetitions) with their share
+// of the mesh's added time within the cell (total − app, means), then
+// the mesh's added latency against the baseline split over its timed
+// hops, and the seed's method beside it.
+func writeHopSplits(w io.Writer, splits []analysis.HopSplit, s analysis.Scenario) {
+	first := true
+	for _, hs := range splits {
+		if hs.Scenario != s {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "  Hop timing (hops: true; Envoy access logs; medians over the repetitions, ms):")
+			first = false
+		}
+		var added float64
+		for _, p := range hs.Parts {
+			if p.Timed || p.Name == hops.UntimedName {
+				added += p.MeanMs
+			}
+		}
+		fmt.Fprintf(w, "    %s (%d runs with hop timing):\n", hs.Mesh, hs.Cells)
+		rows := [][]string{{"      hop", "p50", "p95", "p99", "mean", "share"}}
+		for _, p := range hs.Parts {
+			sh := ""
+			if (p.Timed || p.Name == hops.UntimedName) && added > 0 {
+				sh = fmt.Sprintf("%.1f%%", 100*p.MeanMs/added)
+			}
+			rows = append(rows, []string{"      " + p.Name, ms3(p.P50Ms), ms3(p.P95Ms), ms3(p.P99Ms), ms3(p.MeanMs), sh})
+		}
+		writeAligned(w, rows)
+		if math.IsNaN(hs.AddedP95Ms) {
+			continue
+		}
+		var parts []string
+		for _, p := range hs.Parts {
+			if p.Timed {
+				parts = append(parts, fmt.Sprintf("%s %s", p.Name, ms2(p.MeanMs)))
+			}
+		}
+		parts = append(parts, "untimed "+ms2(hs.UntimedAddedMs))
+		fmt.Fprintf(w, "      %s adds %s ms at p95, %s ms at p50, %s ms on average vs %s: %s (means)\n",
+			hs.Mesh, ms2(hs.AddedP95Ms), ms2(hs.AddedP50Ms), ms2(hs.AddedMeanMs), hs.Baseline, strings.Join(parts, ", "))
+		if hs.Traversals > 0 {
+			fmt.Fprintf(w, "      seed's method: %s ms at p95 / %d proxy traversals = %s ms per traversal\n",
+				ms2(hs.AddedP95Ms), hs.Traversals, ms2(hs.AddedP95Ms/float64(hs.Traversals)))
+		}
+	}
+}
+
+func ms2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+func ms3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }

@@ -2,8 +2,13 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/hops"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -56,4 +61,56 @@ func TestHopsText(t *testing.T) {
 			testutil.Golden(t, tc.golden+".txt.golden", buf.Bytes())
 		})
 	}
+}
+
+// TestPlanHopsGolden: a plan whose sidecar and ambient cells had hop
+// timing (hops.json written from fixed records into a copy of the
+// plan-small fixture): the text report's per-mesh waterfall, the split of
+// the added latency against the baseline and the seed's method.
+func TestPlanHopsGolden(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "analysis", "testdata", "plan-small")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	write := func(cell string, r *hops.Result) {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cells", cell, analysis.HopsFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rep, scale := range map[int]int64{1: 1, 2: 2} {
+		var reqs []hops.Request
+		var recs []hops.Record
+		for i := range 50 {
+			id := fmt.Sprintf("r%d", i)
+			reqs = append(reqs, hops.Request{ID: id, Measured: true, ServiceNs: 900_000 + int64(i)*1000})
+			recs = append(recs,
+				hops.Record{RequestID: id, Proxy: "c", Hop: "client sidecar outbound", Service: "server", DownstreamUs: 700, UpstreamUs: 700 - 100*scale},
+				hops.Record{RequestID: id, Proxy: "s", Hop: "server sidecar inbound", Service: "server", DownstreamUs: 500, UpstreamUs: 500 - 80*scale})
+		}
+		sc, err := hops.Join(reqs, recs, hops.Options{Entry: "server", Traversals: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(fmt.Sprintf("sidecar-static-r200-x1-p0-http-pod-mtls-rep%d", rep), sc)
+		amb, err := hops.Join(reqs, nil, hops.Options{Entry: "server", Traversals: 2, L4: []string{"node proxy, client side", "node proxy, server side"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(fmt.Sprintf("ambient-static-r200-x1-p0-http-pod-mtls-rep%d", rep), amb)
+	}
+	p, err := analysis.ReadPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := analysis.Analyze(p, analysis.Options{Level: 0.95, Seed: uint64(p.Manifest.Seed)})
+	var b bytes.Buffer
+	if err := PlanText(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Golden(t, "plan-hops.txt.golden", b.Bytes())
 }
