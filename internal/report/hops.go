@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/hops"
+	"github.com/meshbench/meshbench/internal/plot"
 )
 
 // HopsText writes a cell's hop attribution as a waterfall: each HTTP
@@ -169,3 +171,60 @@ func writeHopSplits(w io.Writer, splits []analysis.HopSplit, s analysis.Scenario
 
 func ms2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 func ms3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// hopCharts are the plan's waterfalls as stacked bars, one chart per
+// scenario with hop timing: one bar per mesh, its timed hops from the
+// bottom (the path's first hop lowest), then the untimed rest and the
+// app, each its mean over the request (median over repetitions), so a
+// bar's height is the mean service time.
+func hopCharts(a *analysis.Analysis) ([]NamedChart, error) {
+	splits, _ := analysis.HopSplits(a)
+	var out []NamedChart
+	for i, s := range a.Scenarios {
+		var meshes []string
+		var order []string
+		vals := map[string]map[string]float64{}
+		for _, hs := range splits {
+			if hs.Scenario != s {
+				continue
+			}
+			meshes = append(meshes, hs.Mesh)
+			for _, p := range hs.Parts {
+				if vals[p.Name] == nil {
+					vals[p.Name] = map[string]float64{}
+					order = append(order, p.Name)
+				}
+				vals[p.Name][hs.Mesh] = p.MeanMs
+			}
+		}
+		if len(meshes) == 0 {
+			continue
+		}
+		// Timed hops first (in first-seen order), then untimed, then apps.
+		rank := func(n string) int {
+			switch {
+			case n == hops.UntimedName:
+				return 1
+			case strings.HasPrefix(n, "app "):
+				return 2
+			}
+			return 0
+		}
+		slices.SortStableFunc(order, func(x, y string) int { return rank(x) - rank(y) })
+		var layers []plot.Layer
+		for _, n := range order {
+			l := plot.Layer{Name: n}
+			for _, m := range meshes {
+				l.Values = append(l.Values, vals[n][m])
+			}
+			layers = append(layers, l)
+		}
+		title := "where the latency goes (" + s.String() + ")"
+		c, err := plot.StackedBars(plot.ChartOptions{Title: title, YLabel: "mean time per request (ms)"}, meshes, layers)
+		if err != nil {
+			return nil, fmt.Errorf("plot hops-%d: %w", i+1, err)
+		}
+		out = append(out, NamedChart{Name: fmt.Sprintf("hops-%d", i+1), Title: title, Chart: c})
+	}
+	return out, nil
+}

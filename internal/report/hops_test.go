@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/analysis"
@@ -113,4 +114,36 @@ func TestPlanHopsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Golden(t, "plan-hops.txt.golden", b.Bytes())
+	// The HTML report's stacked bars: one chart per scenario with hop
+	// timing, its layers the parts of the waterfall.
+	charts, err := PlanCharts(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hopCharts []NamedChart
+	for _, c := range charts {
+		if strings.HasPrefix(c.Name, "hops-") {
+			hopCharts = append(hopCharts, c)
+		}
+	}
+	if len(hopCharts) != 1 || hopCharts[0].Title != "where the latency goes (static, 200 rps, 1 replica)" {
+		t.Fatalf("hop charts %+v", hopCharts)
+	}
+	svg, err := hopCharts[0].Chart.SVG(800, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"client sidecar outbound", "server sidecar inbound", "untimed (L4 hops, kernel, scheduling)", "sidecar", "ambient"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the stacked bars lack %q", want)
+		}
+	}
+	if out := os.Getenv("MESHBENCH_HOPS_PNG"); out != "" { // to look at it
+		png, _ := hopCharts[0].Chart.PNG(800, 500)
+		_ = os.WriteFile(out, png, 0o644)
+	}
+	var h bytes.Buffer
+	if err := PlanHTML(&h, a, charts); err != nil || !strings.Contains(h.String(), "where the latency goes") {
+		t.Errorf("HTML report without the hop chart: %v", err)
+	}
 }
