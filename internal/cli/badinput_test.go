@@ -59,6 +59,8 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"run app delay dist", []string{"run", "--app-delay-dist", "poisson:1ms", "--out", out}, `--app-delay-dist: invalid delay distribution "poisson:1ms"`},
 		{"run app error ratio", []string{"run", "--app-error-ratio", "2", "--out", out}, "--app-error-ratio 2: allowed: 0 to 1"},
 		{"run app stall alone", []string{"run", "--app-stall-for", "1s", "--out", out}, "--app-stall-for 1s: needs stall-every too"},
+		{"run hops on kube", []string{"run", "--platform", "kube", "--hops", "--out", out}, "--hops: the local lab only for now"},
+		{"bench hops not a bool", []string{"bench", "--mesh", "none", "--hops=maybe", "--out", out}, `--hops "maybe": allowed: true, false`},
 		{"run app options on kube", []string{"run", "--platform", "kube", "--app-delay", "1ms", "--out", out}, "--app-delay: the lab's apps only"},
 		{"bench app delay", []string{"bench", "--mesh", "none", "--app-delay", "x", "--out", out}, `--app-delay "x": allowed: a duration of 0 or more`},
 		{"bench resume truncated manifest", []string{"bench", "--resume", truncated}, "--resume " + truncated + ": "},
