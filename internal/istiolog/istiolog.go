@@ -12,10 +12,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
-	telemetryv1alpha1 "istio.io/api/telemetry/v1alpha1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	telemetryv1alpha1 "istio.io/api/telemetry/v1alpha1"
 
 	"github.com/meshbench/meshbench/internal/hops"
 )
