@@ -105,9 +105,9 @@ func (c *cell) collectHops(ctx context.Context, lr *results.LoadResult, s sample
 	if rate := lr.AchievedRatePerSec(); rate > 0 {
 		for _, p := range s.Processes {
 			if l.topo.Proxy(p.Name) != nil {
-				// m millicores at r requests per second: m/r ms of CPU per
-				// 1000 requests.
-				res.ProxyCPU = append(res.ProxyCPU, hops.ProxyCPU{Proxy: p.Name, CPUMsPer1000Rq: p.CPUMillicores.Avg / rate})
+				// m millicores at r requests per second: m/1000 s of CPU
+				// per second over r requests, so 1000·m/r ms per 1000.
+				res.ProxyCPU = append(res.ProxyCPU, hops.ProxyCPU{Proxy: p.Name, CPUMsPer1000Rq: p.CPUMillicores.Avg / rate * 1000})
 			}
 		}
 	}

@@ -62,7 +62,7 @@ func TestBenchHopsCost(t *testing.T) {
 				rps := res.Load.AchievedRatePerSec()
 				for _, p := range res.Summary.Processes {
 					if res.Topology.Proxy(p.Name) != nil && rps > 0 {
-						f.cpu[p.Name] = append(f.cpu[p.Name], p.CPUMillicores.Avg/rps)
+						f.cpu[p.Name] = append(f.cpu[p.Name], p.CPUMillicores.Avg/rps*1000) // ms per 1000 requests
 					}
 				}
 				if on && res.Hops != nil {

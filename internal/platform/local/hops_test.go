@@ -41,6 +41,18 @@ func hopRun(t *testing.T, o Options) *hops.Result {
 	if h.Requests != res.Load.Sent || h.Requests == 0 {
 		t.Errorf("the load logged %d measured requests, its result says %d sent", h.Requests, res.Load.Sent)
 	}
+	// Each proxy's CPU per 1000 requests: an Envoy proxying HTTP spends
+	// tens to hundreds of ms of CPU per 1000 requests here (LAB.md: 500–
+	// 1265 µs per request for two sidecars); under 1 ms would be a unit
+	// slip (it once printed "0 ms").
+	for _, p := range h.ProxyCPU {
+		if p.CPUMsPer1000Rq < 1 {
+			t.Errorf("%s: %.3f ms CPU per 1000 requests", p.Proxy, p.CPUMsPer1000Rq)
+		}
+	}
+	if len(h.ProxyCPU) != len(res.Topology.Proxies) {
+		t.Errorf("CPU of %d proxies, the topology has %d", len(h.ProxyCPU), len(res.Topology.Proxies))
+	}
 	if h.Complete != h.Requests || len(h.Missing) > 0 || h.Malformed > 0 {
 		t.Errorf("complete %d of %d, missing %+v, malformed %d", h.Complete, h.Requests, h.Missing, h.Malformed)
 	}
