@@ -120,6 +120,7 @@ fuzz:
 	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
 	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzParseLog
+	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzReadRequests
 	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
 	# minimising each new one short).
 	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse

@@ -214,3 +214,23 @@ func TestRequestLog(t *testing.T) {
 		t.Error("an id given twice was accepted")
 	}
 }
+
+func FuzzReadRequests(f *testing.F) {
+	f.Add([]byte(`{"id":"a","measured":true,"service_ns":5,"latency_ns":6,"code":200}` + "\n" + `{"id":"b","error":"reset"}`))
+	f.Add([]byte(`{"id":"a"}` + "\n" + `{"id":"a"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		reqs, _, err := ReadRequests(bytes.NewReader(data))
+		seen := map[string]bool{}
+		for _, q := range reqs {
+			if q.ID == "" || seen[q.ID] {
+				t.Fatalf("request without id or twice: %+v", q)
+			}
+			seen[q.ID] = true
+		}
+		if err == nil {
+			if _, err := Join(reqs, nil, Options{Entry: "x"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
