@@ -51,6 +51,17 @@ func (c *cell) requestArgs() []string {
 		return nil
 	}
 	c.requestPrefix = "c" + strconv.Itoa(c.number) + "-" + strconv.FormatInt(time.Now().UnixNano()%(1<<32), 36)
+	// Where each proxy's log ends now: on a lab reused across cells the
+	// cell reads only what was written after (earlier cells' records,
+	// flushed at their collect, are not read again). A record of this
+	// cell cannot come before: its load has not started.
+	c.hopOffsets = map[string]int64{}
+	names, _ := filepath.Glob(filepath.Join(c.lab.dir, HopLogsDir, "*.hops.jsonl"))
+	for _, n := range names {
+		if fi, err := os.Stat(n); err == nil {
+			c.hopOffsets[n] = fi.Size()
+		}
+	}
 	return []string{"--request-ids", c.requestPrefix, "--request-log", filepath.Join(c.dir.Path, RequestsFile)}
 }
 
@@ -84,6 +95,10 @@ func (c *cell) collectHops(ctx context.Context, lr *results.LoadResult, s sample
 	for _, n := range names {
 		f, err := os.Open(n)
 		if err != nil {
+			return nil, err
+		}
+		if _, err := f.Seek(c.hopOffsets[n], 0); err != nil {
+			f.Close()
 			return nil, err
 		}
 		rs, s, err := hops.ParseLog(f)

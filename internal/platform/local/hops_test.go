@@ -218,3 +218,38 @@ func TestHopLogsPerMode(t *testing.T) {
 		})
 	}
 }
+
+// TestHopsLabReuse: two cells with hop timing on one running lab: each
+// joins only its own requests (its load's id prefix) and reads only what
+// its proxies wrote after its load began: no record of the first cell is
+// read again by the second (Unmatched counts the warm-up's records only).
+func TestHopsLabReuse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real Envoys")
+	}
+	o := labOptions(t, mesh.ModeSidecar, 1, 115)
+	o.Hops, o.Warmup = true, 0
+	lab, err := Start(context.Background(), o, filepath.Join(t.TempDir(), "lab"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := lab.Stop(ctx); err != nil {
+			t.Errorf("stopping the lab: %v", err)
+		}
+	})
+	for i, rate := range []string{"50", "100"} {
+		co := o
+		co.Rate, co.OutDir = rate, filepath.Join(t.TempDir(), "cell"+rate)
+		res, err := lab.Run(context.Background(), co)
+		if err != nil {
+			t.Fatalf("cell %d: %v", i, err)
+		}
+		h := res.Hops
+		if h == nil || h.Requests != res.Load.Sent || h.Complete != h.Requests || h.Unmatched != 0 {
+			t.Errorf("cell %d: %+v (sent %d)", i, h, res.Load.Sent)
+		}
+	}
+}

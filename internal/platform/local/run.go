@@ -135,6 +135,9 @@ type cell struct {
 	// requestPrefix the ids its load gives (Options.Hops).
 	number        int
 	requestPrefix string
+	// hopOffsets are the sizes of the proxies' hop logs when the cell's
+	// load started (Options.Hops).
+	hopOffsets map[string]int64
 }
 
 func (c *cell) logf(format string, a ...any) {
