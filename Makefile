@@ -119,6 +119,8 @@ fuzz:
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
 	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
 	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
+	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzParseLog
+	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzReadRequests
 	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
 	# minimising each new one short).
 	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 )
 
 // FaceColorSize is the payload size `face` asks `color` for on every
@@ -45,12 +46,19 @@ func (h *faceHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, InjectedErrorMessage, http.StatusInternalServerError)
 		return
 	}
-	smileyBytes, err := h.callSmiley(r.Context())
+	// Forward the request's id to both backends, as Istio asks apps to
+	// (its proxies then log one id along the whole call tree).
+	id := r.Header.Get("X-Request-Id")
+	smileyBytes, err := h.callSmiley(r.Context(), id)
 	if err != nil {
 		http.Error(w, "face: smiley: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	resp, err := h.color.UnaryCall(r.Context(), &testgrpc.SimpleRequest{ResponseSize: FaceColorSize})
+	cctx := r.Context()
+	if id != "" {
+		cctx = metadata.AppendToOutgoingContext(cctx, "x-request-id", id)
+	}
+	resp, err := h.color.UnaryCall(cctx, &testgrpc.SimpleRequest{ResponseSize: FaceColorSize})
 	if err != nil {
 		http.Error(w, "face: color: "+err.Error(), http.StatusBadGateway)
 		return
@@ -61,10 +69,13 @@ func (h *faceHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, body)
 }
 
-func (h *faceHandler) callSmiley(ctx context.Context) (int64, error) {
+func (h *faceHandler) callSmiley(ctx context.Context, requestID string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.smiley, nil)
 	if err != nil {
 		return 0, err
+	}
+	if requestID != "" {
+		req.Header["X-Request-Id"] = []string{requestID}
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

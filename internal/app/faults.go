@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/precise"
 )
 
 // DefaultErrorStatus is the HTTP status of injected errors when
@@ -143,12 +145,10 @@ func (in *injector) apply(ctx context.Context) (fail bool, err error) {
 	}
 	wait, fail := in.plan(time.Now())
 	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return false, ctx.Err()
+		// A precise sleep: the delay is what a known-answer test of hop
+		// timing reads back (a Go timer wakes ~170 µs late here).
+		if err := precise.Sleep(ctx, wait); err != nil {
+			return false, err
 		}
 	}
 	return fail, nil

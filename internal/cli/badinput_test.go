@@ -60,6 +60,15 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"bench body size", []string{"bench", "--mesh", "none", "--body-size", "-1", "--out", out}, `--body-size "-1": allowed: 1 to 67108864 bytes`},
 		{"bench substrate unknown", []string{"bench", "--mesh", "none", "--substrate", "docker", "--out", out}, `--substrate "docker": allowed: auto, netns`},
 		{"bench out is a file", []string{"bench", "--mesh", "none", "--out", file}, "--out " + file + " is a file"},
+		// The apps' workload options are checked as serve checks its own.
+		{"run app delay negative", []string{"run", "--app-delay", "-1ms", "--out", out}, "--app-delay -1ms: allowed: 0s to 1h"},
+		{"run app delay dist", []string{"run", "--app-delay-dist", "poisson:1ms", "--out", out}, `--app-delay-dist: invalid delay distribution "poisson:1ms"`},
+		{"run app error ratio", []string{"run", "--app-error-ratio", "2", "--out", out}, "--app-error-ratio 2: allowed: 0 to 1"},
+		{"run app stall alone", []string{"run", "--app-stall-for", "1s", "--out", out}, "--app-stall-for 1s: needs stall-every too"},
+		{"run hops on kube", []string{"run", "--platform", "kube", "--hops", "--out", out}, "--hops: the local lab only for now"},
+		{"bench hops not a bool", []string{"bench", "--mesh", "none", "--hops=maybe", "--out", out}, `--hops "maybe": allowed: true, false`},
+		{"run app options on kube", []string{"run", "--platform", "kube", "--app-delay", "1ms", "--out", out}, "--app-delay: the lab's apps only"},
+		{"bench app delay", []string{"bench", "--mesh", "none", "--app-delay", "x", "--out", out}, `--app-delay "x": allowed: a duration of 0 or more`},
 		{"bench resume truncated manifest", []string{"bench", "--resume", truncated}, "--resume " + truncated + ": "},
 		{"bench resume future manifest", []string{"bench", "--resume", future}, `schema "meshbench.plan/v9"`},
 	}

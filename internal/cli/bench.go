@@ -105,6 +105,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Compare, "compare", "", "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (default mesh)")
 	fl.StringVar(&f.Confidence, "confidence", "", "confidence level (default 0.95)")
 	bindBenchSearchFlags(fl, f)
+	bindBenchAppFlags(fl, f)
 	fl.StringVar(&f.resume, "resume", "", "resume the interrupted plan in this results directory")
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
@@ -249,7 +250,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize}
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}

@@ -57,7 +57,7 @@ func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, 
 			lo := local.Options{Mesh: mo, Duration: p.Duration, Warmup: p.Warmup, Connections: p.Connections,
 				SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain, LoadCPUMax: p.Thresholds.LoadCPU,
 				RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-				AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Timeout: probeTimeout(p.Search.Objective), Substrate: sub, BodySize: p.BodySize}
+				AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, AppFaults: p.AppFaults, Hops: p.Hops, Timeout: probeTimeout(p.Search.Objective), Substrate: sub, BodySize: p.BodySize}
 			rr = append(rr, runner.Search{ID: s.ID, Lab: lo})
 			n++
 		}

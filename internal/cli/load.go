@@ -67,6 +67,8 @@ type loadFlags struct {
 	generator, generatorPath string
 	// search holds the capacity-search flags (--slo …, loadsearch.go).
 	search searchFlags
+	// requests are --request-ids and --request-log (requestlog.go).
+	requests requestFlags
 }
 
 // JobCompletionIndexEnv is the environment variable an Indexed Kubernetes
@@ -143,6 +145,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVarP(&f.output, "output", "o", "", "write the report in --output-format to this file (the text report still goes to stdout)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
 	fl.StringVar(&f.hlog, "hlog", "", "also write latency, service time and schedule lag per second of the window as HdrHistogram's interval log (.hlog) to `FILE`")
+	f.requests.add(fl)
 	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the run with exit 99 after its report, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS; with --generator, the tool's threads); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
@@ -260,6 +263,7 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		}
 		cfg.Interval = time.Second
 	}
+	errs = append(errs, f.requests.check(f.generator, &cfg)...)
 	if f.failOn != "" {
 		conds, err := threshold.Parse(f.failOn)
 		if err != nil {
@@ -354,7 +358,14 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 		prog = &progressLine{w: env.Stderr, total: cfg.Duration, plain: plain}
 		cfg.Progress = prog.show
 	}
+	finishRequests, err := f.requests.open(&cfg)
+	if err != nil {
+		return err
+	}
 	out, interrupted, err := runGenerator(ctx, f, cfg, prog)
+	if ferr := finishRequests(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return err
 	}

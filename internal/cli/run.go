@@ -43,6 +43,8 @@ type runFlags struct {
 	sub                     substrateFlags
 	bodySize                int
 	bodySizeSet             bool
+	appOpts                 appFlags
+	hops                    bool
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -73,6 +75,12 @@ proxy ships only in its images; use the Kubernetes platform.`,
 			case "local":
 				return runRun(cmd.Context(), env, f)
 			case "kube":
+				if cmd.Flags().Changed("hops") {
+					return usagef("--hops: the local lab only for now; on a cluster see the README (Istio's Telemetry API)")
+				}
+				if set := f.appOpts.given(cmd.Flags()); set != "" {
+					return usagef("--%s: the lab's apps only (--platform local); the cluster runs its own images", set)
+				}
 				return runKube(cmd.Context(), env, f)
 			}
 			return usagef("--platform %q: allowed: local, kube", f.platform)
@@ -107,6 +115,8 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	f.kube.add(cmd, kubeRun)
 	f.sub.add(fl)
 	fl.IntVar(&f.bodySize, "body-size", app.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", app.MaxBodySize))
+	f.appOpts.add(fl)
+	fl.BoolVar(&f.hops, "hops", false, "time every hop: each Envoy logs every request with µs timings, joined per request into a waterfall (costs proxy CPU; off by default)")
 	return cmd
 }
 
@@ -152,6 +162,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if err := results.CheckNewDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
+	appCfg, appErrs := f.appOpts.config()
+	errs = append(errs, appErrs...)
 	mo.LoopbackNet = uint8(f.loopbackNet)
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
@@ -170,6 +182,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		fmt.Fprintln(env.Stderr, fellBack)
 	}
 	o.Substrate = sub
+	o.AppConcurrency, o.AppServiceTime, o.AppFaults = appCfg.Concurrency, appCfg.ServiceTime, appCfg.Faults
+	o.Hops = f.hops
 	if needsEnvoy(mo, sub) {
 		exe, _ := os.Executable()
 		wd, _ := os.Getwd()
@@ -235,6 +249,10 @@ func printRun(env *Env, res *local.Result) {
 	if len(res.NodeProxyStats) > 0 {
 		fmt.Fprintln(w)
 		renderNodeProxyStats(w, res.NodeProxyStats)
+	}
+	if res.Hops != nil {
+		fmt.Fprintln(w)
+		_ = report.HopsText(w, res.Hops)
 	}
 	if res.Manifest != nil && len(res.Manifest.Derived) > 0 {
 		fmt.Fprintln(w, "\nDerived:")

@@ -74,6 +74,9 @@ type h2Conn struct {
 	tr     *http2.Transport
 	client *http.Client
 	url    string
+	// idPrefix, when set, is Config.RequestIDs; idN the next request's number.
+	idPrefix string
+	idN      uint64
 }
 
 func newH2Conn(t Target, spec RequestSpec, tlsConfig *tls.Config) *h2Conn {
@@ -114,6 +117,9 @@ func (c *h2Conn) Do(ctx context.Context, deadline time.Time) Outcome {
 	if c.spec.Host != "" {
 		req.Host = c.spec.Host
 	}
+	if c.idPrefix != "" {
+		req.Header[RequestIDHeader] = []string{RequestID(c.idPrefix, c.idN)}
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return Outcome{Err: err, BytesOut: int64(len(c.spec.Body))}
@@ -142,7 +148,11 @@ type grpcConn struct {
 	client testpb.TestServiceClient
 	req    *testpb.SimpleRequest
 	md     []string
+	mdNoID []string // md without a user's x-request-id: the run's ids replace it
 	out    int64
+	// idPrefix, when set, is Config.RequestIDs; idN the next request's number.
+	idPrefix string
+	idN      uint64
 }
 
 func newGRPCConn(t Target, spec RequestSpec, tlsConfig *tls.Config) (*grpcConn, error) {
@@ -155,20 +165,25 @@ func newGRPCConn(t Target, spec RequestSpec, tlsConfig *tls.Config) (*grpcConn, 
 	if err != nil {
 		return nil, err
 	}
-	var md []string
+	var md, mdNoID []string
 	for k, vs := range spec.Headers {
 		for _, v := range vs {
 			md = append(md, k, v)
+			if http.CanonicalHeaderKey(k) != RequestIDHeader {
+				mdNoID = append(mdNoID, k, v)
+			}
 		}
 	}
 	return &grpcConn{cc: cc, client: testpb.NewTestServiceClient(cc),
-		req: &testpb.SimpleRequest{Payload: &testpb.Payload{Body: spec.Body}}, md: md, out: int64(len(spec.Body))}, nil
+		req: &testpb.SimpleRequest{Payload: &testpb.Payload{Body: spec.Body}}, md: md, mdNoID: mdNoID, out: int64(len(spec.Body))}, nil
 }
 
 func (c *grpcConn) Do(ctx context.Context, deadline time.Time) Outcome {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if len(c.md) > 0 {
+	if c.idPrefix != "" {
+		ctx = metadataContext(ctx, append(c.mdNoID[:len(c.mdNoID):len(c.mdNoID)], "x-request-id", RequestID(c.idPrefix, c.idN)))
+	} else if len(c.md) > 0 {
 		ctx = metadataContext(ctx, c.md)
 	}
 	resp, err := c.client.UnaryCall(ctx, c.req, grpc.WaitForReady(false))

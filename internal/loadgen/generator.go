@@ -55,6 +55,17 @@ type Config struct {
 	// the measured window, by the time each answer arrived (HdrHistogram's
 	// interval-log convention): Result.Intervals. 0 records none.
 	Interval time.Duration
+	// RequestIDs, when not "", gives every HTTP request (and gRPC call) an
+	// X-Request-Id header (metadata): RequestID(RequestIDs, n) for request
+	// number n, so proxies on the path can log it and their records be
+	// joined per request (see CheckRequestIDPrefix). TCP requests carry
+	// none.
+	RequestIDs string
+	// OnRequest, when not nil, is called after every request that was sent
+	// (warm-up included, see RequestRecord.Measured), from the worker
+	// goroutines concurrently: it must be safe for that, and quick, as it
+	// runs on the request path.
+	OnRequest func(RequestRecord)
 	// Now is the clock; nil means time.Now. Only the wall-clock stamps in the
 	// result come from it; intervals use the monotonic clock of time.Now.
 	Now func() time.Time
@@ -87,6 +98,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("connections %d: must be >= 1", c.Connections))
 	} else if c.Connections < len(c.Targets) {
 		errs = append(errs, fmt.Errorf("connections %d: fewer than the %d targets; allowed: >= %d", c.Connections, len(c.Targets), len(c.Targets)))
+	}
+	if c.RequestIDs != "" {
+		if err := CheckRequestIDPrefix(c.RequestIDs); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.MaxQueue < 0 {
 		errs = append(errs, fmt.Errorf("max-queue %d: must be >= 0", c.MaxQueue))
@@ -236,8 +252,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			return nil, fmt.Errorf("preparing connection to %s: %w", cfg.Targets[i%len(cfg.Targets)].Raw, err)
 		}
+		if r, ok := c.(requestIDer); ok && cfg.RequestIDs != "" {
+			r.useRequestIDs(cfg.RequestIDs)
+		}
 		conns[i] = c
 	}
+	per := perRequest{ids: cfg.RequestIDs != "", on: cfg.OnRequest}
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -274,7 +294,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				openWorker(runCtx, conns[i], shards[i%nShards], queue, &outstanding, &notSent, warmCount, startMono, cfg.Timeout, measureEnd+EndGrace)
+				openWorker(runCtx, conns[i], shards[i%nShards], queue, &outstanding, &notSent, warmCount, startMono, cfg.Timeout, measureEnd+EndGrace, per)
 			}()
 		}
 		wg.Add(1)
@@ -284,11 +304,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			pace(runCtx, pacer, queue, &outstanding, limit, since, warmCount, &dropped)
 		}()
 	} else {
+		var seq atomic.Uint64
 		for i := range conns {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				closedWorker(runCtx, conns[i], shards[i%nShards], startMono, cfg.Timeout, warm, measureEnd)
+				closedWorker(runCtx, conns[i], shards[i%nShards], startMono, cfg.Timeout, warm, measureEnd, per, &seq)
 			}()
 		}
 	}
@@ -432,7 +453,7 @@ func (c *wakeCompensator) early() time.Duration {
 // A ticket taken at or after lastStart (the window's end plus EndGrace) is
 // not sent: it counts in notSent.
 func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outstanding, notSent *atomic.Int64,
-	warmCount uint64, start time.Time, timeout, lastStart time.Duration) {
+	warmCount uint64, start time.Time, timeout, lastStart time.Duration, per perRequest) {
 	for t := range queue {
 		if ctx.Err() != nil {
 			outstanding.Add(-1)
@@ -446,9 +467,11 @@ func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outs
 			}
 			continue
 		}
+		per.before(c, t.n)
 		out := c.Do(ctx, start.Add(actual+timeout))
 		end := time.Since(start)
 		outstanding.Add(-1)
+		per.after(t.n, t.n >= warmCount, t.intended, actual, end, out)
 		if t.n < warmCount {
 			continue
 		}
@@ -456,14 +479,18 @@ func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outs
 	}
 }
 
-func closedWorker(ctx context.Context, c conn, s *shard, start time.Time, timeout, warm, measureEnd time.Duration) {
+func closedWorker(ctx context.Context, c conn, s *shard, start time.Time, timeout, warm, measureEnd time.Duration,
+	per perRequest, seq *atomic.Uint64) {
 	for ctx.Err() == nil {
 		actual := time.Since(start)
 		if actual >= measureEnd {
 			return
 		}
+		n := seq.Add(1) - 1
+		per.before(c, n)
 		out := c.Do(ctx, start.Add(actual+timeout))
 		end := time.Since(start)
+		per.after(n, actual >= warm, actual, actual, end, out)
 		if actual < warm {
 			continue
 		}

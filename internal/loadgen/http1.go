@@ -27,6 +27,11 @@ type http1Conn struct {
 	bodyLen   int64
 	head      bool // HEAD: responses carry no body
 	keepAlive bool
+	spec      RequestSpec
+	// idPrefix, when set, is Config.RequestIDs: req carries an
+	// X-Request-Id whose number's hex digits start at req[idAt].
+	idPrefix string
+	idAt     int
 
 	conn net.Conn
 	rw   io.ReadWriter // conn, or its raw system-call form for plain TCP
@@ -41,7 +46,7 @@ func newHTTP1Conn(t Target, spec RequestSpec, tlsConfig *tls.Config, keepAlive b
 	return &http1Conn{
 		t: t, dialer: &net.Dialer{}, tlsConfig: tlsConfig,
 		req: serializeHTTP1(t, spec, keepAlive), bodyLen: int64(len(spec.Body)),
-		head: spec.Method == http.MethodHead, keepAlive: keepAlive,
+		head: spec.Method == http.MethodHead, keepAlive: keepAlive, spec: spec,
 	}
 }
 

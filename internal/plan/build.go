@@ -35,6 +35,8 @@ func build(s *source) (*Plan, error) {
 	b := &builder{s: s, p: Defaults(), lines: map[string][]int{}, nodesOK: true}
 	b.scalars()
 	b.search()
+	b.appFaults()
+	b.hops()
 	b.axes()
 	b.bodySize()
 	b.loadModel()

@@ -40,6 +40,17 @@
 //	confidence: 0.95         # of the intervals the comparisons report
 //	body_size: 615           # the static app's answer in bytes (local only)
 //
+// Local only, absent by default (the lab's own apps and Envoys):
+//
+//	app_delay: 2ms           # every app replica waits this long before each answer (serve --delay)
+//	app_delay_dist: exp:1ms  # plus a random delay: uniform:MIN,MAX, exp:MEAN, normal:MEAN,STDDEV
+//	app_error_ratio: 0.01    # fraction of requests answered with an injected error
+//	app_error_status: 503    # its HTTP status (static apps)
+//	app_stall_every: 2s      # whole-app stalls: the period…
+//	app_stall_for: 100ms     # …and their length
+//	app_seed: 7              # seed of the random delays and errors
+//	hops: true               # time every hop (Envoy access logs, µs): waterfalls per mesh
+//
 // A null value ("duration:" with nothing after it) is an error, not the
 // default: remove the key to get the default.
 //

@@ -50,6 +50,14 @@ type Flags struct {
 	AppConcurrency  string // --app-concurrency
 	AppServiceTime  string // --app-service-time
 	BodySize        string // --body-size (platform local, app static)
+	AppDelay        string // --app-delay
+	AppDelayDist    string // --app-delay-dist
+	AppErrorRatio   string // --app-error-ratio
+	AppErrorStatus  string // --app-error-status
+	AppStallEvery   string // --app-stall-every
+	AppStallFor     string // --app-stall-for
+	AppSeed         string // --app-seed
+	Hops            string // --hops, "true" or "false"
 }
 
 // FromFlags builds a plan from flag values, with the same defaults and
@@ -116,5 +124,13 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("app_concurrency", f.AppConcurrency)
 	set("app_service_time", f.AppServiceTime)
 	set("body_size", f.BodySize)
+	set("app_delay", f.AppDelay)
+	set("app_delay_dist", f.AppDelayDist)
+	set("app_error_ratio", f.AppErrorRatio)
+	set("app_error_status", f.AppErrorStatus)
+	set("app_stall_every", f.AppStallEvery)
+	set("app_stall_for", f.AppStallFor)
+	set("app_seed", f.AppSeed)
+	set("hops", f.Hops)
 	return build(s)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
@@ -80,6 +81,14 @@ type Plan struct {
 	// --body-size`); 0: its default, 615 (nginx's welcome page). Local
 	// only, static app only.
 	BodySize int
+	// AppFaults are every app replica's workload options (app_delay,
+	// app_delay_dist, app_error_ratio, app_error_status, app_stall_every,
+	// app_stall_for, app_seed: `meshbench serve --delay …`). Zero: none.
+	// Local only.
+	AppFaults app.Faults
+	// Hops turns hop timing on in every cell (`run --hops`): per-hop
+	// waterfalls at a measured CPU cost. Local only.
+	Hops bool
 }
 
 // Axes are the lists a plan crosses. Each list holds distinct values, in

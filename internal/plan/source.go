@@ -54,6 +54,14 @@ var schema = []setting{
 	{key: "app_concurrency", flag: "app-concurrency"},
 	{key: "app_service_time", flag: "app-service-time"},
 	{key: "body_size", flag: "body-size"},
+	{key: "app_delay", flag: "app-delay"},
+	{key: "app_delay_dist", flag: "app-delay-dist"},
+	{key: "app_error_ratio", flag: "app-error-ratio"},
+	{key: "app_error_status", flag: "app-error-status"},
+	{key: "app_stall_every", flag: "app-stall-every"},
+	{key: "app_stall_for", flag: "app-stall-for"},
+	{key: "app_seed", flag: "app-seed"},
+	{key: "hops", flag: "hops"},
 }
 
 // keyAxes stands for the matrix as a whole in problems about it.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/meshbench/meshbench/internal/app"
 )
 
 // YAML writes the plan in canonical form, every default filled in, keys
@@ -91,6 +93,10 @@ func (p *Plan) YAML() []byte {
 	if p.BodySize > 0 {
 		add(root, "body_size", plain(strconv.Itoa(p.BodySize)))
 	}
+	addAppFaults(root, p.AppFaults)
+	if p.Hops {
+		add(root, "hops", plain("true"))
+	}
 
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root},
 		HeadComment: "meshbench plan, every default filled in (internal/plan)"}
@@ -140,3 +146,29 @@ func bools(vs []bool) []string {
 func dur(d time.Duration) string { return d.String() }
 
 func frac(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// addAppFaults writes the apps' workload options that are set.
+func addAppFaults(root *yaml.Node, f app.Faults) {
+	add := func(parent *yaml.Node, key string, v *yaml.Node) {
+		parent.Content = append(parent.Content, str(key), v)
+	}
+	if f.Delay > 0 {
+		add(root, "app_delay", plain(dur(f.Delay)))
+	}
+	if f.RandomDelay != nil {
+		add(root, "app_delay_dist", str(f.RandomDelay.String()))
+	}
+	if f.ErrorRatio > 0 {
+		add(root, "app_error_ratio", plain(frac(f.ErrorRatio)))
+	}
+	if f.ErrorStatus != 0 {
+		add(root, "app_error_status", plain(strconv.Itoa(f.ErrorStatus)))
+	}
+	if f.StallEvery > 0 {
+		add(root, "app_stall_every", plain(dur(f.StallEvery)))
+		add(root, "app_stall_for", plain(dur(f.StallFor)))
+	}
+	if f.Seed != 0 {
+		add(root, "app_seed", plain(strconv.FormatInt(f.Seed, 10)))
+	}
+}

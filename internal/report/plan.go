@@ -117,6 +117,10 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 		fmt.Fprintf(bw, "INCOMPLETE: %d of %d cells not run yet (resume with meshbench bench --resume %s)\n", len(a.Plan.Missing), len(m.Order), a.Plan.Dir)
 	}
 	fmt.Fprintln(bw, "Each figure: median over the valid repetitions [bootstrap interval]; latencies from the client, from the intended send time.")
+	splits, hopErrs := analysis.HopSplits(a)
+	if len(splits) > 0 {
+		fmt.Fprintln(bw, "Hop timing was on (hops: true): every Envoy logged each request, which costs proxy CPU; the CPU figures include it.")
+	}
 	for _, s := range a.Scenarios {
 		fmt.Fprintf(bw, "\n== %s ==\n", s)
 		head, body := scenarioTable(a, s)
@@ -150,6 +154,10 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 				fmt.Fprintln(bw, "    "+v)
 			}
 		}
+		writeHopSplits(bw, splits, s)
+	}
+	for _, e := range hopErrs {
+		fmt.Fprintf(bw, "\nhop timing unreadable: %v\n", e)
 	}
 	writeAxesText(bw, a)
 	if len(a.Fits) > 0 {

@@ -150,7 +150,11 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 			return nil, err
 		}
 	}
-	return out, nil
+	hc, err := hopCharts(a)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, hc...), nil
 }
 
 // memoryKind is what the plan's memory figures are: PSS on the local lab,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
+	"github.com/meshbench/meshbench/internal/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -44,9 +45,11 @@ type Lab struct {
 	// phases are the prepare phases, given to the first cell's manifest.
 	phases    []results.Phase
 	validated []string
-	started   time.Time
-	cells     int
-	stopped   bool
+	// hopList are the hops that log (Options.Hops).
+	hopList []hops.Hop
+	started time.Time
+	cells   int
+	stopped bool
 }
 
 // Start brings o.Mesh's topology up with its files in dir (created if
@@ -115,7 +118,7 @@ func (l *Lab) Fits(o Options) bool {
 	}
 	return reflect.DeepEqual(o.Mesh, l.opts.Mesh) && o.Envoy == l.opts.Envoy && o.Meshbench == l.opts.Meshbench &&
 		o.AppConcurrency == l.opts.AppConcurrency && o.AppServiceTime == l.opts.AppServiceTime && o.BodySize == l.opts.BodySize &&
-		o.Substrate == l.opts.Substrate
+		o.Substrate == l.opts.Substrate && reflect.DeepEqual(o.AppFaults, l.opts.AppFaults) && o.Hops == l.opts.Hops
 }
 
 // Healthy returns an error when a process of the lab has exited.
@@ -184,7 +187,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rendered, err := bootstrap.Render(l.topo, certs.Paths)
+		rendered, err := l.render(certs.Paths)
 		if err != nil {
 			return err
 		}
@@ -217,7 +220,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 			defer func() { <-sem }()
 			svc := l.topo.Svc(p.Service)
 			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
-			args = append(args, l.opts.appBoundArgs()...)
+			args = append(args, l.opts.appArgs(svc.Serve)...)
 			c, err := startServe(ctx, l.enter(p.Name), l.opts.Meshbench, p.Name+" app", svc.Component,
 				filepath.Join(l.dir, results.LogsDir, p.Name+".log"), args...)
 			mu.Lock()

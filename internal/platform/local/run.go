@@ -20,6 +20,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/hops"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
@@ -56,6 +57,17 @@ type Options struct {
 	// --body-size`), 1 to app.MaxBodySize; 0: app.DefaultBodySize (615,
 	// nginx's welcome page). The faces app ignores it.
 	BodySize int
+	// AppFaults are the workload options of every app replica (`meshbench
+	// serve --delay --delay-dist --error-ratio --error-status --stall-every
+	// --stall-for --seed`): a service time and failures behind the mesh.
+	// The zero value adds none. ErrorStatus applies to static apps only
+	// (gRPC apps answer UNAVAILABLE).
+	AppFaults app.Faults
+	// Hops turns hop timing on: every Envoy logs each request with its
+	// µs timings (hops.LogFormat), the load gives every request an id and
+	// logs it, and the cell joins them into a per-hop attribution
+	// (HopsFile, Result.Hops). Off by default: the logging costs CPU.
+	Hops bool
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -107,6 +119,8 @@ type Result struct {
 	// counters over the cell (also in results.NodeProxyStatsFile); nil
 	// without them.
 	NodeProxyStats map[string]results.NodeProxyStats
+	// Hops is the per-hop attribution (Options.Hops), nil without it.
+	Hops *hops.Result
 }
 
 // DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
@@ -128,6 +142,13 @@ type cell struct {
 	// envoyStats and nodeProxyStats are filled by collectStats.
 	envoyStats     map[string]envoy.ProxyStats
 	nodeProxyStats map[string]results.NodeProxyStats
+	// number is the cell's place on its lab (1 for the first);
+	// requestPrefix the ids its load gives (Options.Hops).
+	number        int
+	requestPrefix string
+	// hopOffsets are the sizes of the proxies' hop logs when the cell's
+	// load started (Options.Hops).
+	hopOffsets map[string]int64
 }
 
 func (c *cell) logf(format string, a ...any) {
@@ -224,7 +245,7 @@ func (l *Lab) newCell(o Options, dir *results.RunDir) *cell {
 		labDir = l.dir
 	}
 	opts["lab"] = map[string]any{"dir": labDir, "started": l.started, "cell": n, "reused": n > 1}
-	c := &cell{lab: l, opts: o, dir: dir, manifest: &results.RunManifest{
+	c := &cell{lab: l, opts: o, dir: dir, number: n, manifest: &results.RunManifest{
 		Schema: results.RunSchema, MeshbenchVersion: o.Version, Platform: "local",
 		StartedAt: time.Now().UTC(), Host: results.ReadHost(), Options: opts, Valid: true,
 	}}
@@ -413,8 +434,15 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	for _, g := range countGaps(window) {
 		c.invalid(g)
 	}
-	endCollect()
 	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats, NodeProxyStats: c.nodeProxyStats}
+	if c.opts.Hops && loadRes != nil {
+		hr, err := c.collectHops(context.WithoutCancel(ctx), loadRes, summary)
+		if err != nil {
+			c.invalid("hop timing: " + err.Error())
+		}
+		res.Hops = hr
+	}
+	endCollect()
 	if loadErr != nil {
 		return res, loadErr
 	}
@@ -439,20 +467,6 @@ func callArgs(p mesh.Pod) []string {
 		}
 	}
 	return out
-}
-
-// appBoundArgs are the `meshbench serve` flags of AppConcurrency and
-// AppServiceTime (none when the apps are unbounded), and of BodySize for
-// the static app.
-func (o Options) appBoundArgs() []string {
-	var out []string
-	if o.BodySize > 0 && (o.Mesh.App == "" || o.Mesh.App == mesh.AppStatic) {
-		out = append(out, "--body-size", strconv.Itoa(o.BodySize))
-	}
-	if o.AppConcurrency <= 0 {
-		return out
-	}
-	return append(out, "--concurrency", strconv.Itoa(o.AppConcurrency), "--service-time", o.AppServiceTime.String())
 }
 
 // targets lists every process to sample.
@@ -542,6 +556,7 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	// With protocol tcp the app and the load still speak HTTP: only the
 	// proxies treat the traffic as opaque TCP, as Istio does for a port
 	// named tcp-*.
+	args = append(args, c.requestArgs()...)
 	for _, t := range l.topo.LoadTargets {
 		args = append(args, t.URL)
 	}
@@ -751,5 +766,5 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
 		Rate: o.Rate, ClosedLoop: o.Max, Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
 		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(), Substrate: o.substrateName(),
-	}.Options(map[string]any{"pss_every_rounds": o.pssEvery(), "body_size_bytes": o.bodySize()})
+	}.Options(o.localOptions())
 }

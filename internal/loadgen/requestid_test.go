@@ -1,0 +1,130 @@
+package loadgen
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
+	"google.golang.org/grpc"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+)
+
+// TestRequestIDs: with RequestIDs every request carries its own id, on
+// every client that speaks HTTP (HTTP/1.1 patched in place, h2, gRPC
+// metadata), and OnRequest reports every request sent with its number,
+// window and times; the ids the server saw are exactly those.
+func TestRequestIDs(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	saw := func(id string) {
+		mu.Lock()
+		seen[id]++
+		mu.Unlock()
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		saw(r.Header.Get("X-Request-Id"))
+		w.Write([]byte("ok"))
+	})
+	h1 := httptest.NewServer(h2c.NewHandler(h, &http2.Server{}))
+	defer h1.Close()
+	// A real gRPC server whose interceptor records the metadata (the
+	// service itself answers Unimplemented: the ids are the point).
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		saw(strings.Join(md.Get("x-request-id"), ","))
+		return handler(ctx, req)
+	}))
+	testpb.RegisterTestServiceServer(gs, &testpb.UnimplementedTestServiceServer{})
+	go gs.Serve(lis)
+	defer gs.Stop()
+	for _, tc := range []struct {
+		name, target string
+		http2        bool
+		closed       bool
+	}{
+		// The pre-serialised request, its id rewritten per request.
+		{"http1", h1.URL + "/", false, false},
+		// A user header of the same name is replaced, not doubled.
+		{"http1 closed loop", h1.URL + "/", false, true},
+		// net/http's request per call.
+		{"h2c", "h2c://" + strings.TrimPrefix(h1.URL, "http://") + "/", false, false},
+		// gRPC metadata.
+		{"grpc", "grpc://" + lis.Addr().String(), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			clear(seen)
+			mu.Unlock()
+			cfg := baseConfig(targets(t, tc.http2, tc.target), 200, 500*time.Millisecond)
+			cfg.Warmup = 100 * time.Millisecond
+			cfg.RequestIDs = "run7"
+			cfg.Request.Headers = http.Header{"X-Request-Id": {"user-set"}}
+			cfg.Request.Body = []byte("x")
+			if tc.closed {
+				cfg.Closed = true
+			}
+			var rmu sync.Mutex
+			var recs []RequestRecord
+			cfg.OnRequest = func(r RequestRecord) {
+				rmu.Lock()
+				recs = append(recs, r)
+				rmu.Unlock()
+			}
+			res := mustRun(t, cfg)
+			mu.Lock()
+			defer mu.Unlock()
+			measured := 0
+			for _, r := range recs {
+				id := RequestID("run7", r.N)
+				if seen[id] != 1 {
+					t.Errorf("request %d: server saw id %q %d times", r.N, id, seen[id])
+				}
+				if r.Measured {
+					measured++
+				}
+				if r.End < r.Sent || r.Sent < 0 {
+					t.Errorf("request %d: sent %v, end %v", r.N, r.Sent, r.End)
+				}
+			}
+			if len(recs) != len(seen) || len(recs) == 0 {
+				t.Errorf("%d records, server saw %d distinct ids: %v", len(recs), len(seen), seen)
+			}
+			if int64(measured) != res.Sent {
+				t.Errorf("%d records measured, result sent %d", measured, res.Sent)
+			}
+		})
+	}
+}
+
+func TestRequestIDFormat(t *testing.T) {
+	if got := RequestID("a", 255); got != "a-00000000000000ff" {
+		t.Errorf("RequestID = %q", got)
+	}
+	for _, tc := range []struct {
+		prefix string
+		ok     bool
+	}{
+		{"run7", true},                   // letters and digits
+		{"7f3a-cell.2_x", true},          // the allowed punctuation
+		{"", false},                      // empty
+		{"-x", false},                    // starting with punctuation
+		{"a b", false},                   // a space would end the header value
+		{strings.Repeat("a", 33), false}, // too long
+	} {
+		if err := CheckRequestIDPrefix(tc.prefix); (err == nil) != tc.ok {
+			t.Errorf("CheckRequestIDPrefix(%q) = %v", tc.prefix, err)
+		}
+	}
+}
