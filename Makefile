@@ -136,6 +136,8 @@ fuzz:
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
 	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
 	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
+	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseStats
+	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseVersion
 	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
 	# minimising each new one short).
 	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse

@@ -365,6 +365,22 @@ func TestLinkerdEndToEnd(t *testing.T) {
 			t.Errorf("grpc-0 proxy: inbound mTLS by client %v, want the client and the attacker", gs.ClientIDs)
 		}
 
+		// MESHBENCH_LINKERD_FIXTURES=DIR keeps the proxies' metrics (the
+		// fixtures of internal/linkerd/proxy's parser tests).
+		if dir := os.Getenv("MESHBENCH_LINKERD_FIXTURES"); dir != "" {
+			for _, name := range []string{"client", "server-0"} {
+				c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				text, err := l.mesh.Proxies[name].Metrics(c)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "metrics-"+name+".txt"), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+
 		// The real proxies called every API of the control plane.
 		calls := map[string]int{}
 		for _, c := range l.mesh.ControlPlane.Calls() {
