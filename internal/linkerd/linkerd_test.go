@@ -266,6 +266,9 @@ func TestLinkerdEndToEnd(t *testing.T) {
 		for _, p := range l.mesh.Proxies {
 			pids = append(pids, p.PID())
 		}
+		if found := proxiesOf(t, l.mesh.Opts.Dir); len(found) != 5 {
+			t.Errorf("found proxies %v by their environment, want 5", found)
+		}
 		// Ready in bounded time: one proxy is ready in ~5 ms idle; five on a
 		// loaded 2-core machine within 30 s is generous (Up itself gives
 		// up at linkerd.ReadyTimeout).
@@ -449,3 +452,95 @@ func leftovers(t *testing.T, prefix string) []string {
 }
 
 func pkixName(cn string) pkix.Name { return pkix.Name{CommonName: cn} }
+
+// proxiesOf lists the running processes whose environment names dir as
+// LINKERD2_PROXY_IDENTITY_DIR's parent (the proxies a mesh in dir started).
+func proxiesOf(t *testing.T, dir string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(env), "LINKERD2_PROXY_IDENTITY_DIR="+dir+string(filepath.Separator)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestLinkerdUpFailures: a failure half-way through Up stops the proxies
+// already started and says what failed; a directory the proxy's user
+// cannot reach is refused before anything starts.
+func TestLinkerdUpFailures(t *testing.T) {
+	proxyBin, ztunnelBin := requirements(t)
+	subnet, prefix := freeLab(t)
+	dir := proxyDir(t)
+	o := netlab.Options{Prefix: prefix, Subnet: subnet, Ztunnel: ztunnelBin, Dir: filepath.Join(dir, "netlab"),
+		Nodes: []netlab.NodeSpec{{Pods: []netlab.PodSpec{{Name: "a", Identity: mesh.IdentityClient}, {Name: "b", Identity: mesh.IdentityServer}}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nl, err := netlab.Up(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.Close()
+	ca, err := pki.NewRootCA(pkixName("root.linkerd.cluster.local"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := func() []linkerd.Pod {
+		var ps []linkerd.Pod
+		for _, name := range []string{"a", "b"} {
+			p := nl.Pod(name)
+			ps = append(ps, linkerd.Pod{Name: name, Identity: p.Spec.Identity, IP: p.IP, NS: p.NS, Meshed: true, Ports: []int{mesh.PortApp}})
+		}
+		return ps
+	}
+
+	// Pod b's control-plane port is taken: a's proxy was started and must
+	// be gone after the error.
+	blocker, err := nl.Pod("b").Listen("tcp", fmt.Sprintf("127.0.0.1:%d", linkerd.ControlPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meshDir := filepath.Join(dir, "mesh")
+	_, err = linkerd.Up(ctx, linkerd.Options{Proxy: proxyBin, Dir: meshDir, CA: ca, Pods: pods()})
+	blocker.Close()
+	if err == nil || !strings.Contains(err.Error(), "linkerd proxy for b: control plane listener") {
+		t.Errorf("Up with b's port taken: %v", err)
+	}
+	if left := proxiesOf(t, meshDir); len(left) > 0 {
+		t.Errorf("proxies %v left running after the failed Up", left)
+	}
+
+	// A directory the proxy's user cannot traverse.
+	closed := filepath.Join(dir, "closed")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err = linkerd.Up(ctx, linkerd.Options{Proxy: proxyBin, Dir: filepath.Join(closed, "mesh"), CA: ca, Pods: pods()})
+	if err == nil || !strings.Contains(err.Error(), "not searchable by the proxy's user 2102") {
+		t.Errorf("Up in a closed directory: %v", err)
+	}
+	if left := proxiesOf(t, filepath.Join(closed, "mesh")); len(left) > 0 {
+		t.Errorf("proxies %v running after the refused Up", left)
+	}
+
+	// Bad options, all reported at once.
+	_, err = linkerd.Up(ctx, linkerd.Options{Cores: -1, Pods: []linkerd.Pod{{Name: "x", Meshed: true}}})
+	for _, want := range []string{"no linkerd2-proxy binary", "no directory", "proxy cores -1", "pod x is meshed but has no network namespace"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad options: error lacks %q: %v", want, err)
+		}
+	}
+}
