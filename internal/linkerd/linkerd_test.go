@@ -110,6 +110,12 @@ type podSpec struct {
 // with Linkerd; everything is removed at the end of the test.
 func up(t *testing.T, proxyBin, ztunnelBin string, nodes [][]podSpec, services []controlplane.Service, policies int) *lab {
 	t.Helper()
+	return upWith(t, proxyBin, ztunnelBin, nodes, services, policies, 0)
+}
+
+// upWith is up with cores per proxy (0: the proxy's default).
+func upWith(t *testing.T, proxyBin, ztunnelBin string, nodes [][]podSpec, services []controlplane.Service, policies, cores int) *lab {
+	t.Helper()
 	subnet, prefix := freeLab(t)
 	dir := proxyDir(t)
 	o := netlab.Options{Prefix: prefix, Subnet: subnet, Ztunnel: ztunnelBin, Dir: filepath.Join(dir, "netlab")}
@@ -137,7 +143,7 @@ func up(t *testing.T, proxyBin, ztunnelBin string, nodes [][]podSpec, services [
 	}
 	l := &lab{net: nl, vip: map[string]netip.Addr{}}
 	mo := linkerd.Options{Proxy: proxyBin, Dir: filepath.Join(dir, "linkerd"), CA: ca, Rules: mesh.Rules(policies),
-		ProfileNetworks: []netip.Prefix{subnet}, Log: testWriter{t}}
+		ProfileNetworks: []netip.Prefix{subnet}, Cores: cores, Log: testWriter{t}}
 	for i, svc := range services {
 		svc.VIP = netip.AddrFrom4([4]byte{subnet.Addr().As4()[0], subnet.Addr().As4()[1], 255, byte(i + 1)})
 		l.vip[svc.Name] = svc.VIP
