@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,6 +117,12 @@ func up(t *testing.T, proxyBin, ztunnelBin string, nodes [][]podSpec, services [
 // upWith is up with cores per proxy (0: the proxy's default).
 func upWith(t *testing.T, proxyBin, ztunnelBin string, nodes [][]podSpec, services []controlplane.Service, policies, cores int) *lab {
 	t.Helper()
+	return upWithRules(t, proxyBin, ztunnelBin, nodes, services, mesh.Rules(policies), cores)
+}
+
+// upWithRules is up with the given ALLOW rules.
+func upWithRules(t *testing.T, proxyBin, ztunnelBin string, nodes [][]podSpec, services []controlplane.Service, rules []mesh.Policy, cores int) *lab {
+	t.Helper()
 	subnet, prefix := freeLab(t)
 	dir := proxyDir(t)
 	o := netlab.Options{Prefix: prefix, Subnet: subnet, Ztunnel: ztunnelBin, Dir: filepath.Join(dir, "netlab")}
@@ -142,7 +149,7 @@ func upWith(t *testing.T, proxyBin, ztunnelBin string, nodes [][]podSpec, servic
 		t.Fatal(err)
 	}
 	l := &lab{net: nl, vip: map[string]netip.Addr{}}
-	mo := linkerd.Options{Proxy: proxyBin, Dir: filepath.Join(dir, "linkerd"), CA: ca, Rules: mesh.Rules(policies),
+	mo := linkerd.Options{Proxy: proxyBin, Dir: filepath.Join(dir, "linkerd"), CA: ca, Rules: rules,
 		ProfileNetworks: []netip.Prefix{subnet}, Cores: cores, Log: testWriter{t}}
 	for i, svc := range services {
 		svc.VIP = netip.AddrFrom4([4]byte{subnet.Addr().As4()[0], subnet.Addr().As4()[1], 255, byte(i + 1)})
@@ -548,5 +555,72 @@ func TestLinkerdUpFailures(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad options: error lacks %q: %v", want, err)
 		}
+	}
+}
+
+// TestLinkerdFaces runs the faces app (meshbench serve face, static as
+// smiley, grpc as color) on netlab pods meshed with Linkerd, with the
+// faces' five ALLOW rules (mesh.RulesFor(faces, 5)) on all three: the
+// client calls face's VIP; face calls smiley's VIP over HTTP and color's
+// over gRPC, each through both proxies over mTLS; a foreign identity
+// calling smiley is refused.
+func TestLinkerdFaces(t *testing.T) {
+	proxyBin, ztunnelBin := requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	svc := func(name string) controlplane.Service {
+		return controlplane.Service{Name: name, Namespace: "default", Port: 80, TargetPort: mesh.PortApp}
+	}
+	backend := func(name string, id mesh.Identity) podSpec {
+		return podSpec{name: name, id: id, meshed: true, services: []string{strings.TrimSuffix(name, "-0")}, policies: true}
+	}
+	nodes := [][]podSpec{
+		{{name: "client", id: mesh.IdentityClient, meshed: true}, {name: "attacker", id: mesh.IdentityAttacker, meshed: true}, backend("face-0", mesh.IdentityFace)},
+		{backend("smiley-0", mesh.IdentitySmiley), backend("color-0", mesh.IdentityColor)},
+	}
+	l := upWithRules(t, proxyBin, ztunnelBin, nodes, []controlplane.Service{svc("face"), svc("smiley"), svc("color")}, mesh.RulesFor(mesh.AppFaces, 5), 0)
+	listen := fmt.Sprintf("0.0.0.0:%d", mesh.PortApp)
+	for _, c := range []struct {
+		pod  string
+		args []string
+	}{
+		{"smiley-0", []string{"serve", "static", "--listen", listen}},
+		{"color-0", []string{"serve", "grpc", "--listen", listen}},
+		{"face-0", []string{"serve", "face", "--listen", listen,
+			"--smiley-url", fmt.Sprintf("http://%s:80/", l.vip["smiley"]), "--color-addr", fmt.Sprintf("%s:80", l.vip["color"])}},
+	} {
+		cmd := exec.Command(mb, c.args...)
+		cmd.Stderr = os.Stderr
+		if err := l.net.Pod(c.pod).Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := l.net.Pod("client")
+	faceURL := fmt.Sprintf("http://%s:80/", l.vip["face"])
+	if err := waitOK(ctx, client, faceURL); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if code, body, err := get(client, faceURL); err != nil || code != http.StatusOK {
+			t.Fatalf("client → face: %d %q %v", code, body, err)
+		}
+	}
+	faceID := controlplane.Name(mesh.IdentityFace)
+	fs := tlsStats(t, l, "face-0")
+	if fs.ClientIDs[controlplane.Name(mesh.IdentityClient)] < 10 || fs.InboundPlain != 0 {
+		t.Errorf("face proxy inbound: %v over mTLS by client, %v plain", fs.ClientIDs, fs.InboundPlain)
+	}
+	if fs.ServerIDs[controlplane.Name(mesh.IdentitySmiley)] < 10 || fs.ServerIDs[controlplane.Name(mesh.IdentityColor)] < 10 || fs.OutboundPlain != 0 {
+		t.Errorf("face proxy outbound: %v over mTLS, %v plain; want ≥ 10 to smiley and to color", fs.ServerIDs, fs.OutboundPlain)
+	}
+	for _, pod := range []string{"smiley-0", "color-0"} {
+		if s := tlsStats(t, l, pod); s.ClientIDs[faceID] < 10 || s.InboundPlain != 0 {
+			t.Errorf("%s proxy inbound: %v over mTLS, %v plain; want ≥ 10 from face", pod, s.ClientIDs, s.InboundPlain)
+		}
+	}
+	if code, body, err := get(l.net.Pod("attacker"), fmt.Sprintf("http://%s:80/", l.vip["smiley"])); err != nil || code != http.StatusForbidden {
+		t.Errorf("attacker → smiley: %d %q %v, want 403", code, body, err)
 	}
 }
