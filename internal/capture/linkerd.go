@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -126,5 +127,40 @@ func Linkerd(ns *netns.NS, o ProxyInit) error {
 			}
 		}
 		return nil
+	})
+}
+
+// RemoveLinkerd removes what Linkerd installed in ns: the two hooks and
+// proxy-init's chains (so the pod can be meshed again, or serve a cell
+// without a mesh). Missing rules or chains are not an error.
+func RemoveLinkerd(ns *netns.NS, o ProxyInit) error {
+	return ns.Do(func() error {
+		ipt, err := iptables.New()
+		if err != nil {
+			return fmt.Errorf("removing linkerd capture in %s: %w", ns.Name, err)
+		}
+		var errs []error
+		for _, ch := range []string{linkerdInboundChain, linkerdOutboundChain} {
+			ok, err := ipt.ChainExists("nat", ch)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !ok {
+				continue
+			}
+			// The hook that jumps to the chain first, then the chain.
+			for _, r := range o.rules() {
+				if (r.chain == "PREROUTING" || r.chain == "OUTPUT") && r.args[1] == ch {
+					if err := ipt.DeleteIfExists(r.table, r.chain, r.args...); err != nil {
+						errs = append(errs, fmt.Errorf("removing linkerd capture in %s: %s %s: %w", ns.Name, r.table, r.chain, err))
+					}
+				}
+			}
+			if err := ipt.ClearAndDeleteChain("nat", ch); err != nil {
+				errs = append(errs, fmt.Errorf("removing linkerd capture in %s: chain %s: %w", ns.Name, ch, err))
+			}
+		}
+		return errors.Join(errs...)
 	})
 }

@@ -76,4 +76,20 @@ func TestLinkerd(t *testing.T) {
 	if err := Linkerd(ns, ProxyInit{}); err == nil {
 		t.Error("a second install succeeded")
 	}
+	// Removed, nothing of it is left, and it installs again; removing
+	// twice is fine.
+	for range 2 {
+		if err := RemoveLinkerd(ns, ProxyInit{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ns.Do(func() error { inside = list(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := inside[linkerdInboundChain]; ok || strings.Contains(strings.Join(append(inside["PREROUTING"], inside["OUTPUT"]...), "\n"), "proxy-init") {
+		t.Errorf("rules left after RemoveLinkerd: %v", inside)
+	}
+	if err := Linkerd(ns, ProxyInit{}); err != nil {
+		t.Errorf("install after removal: %v", err)
+	}
 }

@@ -8,8 +8,8 @@
 //
 // It knows nothing of how the pods were made: a lab substrate
 // (internal/platform/netlab) hands it each pod's namespace, address and
-// identity. Close stops every proxy and the control plane; the capture
-// rules go with the pods' namespaces.
+// identity. Close stops every proxy and the control plane and removes the
+// capture rules, so the pods can serve another cell.
 //
 // Sub-packages: controlplane (the four APIs on the published Go types of
 // linkerd2-proxy-api) and proxy (the process, its identity files and its
@@ -198,9 +198,11 @@ func Up(ctx context.Context, o Options) (_ *Mesh, err error) {
 // attach installs the capture in p's namespace, serves the control plane
 // on its loopback and starts its proxy.
 func (m *Mesh) attach(p Pod) error {
-	if err := capture.Linkerd(p.NS, capture.ProxyInit{ProxyUID: proxy.UID, InboundPort: proxy.PortInbound, OutboundPort: proxy.PortOutbound}); err != nil {
+	pi := capture.ProxyInit{ProxyUID: proxy.UID, InboundPort: proxy.PortInbound, OutboundPort: proxy.PortOutbound}
+	if err := capture.Linkerd(p.NS, pi); err != nil {
 		return err
 	}
+	m.onClose(func() error { return capture.RemoveLinkerd(p.NS, pi) })
 	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ControlPort)
 	var lis net.Listener
 	if err := p.NS.Do(func() (err error) {

@@ -536,6 +536,24 @@ func TestLinkerdUpFailures(t *testing.T) {
 		t.Errorf("proxies %v left running after the failed Up", left)
 	}
 
+	// Interrupted while waiting: a CA that has expired signs nothing, so
+	// no proxy gets its identity and none is ready; the context ends
+	// (as on Ctrl-C), Up says which proxy it waited for and stops them all.
+	expired, err := pki.NewRootCA(pkixName("expired"), pki.Options{Now: time.Now().Add(-48 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDir := filepath.Join(dir, "wait")
+	ictx, icancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = linkerd.Up(ictx, linkerd.Options{Proxy: proxyBin, Dir: waitDir, CA: expired, Pods: pods()})
+	icancel()
+	if err == nil || !strings.Contains(err.Error(), "waiting for linkerd2-proxy for default:a to be ready") {
+		t.Errorf("Up with an expired CA: %v", err)
+	}
+	if left := proxiesOf(t, waitDir); len(left) > 0 {
+		t.Errorf("proxies %v left running after the interrupted Up", left)
+	}
+
 	// A directory the proxy's user cannot traverse.
 	closed := filepath.Join(dir, "closed")
 	if err := os.Mkdir(closed, 0o700); err != nil {
