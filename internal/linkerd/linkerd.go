@@ -21,10 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -291,4 +293,41 @@ func (m *Mesh) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Stats scrapes every proxy's metrics (proxy.Stats), by pod name.
+func (m *Mesh) Stats(ctx context.Context) (map[string]proxy.Stats, error) {
+	m.mu.Lock()
+	proxies := make(map[string]*proxy.Process, len(m.Proxies))
+	maps.Copy(proxies, m.Proxies)
+	m.mu.Unlock()
+	out := map[string]proxy.Stats{}
+	var errs []error
+	for name, p := range proxies {
+		s, err := p.Stats(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[name] = s
+	}
+	return out, errors.Join(errs...)
+}
+
+// Plaintext lists, sorted, what went without mTLS between meshed pods:
+// "POD inbound N" or "POD outbound N" for every proxy that carried N
+// requests in plaintext. Empty means every request a proxy carried was
+// over mTLS, as a cell's verdict needs.
+func Plaintext(stats map[string]proxy.Stats) []string {
+	var out []string
+	for name, s := range stats {
+		if s.InboundPlain > 0 {
+			out = append(out, fmt.Sprintf("%s inbound %.0f", name, s.InboundPlain))
+		}
+		if s.OutboundPlain > 0 {
+			out = append(out, fmt.Sprintf("%s outbound %.0f", name, s.OutboundPlain))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -397,6 +397,15 @@ func TestLinkerdEndToEnd(t *testing.T) {
 			}
 		}
 
+		// No plaintext anywhere (the refused requests are not carried).
+		all, err := l.mesh.Stats(context.Background())
+		if err != nil || len(all) != 5 {
+			t.Fatalf("mesh stats: %d proxies, %v", len(all), err)
+		}
+		if p := linkerd.Plaintext(all); len(p) > 0 {
+			t.Errorf("requests without mTLS: %v", p)
+		}
+
 		// The real proxies called every API of the control plane.
 		calls := map[string]int{}
 		for _, c := range l.mesh.ControlPlane.Calls() {
