@@ -651,3 +651,24 @@ func TestLinkerdFaces(t *testing.T) {
 		t.Errorf("attacker → smiley: %d %q %v, want 403", code, body, err)
 	}
 }
+
+// TestLinkerdManyPolicies: with --policies 1000 (mesh.MaxPolicies) the
+// server's proxy takes the 999 authorizations covering its port and still
+// allows the client and refuses the attacker.
+func TestLinkerdManyPolicies(t *testing.T) {
+	proxyBin, ztunnelBin := requirements(t)
+	nodes := [][]podSpec{{
+		{name: "client", id: mesh.IdentityClient, meshed: true},
+		{name: "attacker", id: mesh.IdentityAttacker, meshed: true},
+		{name: "server-0", id: mesh.IdentityServer, meshed: true, services: []string{"server"}, policies: true},
+	}}
+	l := up(t, proxyBin, ztunnelBin, nodes, nil, mesh.MaxPolicies)
+	serveHTTP(t, l.net.Pod("server-0"))
+	url := fmt.Sprintf("http://%s:%d/", l.net.Pod("server-0").IP, mesh.PortApp)
+	if code, body, err := get(l.net.Pod("client"), url); err != nil || code != http.StatusOK {
+		t.Errorf("client → server-0: %d %q %v", code, body, err)
+	}
+	if code, body, err := get(l.net.Pod("attacker"), url); err != nil || code != http.StatusForbidden {
+		t.Errorf("attacker → server-0: %d %q %v, want 403", code, body, err)
+	}
+}
