@@ -4,7 +4,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo demo-load test envoy ztunnel zdsapi k8s-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test envoy ztunnel linkerd-proxy zdsapi k8s-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -69,6 +69,23 @@ ztunnel:
 	  echo "make ztunnel: no ../shared/bin/ztunnel with sha256 $(ZTUNNEL_SHA256); set MESHBENCH_ZTUNNEL to a ztunnel binary" >&2; exit 1; \
 	fi
 
+# Linkerd's proxy for the lab's Linkerd mesh (internal/linkerd): the build
+# from source kept beside the project (../shared/bin/linkerd2-proxy,
+# provenance in ../shared/bin/linkerd2-proxy.md) when its sha256 matches,
+# into .tools/linkerd2-proxy/linkerd2-proxy, where internal/linkerd/proxy
+# finds it. Without it, set MESHBENCH_LINKERD_PROXY (or --linkerd-proxy) to
+# a linkerd2-proxy binary.
+LINKERD_PROXY_SHA256 := e6ca3e4ab66d26cf9be57442af1178675fd76b49030e9be86300deeffc9a78a9
+LINKERD_PROXY_BIN    := .tools/linkerd2-proxy/linkerd2-proxy
+linkerd-proxy:
+	@if [ -x $(LINKERD_PROXY_BIN) ] && echo "$(LINKERD_PROXY_SHA256)  $(LINKERD_PROXY_BIN)" | sha256sum -c --status; then \
+	  echo "linkerd2-proxy is in $(LINKERD_PROXY_BIN)"; \
+	elif [ -f ../shared/bin/linkerd2-proxy ] && echo "$(LINKERD_PROXY_SHA256)  ../shared/bin/linkerd2-proxy" | sha256sum -c --status; then \
+	  mkdir -p $(dir $(LINKERD_PROXY_BIN)) && install -m 0755 ../shared/bin/linkerd2-proxy $(LINKERD_PROXY_BIN) && echo "linkerd2-proxy installed in $(LINKERD_PROXY_BIN)"; \
+	else \
+	  echo "make linkerd-proxy: no ../shared/bin/linkerd2-proxy with sha256 $(LINKERD_PROXY_SHA256); set MESHBENCH_LINKERD_PROXY to a linkerd2-proxy binary" >&2; exit 1; \
+	fi
+
 # Regenerate the ZDS protocol's Go types (needs protoc and protoc-gen-go).
 zdsapi:
 	cd internal/ztunnel/zdsapi && protoc --go_out=paths=source_relative:. zds.proto
@@ -121,6 +138,8 @@ fuzz:
 	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzParseLog
 	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzReadRequests
+	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseStats
+	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseVersion
 	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
 	# minimising each new one short).
 	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Stats is the TLS state of a proxy's traffic, summed from its admin
+// /metrics: HTTP requests (request_total) by direction and TLS, the peer
+// identities, the requests its inbound policy denied, and its balancers'
+// ready endpoints. Requests to the proxy's own admin port are left out.
+type Stats struct {
+	// InboundTLS and InboundPlain are inbound requests over mTLS and
+	// without.
+	InboundTLS, InboundPlain float64
+	// OutboundTLS and OutboundPlain are outbound requests over mTLS and
+	// without.
+	OutboundTLS, OutboundPlain float64
+	// ClientIDs counts inbound mTLS requests by the client's identity.
+	ClientIDs map[string]float64
+	// ServerIDs counts outbound mTLS requests by the server's identity.
+	ServerIDs map[string]float64
+	// Denied counts inbound requests the policy refused
+	// (inbound_http_authz_deny_total) by client identity; "" is a client
+	// without one.
+	Denied map[string]float64
+	// Endpoints counts the ready endpoints of each outbound balancer
+	// (outbound_http_balancer_endpoints) by backend "NS/NAME".
+	Endpoints map[string]float64
+}
+
+// ParseStats reads a Prometheus text exposition of linkerd2-proxy.
+func ParseStats(r io.Reader) (Stats, error) {
+	s := Stats{ClientIDs: map[string]float64{}, ServerIDs: map[string]float64{}, Denied: map[string]float64{}, Endpoints: map[string]float64{}}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return s, fmt.Errorf("parsing linkerd2-proxy metrics: %w", err)
+	}
+	admin := strconv.Itoa(PortAdmin)
+	for _, m := range fams["request_total"].GetMetric() {
+		l := labels(m)
+		if l["target_port"] == admin {
+			continue
+		}
+		v := m.GetCounter().GetValue()
+		tls := l["tls"] == "true"
+		switch l["direction"] {
+		case "inbound":
+			if tls {
+				s.InboundTLS += v
+				s.ClientIDs[l["client_id"]] += v
+			} else {
+				s.InboundPlain += v
+			}
+		case "outbound":
+			if tls {
+				s.OutboundTLS += v
+				s.ServerIDs[l["server_id"]] += v
+			} else {
+				s.OutboundPlain += v
+			}
+		}
+	}
+	for _, m := range fams["inbound_http_authz_deny_total"].GetMetric() {
+		l := labels(m)
+		if l["target_port"] == admin {
+			continue
+		}
+		s.Denied[l["client_id"]] += m.GetCounter().GetValue()
+	}
+	for _, m := range fams["outbound_http_balancer_endpoints"].GetMetric() {
+		if l := labels(m); l["endpoint_state"] == "ready" {
+			s.Endpoints[l["backend_namespace"]+"/"+l["backend_name"]] += m.GetGauge().GetValue()
+		}
+	}
+	return s, nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		out[lp.GetName()] = lp.GetValue()
+	}
+	return out
+}
