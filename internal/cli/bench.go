@@ -217,6 +217,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if p.Search != nil {
 		return runBenchSearch(ctx, env, f, p, dir, bin)
 	}
+	var istioInstall *kube.MeshInstall
+	if onKube {
+		var err error
+		if istioInstall, err = f.kube.istioInstall(ctx, env, f.envoyPath); err != nil {
+			return err
+		}
+	}
 	rcells := make([]runner.Cell, len(cells))
 	for i, c := range cells {
 		mo := c.Mesh
@@ -234,6 +241,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		if onKube {
 			ko := benchKubeOptions(p, c, &f.kube)
+			ko.IstioInstall = istioInstall
 			rcells[i].Kube = &ko
 		}
 	}
