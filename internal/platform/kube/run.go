@@ -437,6 +437,14 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endCollect := r.phase("collect")
 	defer endCollect()
+	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
+		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		if err != nil && o.Spec.Mesh.MTLS {
+			r.invalid("mTLS not verified: " + err.Error())
+		} else if err == nil && o.Log != nil {
+			fmt.Fprintf(o.Log, "mTLS verified from the sidecars' own counters on %d app pod(s)\n", len(checks))
+		}
+	}
 	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
 	if err != nil {
 		return nil, err
