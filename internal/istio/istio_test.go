@@ -262,3 +262,42 @@ func TestInstallRenders(t *testing.T) {
 		t.Errorf("Install: %v %+v", err, mi)
 	}
 }
+
+// TestSyncTable: istiod's syncz (testdata/syncz-gateway.json: a real
+// answer for the ingress gateway on upstream Envoy, plus istioctl's own
+// debug client, which has no cluster and is left out) gives an all-ACK
+// row; a NACKed type (the shape istiod records when Envoy rejects a push)
+// is reported with its error.
+func TestSyncTable(t *testing.T) {
+	data, err := os.ReadFile("testdata/syncz-gateway.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ParseSyncz(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].Type != "router" || len(NotACKed(ps)) != 0 {
+		t.Fatalf("proxies %+v, not ACKed %v; want the gateway, all ACKed", ps, NotACKed(ps))
+	}
+	nack := []byte(`[{"cluster_id":"Kubernetes","proxy":"a.demo","proxy_type":"sidecar","istio_version":"1.31",
+	  "resources":{"type.googleapis.com/envoy.config.listener.v3.Listener":{"sent":"v2","acked":"v1","lastError":"Didn't find a registered implementation for 'istio.alpn'"},
+	               "type.googleapis.com/envoy.config.cluster.v3.Cluster":{"sent":"v2","acked":"v2"},
+	               "type.googleapis.com/envoy.config.route.v3.RouteConfiguration":{"sent":"v3","acked":"v2"}}}]`)
+	ps2, err := ParseSyncz(nack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := NotACKed(ps2)
+	if len(bad) != 2 || !strings.Contains(bad[0], "LDS: NACK: Didn't find") || !strings.Contains(bad[1], "RDS: pending") {
+		t.Errorf("not ACKed %q; want LDS's NACK and RDS pending", bad)
+	}
+	var b bytes.Buffer
+	if err := WriteSyncTable(&b, append(ps, ps2...)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Golden(t, "sync-table.golden", b.Bytes())
+	if _, err := ParseSyncz([]byte("{")); err == nil {
+		t.Error("bad JSON: no error")
+	}
+}
