@@ -89,6 +89,11 @@ printed on stdout.`,
 					return err
 				}
 			}
+			tmp, err := os.MkdirTemp("", "meshbench-istio-images-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
 			var errs []error
 			for _, img := range imgs {
 				digest, err := img.Image.Digest()
@@ -103,13 +108,22 @@ printed on stdout.`,
 					}
 					fmt.Fprintf(env.Stderr, "meshbench: wrote %s\n", p)
 				}
+				if len(targets) == 0 {
+					continue
+				}
+				// One archive per image, imported into every target.
+				archive := filepath.Join(tmp, img.Name+".tar")
+				if err := image.WriteArchiveFile(archive, img.Image, img.Ref); err != nil {
+					return err
+				}
 				for _, t := range targets {
-					if err := image.Load(cmd.Context(), img.Image, img.Ref, t, f.ctr); err != nil {
+					if err := image.LoadArchive(cmd.Context(), archive, t, f.ctr); err != nil {
 						errs = append(errs, err)
 					} else {
 						fmt.Fprintf(env.Stderr, "meshbench: loaded %s into %s\n", img.Ref.Name(), t)
 					}
 				}
+				os.Remove(archive)
 			}
 			return errors.Join(errs...)
 		},
