@@ -56,9 +56,9 @@ func clusterState(t *testing.T, c *kube.Cluster) map[string][]string {
 }
 
 // uninstallIstio removes Istio as a user would (istioctl uninstall
-// --purge, then its namespace) plus the root-certificate ConfigMaps istiod
-// copies into every namespace, which the purge leaves behind, and waits
-// until the namespace is gone.
+// --purge, then its namespace, waited for) plus the ConfigMaps istiod
+// copies into every namespace (istio-ca-root-cert, istio-ca-crl), which
+// the purge leaves behind.
 func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig string) time.Duration {
 	t.Helper()
 	t0 := time.Now()
@@ -67,17 +67,20 @@ func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig str
 	if err != nil {
 		t.Errorf("istioctl uninstall --purge: %v\n%s", err, out)
 	}
-	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	if err == nil {
-		for _, ns := range nss.Items {
-			_ = c.Core.CoreV1().ConfigMaps(ns.Name).Delete(ctx, "istio-ca-root-cert", metav1.DeleteOptions{})
-		}
-	}
 	_ = c.Core.CoreV1().Namespaces().Delete(ctx, kube.IstioNamespace, metav1.DeleteOptions{})
 	waitFor(t, 2*time.Minute, "namespace istio-system to go", func() bool {
 		_, err := c.Core.CoreV1().Namespaces().Get(ctx, kube.IstioNamespace, metav1.GetOptions{})
 		return err != nil
 	})
+	// Only once istiod is gone: it writes them again while it runs.
+	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, ns := range nss.Items {
+			for _, cm := range []string{"istio-ca-root-cert", "istio-ca-crl"} {
+				_ = c.Core.CoreV1().ConfigMaps(ns.Name).Delete(ctx, cm, metav1.DeleteOptions{})
+			}
+		}
+	}
 	return time.Since(t0)
 }
 
