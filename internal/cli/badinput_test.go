@@ -71,6 +71,13 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"bench app delay", []string{"bench", "--mesh", "none", "--app-delay", "x", "--out", out}, `--app-delay "x": allowed: a duration of 0 or more`},
 		{"bench resume truncated manifest", []string{"bench", "--resume", truncated}, "--resume " + truncated + ": "},
 		{"bench resume future manifest", []string{"bench", "--resume", future}, `schema "meshbench.plan/v9"`},
+		// --istio-build: the overlay only with meshbench's own install, and
+		// only from a complete build of the pinned Istio.
+		{"run istio-build without install-mesh", []string{"run", "--platform", "kube", "--istio-build", tmp, "--out", out}, "needs --install-mesh"},
+		{"run istio-build not a build", []string{"run", "--platform", "kube", "--install-mesh", "--istio-build", tmp, "--out", out}, "hack/istio/build.sh"},
+		{"image istio nothing to do", []string{"image", "istio"}, "nothing to do"},
+		{"image istio not a build", []string{"image", "istio", "-o", out, "--istio-build", tmp}, "hack/istio/build.sh"},
+		{"image istio bad load target", []string{"image", "istio", "--load", "docker:x"}, "is not kind, k3d"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,7 +44,7 @@ type benchFlags struct {
 var (
 	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
-		"install-mesh", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
+		"install-mesh", "istio-build", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
 )
 
@@ -243,6 +243,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if p.Search != nil {
 		return runBenchSearch(ctx, env, f, p, dir, bin, sub)
 	}
+	var istioInstall *kube.MeshInstall
+	if onKube {
+		var err error
+		if istioInstall, err = f.kube.istioInstall(ctx, env, f.envoyPath); err != nil {
+			return err
+		}
+	}
 	rcells := make([]runner.Cell, len(cells))
 	for i, c := range cells {
 		mo := c.Mesh
@@ -260,6 +267,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		if onKube {
 			ko := benchKubeOptions(p, c, &f.kube)
+			ko.IstioInstall = istioInstall
 			rcells[i].Kube = &ko
 		}
 	}

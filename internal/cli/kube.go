@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/extgen"
+	"github.com/meshbench/meshbench/internal/istio"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/platform/kube"
@@ -34,6 +37,7 @@ type kubeFlags struct {
 	kubeletInterval      time.Duration // --kubelet-interval
 	idleTimeout, timeout time.Duration
 	generator            string // the load workers' --generator
+	istioBuild           string // --istio-build
 }
 
 // Which kubeFlags a command takes.
@@ -60,6 +64,7 @@ func (k *kubeFlags) add(cmd *cobra.Command, which int) {
 		fl.IntVar(&k.workers, "workers", 1, "load generator pods; the rate and connections are split among them (kube platform)")
 	}
 	fl.BoolVar(&k.installMesh, "install-mesh", false, "install the mesh with its own CLI (istioctl, linkerd) first; default: verify the one installed (kube platform)")
+	fl.StringVar(&k.istioBuild, "istio-build", "", "with --install-mesh: install Istio's modes from the Istio built here in DIR (make istio-tools; images from `meshbench image istio`) with the upstream-Envoy overlay (kube platform)")
 	fl.BoolVar(&k.allowForeign, "allow-foreign-workloads", false, "run even if the namespaces hold workloads meshbench did not create (kube platform)")
 	fl.BoolVar(&k.keep, "keep", false, "leave the namespaces after the run (kube platform)")
 	if which == kubeRun {
@@ -130,6 +135,11 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 		o.Drain = f.drain
 	}
 	o.Generator = f.kube.generator
+	ii, err := f.kube.istioInstall(ctx, env, f.envoyPath)
+	if err != nil {
+		return err
+	}
+	o.IstioInstall = ii
 	res, err := kube.Run(ctx, o)
 	if res != nil {
 		printKubeRun(env, mo, res)
@@ -314,3 +324,28 @@ control plane), and a missing CLI is only a warning.`,
 
 // kubeModeList lists the kube platform's mesh modes for messages.
 func kubeModeList() string { return strings.Join(meshes.Names(false), ", ") }
+
+// istioInstall is how --install-mesh installs Istio with --istio-build
+// DIR: the build's istioctl, meshbench's images and the upstream-Envoy
+// overlay, recording the Envoy build (found as the lab finds it, the one
+// `meshbench image istio` packs) as the measured proxy. Nil without
+// --istio-build.
+func (k *kubeFlags) istioInstall(ctx context.Context, env *Env, envoyFlag string) (*kube.MeshInstall, error) {
+	if k.istioBuild == "" {
+		return nil, nil
+	}
+	if !k.installMesh {
+		return nil, usagef("--istio-build %s: needs --install-mesh (the overlay is applied only when meshbench installs its own Istio images)", k.istioBuild)
+	}
+	b, err := istio.Open(k.istioBuild)
+	if err != nil {
+		return nil, usagef("--istio-build: %v", err)
+	}
+	exe, _ := os.Executable()
+	wd, _ := os.Getwd()
+	bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: envoyFlag, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	return istio.Install(b, "", "", bin.Build)
+}

@@ -78,6 +78,12 @@ func Load(ctx context.Context, img v1.Image, ref name.Reference, t Target, ctr s
 	if err := WriteArchiveFile(tarball, img, ref); err != nil {
 		return err
 	}
+	return LoadArchive(ctx, tarball, t, ctr)
+}
+
+// LoadArchive loads an archive WriteArchiveFile wrote into t (see Load),
+// so that one archive can go to several targets.
+func LoadArchive(ctx context.Context, tarball string, t Target, ctr string) error {
 	argv := t.Command(tarball, ctr)
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return fmt.Errorf("loading into %s needs %s on PATH: %w", t, argv[0], err)

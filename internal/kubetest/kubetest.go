@@ -358,6 +358,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 
 	// kube-apiserver
+	reconciler := "none"
+	if apiAddr.IsPrivate() {
+		reconciler = "lease"
+	}
 	api, err := c.startProc(logDir, "kube-apiserver", c.bin("kube-apiserver"),
 		"--etcd-servers="+etcdClient,
 		"--bind-address="+apiAddr.String(), "--advertise-address="+apiAddr.String(), "--secure-port="+strconv.Itoa(c.Ports.APIServer),
@@ -381,8 +385,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--kubelet-certificate-authority="+p.caCert,
 		"--kubelet-client-certificate="+p.adminCert, "--kubelet-client-key="+p.adminKey,
 		// The "kubernetes" Service cannot get 127.0.0.1 as an endpoint
-		// (loopback is rejected), so do not keep trying and logging it.
-		"--endpoint-reconciler-type=none",
+		// (loopback is rejected), so do not keep trying and logging it;
+		// with real nodes the apiserver is on the nodes' bridge, and pods
+		// that talk to it in-cluster (istiod, operators) need that
+		// endpoint: the default lease reconciler keeps it.
+		"--endpoint-reconciler-type="+reconciler,
+		// Admission webhooks and aggregated APIs served by pods (istiod's
+		// sidecar injector) are called at a ready endpoint's pod IP (the
+		// host routes every node's pod CIDR), not at the Service's DNS
+		// name, which this machine's resolver does not know.
+		"--enable-aggregator-routing="+strconv.FormatBool(reconciler == "lease"),
 		// Debian's etcd 3.4.23 lacks RequestWatchProgress (the apiserver
 		// wants ≥ 3.4.31). With the WatchList feature on (the default
 		// since 1.34), the apiserver turns every watch from
@@ -532,7 +544,7 @@ func (c *Cluster) start(ctx context.Context) error {
 func (c *Cluster) startMetricsServer(logDir string) (*proc, error) {
 	p := c.pki
 	return c.startProc(logDir, "metrics-server", c.bin("metrics-server"),
-		"--secure-port="+strconv.Itoa(c.Ports.MetricsServer), "--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.Ports.MetricsServer), "--bind-address="+c.metricsServerAddr(),
 		"--cert-dir="+filepath.Join(c.Dir, "metrics-server"),
 		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 		"--tls-cert-file="+p.servingCert, "--tls-private-key-file="+p.servingKey,
@@ -545,6 +557,16 @@ func (c *Cluster) startMetricsServer(logDir string) (*proc, error) {
 }
 
 func (c *Cluster) bin(name string) string { return filepath.Join(c.BinDir, name) }
+
+// metricsServerAddr is where metrics-server listens: the host's loopback,
+// or with real nodes the nodes' bridge address, where the aggregator's
+// endpoint routing (see the apiserver's flags) can reach it.
+func (c *Cluster) metricsServerAddr() string {
+	if c.net != nil {
+		return c.net.gateway().String()
+	}
+	return "127.0.0.1"
+}
 
 func (c *Cluster) startProc(logDir, name, bin string, args ...string) (*proc, error) {
 	p, err := startProc(name, logDir, bin, args...)
@@ -732,14 +754,29 @@ func (c *Cluster) manifests() ([]byte, error) {
 	// The aggregator resolves an ExternalName Service to NAME:PORT, the
 	// one way to reach a process on the host's loopback: a ClusterIP
 	// Service needs kube-proxy, and Endpoints may not be loopback.
-	items = append(items, obj{
+	svc := obj{
 		"apiVersion": "v1", "kind": "Service",
 		"metadata": obj{"name": metricsServiceName, "namespace": metricsServiceNamespace},
 		"spec": obj{
 			"type": "ExternalName", "externalName": "localhost",
 			"ports": []any{obj{"name": "https", "port": c.Ports.MetricsServer}},
 		},
-	}, obj{
+	}
+	if c.net != nil {
+		// Real nodes: the apiserver routes to endpoints (so that it
+		// reaches webhooks in pods), which needs a Service with
+		// Endpoints: metrics-server's, on the bridge address.
+		svc["spec"] = obj{"ports": []any{obj{"name": "https", "port": c.Ports.MetricsServer}}}
+		items = append(items, obj{
+			"apiVersion": "v1", "kind": "Endpoints",
+			"metadata": obj{"name": metricsServiceName, "namespace": metricsServiceNamespace},
+			"subsets": []any{obj{
+				"addresses": []any{obj{"ip": c.metricsServerAddr()}},
+				"ports":     []any{obj{"name": "https", "port": c.Ports.MetricsServer}},
+			}},
+		})
+	}
+	items = append(items, svc, obj{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 		"metadata": obj{"name": metricsAPIService},
 		"spec": obj{

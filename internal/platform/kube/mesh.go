@@ -104,9 +104,17 @@ func VersionCommand(mode string) []string {
 // CLIVersion runs mode's CLI for its version; "" and an error naming the
 // CLI when it is not on PATH or fails.
 func CLIVersion(ctx context.Context, mode string) (string, error) {
+	return cliVersionAt(ctx, mode, "")
+}
+
+// cliVersionAt is CLIVersion running bin ("": the CLI on PATH).
+func cliVersionAt(ctx context.Context, mode, bin string) (string, error) {
 	args := VersionCommand(mode)
 	if args == nil {
 		return "", nil
+	}
+	if bin != "" {
+		args[0] = bin
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {

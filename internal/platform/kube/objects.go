@@ -648,6 +648,15 @@ func (s Spec) opaqueAnnotations() map[string]string {
 	return nil
 }
 
+// appPodAnnotations are opaqueAnnotations plus, for Istio's sidecars,
+// IstioStatsInclusion (VerifyMTLS reads those counters).
+func (s Spec) appPodAnnotations() map[string]string {
+	if s.Mesh.Mode == mesh.ModeSidecar {
+		return maps.Clone(IstioStatsInclusion)
+	}
+	return s.opaqueAnnotations()
+}
+
 func (s Spec) service(svc appService) *corev1.Service {
 	name := s.portName(svc)
 	l := s.labels()
@@ -749,7 +758,7 @@ func (s Spec) deployment(svc appService) *appsv1.Deployment {
 			Replicas: new(int32(s.Mesh.Replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: s.podLabels(RoleApp, svc.name), Annotations: s.opaqueAnnotations()},
+				ObjectMeta: metav1.ObjectMeta{Labels: s.podLabels(RoleApp, svc.name), Annotations: s.appPodAnnotations()},
 				Spec:       pod,
 			},
 		},

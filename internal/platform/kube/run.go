@@ -88,6 +88,9 @@ type Options struct {
 	// ambient once, which runs sidecars too, rather than switching
 	// profiles, which would remove ztunnel.
 	IstioProfile string
+	// IstioInstall, when set, changes how InstallMesh installs Istio's
+	// modes (see MeshInstall).
+	IstioInstall *MeshInstall
 
 	OutDir string
 	Log    io.Writer
@@ -296,18 +299,26 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endMesh := r.phase("prepare/mesh")
 	if o.InstallMesh && meshes.HasProxies(mode) {
-		if v, err := CLIVersion(ctx, mode); err == nil {
+		if v, err := o.IstioInstall.cliVersion(ctx, mode); err == nil {
 			r.manifest.Options["mesh_cli_version"] = v
 		} else {
 			endMesh()
 			return nil, err
 		}
-		cmds, err := c.Install(ctx, withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile), o.Log)
+		cmds, err := c.Install(ctx, o.IstioInstall.commands(withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
 		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
+		if err == nil && o.IstioInstall != nil && MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
+			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
+				err = c.Apply(ctx, o.IstioInstall.Objects)
+			}
+		}
 		if err != nil {
 			endMesh()
 			return nil, err
 		}
+	}
+	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && MeshCLI(mode) == "istioctl" {
+		r.manifest.Options["mesh_proxy"] = o.IstioInstall.Proxy
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
 	_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
@@ -428,6 +439,14 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endCollect := r.phase("collect")
 	defer endCollect()
+	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
+		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		if err != nil && o.Spec.Mesh.MTLS {
+			r.invalid("mTLS not verified: " + err.Error())
+		} else if err == nil && o.Log != nil {
+			fmt.Fprintf(o.Log, "mTLS verified from the sidecars' own counters on %d app pod(s)\n", len(checks))
+		}
+	}
 	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
 	if err != nil {
 		return nil, err

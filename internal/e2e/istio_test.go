@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/istio"
+	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/nodes"
+	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// clusterState is what an install may add to a cluster and an uninstall
+// must take away again: the names of namespaces, CRDs, cluster roles and
+// bindings, admission webhooks, and every ConfigMap.
+func clusterState(t *testing.T, c *kube.Cluster) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	st := map[string][]string{}
+	list := func(kind string, gvr schema.GroupVersionResource, namespaced bool) {
+		var names []string
+		l, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("listing %s: %v", kind, err)
+		}
+		for _, it := range l.Items {
+			n := it.GetName()
+			if namespaced {
+				n = it.GetNamespace() + "/" + n
+			}
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		st[kind] = names
+	}
+	list("namespaces", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false)
+	list("configmaps", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true)
+	list("crds", schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, false)
+	list("clusterroles", schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, false)
+	list("clusterrolebindings", schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, false)
+	list("mutatingwebhooks", schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, false)
+	list("validatingwebhooks", schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, false)
+	return st
+}
+
+// uninstallIstio removes Istio as a user would (istioctl uninstall
+// --purge, then its namespace, waited for) plus the ConfigMaps istiod
+// copies into every namespace (istio-ca-root-cert, istio-ca-crl), which
+// the purge leaves behind.
+func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig string) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	ctx := context.Background()
+	out, err := exec.CommandContext(ctx, b.Path("istioctl"), "uninstall", "--purge", "-y", "--kubeconfig", kubeconfig).CombinedOutput()
+	if err != nil {
+		t.Errorf("istioctl uninstall --purge: %v\n%s", err, out)
+	}
+	_ = c.Core.CoreV1().Namespaces().Delete(ctx, kube.IstioNamespace, metav1.DeleteOptions{})
+	waitFor(t, 2*time.Minute, "namespace istio-system to go", func() bool {
+		_, err := c.Core.CoreV1().Namespaces().Get(ctx, kube.IstioNamespace, metav1.GetOptions{})
+		return err != nil
+	})
+	// Only once istiod is gone: it writes them again while it runs.
+	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, ns := range nss.Items {
+			for _, cm := range []string{"istio-ca-root-cert", "istio-ca-crl"} {
+				_ = c.Core.CoreV1().ConfigMaps(ns.Name).Delete(ctx, cm, metav1.DeleteOptions{})
+			}
+		}
+	}
+	return time.Since(t0)
+}
+
+// TestIstioOnRealNodes is Istio built here on real pods, as a new user
+// runs it: `meshbench image istio` loads the images (pilot, proxyv2 with
+// upstream Envoy, install-cni, ztunnel) into the nodes; `run --platform
+// kube --mesh sidecar --install-mesh --istio-build DIR --policies 4`
+// installs Istio with the build's istioctl and the upstream-Envoy overlay,
+// injects sidecars, applies the AuthorizationPolicies and measures; every
+// proxy ACKs istiod's config (its syncz, read mid-run); mTLS is verified
+// from the sidecars' own counters; every pod is classified; doctor is all
+// ok; a bench plan none/sidecar × 2 reuses the install and writes its
+// report; and the uninstall leaves the cluster as it was. One install for
+// all of it: the install is the slow part (about a minute).
+func TestIstioOnRealNodes(t *testing.T) {
+	kc := kubetest.Require(t)
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	env, err := envoy.Find(envoy.FindOptions{ProjectDir: "../.."})
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	c := connect(t, kc)
+	ctx := context.Background()
+	before := clusterState(t, c)
+	installed := false
+	t.Cleanup(func() {
+		if installed {
+			uninstallIstio(t, c, b, kc.Kubeconfig)
+		}
+	})
+
+	// The images, into every node's containerd.
+	args := []string{"image", "istio", "--istio-build", b.Dir, "--envoy", env.Path, "--ctr", filepath.Join(nodes.BinDir(), "ctr")}
+	for _, n := range kc.Real.Nodes {
+		args = append(args, "--load", "containerd:"+n.Socket)
+	}
+	inv := meshbench(t, nil, args...)
+	if inv.code != 0 || strings.Count(inv.stdout, "@sha256:") != len(istio.ImageNames) {
+		t.Fatalf("meshbench image istio: exit %d; want %d images", inv.code, len(istio.ImageNames))
+	}
+	tImages := inv.took
+
+	// One sidecar cell that installs Istio; istiod's ACK table read
+	// while the load runs (the app and load sidecars exist only then).
+	installed = true
+	out := filepath.Join(t.TempDir(), "run")
+	w := watchPods(c, "e2i-app", "e2i-load", kube.IstioNamespace)
+	done := make(chan invocation, 1)
+	var stderr testutil.SyncBuffer
+	go func() {
+		done <- meshbenchTo(t, &stderr, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i",
+			"--mesh", "sidecar", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
+			"--replicas", "2", "--workers", "1", "--rate", "40", "--duration", "25s", "--out", out)
+	}()
+	var syncs []istio.ProxySync
+	deadline := time.Now().Add(10 * time.Minute)
+	for !strings.Contains(stderr.String(), "phase measure") && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if syncs, err = istio.SyncStatus(ctx, b, kc.Kubeconfig, ""); err != nil {
+		t.Errorf("istiod's sync status: %v", err)
+	}
+	inv = <-done
+	tRun := inv.took
+	w.Stop()
+	if inv.code != 0 {
+		t.Fatalf("run --mesh sidecar: exit %d", inv.code)
+	}
+	var table strings.Builder
+	_ = istio.WriteSyncTable(&table, syncs)
+	t.Logf("istiod's ACK table mid-run:\n%s", table.String())
+	// The two app sidecars, the load sidecar and the ingress gateway,
+	// every type ACKed: upstream Envoy took all of istiod's config.
+	sidecars := 0
+	for _, p := range syncs {
+		if p.Type == "sidecar" {
+			sidecars++
+		}
+	}
+	if sidecars < 3 || len(istio.NotACKed(syncs)) > 0 {
+		t.Errorf("%d sidecars in istiod's syncz, not ACKed: %v; want 3 (2 app, 1 load) all ACKed", sidecars, istio.NotACKed(syncs))
+	}
+	lr, err := results.ReadFile(filepath.Join(out, results.LoadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lr.Sent != 1000 || lr.Success != 1000 {
+		t.Errorf("%d sent, %d ok; want 1000 and 1000 through the sidecars", lr.Sent, lr.Success)
+	}
+	m, err := results.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := m.Options["mesh_proxy"].(string); !m.Valid || !strings.Contains(p, "upstream Envoy") || !strings.Contains(p, "/1.40.") {
+		t.Errorf("manifest: valid %v (%v), mesh_proxy %q; want valid and upstream Envoy 1.40 recorded", m.Valid, m.Invalid, p)
+	}
+	install, _ := os.ReadFile(filepath.Join(out, "k8s", "mesh-install.json"))
+	for _, want := range []string{b.Path("istioctl"), "hub=" + istio.DefaultHub, "PILOT_ENABLE_METADATA_EXCHANGE=false"} {
+		if !strings.Contains(string(install), want) {
+			t.Errorf("k8s/mesh-install.json lacks %q", want)
+		}
+	}
+	if objs, _ := os.ReadFile(filepath.Join(out, "k8s", "mesh-install-objects.yaml")); !strings.Contains(string(objs), "kind: EnvoyFilter") {
+		t.Error("the overlay's EnvoyFilter is not in k8s/mesh-install-objects.yaml")
+	}
+	if app, _ := os.ReadFile(filepath.Join(out, "k8s", "app.yaml")); strings.Count(string(app), "kind: AuthorizationPolicy") != 4 {
+		t.Errorf("k8s/app.yaml has %d AuthorizationPolicies, want 4", strings.Count(string(app), "kind: AuthorizationPolicy"))
+	}
+	// mTLS from the sidecars' own counters, on both app pods.
+	if mt, _ := os.ReadFile(filepath.Join(out, "k8s", "mtls-checks.json")); strings.Count(string(mt), `"ok": true`) != 2 || strings.Contains(string(mt), `"ok": false`) {
+		t.Errorf("k8s/mtls-checks.json: %s; want two passed checks", mt)
+	}
+	if !strings.Contains(inv.stderr, "mTLS verified from the sidecars' own counters on 2 app pod(s)") {
+		t.Error("stderr does not say mTLS was verified")
+	}
+	// Every pod classified: sidecars as the data plane, istiod as the
+	// control plane, the ingress gateway as a gateway; no unknown rows.
+	for _, row := range []string{"static sidecar", "load sidecar", "istiod", "data-plane", "control-plane"} {
+		if cpu := rowCPU(inv.stdout, row); cpu <= 0 {
+			t.Errorf("%s CPU_avg %v, want > 0", row, cpu)
+		}
+	}
+	if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
+		t.Errorf("stdout has unclassified pods")
+	}
+	if len(w.Pods(kube.IstioNamespace, "istiod-")) == 0 {
+		t.Error("no istiod pod seen")
+	}
+	checkClean(t, c, "e2i-app", "e2i-load")
+
+	// doctor with the mesh installed.
+	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i", "--mesh", "sidecar")
+	if inv.code != 0 || strings.Contains(inv.stdout, "FAIL") || !strings.Contains(inv.stdout, "mesh sidecar installed        ok") {
+		t.Errorf("doctor --mesh sidecar: exit %d", inv.code)
+	}
+
+	// A plan none/sidecar × 2 on the installed mesh (istioctl install
+	// again is a no-op upgrade), with its report.
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(plan, []byte(`platform: kube
+repetitions: 2
+axes:
+  mesh: [none, sidecar]
+  rate: [40]
+duration: 15s
+warmup: 1s
+connections: 4
+workers: 1
+sample_interval: 10s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bout := filepath.Join(dir, "out")
+	inv = meshbench(t, nil, "bench", plan, "--seed", "7", "--out", bout, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2j",
+		"--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path)
+	if inv.code != 0 {
+		t.Fatalf("bench none/sidecar: exit %d", inv.code)
+	}
+	report, err := os.ReadFile(filepath.Join(bout, "report", "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bench none/sidecar × 2 on the test cluster, report.txt:\n%s", report)
+	if !strings.Contains(string(report), "sidecar") {
+		t.Error("the report has no sidecar row")
+	}
+	tBench := inv.took
+	checkClean(t, c, "e2j-app", "e2j-load")
+
+	// Uninstall: the cluster as it was.
+	tUninstall := uninstallIstio(t, c, b, kc.Kubeconfig)
+	installed = false
+	after := clusterState(t, c)
+	for kind, names := range before {
+		if !slices.Equal(names, after[kind]) {
+			t.Errorf("%s after the uninstall differ:\nbefore %v\nafter  %v", kind, names, after[kind])
+		}
+	}
+	t.Logf("timings: images %.1fs, run with install %.1fs, bench 4 cells %.1fs, uninstall %.1fs", tImages.Seconds(), tRun.Seconds(), tBench.Seconds(), tUninstall.Seconds())
+}

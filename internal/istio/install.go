@@ -1,0 +1,80 @@
+package istio
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/meshbench/meshbench/internal/platform/kube"
+)
+
+//go:embed envoyfilters.yaml
+var envoyFiltersYAML []byte
+
+// OverlaySettings are the upstream-Envoy overlay's `istioctl install
+// --set` values (part 1; part 2 is EnvoyFilters), each with why:
+var OverlaySettings = []struct{ Set, Why string }{
+	{"values.global.variant=", "no -distroless suffix on the images' tags (the ambient profile adds it)"},
+	{"values.global.imagePullPolicy=IfNotPresent", "the images are imported into the nodes, never pulled"},
+	{"values.telemetry.enabled=false", "no default metrics provider: istiod would send the istio.stats filter (stats.PluginConfig)"},
+	{"values.pilot.env.PILOT_ENABLE_METADATA_EXCHANGE=false", "no istio.metadata_exchange filters (TCP and HTTP peer metadata)"},
+	{"values.pilot.env.PILOT_ENABLE_ALPN_FILTER=false", "no istio.alpn filter (ALPN override on outbound mTLS)"},
+	{"values.pilot.env.AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false", "waypoints: no istio.double_hbone filter state (Istio-only object factory)"},
+}
+
+// EnvoyFilters are the overlay's mesh-wide EnvoyFilters (envoyfilters.yaml).
+func EnvoyFilters() ([]runtime.Object, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(envoyFiltersYAML), 4096)
+	var out []runtime.Object
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("envoyfilters.yaml: %w", err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// InstallArgs are what `istioctl install` gets besides the profile and the
+// cluster: the images (HUB/NAME:TAG) and the overlay's settings.
+func InstallArgs(hub, tag string) []string {
+	if hub == "" {
+		hub = DefaultHub
+	}
+	if tag == "" {
+		tag = Version
+	}
+	args := []string{"--set", "hub=" + hub, "--set", "tag=" + tag}
+	for _, s := range OverlaySettings {
+		args = append(args, "--set", s.Set)
+	}
+	return args
+}
+
+// Install is how meshbench installs Istio built here: the build's istioctl,
+// the images Images made (hub and tag as given there; "" for the
+// defaults), the upstream-Envoy overlay, and envoyBuild (Envoy's build
+// string, `envoy --version`) as the proxy the run measures.
+func Install(b Build, hub, tag, envoyBuild string) (*kube.MeshInstall, error) {
+	objs, err := EnvoyFilters()
+	if err != nil {
+		return nil, err
+	}
+	return &kube.MeshInstall{
+		Istioctl: b.Path("istioctl"),
+		Args:     InstallArgs(hub, tag),
+		Objects:  objs,
+		Proxy:    fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
+	}, nil
+}

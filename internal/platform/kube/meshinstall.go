@@ -1,0 +1,54 @@
+package kube
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// MeshInstall changes how --install-mesh installs Istio's modes: another
+// istioctl (a build of a pinned version), arguments added to `istioctl
+// install` (the images' hub and tag, settings), objects applied once it
+// succeeded (EnvoyFilters), and which proxy build the run measures. Nil:
+// istioctl from PATH with Istio's own images, nothing added. Package istio
+// makes the one for Istio built here (istio.Install).
+type MeshInstall struct {
+	// Istioctl is the istioctl to run ("": istioctl on PATH).
+	Istioctl string
+	// Args are added to `istioctl install`.
+	Args []string
+	// Objects are applied after the install commands succeeded; kept in
+	// the results as k8s/mesh-install-objects.yaml.
+	Objects []runtime.Object
+	// Proxy says which proxy build the run measures; recorded in the
+	// manifest's options as "mesh_proxy".
+	Proxy string
+}
+
+// commands applies mi to Istio's install commands (others unchanged).
+func (mi *MeshInstall) commands(cmds []Command) []Command {
+	if mi == nil {
+		return cmds
+	}
+	out := make([]Command, len(cmds))
+	for i, c := range cmds {
+		if c.Args[0] == "istioctl" {
+			args := slices.Clone(c.Args)
+			if mi.Istioctl != "" {
+				args[0] = mi.Istioctl
+			}
+			c.Args = append(args, mi.Args...)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// cliVersion is CLIVersion with mi's istioctl for Istio's modes.
+func (mi *MeshInstall) cliVersion(ctx context.Context, mode string) (string, error) {
+	if mi == nil || mi.Istioctl == "" || MeshCLI(mode) != "istioctl" {
+		return CLIVersion(ctx, mode)
+	}
+	return cliVersionAt(ctx, mode, mi.Istioctl)
+}
