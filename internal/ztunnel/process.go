@@ -2,22 +2,18 @@ package ztunnel
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/toolbin"
 )
 
 // Ports of ztunnel's own listeners in its namespace.
@@ -34,61 +30,16 @@ const SharedSHA256 = "9d650eedebd9e4455cc66cf1364108d1e23b0ca198c51f758350e31bb7
 // EnvBinary names a ztunnel binary to use instead of the searched ones.
 const EnvBinary = "MESHBENCH_ZTUNNEL"
 
-// Find returns the ztunnel binary to run: explicit if given, else
-// $MESHBENCH_ZTUNNEL, else .tools/ztunnel/ztunnel (what make ztunnel
-// installs) or ../shared/bin/ztunnel (checked against SharedSHA256) in dir
-// or one of its parents.
-func Find(explicit, dir string) (string, error) {
-	for _, p := range []string{explicit, os.Getenv(EnvBinary)} {
-		if p != "" {
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("ztunnel binary: %w", err)
-			}
-			return p, nil
-		}
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if p := filepath.Join(d, ".tools", "ztunnel", "ztunnel"); isFile(p) {
-			return p, nil
-		}
-		if p := filepath.Join(d, "..", "shared", "bin", "ztunnel"); isFile(p) {
-			sum, err := FileSHA256(p)
-			if err != nil {
-				return "", err
-			}
-			if sum != SharedSHA256 {
-				return "", fmt.Errorf("ztunnel binary %s has sha256 %s, want %s", p, sum, SharedSHA256)
-			}
-			return p, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", errors.New("no ztunnel binary: run make ztunnel, or set " + EnvBinary + " or --ztunnel PATH")
-		}
-	}
-}
+// Binary is how ztunnel is found (toolbin): --ztunnel PATH,
+// $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel (make ztunnel) or
+// ../shared/bin/ztunnel when its sha256 is SharedSHA256.
+var Binary = toolbin.Binary{Name: "ztunnel", SharedSHA256: SharedSHA256, Env: EnvBinary, Flag: "--ztunnel", Make: "ztunnel"}
 
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
+// Find returns the ztunnel binary to run (Binary.Find).
+func Find(explicit, dir string) (string, error) { return Binary.Find(explicit, dir) }
 
 // FileSHA256 returns the hex sha256 of a file.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func FileSHA256(path string) (string, error) { return toolbin.FileSHA256(path) }
 
 // Version runs "ztunnel version" and returns its line.
 func Version(ctx context.Context, bin string) (string, error) {

@@ -18,10 +18,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +36,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/toolbin"
 )
 
 // The proxy's ports and user, Linkerd's defaults (what proxy-init's capture
@@ -59,62 +58,17 @@ const SharedSHA256 = "e6ca3e4ab66d26cf9be57442af1178675fd76b49030e9be86300deeffc
 // ones.
 const EnvBinary = "MESHBENCH_LINKERD_PROXY"
 
-// Find returns the linkerd2-proxy binary to run: explicit if given (the
-// --linkerd-proxy flag), else $MESHBENCH_LINKERD_PROXY, else
-// .tools/linkerd2-proxy/linkerd2-proxy (what make linkerd-proxy installs)
-// or ../shared/bin/linkerd2-proxy (checked against SharedSHA256) in dir or
-// one of its parents.
-func Find(explicit, dir string) (string, error) {
-	for _, p := range []string{explicit, os.Getenv(EnvBinary)} {
-		if p != "" {
-			if !isFile(p) {
-				return "", fmt.Errorf("linkerd2-proxy binary %s: not a file", p)
-			}
-			return p, nil
-		}
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if p := filepath.Join(d, ".tools", "linkerd2-proxy", "linkerd2-proxy"); isFile(p) {
-			return p, nil
-		}
-		if p := filepath.Join(d, "..", "shared", "bin", "linkerd2-proxy"); isFile(p) {
-			sum, err := FileSHA256(p)
-			if err != nil {
-				return "", err
-			}
-			if sum != SharedSHA256 {
-				return "", fmt.Errorf("linkerd2-proxy binary %s has sha256 %s, want %s", p, sum, SharedSHA256)
-			}
-			return p, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", errors.New("no linkerd2-proxy binary: run make linkerd-proxy, or set " + EnvBinary + " or --linkerd-proxy PATH")
-		}
-	}
-}
+// Binary is how linkerd2-proxy is found (toolbin): --linkerd-proxy PATH,
+// $MESHBENCH_LINKERD_PROXY, .tools/linkerd2-proxy/linkerd2-proxy (make
+// linkerd-proxy) or ../shared/bin/linkerd2-proxy when its sha256 is
+// SharedSHA256.
+var Binary = toolbin.Binary{Name: "linkerd2-proxy", SharedSHA256: SharedSHA256, Env: EnvBinary, Flag: "--linkerd-proxy", Make: "linkerd-proxy"}
 
-func isFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
+// Find returns the linkerd2-proxy binary to run (Binary.Find).
+func Find(explicit, dir string) (string, error) { return Binary.Find(explicit, dir) }
 
 // FileSHA256 returns the hex sha256 of a file.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func FileSHA256(path string) (string, error) { return toolbin.FileSHA256(path) }
 
 // releaseLine is the proxy's first log line:
 // "linkerd2_proxy: release VERSION (GITSHA) by VENDOR on DATE".
