@@ -13,9 +13,11 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -203,6 +205,27 @@ func (n *NS) Do(fn func() error) error {
 		return errors.Join(ferr, fmt.Errorf("returning from network namespace %s: %w", n.Name, err))
 	}
 	return ferr
+}
+
+// Dial connects from inside the namespace: the socket is made there (and
+// stays there), so addresses are the namespace's own, its loopback
+// included.
+func (n *NS) Dial(ctx context.Context, network, addr string) (c net.Conn, err error) {
+	err = n.Do(func() error {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// HTTPClient is an HTTP client whose connections start inside the
+// namespace (Dial), e.g. to reach a proxy's admin port on the namespace's
+// loopback.
+func (n *NS) HTTPClient(timeout time.Duration, keepAlive bool) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DisableKeepAlives: !keepAlive, DialContext: n.Dial,
+	}}
 }
 
 // Veth joins ns to br: a veth pair PREFIX+hostName on the bridge (in the

@@ -49,6 +49,16 @@ func SetGid(cmd *exec.Cmd, gid int) {
 	setGid(cmd.SysProcAttr, gid)
 }
 
+// SetUser makes cmd's child run as uid and gid with no supplementary
+// groups (Linux; a no-op elsewhere), e.g. a proxy whose own packets its
+// capture rules exempt by uid. Call it before Start.
+func SetUser(cmd *exec.Cmd, uid, gid int) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = sysProcAttr()
+	}
+	setUser(cmd.SysProcAttr, uid, gid)
+}
+
 // KillGroup sends SIGKILL to the process group led by pid (a child started
 // by Start). It does nothing for pid <= 0.
 func KillGroup(pid int) { killGroup(pid) }

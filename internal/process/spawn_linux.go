@@ -18,6 +18,11 @@ func setGid(a *syscall.SysProcAttr, gid int) {
 	a.Credential = &syscall.Credential{Uid: uint32(syscall.Getuid()), Gid: uint32(gid), NoSetGroups: true}
 }
 
+// setUser makes the child run as uid and gid, with no supplementary groups.
+func setUser(a *syscall.SysProcAttr, uid, gid int) {
+	a.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+}
+
 // killGroup sends SIGKILL to the process group led by pid.
 func killGroup(pid int) {
 	if pid > 0 {

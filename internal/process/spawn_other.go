@@ -30,3 +30,6 @@ func spawnIn(cmd *exec.Cmd, in func(func() error) error) error {
 
 // setGid is a no-op outside Linux (sysProcAttr is nil there).
 func setGid(*syscall.SysProcAttr, int) {}
+
+// setUser is a no-op outside Linux (sysProcAttr is nil there).
+func setUser(*syscall.SysProcAttr, int, int) {}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
@@ -156,35 +154,11 @@ func (p *Process) Metrics(ctx context.Context) (string, error) {
 }
 
 // httpClient dials inside the node's namespace (ztunnel's own ports).
-func (p *Process) httpClient() *http.Client {
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-			err = p.Spec.NS.Do(func() error {
-				var d net.Dialer
-				c, err = d.DialContext(ctx, network, addr)
-				return err
-			})
-			return c, err
-		},
-	}}
-}
+func (p *Process) httpClient() *http.Client { return p.Spec.NS.HTTPClient(5*time.Second, false) }
 
-// Stop sends SIGTERM, waits up to grace, then kills; it is safe to call
-// twice.
+// Stop sends SIGTERM to its process group, waits up to grace, then kills
+// the group (process.Stop); it is safe to call twice.
 func (p *Process) Stop(grace time.Duration) error {
-	select {
-	case <-p.exited:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	process.Stop(p.PID(), p.exited, grace)
 	return nil
 }

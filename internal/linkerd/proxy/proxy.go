@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -32,10 +31,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/toolbin"
 )
 
@@ -244,15 +243,17 @@ type Process struct {
 	waitErr error
 }
 
-// Start starts the proxy in spec.NS as UID. It does not wait for readiness
+// Start starts the proxy in spec.NS as UID, like every other child of
+// meshbench (process.StartIn). It does not wait for readiness
 // (Ready).
 func Start(spec Spec) (*Process, error) {
 	cmd := exec.Command(spec.Bin)
 	cmd.Env = spec.Env()
 	cmd.Stdout, cmd.Stderr = spec.Log, spec.Log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true,
-		Credential: &syscall.Credential{Uid: UID, Gid: UID, Groups: []uint32{}}}
-	if err := spec.NS.Do(cmd.Start); err != nil {
+	// Its own process group, SIGTERM if meshbench dies (process.StartIn),
+	// and the uid proxy-init's rules exempt.
+	process.SetUser(cmd, UID, UID)
+	if err := process.StartIn(cmd, spec.NS.Do); err != nil {
 		return nil, fmt.Errorf("starting linkerd2-proxy for %s: %w", spec.Workload, err)
 	}
 	p := &Process{Spec: spec, cmd: cmd, exited: make(chan struct{})}
@@ -319,36 +320,13 @@ func (p *Process) Stats(ctx context.Context) (Stats, error) {
 
 // httpClient dials the admin port inside the pod's namespace (localhost is
 // always authorized by the proxy).
-func (p *Process) httpClient() *http.Client {
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-			err = p.Spec.NS.Do(func() error {
-				var d net.Dialer
-				c, err = d.DialContext(ctx, network, addr)
-				return err
-			})
-			return c, err
-		},
-	}}
-}
+func (p *Process) httpClient() *http.Client { return p.Spec.NS.HTTPClient(5*time.Second, false) }
 
-// Stop sends SIGTERM, waits up to grace (the proxy drains its connections
-// and can linger), then kills; safe to call twice.
+// Stop sends SIGTERM to its process group, waits up to grace (the proxy
+// drains its connections and can linger), then kills the group
+// (process.Stop); safe to call twice.
 func (p *Process) Stop(grace time.Duration) error {
-	select {
-	case <-p.exited:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	process.Stop(p.PID(), p.exited, grace)
 	return nil
 }
 

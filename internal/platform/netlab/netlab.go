@@ -417,13 +417,8 @@ func (l *Lab) Close() error { return l.sub.Close() }
 
 // Dial connects from inside the pod (its application's socket, which the
 // pod's capture sees).
-func (p *Pod) Dial(ctx context.Context, network, addr string) (c net.Conn, err error) {
-	err = p.NS.Do(func() error {
-		var d net.Dialer
-		c, err = d.DialContext(ctx, network, addr)
-		return err
-	})
-	return c, err
+func (p *Pod) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return p.NS.Dial(ctx, network, addr)
 }
 
 // Listen opens a listener inside the pod.
@@ -437,9 +432,7 @@ func (p *Pod) Listen(network, addr string) (lis net.Listener, err error) {
 
 // HTTPClient returns a client whose connections start in the pod.
 func (p *Pod) HTTPClient(keepAlive bool) *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: !keepAlive, DialContext: p.Dial,
-	}}
+	return p.NS.HTTPClient(10*time.Second, keepAlive)
 }
 
 // Start starts cmd inside the pod's namespace (it is sampled from /proc
