@@ -172,6 +172,29 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	anns := map[string]string{AnnotationCreated: created.Format(time.RFC3339), AnnotationTitle: s.Title}
+	for k, v := range map[string]string{AnnotationSource: s.Source, AnnotationRevision: s.Revision, AnnotationVersion: s.Version} {
+		if v != "" {
+			anns[k] = v
+		}
+	}
+	arch := "amd64"
+	if a := elfArch(s.Binary); a != "" {
+		arch = a
+	}
+	return oneLayerImage(layerTar, created, "static binaries, /etc/passwd, /tmp", arch, v1.Config{
+		User:       fmt.Sprintf("%d:%d", UID, GID),
+		Entrypoint: s.Entrypoint,
+		Env:        []string{"PATH=" + BinDir + ":/usr/bin:/bin"},
+		WorkingDir: "/tmp",
+	}, anns)
+}
+
+// oneLayerImage is an OCI image of one layer (layerTar) for linux/arch,
+// created at created, with cfg as its run configuration and anns as both
+// its labels and its manifest annotations. The same inputs give the same
+// digest.
+func oneLayerImage(layerTar []byte, created time.Time, comment, arch string, cfg v1.Config, anns map[string]string) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
@@ -181,34 +204,20 @@ func Build(s Spec) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: created}, CreatedBy: "meshbench image", Comment: "static binaries, /etc/passwd, /tmp",
+		Created: v1.Time{Time: created}, CreatedBy: "meshbench image", Comment: comment,
 	}})
 	if err != nil {
 		return nil, err
-	}
-	anns := map[string]string{AnnotationCreated: created.Format(time.RFC3339), AnnotationTitle: s.Title}
-	for k, v := range map[string]string{AnnotationSource: s.Source, AnnotationRevision: s.Revision, AnnotationVersion: s.Version} {
-		if v != "" {
-			anns[k] = v
-		}
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	if a := elfArch(s.Binary); a != "" {
-		cf.Architecture = a
-	}
+	cf.Architecture, cf.OS = arch, "linux"
 	cf.Created = v1.Time{Time: created}
-	cf.Config = v1.Config{
-		User:       fmt.Sprintf("%d:%d", UID, GID),
-		Entrypoint: s.Entrypoint,
-		Env:        []string{"PATH=" + BinDir + ":/usr/bin:/bin"},
-		WorkingDir: "/tmp",
-		Labels:     anns,
-	}
+	cfg.Labels = anns
+	cf.Config = cfg
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return nil, err

@@ -14,10 +14,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // File is one entry of a Rootfs image: a regular file copied from the
@@ -70,43 +66,18 @@ func BuildRootfs(s Rootfs) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(data)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: created}, CreatedBy: "meshbench image", Comment: fmt.Sprintf("%d files", len(s.Files)),
-	}})
-	if err != nil {
-		return nil, err
-	}
 	anns := map[string]string{AnnotationCreated: created.Format(time.RFC3339)}
 	for k, v := range map[string]string{AnnotationTitle: s.Title, AnnotationSource: s.Source, AnnotationRevision: s.Revision, AnnotationVersion: s.Version} {
 		if v != "" {
 			anns[k] = v
 		}
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Created = v1.Time{Time: created}
 	env := s.Env
 	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "PATH=") }) {
 		env = append([]string{"PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	}
-	cf.Config = v1.Config{User: s.User, Entrypoint: s.Entrypoint, Cmd: s.Cmd, Env: env, WorkingDir: s.WorkingDir, Labels: anns}
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.Annotations(img, anns).(v1.Image), nil
+	return oneLayerImage(data, created, fmt.Sprintf("%d files", len(s.Files)), "amd64",
+		v1.Config{User: s.User, Entrypoint: s.Entrypoint, Cmd: s.Cmd, Env: env, WorkingDir: s.WorkingDir}, anns)
 }
 
 func rootfsTar(files []File, mtime time.Time) ([]byte, error) {
