@@ -2,6 +2,7 @@ package ztunnel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/probe"
 	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/toolbin"
 )
@@ -114,43 +116,24 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 // Ready waits until ztunnel's readiness endpoint answers 200 in its
 // namespace, or ctx ends, or ztunnel exits.
 func (p *Process) Ready(ctx context.Context) error {
-	client := p.httpClient()
 	url := fmt.Sprintf("http://127.0.0.1:%d/healthz/ready", PortReadiness)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := client.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("ztunnel on %s exited before it was ready: %v", p.Spec.NodeName, p.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for ztunnel on %s to be ready: %w", p.Spec.NodeName, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	err := probe.WaitOK(ctx, p.httpClient(), url, p.exited, 50*time.Millisecond)
+	switch {
+	case errors.Is(err, probe.ErrExited):
+		return fmt.Errorf("ztunnel on %s exited before it was ready: %v", p.Spec.NodeName, p.waitErr)
+	case err != nil:
+		return fmt.Errorf("waiting for ztunnel on %s to be ready: %w", p.Spec.NodeName, err)
 	}
+	return nil
 }
 
 // Metrics returns ztunnel's Prometheus exposition (its stats port).
 func (p *Process) Metrics(ctx context.Context) (string, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", PortStats), nil)
-	resp, err := p.httpClient().Do(req)
+	text, err := probe.Get(ctx, p.httpClient(), fmt.Sprintf("http://127.0.0.1:%d/metrics", PortStats), 16<<20)
 	if err != nil {
 		return "", fmt.Errorf("scraping ztunnel on %s: %w", p.Spec.NodeName, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("scraping ztunnel on %s: %s", p.Spec.NodeName, resp.Status)
-	}
-	return string(b), nil
+	return text, nil
 }
 
 // httpClient dials inside the node's namespace (ztunnel's own ports).

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/probe"
 	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/toolbin"
 )
@@ -270,43 +271,24 @@ func (p *Process) Exited() <-chan struct{} { return p.exited }
 // Ready waits until the admin /ready answers 200 (the proxy has its
 // certificate and its policies), or ctx ends, or the proxy exits.
 func (p *Process) Ready(ctx context.Context) error {
-	client := p.httpClient()
 	url := fmt.Sprintf("http://127.0.0.1:%d/ready", PortAdmin)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := client.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("linkerd2-proxy for %s exited before it was ready: %v", p.Spec.Workload, p.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for linkerd2-proxy for %s to be ready: %w", p.Spec.Workload, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+	err := probe.WaitOK(ctx, p.httpClient(), url, p.exited, 20*time.Millisecond)
+	switch {
+	case errors.Is(err, probe.ErrExited):
+		return fmt.Errorf("linkerd2-proxy for %s exited before it was ready: %v", p.Spec.Workload, p.waitErr)
+	case err != nil:
+		return fmt.Errorf("waiting for linkerd2-proxy for %s to be ready: %w", p.Spec.Workload, err)
 	}
+	return nil
 }
 
 // Metrics returns the admin /metrics exposition.
 func (p *Process) Metrics(ctx context.Context) (string, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", PortAdmin), nil)
-	resp, err := p.httpClient().Do(req)
+	text, err := probe.Get(ctx, p.httpClient(), fmt.Sprintf("http://127.0.0.1:%d/metrics", PortAdmin), 32<<20)
 	if err != nil {
 		return "", fmt.Errorf("scraping linkerd2-proxy for %s: %w", p.Spec.Workload, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("scraping linkerd2-proxy for %s: %s", p.Spec.Workload, resp.Status)
-	}
-	return string(b), nil
+	return text, nil
 }
 
 // Stats scrapes the proxy and sums its traffic's TLS state.
