@@ -127,20 +127,29 @@ func TestHopsEveryPath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
+	// 1000 rps, not labOptions' 100: a node proxy only relaying bytes
+	// spends tens of µs per request, so 100 rps for 2 s can stay under one
+	// 10-ms CPU tick on a fast machine and be charged 0 ms (CI once
+	// printed "ztunnel-node2: 0.000 ms"); 1000 rps gives it dozens.
+	opts := func(mode mesh.Mode, net uint8) Options {
+		o := labOptions(t, mode, 1, net)
+		o.Rate = "1000"
+		return o
+	}
 	t.Run("waypoint", func(t *testing.T) {
-		h := hopRun(t, labOptions(t, mesh.ModeWaypoint, 1, 112))
+		h := hopRun(t, opts(mesh.ModeWaypoint, 112))
 		if len(h.Hops) != 1 || h.Hops[0].Name != "waypoint" || h.App == nil || len(h.L4) != 3 || h.Traversals != 3 {
 			t.Errorf("waypoint: hops %+v, L4 %v, traversals %d", h.Hops, h.L4, h.Traversals)
 		}
 	})
 	t.Run("ambient", func(t *testing.T) {
-		h := hopRun(t, labOptions(t, mesh.ModeAmbient, 1, 113))
+		h := hopRun(t, opts(mesh.ModeAmbient, 113))
 		if len(h.Hops) != 0 || h.App != nil || len(h.L4) != 2 || h.Untimed.Count != h.Complete {
 			t.Errorf("ambient: hops %+v, app %v, L4 %v", h.Hops, h.App, h.L4)
 		}
 	})
 	t.Run("faces sidecar", func(t *testing.T) {
-		o := labOptions(t, mesh.ModeSidecar, 1, 114)
+		o := labOptions(t, mesh.ModeSidecar, 1, 114) // HTTP Envoys only: 100 rps is plenty
 		o.Mesh.App = mesh.AppFaces
 		h := hopRun(t, o)
 		if len(h.Hops) != 2 || h.Hops[1].Name != "face sidecar inbound" || h.Traversals != 6 {
