@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -104,12 +105,13 @@ const (
 	MemPrefix = "mem_mib:"
 	// Per component: "cpu_m:component:server sidecar".
 	ComponentInfix = "component:"
-	// Data plane per 1000 achieved rps and per app pod.
-	DataPlaneCPUPer1000 = "data_plane_cpu_m_per_1000rps"
-	DataPlaneMemPer1000 = "data_plane_mem_mib_per_1000rps"
-	DataPlaneMemPerPod  = "data_plane_mem_mib_per_replica"
-	DataPlaneCPUToApp   = "data_plane_to_app_cpu_ratio"
-	DataPlaneMemToApp   = "data_plane_to_app_mem_ratio"
+	// Data plane per 1000 achieved rps and per app pod
+	// (sample.DataPlaneFigures).
+	DataPlaneCPUPer1000 = sample.DataPlaneCPUPer1000
+	DataPlaneMemPer1000 = sample.DataPlaneMemPer1000
+	DataPlaneMemPerPod  = sample.DataPlaneMemPerPod
+	DataPlaneCPUToApp   = sample.DataPlaneCPUToApp
+	DataPlaneMemToApp   = sample.DataPlaneMemToApp
 )
 
 // SpectrumPercentiles are the percentiles a cell's latency spectrum keeps.
@@ -191,24 +193,7 @@ func ReadCell(dir, id string) (*Cell, error) {
 	for _, g := range sum.Components {
 		put(ComponentInfix, g.Name, g.Figures)
 	}
-	dpCPU, hasDP := c.Figures[CPUPrefix+sample.CategoryDataPlane]
-	if hasDP && rate > 0 {
-		c.Figures[DataPlaneCPUPer1000] = dpCPU / rate * 1000
-	}
-	if mem, ok := c.Figures[MemPrefix+sample.CategoryDataPlane]; ok {
-		if rate > 0 {
-			c.Figures[DataPlaneMemPer1000] = mem / rate * 1000
-		}
-		if pods := appPods(c.Config); pods > 0 {
-			c.Figures[DataPlaneMemPerPod] = mem / float64(pods)
-		}
-		if app, ok := c.Figures[MemPrefix+sample.CategoryApp]; ok && app > 0 {
-			c.Figures[DataPlaneMemToApp] = mem / app
-		}
-	}
-	if app, ok := c.Figures[CPUPrefix+sample.CategoryApp]; ok && hasDP && app > 0 {
-		c.Figures[DataPlaneCPUToApp] = dpCPU / app
-	}
+	maps.Copy(c.Figures, sample.DataPlaneFigures(sum, rate, appPods(c.Config)))
 	return c, nil
 }
 
