@@ -9,14 +9,22 @@ import (
 // (schema/cell-settings.v1.schema.json in the repository).
 const CellSettingsSchema = "meshbench.cell-settings/v1"
 
+// CellSettingsVersion is the version of CellSettings this meshbench
+// writes (the "settings_version" key) and the newest it reads.
+const CellSettingsVersion = 1
+
 // CellSettings are the settings of one cell that every platform records in
 // RunManifest.Options, under these keys, and analysis reads back: the
 // topology (mesh options) and the load. A platform adds keys of its own
 // beside them (kube: workers, cluster, image, …; local: pss_every_rounds,
 // validated_configs), which CellSettings ignores. Every manifest meshbench
 // has written carries these keys in this form (version 1), so old results
-// read back as new ones do.
+// read back as new ones do; those written before the version key existed
+// read as version 1.
 type CellSettings struct {
+	// Version is the record's version: CellSettingsVersion when written
+	// (Options sets it), 1 for a manifest without the key.
+	Version  int    `json:"settings_version"`
 	Mesh     string `json:"mesh"`     // mesh mode (internal/meshes)
 	App      string `json:"app"`      // static or faces
 	Replicas int    `json:"replicas"` // pods per service of the app
@@ -45,7 +53,7 @@ type CellSettings struct {
 // platform's own keys) added; extra may not redefine a key of s.
 func (s CellSettings) Options(extra map[string]any) map[string]any {
 	m := map[string]any{
-		"mesh": s.Mesh, "app": s.App, "replicas": s.Replicas, "nodes": s.Nodes,
+		"settings_version": CellSettingsVersion, "mesh": s.Mesh, "app": s.App, "replicas": s.Replicas, "nodes": s.Nodes,
 		"policies": s.Policies, "gateway": s.Gateway, "protocol": s.Protocol, "mtls": s.MTLS,
 		"rate": s.Rate, "closed_loop": s.ClosedLoop, "duration": s.Duration, "warmup": s.Warmup,
 		"connections": s.Connections, "sample_interval": s.SampleInterval, "drain": s.Drain,
@@ -63,8 +71,9 @@ func (s CellSettings) Options(extra map[string]any) map[string]any {
 }
 
 // Settings reads the cell settings back from m.Options (keys missing in a
-// manifest read as zero values). It fails only when a key holds a value of
-// the wrong type.
+// manifest read as zero values; a missing version as 1). It fails when a
+// key holds a value of the wrong type or the record is newer than
+// CellSettingsVersion.
 func (m *RunManifest) Settings() (CellSettings, error) {
 	var s CellSettings
 	b, err := json.Marshal(m.Options)
@@ -73,6 +82,12 @@ func (m *RunManifest) Settings() (CellSettings, error) {
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, fmt.Errorf("manifest options: %w", err)
+	}
+	if s.Version == 0 {
+		s.Version = 1 // written before the key existed
+	}
+	if s.Version > CellSettingsVersion {
+		return s, fmt.Errorf("manifest options: settings_version %d: this meshbench reads up to %d; use a newer meshbench", s.Version, CellSettingsVersion)
 	}
 	return s, nil
 }

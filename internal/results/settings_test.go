@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -13,7 +14,7 @@ import (
 // TestCellSettingsRoundTrip writes settings as a platform does, through a
 // manifest file, and reads them back.
 func TestCellSettingsRoundTrip(t *testing.T) {
-	want := CellSettings{Mesh: "linkerd", App: "faces", Replicas: 3, Nodes: 2, Policies: 5, Protocol: "tcp", MTLS: true,
+	want := CellSettings{Version: CellSettingsVersion, Mesh: "linkerd", App: "faces", Replicas: 3, Nodes: 2, Policies: 5, Protocol: "tcp", MTLS: true,
 		Rate: "33.3", Duration: "10s", Warmup: "2s", Connections: 16, SampleInterval: "1s", Drain: "1m0s"}
 	m := &RunManifest{Schema: RunSchema, Options: want.Options(map[string]any{"workers": 3})}
 	b, err := json.Marshal(m)
@@ -34,6 +35,12 @@ func TestCellSettingsRoundTrip(t *testing.T) {
 	if back.Options["workers"] != float64(3) {
 		t.Errorf("the platform's own key workers = %v, want 3", back.Options["workers"])
 	}
+	// A record newer than this meshbench reads is refused, not misread.
+	back.Options["settings_version"] = CellSettingsVersion + 1
+	if _, err := back.Settings(); err == nil || !strings.Contains(err.Error(), "use a newer meshbench") {
+		t.Errorf("settings_version %d: error %v", CellSettingsVersion+1, err)
+	}
+	back.Options["settings_version"] = CellSettingsVersion
 	// A key of the wrong type is an error, not a silent zero.
 	back.Options["replicas"] = "three"
 	if _, err := back.Settings(); err == nil {
@@ -81,8 +88,14 @@ func TestCellSettingsStoredManifests(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		// Written back, the settings are the stored keys and values.
+		// Written before the version key existed: version 1.
+		if s.Version != 1 {
+			t.Errorf("%s: version %d, want 1", p, s.Version)
+		}
+		// Written back, the settings are the stored keys and values (and
+		// the version key, new).
 		again := s.Options(nil)
+		delete(again, "settings_version")
 		for k, v := range again {
 			stored, _ := json.Marshal(m.Options[k])
 			mine, _ := json.Marshal(v)
