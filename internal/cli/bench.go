@@ -254,13 +254,10 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	for i, c := range cells {
 		mo := c.Mesh
 		mo.LoopbackNet = uint8(f.loopbackNet)
-		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
+		lo := local.Options{Mesh: mo, Load: c.Rate.Load(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
 			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops}
-		if c.Rate.Closed() {
-			lo.Rate = ""
-		}
 		rcells[i] = runner.Cell{ID: c.ID, Lab: lo}
 		if p.ReuseTopology {
 			rcells[i].Topology = c.TopologyKey
@@ -371,17 +368,11 @@ func benchKubeOptions(p *plan.Plan, c plan.Cell, k *kubeFlags) kube.Options {
 	o := kube.Options{Connect: k.connect(),
 		Spec: kube.Spec{AppNamespace: k.namespacePrefix + "-app", LoadNamespace: k.namespacePrefix + "-load",
 			Mesh: c.Mesh, Image: k.image, AppImage: k.appImage, FacesChart: k.facesChart && c.Mesh.App == mesh.AppFaces},
-		Rate: string(c.Rate), Max: c.Rate.Closed(), Workers: p.Workers, Generator: p.Generator, Duration: p.Duration, Warmup: p.Warmup,
+		Load: c.Rate.Load(), Workers: p.Workers, Generator: p.Generator, Duration: p.Duration, Warmup: p.Warmup,
 		Connections: p.Connections, AllowForeign: k.allowForeign, Keep: k.keep,
 		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout,
 		MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval,
 		RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Version: Version}
-	if c.Rate.Closed() {
-		o.Rate = ""
-	}
-	if o.Drain == 0 {
-		o.Drain = -1 // the plan says no drain (0 is kube.Options' default)
-	}
 	return o
 }
 

@@ -82,7 +82,7 @@ func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, 
 			mu.Lock()
 			defer mu.Unlock()
 			if !ev.Done {
-				fmt.Fprintf(env.Stderr, "[%s] %s at %s/s: running\n", time.Since(started).Round(time.Second), ev.Cell.ID, ev.Cell.Lab.Rate)
+				fmt.Fprintf(env.Stderr, "[%s] %s at %s/s: running\n", time.Since(started).Round(time.Second), ev.Cell.ID, ev.Cell.Lab.Load)
 				return
 			}
 			verdict := ""

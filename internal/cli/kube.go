@@ -18,6 +18,7 @@ import (
 	"github.com/meshbench/meshbench/internal/istio"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -117,7 +118,8 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if !slices.Contains(extgen.Names, f.kube.generator) {
 		errs = append(errs, fmt.Errorf("--generator %q: allowed: %s", f.kube.generator, strings.Join(extgen.Names, ", ")))
 	}
-	errs = append(errs, checkLoadFlags(f.rate, f.connections, false)...)
+	load, loadErrs := checkLoadFlags(f.rate, f.connections, false)
+	errs = append(errs, loadErrs...)
 	if err := results.CheckNewDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
@@ -126,11 +128,14 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
 		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == mesh.AppFaces}
-	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Rate: f.rate, Workers: f.kube.workers,
+	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Load: load, Workers: f.kube.workers,
 		Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections, InstallMesh: f.kube.installMesh,
 		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
 		MetricsSource: f.kube.metricsSource, KubeletInterval: f.kube.kubeletInterval,
 		IdleTimeout: f.kube.idleTimeout, ReadyTimeout: f.kube.timeout, OutDir: f.out, Log: env.Stderr, Version: Version}
+	// --drain unset or 0 on a cluster: the default maximum (the flag's
+	// own default, 2s, is the lab's).
+	o.Drain = plan.KubeDrain(o.SampleInterval)
 	if f.drain > 0 && f.drainSet {
 		o.Drain = f.drain
 	}

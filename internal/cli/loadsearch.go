@@ -212,7 +212,7 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 			break
 		}
 		pc := cfg
-		r, err := loadgen.ParseRate(capacity.FormatRate(rate))
+		r, err := loadgen.RateOf(rate)
 		if err != nil {
 			return fmt.Errorf("probe rate %v: %w", rate, err)
 		}

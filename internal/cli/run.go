@@ -152,7 +152,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		// would judge the wrong process.
 		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
 	}
-	errs = append(errs, checkLoadFlags(f.rate, f.connections, true)...)
+	load, loadErrs := checkLoadFlags(f.rate, f.connections, true)
+	errs = append(errs, loadErrs...)
 	switch {
 	case f.bodySize < 1 || f.bodySize > app.MaxBodySize:
 		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
@@ -168,7 +169,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
-	o := local.Options{Mesh: mo, Rate: f.rate, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
+	o := local.Options{Mesh: mo, Load: load, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
 	if f.bodySize != app.DefaultBodySize {
@@ -212,10 +213,12 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 // checkLoadFlags checks the load flags that `run` and `bench` hand to
 // their load processes, before anything starts, with the messages `load`
 // gives: the rate as ParseRate reads it and at least one connection; on
-// this machine (local), also enough file descriptors for them.
-func checkLoadFlags(rate string, connections int, local bool) []error {
+// this machine (local), also enough file descriptors for them. It returns
+// the rate as the open-loop load, parsed once here.
+func checkLoadFlags(rate string, connections int, local bool) (loadgen.Load, []error) {
 	var errs []error
-	if _, err := loadgen.ParseRate(rate); err != nil {
+	r, err := loadgen.ParseRate(rate)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("--%w", err))
 	}
 	if connections < 1 {
@@ -225,7 +228,7 @@ func checkLoadFlags(rate string, connections int, local bool) []error {
 			errs = append(errs, err)
 		}
 	}
-	return errs
+	return loadgen.OpenLoop(r), errs
 }
 
 func printRun(env *Env, res *local.Result) {

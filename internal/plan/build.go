@@ -158,7 +158,7 @@ func (b *builder) scalars() {
 			p.SampleInterval = DefaultKubeSampleInterval
 		}
 		if b.s.entries["drain"] == nil {
-			p.Drain = max(DefaultKubeDrain, 3*p.SampleInterval)
+			p.Drain = KubeDrain(p.SampleInterval)
 		}
 		if it, ok := b.one("pss_every"); ok {
 			b.s.badItem("pss_every", it, "only on platform local (the kube platform reads the working set from metrics.k8s.io)")
@@ -352,13 +352,15 @@ func (b *builder) axes() {
 		return it.text, b.viaValidate("axes.app", it, o, "app", "static, faces")
 	}, func() { a.App = nil }, func(it item) { a.App = append(a.App, mesh.App(it.text)) })
 
+	var parsed Rate // the item parse just read, for add
 	b.axis("axes.rate", func(it item) (string, bool) {
 		r, ok := parseRate(it.text)
 		if !ok {
 			b.s.badItem("axes.rate", it, rateAllowed)
 		}
-		return string(r), ok
-	}, func() { a.Rate = nil }, func(it item) { r, _ := parseRate(it.text); a.Rate = append(a.Rate, r) })
+		parsed = r
+		return r.String(), ok
+	}, func() { a.Rate = nil }, func(it item) { a.Rate = append(a.Rate, parsed) })
 
 	b.axis("axes.replicas", func(it item) (string, bool) {
 		n, err := strconv.Atoi(it.text)

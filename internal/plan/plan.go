@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -143,6 +142,19 @@ const (
 // meshbench's image holds (extgen.Names).
 var Generators = extgen.Names
 
+// KubeDrain is the drain's maximum on PlatformKube when none is given:
+// DefaultKubeDrain, the seed tool's 60 s, or three sample periods when
+// that is longer. The metrics API lags the load: with metrics-server's
+// 15 s resolution a sample whose window starts after the load's end is
+// served up to two scrapes (30 s) after it, plus a polling period; the run
+// ends the drain as soon as a fresh sample shows the app idle again.
+func KubeDrain(sampleInterval time.Duration) time.Duration {
+	return max(DefaultKubeDrain, 3*sampleInterval)
+}
+
+// DefaultRate is the rate axis without a value: 100 requests per second.
+var DefaultRate = RatePerSecond(100)
+
 // Limits and defaults.
 const (
 	// MaxCells bounds a plan: at about 20 s a cell, 10000 cells are more
@@ -150,7 +162,6 @@ const (
 	MaxCells = 10000
 
 	DefaultRepetitions    = 3
-	DefaultRate           = Rate("100")
 	DefaultNodes          = 1
 	DefaultDuration       = 10 * time.Second
 	DefaultWarmup         = 2 * time.Second
@@ -163,10 +174,8 @@ const (
 	DefaultLoadCPU        = 0.9 // local.DefaultLoadCPUMax
 
 	// On PlatformKube: metrics.k8s.io's period (metrics-server's default
-	// resolution is 15 s, its minimum 10 s), and the drain's maximum, the
-	// seed tool's 60 s, or three periods when that is longer: the metrics
-	// API lags the load, and the run ends the drain as soon as a fresh
-	// sample shows the app idle again (about two periods).
+	// resolution is 15 s, its minimum 10 s), and the drain's maximum
+	// (KubeDrain).
 	DefaultKubeSampleInterval = 10 * time.Second
 	DefaultKubeDrain          = 60 * time.Second
 	MaxWorkers                = 1000
@@ -206,29 +215,40 @@ func Defaults() *Plan {
 	}
 }
 
-// Rate is one value of the rate axis: an open-loop rate in requests per
-// second as `meshbench load --rate` reads it, in its shortest form ("50",
-// "33.3"), or RateMax.
-type Rate string
+// Rate is one value of the rate axis: the load a cell offers, an
+// open-loop rate or the closed loop (RateMax), parsed once from the plan
+// or the flags and handed typed to the platforms (Load). String is its
+// canonical text, the "r…" of cell IDs and the scenario's rate ("50",
+// "33.3", "max"). The zero Rate stands for a capacity search's rate, which
+// its probes vary ("search" in configuration IDs).
+type Rate struct{ load loadgen.Load }
 
-// RateMax is the closed loop: every connection sends when its last answer
-// arrives (`meshbench load --max`, local.Options.Max).
-const RateMax Rate = "max"
+// RateMax is the closed loop (loadgen.ClosedLoop): every connection sends
+// when its last answer arrives.
+var RateMax = Rate{loadgen.ClosedLoop}
+
+// RatePerSecond is the open-loop rate of n requests per second.
+func RatePerSecond(n uint64) Rate {
+	return Rate{loadgen.OpenLoopPerSecond(n)}
+}
+
+// Load is the load r offers, as the platforms take it.
+func (r Rate) Load() loadgen.Load { return r.load }
 
 // Closed reports whether r is the closed loop.
-func (r Rate) Closed() bool { return r == RateMax }
+func (r Rate) Closed() bool { return r.load.Closed() }
 
 // PerSecond returns the open-loop rate in requests per second, 0 for
-// RateMax or a malformed Rate.
-func (r Rate) PerSecond() float64 {
-	if r.Closed() {
-		return 0
+// RateMax.
+func (r Rate) PerSecond() float64 { return r.load.PerSecond() }
+
+// String is r's canonical text: "max", the rate's shortest decimal, or
+// "search" for the zero Rate.
+func (r Rate) String() string {
+	if r.load.IsZero() {
+		return "search"
 	}
-	v, err := strconv.ParseFloat(string(r), 64)
-	if err != nil {
-		return 0
-	}
-	return v
+	return r.load.String()
 }
 
 // rateAllowed is what the rate axis takes.
@@ -238,18 +258,15 @@ var rateAllowed = fmt.Sprintf("allowed: positive numbers (requests per second, a
 const maxRatePerSec = 10_000_000
 
 // parseRate reads one rate value: "max", or a positive decimal number of
-// requests per second that loadgen.ParseRate accepts. It returns the
-// canonical form.
+// requests per second that loadgen.ParseLoad accepts (no unit: the axis is
+// per second).
 func parseRate(s string) (Rate, bool) {
-	if s == string(RateMax) {
-		return RateMax, true
-	}
 	if s == "" || strings.ContainsAny(s, "/ \t") {
-		return "", false
+		return Rate{}, false
 	}
-	r, err := loadgen.ParseRate(s)
+	l, err := loadgen.ParseLoad(s)
 	if err != nil {
-		return "", false
+		return Rate{}, false
 	}
-	return Rate(strconv.FormatFloat(r.PerSecond(), 'f', -1, 64)), true
+	return Rate{l}, true
 }

@@ -37,7 +37,7 @@ func TestDefaults(t *testing.T) {
 		Platform: "local", Repetitions: 3,
 		Axes: Axes{
 			Mesh: []mesh.Mode{"none", "sidecar", "ambient", "waypoint"}, App: []mesh.App{"static"},
-			Rate: []Rate{"100"}, Replicas: []int{1}, Policies: []int{0}, Protocol: []mesh.Protocol{"http"},
+			Rate: []Rate{RatePerSecond(100)}, Replicas: []int{1}, Policies: []int{0}, Protocol: []mesh.Protocol{"http"},
 			Gateway: []bool{false}, MTLS: []bool{true},
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
@@ -58,7 +58,7 @@ func TestDefaults(t *testing.T) {
 // TestPartialDefaults: keys given replace their default, the others stay.
 func TestPartialDefaults(t *testing.T) {
 	p := mustParse(t, "p.yaml", "axes:\n  rate: 50\nthresholds:\n  errors: 0.05\nseed: -7\n")
-	if !reflect.DeepEqual(p.Axes.Rate, []Rate{"50"}) {
+	if !reflect.DeepEqual(p.Axes.Rate, []Rate{RatePerSecond(50)}) {
 		t.Errorf("rate = %v, want [50] (a single value is a list of one)", p.Axes.Rate)
 	}
 	if p.Thresholds != (Thresholds{RateShortfall: 0.002, Errors: 0.05, LoadCPU: 0.9}) {
@@ -75,13 +75,13 @@ func TestPartialDefaults(t *testing.T) {
 func TestRates(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want Rate // "" = rejected
+		want string // canonical text; "" = rejected
 	}{
 		{"50", "50"},
 		{"50.0", "50"},           // canonical: the shortest form
 		{"33.3", "33.3"},         // exact decimals, as loadgen reads them
 		{"0.5", "0.5"},           // below one per second is still a rate
-		{"max", RateMax},         // closed loop
+		{"max", "max"},           // closed loop
 		{"10000000", "10000000"}, // loadgen's maximum
 		{"10000001", ""},         // above loadgen's maximum
 		{"0", ""},                // not positive
@@ -92,11 +92,11 @@ func TestRates(t *testing.T) {
 		{"", ""},
 	} {
 		got, ok := parseRate(tc.in)
-		if ok != (tc.want != "") || got != tc.want {
+		if ok != (tc.want != "") || (ok && got.String() != tc.want) {
 			t.Errorf("parseRate(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
 		}
 	}
-	if !RateMax.Closed() || Rate("50").Closed() || Rate("33.3").PerSecond() != 33.3 || RateMax.PerSecond() != 0 {
+	if !RateMax.Closed() || testRate(t, "50").Closed() || testRate(t, "33.3").PerSecond() != 33.3 || RateMax.PerSecond() != 0 {
 		t.Error("Rate methods")
 	}
 }
@@ -297,7 +297,7 @@ axes:
 		t.Errorf("IDs depend on axis order:\n%v\n%v", a, b)
 	}
 	c := p.Cells()[0]
-	if c.TopologyKey != "sidecar-static-x10-p4-http-pod-mtls-n1" || c.Rate != "50" || c.Mesh.Policies != 4 || c.Mesh.Replicas != 10 {
+	if c.TopologyKey != "sidecar-static-x10-p4-http-pod-mtls-n1" || c.Rate.String() != "50" || c.Mesh.Policies != 4 || c.Mesh.Replicas != 10 {
 		t.Errorf("cell %+v", c)
 	}
 }
@@ -561,4 +561,14 @@ workers: 3
 	if e := p.Estimate(p.CellOverhead()); e != time.Duration(len(p.Cells()))*(2*time.Second+10*time.Second+20*time.Second+55*time.Second) {
 		t.Errorf("estimate %v", e)
 	}
+}
+
+// testRate is the rate axis value s, which must parse.
+func testRate(tb testing.TB, s string) Rate {
+	tb.Helper()
+	r, ok := parseRate(s)
+	if !ok {
+		tb.Fatalf("parseRate(%q) failed", s)
+	}
+	return r
 }

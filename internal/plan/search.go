@@ -216,7 +216,7 @@ func (p *Plan) Searches(seed int64) [][]SearchSpec {
 		if p.skipReason(t.o) != "" {
 			return
 		}
-		cfgs = append(cfgs, Cell{Config: configID(t.o, "search"), Mesh: t.o, TopologyKey: topologyKey(t.o)})
+		cfgs = append(cfgs, Cell{Config: configID(t.o, Rate{}), Mesh: t.o, TopologyKey: topologyKey(t.o)})
 	})
 	rng := newOrderRNG(seed)
 	out := make([][]SearchSpec, p.Repetitions)
@@ -234,9 +234,9 @@ func (p *Plan) Searches(seed int64) [][]SearchSpec {
 // SearchConfigOf is the search configuration ID of a probe cell's mesh
 // options, for matching the baseline: BaselineOf with rate "search".
 func (p *Plan) SearchBaselineOf(c Cell) (string, bool) {
-	c.Rate = "search"
+	c.Rate = Rate{} // "search"
 	saved := p.Axes.Rate
-	p.Axes.Rate = []Rate{"search"}
+	p.Axes.Rate = []Rate{{}}
 	defer func() { p.Axes.Rate = saved }()
 	return p.BaselineOf(c)
 }

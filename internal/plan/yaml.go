@@ -39,7 +39,7 @@ func (p *Plan) YAML() []byte {
 	add(axes, "app", seq(strs(p.Axes.App)))
 	if p.Search == nil { // a search chooses its rates
 		if open := p.Axes.OpenRates(); len(open) > 0 {
-			add(axes, "rate", seq(strs(open)))
+			add(axes, "rate", seq(rateStrs(open)))
 		}
 		add(axes, "load_model", seq(p.Axes.LoadModels()))
 	}
@@ -171,4 +171,12 @@ func addAppFaults(root *yaml.Node, f app.Faults) {
 	if f.Seed != 0 {
 		add(root, "app_seed", plain(strconv.FormatInt(f.Seed, 10)))
 	}
+}
+
+func rateStrs(rs []Rate) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return out
 }

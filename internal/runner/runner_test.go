@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
@@ -32,7 +33,7 @@ func cells(t *testing.T, n int) []Cell {
 	for i := range n {
 		mo := mesh.DefaultOptions()
 		mo.LoopbackNet = 60
-		out = append(out, Cell{ID: "none-r100-rep" + string(rune('0'+i)), Lab: local.Options{Mesh: mo, Rate: "100",
+		out = append(out, Cell{ID: "none-r100-rep" + string(rune('0'+i)), Lab: local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100),
 			Duration: time.Second, Warmup: 200 * time.Millisecond, Meshbench: bin, SampleInterval: 250 * time.Millisecond,
 			Drain: 250 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -146,8 +147,11 @@ func judgeStored(o SearchOptions, id string, st *results.CellStatus, rate float6
 func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, ls *labs, s Search, id string, rate float64,
 	index, total int) (capacity.Probe, error) {
 	c := Cell{ID: id, Lab: s.Lab}
-	c.Lab.Rate = capacity.FormatRate(rate)
-	c.Lab.Max = false
+	r, rerr := loadgen.RateOf(rate)
+	if rerr != nil {
+		return capacity.Probe{}, fmt.Errorf("probe %s: %w", id, rerr)
+	}
+	c.Lab.Load = loadgen.OpenLoop(r)
 	st := &results.CellStatus{State: results.CellPending}
 	if old := m.Cells[id]; old == nil {
 		m.Order = append(m.Order, id)

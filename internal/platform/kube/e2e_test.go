@@ -34,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -99,7 +100,8 @@ func TestE2E(t *testing.T) {
 			mo.Mode, mo.Replicas = mesh.Mode(m), 2
 			spec := Spec{RunID: "e2e-" + m + "-" + time.Now().UTC().Format("150405"),
 				AppNamespace: "meshbench-e2e-app", LoadNamespace: "meshbench-e2e-load", Mesh: mo, Image: image}
-			o := Options{Spec: spec, Rate: strconv.FormatFloat(e2eRate, 'f', -1, 64), Workers: e2eWorkers, Duration: duration, Warmup: 5 * time.Second,
+			o := Options{Spec: spec, Load: testLoad(t, strconv.FormatFloat(e2eRate, 'f', -1, 64)), Workers: e2eWorkers, Duration: duration, Warmup: 5 * time.Second,
+				Drain:       plan.KubeDrain(0),
 				InstallMesh: install, IstioProfile: istioProfile, OutDir: filepath.Join(outRoot, m), Log: testLog{t}, Version: "e2e"}
 			res, err := Run(ctx, o)
 			if err != nil {

@@ -25,7 +25,7 @@ func TestOptionsGenerator(t *testing.T) {
 		{"unknown", "hey", "100", 1, "generator hey: allowed: meshbench, oha, wrk2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := Options{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0), Rate: tt.rate, Workers: tt.workers,
+			o := Options{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0), Load: testLoad(t, tt.rate), Workers: tt.workers,
 				Duration: 10 * time.Second, Generator: tt.generator, OutDir: t.TempDir()}
 			err := o.defaults()
 			switch {

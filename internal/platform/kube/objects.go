@@ -771,11 +771,9 @@ func (s Spec) deployment(svc appService) *appsv1.Deployment {
 // results merged are the whole load.
 type LoadSpec struct {
 	Spec
-	// Rate is the total rate as `meshbench load --rate` reads it ("1000",
-	// "33.3", "60/m"); required unless Max.
-	Rate string
-	// Max runs a closed loop (`--max`) instead of a rate.
-	Max bool
+	// Load is the total load: an open-loop rate, split among the workers,
+	// or loadgen.ClosedLoop; required.
+	Load loadgen.Load
 	// Workers is the number of load pods, 1 or more.
 	Workers int
 	// Duration is the measured window (required), Warmup the load sent
@@ -807,14 +805,11 @@ func (ls LoadSpec) Validate() error {
 		bad("workers", strconv.Itoa(ls.Workers), "allowed: 1 or more")
 	}
 	switch {
-	case ls.Max && ls.Rate != "":
-		bad("rate", ls.Rate, "excludes max (a closed loop has no rate)")
-	case !ls.Max:
-		r, err := loadgen.ParseRate(ls.Rate)
-		if err != nil {
-			errs = append(errs, err)
-		} else if _, err := loadgen.WorkerRate(r, ls.Workers, ls.Workers-1); ls.Workers >= 1 && err != nil {
-			bad("rate", ls.Rate, fmt.Sprintf("too low to split over %d workers (each needs at least %g per second)", ls.Workers, loadgen.WorkerShareStep))
+	case ls.Load.IsZero():
+		bad("rate", `""`, "required: a rate per second or the closed loop")
+	case !ls.Load.Closed():
+		if _, err := loadgen.WorkerRate(ls.Load.Rate(), ls.Workers, ls.Workers-1); ls.Workers >= 1 && err != nil {
+			bad("rate", ls.Load.String(), fmt.Sprintf("too low to split over %d workers (each needs at least %g per second)", ls.Workers, loadgen.WorkerShareStep))
 		}
 	}
 	if ls.Duration <= 0 {
@@ -863,11 +858,11 @@ func (ls LoadSpec) checkGenerator() error {
 	}
 	conns := cmp.Or(ls.Connections, loadgen.DefaultConnections)
 	for i := range ls.Workers {
-		c := extgen.Config{Generator: ls.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Closed: ls.Max,
+		c := extgen.Config{Generator: ls.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Closed: ls.Load.Closed(),
 			Duration: ls.Duration, Warmup: ls.Warmup, Timeout: cmp.Or(ls.Timeout, 30*time.Second),
 			Connections: max(loadgen.WorkerConnections(conns, ls.Workers, i), 1)}}
-		if !ls.Max {
-			if c.Load.Rate, err = loadgen.WorkerRate(mustRate(ls.Rate), ls.Workers, i); err != nil {
+		if !ls.Load.Closed() {
+			if c.Load.Rate, err = loadgen.WorkerRate(ls.Load.Rate(), ls.Workers, i); err != nil {
 				return err
 			}
 		}
@@ -878,24 +873,13 @@ func (ls LoadSpec) checkGenerator() error {
 	return nil
 }
 
-// mustRate parses a rate Validate has checked.
-func mustRate(s string) loadgen.Rate {
-	r, _ := loadgen.ParseRate(s)
-	return r
-}
-
 // LoadArgs are the arguments of worker index's `meshbench load` (index
 // "$(JOB_COMPLETION_INDEX)" in the Job, which Kubernetes expands from the
 // container's environment). Its stdout, the pod's log, is exactly the
 // JSON result (--output-format json --quiet).
 func LoadArgs(ls LoadSpec, index string) []string {
 	ls.Spec = ls.Spec.WithDefaults()
-	args := []string{"load"}
-	if ls.Max {
-		args = append(args, "--max")
-	} else {
-		args = append(args, "--rate", ls.Rate)
-	}
+	args := append([]string{"load"}, ls.Load.Flags()...)
 	args = append(args, "--workers", strconv.Itoa(ls.Workers), "--worker-index", index,
 		"--duration", ls.Duration.String(), "--warmup", ls.Warmup.String())
 	if ls.Timeout > 0 {

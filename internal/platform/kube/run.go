@@ -35,8 +35,8 @@ type Options struct {
 	Connect ConnectOptions
 	// Spec is what to deploy (RunID is set by Run when empty).
 	Spec Spec
-	Rate string // load rate as `meshbench load --rate` reads it
-	Max  bool   // closed loop
+	// Load is the load offered: an open-loop rate or loadgen.ClosedLoop.
+	Load loadgen.Load
 	// Workers is the number of load pods (a Job's parallelism); the rate
 	// and connections are split among them.
 	Workers     int
@@ -69,8 +69,8 @@ type Options struct {
 	// the metrics API lags: it stops as soon as a fresh sample of every
 	// app pod taken wholly after the load's end shows the app idle (the
 	// IdleMillicores threshold), and says how it ended (results.Drain).
-	// 0: DefaultDrain, or 3 × SampleInterval if longer; negative: no
-	// drain.
+	// 0: no drain (the same meaning as the plan's drain; the default is
+	// plan.KubeDrain).
 	Drain time.Duration
 	// IdleMillicores is the app CPU under which the cluster counts as idle
 	// before the load starts (0: 10m per app pod), waited for at most
@@ -100,12 +100,6 @@ type Options struct {
 	OnRound func(sample.Round)
 	Version string
 }
-
-// DefaultDrain is the longest drain by default: the seed tool's 60 s.
-// With metrics-server's 15 s resolution a sample whose window starts
-// after the load's end is served up to two scrapes (30 s) after it, plus
-// a polling period.
-const DefaultDrain = 60 * time.Second
 
 // Result is what a run wrote and measured.
 type Result struct {
@@ -200,11 +194,8 @@ func (o *Options) defaults() error {
 	if o.MetricsSource != "" && !slices.Contains(MetricsSources, o.MetricsSource) {
 		errs = append(errs, fmt.Errorf("metrics source %q: allowed: %s", o.MetricsSource, strings.Join(MetricsSources, ", ")))
 	}
-	switch {
-	case o.Drain == 0:
-		o.Drain = max(DefaultDrain, 3*o.SampleInterval)
-	case o.Drain < 0:
-		o.Drain = 0
+	if o.Drain < 0 {
+		errs = append(errs, fmt.Errorf("drain %v: allowed: 0 (none) or more", o.Drain))
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = 2 * time.Minute
@@ -220,7 +211,7 @@ func (o *Options) defaults() error {
 		errs = append(errs, err)
 	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
 		// What the generator cannot do, before anything is deployed.
-		ls := LoadSpec{Spec: o.Spec, Rate: o.Rate, Max: o.Max, Workers: o.Workers, Duration: o.Duration,
+		ls := LoadSpec{Spec: o.Spec, Load: o.Load, Workers: o.Workers, Duration: o.Duration,
 			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}
 		if err := ls.Validate(); err != nil {
 			errs = append(errs, err)
@@ -782,7 +773,7 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
-	job, err := LoadJob(LoadSpec{Spec: o.Spec, Rate: o.Rate, Max: o.Max, Workers: o.Workers, Duration: o.Duration,
+	job, err := LoadJob(LoadSpec{Spec: o.Spec, Load: o.Load, Workers: o.Workers, Duration: o.Duration,
 		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator})
 	if err != nil {
 		endWarm()
@@ -1043,7 +1034,7 @@ func optionsMap(o Options, c *Cluster) map[string]any {
 	return results.CellSettings{
 		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
 		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
-		Rate: o.Rate, ClosedLoop: o.Max, Duration: o.Duration.String(), Warmup: o.Warmup.String(),
+		Rate: o.Load.RateText(), ClosedLoop: o.Load.Closed(), Duration: o.Duration.String(), Warmup: o.Warmup.String(),
 		Connections: o.Connections, SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(),
 	}.Options(map[string]any{
 		"workers": o.Workers, "kubelet_interval": o.KubeletInterval.String(),

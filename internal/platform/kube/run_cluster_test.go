@@ -36,7 +36,7 @@ func TestRunRefusesNamespaceInUse(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	_, err := Run(ctx, Options{Connect: ConnectOptions{Kubeconfig: kc.Kubeconfig},
 		Spec: Spec{RunID: "refused", AppNamespace: ns, LoadNamespace: "mbx-load", Mesh: mesh.DefaultOptions()},
-		Rate: "10", Duration: time.Second, OutDir: out})
+		Load: testLoad(t, "10"), Duration: time.Second, OutDir: out})
 	var inUse *NamespaceInUseError
 	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), "deployment/someones-app") {
 		t.Fatalf("run in a namespace in use: %v, want a NamespaceInUseError naming deployment/someones-app", err)

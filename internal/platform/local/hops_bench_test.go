@@ -46,7 +46,7 @@ func TestBenchHopsCost(t *testing.T) {
 				if strings.HasPrefix(m, "faces-") {
 					o.Mesh.App = mesh.AppFaces
 				}
-				o.Rate, o.Duration, o.Warmup, o.Drain = rate, time.Duration(secs)*time.Second, 2*time.Second, time.Second
+				o.Load, o.Duration, o.Warmup, o.Drain = testLoad(t, rate), time.Duration(secs)*time.Second, 2*time.Second, time.Second
 				o.SampleInterval = time.Second
 				o.Hops = on
 				res, err := Run(context.Background(), o)

@@ -72,7 +72,7 @@ func TestHopsSidecarKnownAnswer(t *testing.T) {
 	}
 	run := func(delay time.Duration, net uint8) *hops.Result {
 		o := labOptions(t, mesh.ModeSidecar, 1, net)
-		o.Rate, o.Duration = "200", 3*time.Second
+		o.Load, o.Duration = testLoad(t, "200"), 3*time.Second
 		o.AppFaults = app.Faults{Delay: delay}
 		return hopRun(t, o)
 	}
@@ -133,7 +133,7 @@ func TestHopsEveryPath(t *testing.T) {
 	// printed "ztunnel-node2: 0.000 ms"); 1000 rps gives it dozens.
 	opts := func(mode mesh.Mode, net uint8) Options {
 		o := labOptions(t, mode, 1, net)
-		o.Rate = "1000"
+		o.Load = testLoad(t, "1000")
 		return o
 	}
 	t.Run("waypoint", func(t *testing.T) {
@@ -251,7 +251,7 @@ func TestHopsLabReuse(t *testing.T) {
 	})
 	for i, rate := range []string{"50", "100"} {
 		co := o
-		co.Rate, co.OutDir = rate, filepath.Join(t.TempDir(), "cell"+rate)
+		co.Load, co.OutDir = testLoad(t, rate), filepath.Join(t.TempDir(), "cell"+rate)
 		res, err := lab.Run(context.Background(), co)
 		if err != nil {
 			t.Fatalf("cell %d: %v", i, err)

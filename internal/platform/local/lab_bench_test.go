@@ -75,7 +75,7 @@ func BenchmarkLabSidecar90(b *testing.B) {
 
 	mo := mesh.DefaultOptions()
 	mo.Mode, mo.Replicas, mo.LoopbackNet = mesh.ModeSidecar, replicas, benchLoopbackNet
-	o := Options{Mesh: mo, Rate: "0", Duration: time.Second, Envoy: bin,
+	o := Options{Mesh: mo, Duration: time.Second, Envoy: bin,
 		OutDir: filepath.Join(b.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(b),
 		SampleInterval: sample.DefaultInterval, IdleTimeout: 60 * time.Second,
 		Log: logWriter{b}, Version: "bench"}

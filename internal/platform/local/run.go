@@ -30,8 +30,8 @@ import (
 // Options is one benchmark cell on the local lab.
 type Options struct {
 	Mesh mesh.Options
-	Rate string // load rate as `meshbench load --rate` reads it
-	Max  bool   // closed loop (`meshbench load --max`) instead of Rate
+	// Load is the load offered: an open-loop rate or loadgen.ClosedLoop.
+	Load loadgen.Load
 	// LoadCPUMax is the load generator's CPU, as a fraction of one core,
 	// above which the run counts as CPU-starved and invalid (0:
 	// DefaultLoadCPUMax).
@@ -541,11 +541,7 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	l := c.lab
 	endWarm := c.phase("warmup")
 	loadPath := filepath.Join(c.dir.Path, results.LoadFile)
-	pace := []string{"--rate", c.opts.Rate}
-	if c.opts.Max {
-		pace = []string{"--max"}
-	}
-	args := append([]string{"load"}, pace...)
+	args := append([]string{"load"}, c.opts.Load.Flags()...)
 	args = append(args, "--duration", c.opts.Duration.String(), "--warmup", c.opts.Warmup.String(),
 		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath)
 	conns := max(c.opts.Connections, len(l.topo.LoadTargets))
@@ -698,10 +694,10 @@ func (c *cell) checkNodeProxyMTLS() {
 // LoadCPUMax of one core (its engine runs on one thread by default), where
 // its own scheduling, not the mesh, would shape the latencies.
 //
-// Closed loop (Max) is exempt: there the generator runs flat out by design,
+// The closed loop is exempt: there the generator runs flat out by design,
 // and the output already labels its latencies as queueing-dominated.
 func (c *cell) checkLoadCPU(s sample.Summary) {
-	if c.opts.Max {
+	if c.opts.Load.Closed() {
 		return
 	}
 	limit := c.opts.LoadCPUMax
@@ -764,7 +760,7 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 	return results.CellSettings{
 		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
 		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
-		Rate: o.Rate, ClosedLoop: o.Max, Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
+		Rate: o.Load.RateText(), ClosedLoop: o.Load.Closed(), Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
 		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(), Substrate: o.substrateName(),
 	}.Options(o.localOptions())
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -32,10 +33,20 @@ func findEnvoy(t *testing.T) *envoy.Binary {
 
 // labOptions: each test gets its own 127.<net>.0.0/16 so parallel packages
 // and leftovers never clash.
+// testLoad is the load s names ("100", "max"), for a test's options.
+func testLoad(tb testing.TB, s string) loadgen.Load {
+	tb.Helper()
+	l, err := loadgen.ParseLoad(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
 func labOptions(t *testing.T, mode mesh.Mode, replicas int, loopbackNet uint8) Options {
 	mo := mesh.DefaultOptions()
 	mo.Mode, mo.Replicas, mo.LoopbackNet = mode, replicas, loopbackNet
-	o := Options{Mesh: mo, Rate: "100", Duration: 2 * time.Second, Warmup: 500 * time.Millisecond,
+	o := Options{Mesh: mo, Load: testLoad(t, "100"), Duration: 2 * time.Second, Warmup: 500 * time.Millisecond,
 		OutDir: filepath.Join(t.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(t),
 		SampleInterval: 250 * time.Millisecond, Drain: 500 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}
 	if mode != mesh.ModeNone {
@@ -254,7 +265,7 @@ func TestRunAddressInUse(t *testing.T) {
 // it).
 func TestRunLoadCPUStarved(t *testing.T) {
 	o := labOptions(t, mesh.ModeNone, 1, 22)
-	o.LoadCPUMax, o.Rate = 0.001, "1000" // 1m
+	o.LoadCPUMax, o.Load = 0.001, testLoad(t, "1000") // 1m
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -265,7 +276,7 @@ func TestRunLoadCPUStarved(t *testing.T) {
 	assertNothingLeft(t, res.Manifest)
 
 	o = labOptions(t, mesh.ModeNone, 1, 22)
-	o.LoadCPUMax, o.Max, o.Duration = 0.001, true, time.Second
+	o.LoadCPUMax, o.Load, o.Duration = 0.001, loadgen.ClosedLoop, time.Second
 	res, err = Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("closed-loop run: %v", err)
@@ -329,7 +340,7 @@ func TestLabReuse(t *testing.T) {
 	var results2 []*Result
 	for i, rate := range []string{"50", "100"} {
 		co := o
-		co.Rate, co.OutDir = rate, filepath.Join(t.TempDir(), "cell"+strconv.Itoa(i))
+		co.Load, co.OutDir = testLoad(t, rate), filepath.Join(t.TempDir(), "cell"+strconv.Itoa(i))
 		res, err := lab.Run(context.Background(), co)
 		if err != nil {
 			t.Fatalf("cell %d: %v", i, err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -99,7 +100,7 @@ func TestSubstrateRun(t *testing.T) {
 			sub := &Substrate{Ztunnel: bin}
 			out := filepath.Join(t.TempDir(), "run")
 			var log testutil.SyncBuffer
-			o := local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
+			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
 				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb, Substrate: sub, Log: &log,
 				BodySize: tc.bodySize}
 			if tc.mode == mesh.ModeSidecar {
@@ -227,7 +228,7 @@ func TestSubstrateUpFailsClean(t *testing.T) {
 	subnet, prefix := freeLab(t, map[string]bool{})
 	mo := mesh.DefaultOptions()
 	mo.Mode = mesh.ModeAmbient
-	_, err := local.Run(context.Background(), local.Options{Mesh: mo, Rate: "10", Duration: time.Second, OutDir: filepath.Join(dir, "run"),
+	_, err := local.Run(context.Background(), local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(10), Duration: time.Second, OutDir: filepath.Join(dir, "run"),
 		Meshbench: mb, Substrate: &Substrate{Ztunnel: fake, Prefix: prefix, Subnet: subnet}})
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") && !strings.Contains(err.Error(), "ztunnel") {
 		t.Fatalf("run with a ztunnel that exits: err %v, want ztunnel's exit", err)
@@ -380,7 +381,7 @@ func TestSubstrateTwoLabs(t *testing.T) {
 		go func() {
 			mo := mesh.DefaultOptions()
 			mo.Mode = mesh.ModeAmbient
-			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
+			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
 				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: filepath.Join(t.TempDir(), "run"+strconv.Itoa(i)),
 				Meshbench: mb, Substrate: sub})
 			ch <- out{res, err}
