@@ -20,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -175,7 +176,7 @@ func printKubeRun(env *Env, mo mesh.Options, res *kube.Result) {
 	printMeasured(w, res.Load, res.Summary, mem)
 	if len(res.Nodes) > 0 {
 		fmt.Fprintln(w)
-		_ = kube.RenderNodeTableFrom(w, res.Nodes, res.Source)
+		_ = report.NodeTable(w, res.Nodes, res.Source == kube.SourceKubelet)
 	}
 	if res.Source == kube.SourceKubelet {
 		printCounters(w, res)

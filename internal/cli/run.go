@@ -243,7 +243,7 @@ func printRun(env *Env, res *local.Result) {
 	printMeasured(w, res.Load, res.Summary, sample.PSS)
 	if res.Summary.Rounds > 0 {
 		fmt.Fprintln(w)
-		_ = sample.RenderOverhead(w, res.Summary)
+		_ = report.SamplerOverhead(w, res.Summary)
 	}
 	if len(res.EnvoyStats) > 0 {
 		fmt.Fprintln(w)
@@ -251,7 +251,7 @@ func printRun(env *Env, res *local.Result) {
 	}
 	if len(res.NodeProxyStats) > 0 {
 		fmt.Fprintln(w)
-		renderNodeProxyStats(w, res.NodeProxyStats)
+		report.NodeProxyTable(w, res.NodeProxyStats)
 	}
 	if res.Hops != nil {
 		fmt.Fprintln(w)
@@ -279,9 +279,9 @@ func printMeasured(w io.Writer, lr *results.LoadResult, s sample.Summary, mem sa
 		fmt.Fprintln(w)
 	}
 	if s.Rounds > 0 {
-		_ = sample.RenderTable(w, s, sample.TableOptions{By: sample.ByComponent, Memory: mem})
+		_ = report.ResourceTable(w, s, report.TableOptions{By: report.ByComponent, Memory: mem})
 		fmt.Fprintln(w)
-		_ = sample.RenderTable(w, s, sample.TableOptions{By: sample.ByCategory, Memory: mem})
+		_ = report.ResourceTable(w, s, report.TableOptions{By: report.ByCategory, Memory: mem})
 	}
 }
 

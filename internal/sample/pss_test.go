@@ -85,12 +85,8 @@ func TestSamplerPSSEvery(t *testing.T) {
 	if o.PSSRounds != 3 || o.NoPSSRounds != 5 || o.PSSEveryRounds != (Stats{3, 3, 3}) {
 		t.Errorf("overhead PSS figures = %+v", o)
 	}
-	var b bytes.Buffer
-	if err := RenderOverhead(&b, sum); err != nil {
-		t.Fatal(err)
-	}
-	if want := "PSS read every 3 rounds (3 of the 8 rounds with samples): 0.25ms CPU per round with it, 0.25ms without.\n"; !strings.HasSuffix(b.String(), want) {
-		t.Errorf("overhead report:\n%s\nwant it to end with %q", b.String(), want)
+	if o.RoundCPUNsPSS.Avg != 0.25e6 || o.RoundCPUNsNoPSS.Avg != 0.25e6 { // report.TestSamplerOverheadPSSEvery renders these
+		t.Errorf("overhead CPU per round with and without PSS = %v, %v; want 0.25ms each", o.RoundCPUNsPSS.Avg, o.RoundCPUNsNoPSS.Avg)
 	}
 	// The JSON lines hold the same rounds, and pss_bytes only where read.
 	back, err := ReadRounds(bytes.NewReader(out.Bytes()))
@@ -204,51 +200,8 @@ func TestSummarizePSSRounds(t *testing.T) {
 		o.RoundCPUNsPSS != (Stats{10 * ms, 12 * ms, 11 * ms}) || o.RoundCPUNsNoPSS != (Stats{2 * ms, 3 * ms, 7 * ms / 3}) {
 		t.Errorf("overhead = %+v", o)
 	}
-	var out bytes.Buffer
-	if err := RenderOverhead(&out, s); err != nil {
-		t.Fatal(err)
-	}
-	if want := "PSS read every 3 rounds (2 of the 5 rounds with samples): 11.00ms CPU per round with it, 2.33ms without.\n"; !strings.HasSuffix(out.String(), want) {
-		t.Errorf("overhead report:\n%s\nwant it to end with %q", out.String(), want)
-	}
-	// A table: no PSS reading shows as "-", and the note says PSS is read
-	// in fewer rounds.
-	out.Reset()
-	if err := RenderTable(&out, s, TableOptions{By: ByComponent}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"load        10m       10m       10.00m    -         -         -\n",
-		"PSS is not read every round: Mem is over the rounds that read it (TOTAL: 2 of 6); - means no reading.\n",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("table:\n%s\nwant it to contain %q", out.String(), want)
-		}
-	}
-	out.Reset()
-	if err := RenderTable(&out, s, TableOptions{By: ByComponent, Memory: RSS}); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out.String(), "PSS is not read") || strings.Contains(out.String(), " - ") {
-		t.Errorf("RSS table:\n%s\nwant RSS everywhere and no PSS note", out.String())
-	}
-	// Overhead wording for other schedules.
-	for _, tt := range []struct {
-		o    OverheadSummary
-		want string
-	}{
-		{OverheadSummary{Rounds: 3, NoPSSRounds: 2}, "PSS not read (0 of the 2 rounds with samples).\n"},
-		{OverheadSummary{Rounds: 3, PSSRounds: 1, NoPSSRounds: 1, RoundCPUNsPSS: Stats{Avg: 4e6}, RoundCPUNsNoPSS: Stats{Avg: 1e6}},
-			"PSS read once (1 of the 2 rounds with samples): 4.00ms CPU per round with it, 1.00ms without.\n"},
-		{OverheadSummary{Rounds: 12, PSSRounds: 3, NoPSSRounds: 8, PSSEveryRounds: Stats{4, 5, 4.5}, RoundCPUNsPSS: Stats{Avg: 4e6}, RoundCPUNsNoPSS: Stats{Avg: 1e6}},
-			"PSS read every 4 to 5 rounds (3 of the 11 rounds with samples): 4.00ms CPU per round with it, 1.00ms without.\n"},
-	} {
-		out.Reset()
-		_ = RenderOverhead(&out, Summary{Overhead: tt.o})
-		if !strings.HasSuffix(out.String(), tt.want) {
-			t.Errorf("RenderOverhead(%+v):\n%s\nwant it to end with %q", tt.o, out.String(), tt.want)
-		}
-	}
+	// report.TestResourceTablePSSEvery and TestSamplerOverheadWording
+	// render these figures.
 }
 
 // TestJSONLinesPSS: a sample without PSS has no pss_bytes key (or a null

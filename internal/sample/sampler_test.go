@@ -484,63 +484,13 @@ func TestReadRoundsErrors(t *testing.T) {
 	}
 }
 
-// TestRender checks every table layout (golden files) on the scenario.
-func TestRender(t *testing.T) {
+// TestSummaryGolden keeps the scenario's summary as a golden file: the
+// stored input of report's table tests (report.TestResourceTables).
+func TestSummaryGolden(t *testing.T) {
 	s, _ := runScenario(t)
-	sum := s.Summary()
-	for _, tt := range []struct {
-		name string
-		opts TableOptions
-	}{
-		{"components.txt", TableOptions{By: ByComponent}},
-		{"categories.txt", TableOptions{By: ByCategory}},
-		{"processes.txt", TableOptions{By: ByProcess}},
-		{"categories-rss.txt", TableOptions{By: ByCategory, Memory: RSS}},
-	} {
-		var b bytes.Buffer
-		if err := RenderTable(&b, sum, tt.opts); err != nil {
-			t.Fatal(err)
-		}
-		testutil.Golden(t, tt.name, b.Bytes())
-	}
-	var b bytes.Buffer
-	if err := RenderOverhead(&b, sum); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Golden(t, "overhead.txt", b.Bytes())
-	js, err := json.MarshalIndent(sum, "", "  ")
+	js, err := json.MarshalIndent(s.Summary(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Golden(t, "summary.json", append(js, '\n'))
-}
-
-// TestRenderSeedLayout renders the seed report's first table (000_*.txt,
-// "20 requests per second to a single Pod") from its figures and expects
-// it byte for byte, with the first header renamed.
-func TestRenderSeedLayout(t *testing.T) {
-	const seed = `Namespace              CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg
-istio-tenant-gateway   1m        9m        7.67m     46Mi      47Mi      46.17Mi
-nginx                  1m        3m        2.00m     10Mi      10Mi      10.00Mi
-istio-system           3m        6m        4.93m     107Mi     111Mi     110.03Mi
-TOTAL                  5m        18m       14.60m    163Mi     168Mi     166.21Mi
-`
-	g := func(name string, cpu Stats, memMi Stats) GroupSummary {
-		return GroupSummary{Name: name, Figures: Figures{Rounds: 10, PSSRounds: 10, CPUMillicores: cpu,
-			PSSBytes: Stats{memMi.Min * mi, memMi.Max * mi, memMi.Avg * mi}}}
-	}
-	s := Summary{Rounds: 10, Components: []GroupSummary{
-		g("istio-tenant-gateway", Stats{1, 9, 7.67}, Stats{46, 47, 46.17}),
-		g("nginx", Stats{1, 3, 2}, Stats{10, 10, 10}),
-		g("istio-system", Stats{3, 6, 4.93}, Stats{107, 111, 110.03}),
-	}}
-	s.Total = g("", Stats{5, 18, 14.6}, Stats{163, 168, 166.21}).Figures
-	var b bytes.Buffer
-	if err := RenderTable(&b, s, TableOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	table, _, _ := strings.Cut(b.String(), "CPU in millicores")
-	if got := strings.Replace(table, "Component", "Namespace", 1); got != seed {
-		t.Errorf("got\n%s\nwant\n%s", got, seed)
-	}
 }

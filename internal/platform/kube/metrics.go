@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,30 +52,6 @@ type MetricsOptions struct {
 	// OnRound, when not nil, is called with every round after it is kept,
 	// on the goroutine that took it; it must not modify the round.
 	OnRound func(sample.Round)
-}
-
-// NodeSample is one node's usage as metrics.k8s.io reported it: every
-// container on the node plus the node's own processes.
-type NodeSample struct {
-	Name string `json:"name"`
-	// Time is the sample's timestamp, the end of its window.
-	Time   time.Time     `json:"time"`
-	Window time.Duration `json:"window_ns"`
-	// CPUMillicores over the window (1000 = one core); MemoryBytes, the
-	// node's memory working set.
-	CPUMillicores float64 `json:"cpu_millicores"`
-	MemoryBytes   uint64  `json:"memory_bytes"`
-	// AllocatableCPUMillicores and AllocatableMemoryBytes are the node's
-	// allocatable resources (0: unknown).
-	AllocatableCPUMillicores float64 `json:"allocatable_cpu_millicores,omitempty"`
-	AllocatableMemoryBytes   uint64  `json:"allocatable_memory_bytes,omitempty"`
-}
-
-// NodeRound holds the fresh node samples of one round.
-type NodeRound struct {
-	Index int          `json:"round"`
-	Time  time.Time    `json:"time"`
-	Nodes []NodeSample `json:"nodes"`
 }
 
 // RoundError is an API error of one round: the round went on without what
@@ -492,7 +467,7 @@ func (s *MetricsSampler) Rounds() []sample.Round {
 }
 
 // Nodes returns the fresh node samples of every round, oldest first.
-func (s *MetricsSampler) Nodes() []NodeRound {
+func (s *MetricsSampler) Nodes() []sample.NodeRound {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.state.nodes)
@@ -562,10 +537,10 @@ func (s *MetricsSampler) Within(from, to time.Time) []sample.Round {
 // NodesWithin returns the fresh node samples whose whole window lies
 // inside [from, to], by Within's rule, each round's left without samples
 // left out.
-func (s *MetricsSampler) NodesWithin(from, to time.Time) []NodeRound {
-	var out []NodeRound
+func (s *MetricsSampler) NodesWithin(from, to time.Time) []sample.NodeRound {
+	var out []sample.NodeRound
 	for _, r := range s.Nodes() {
-		var kept []NodeSample
+		var kept []sample.NodeSample
 		for _, n := range r.Nodes {
 			if (!from.IsZero() && n.Time.Add(-n.Window).Before(from)) || (!to.IsZero() && n.Time.After(to)) {
 				continue
@@ -601,7 +576,7 @@ func sampleWindows(recs []RawRecord) []time.Duration {
 // sampler made of them, the stale counts and the API errors.
 type RawRun struct {
 	Rounds      []sample.Round
-	Nodes       []NodeRound
+	Nodes       []sample.NodeRound
 	StalePods   int
 	StaleNodes  int
 	MixedRounds int
@@ -637,7 +612,7 @@ func buildRounds(recs []RawRecord) rawState {
 // rawState accumulates rounds from their raw records.
 type rawState struct {
 	rounds                []sample.Round
-	nodes                 []NodeRound
+	nodes                 []sample.NodeRound
 	stalePods, staleNodes int
 	mixed                 int
 	errors                []RoundError
@@ -650,7 +625,7 @@ func (st *rawState) add(recs []RawRecord) {
 	}
 	t := time.Unix(0, recs[0].TUnixNs).UTC()
 	r := sample.Round{Index: recs[0].Round, Time: t}
-	nr := NodeRound{Index: r.Index, Time: t, Nodes: []NodeSample{}}
+	nr := sample.NodeRound{Index: r.Index, Time: t, Nodes: []sample.NodeSample{}}
 	fresh, stale := 0, 0
 	for _, rec := range recs {
 		switch rec.Kind {
@@ -681,7 +656,7 @@ func (st *rawState) add(recs []RawRecord) {
 				st.staleNodes++
 				continue
 			}
-			n := NodeSample{Name: rec.Name, Time: rec.Timestamp, Window: time.Duration(rec.WindowNs)}
+			n := sample.NodeSample{Name: rec.Name, Time: rec.Timestamp, Window: time.Duration(rec.WindowNs)}
 			n.CPUMillicores, n.MemoryBytes, _ = usage(rec.Usage)
 			n.AllocatableCPUMillicores, n.AllocatableMemoryBytes, _ = usage(rec.Allocatable)
 			nr.Nodes = append(nr.Nodes, n)
@@ -758,129 +733,4 @@ func ReadRaw(r io.Reader) ([]RawRecord, error) {
 		return nil, fmt.Errorf("reading raw metrics: %w", err)
 	}
 	return out, nil
-}
-
-// NodeSummary is one node's usage over the rounds with a fresh sample of
-// it.
-type NodeSummary struct {
-	Name          string       `json:"name"`
-	Rounds        int          `json:"rounds"`
-	CPUMillicores sample.Stats `json:"cpu_millicores"`
-	MemoryBytes   sample.Stats `json:"memory_bytes"`
-	// AllocatableCPUMillicores and AllocatableMemoryBytes: the last known
-	// (0: unknown).
-	AllocatableCPUMillicores float64 `json:"allocatable_cpu_millicores"`
-	AllocatableMemoryBytes   uint64  `json:"allocatable_memory_bytes"`
-	// BootID is the node's boot ID (status.nodeInfo.bootID), "" when
-	// unknown. Nodes with the same one run on one machine (several
-	// kubelets on one host, as the real test nodes do): each one's row
-	// counts the whole machine.
-	BootID string `json:"boot_id,omitempty"`
-}
-
-// SharedMachines groups the nodes that report the same boot ID (two or
-// more per group), in name order.
-func SharedMachines(nodes []NodeSummary) [][]string {
-	by := map[string][]string{}
-	var ids []string
-	for _, n := range nodes {
-		if n.BootID == "" {
-			continue
-		}
-		if by[n.BootID] == nil {
-			ids = append(ids, n.BootID)
-		}
-		by[n.BootID] = append(by[n.BootID], n.Name)
-	}
-	var out [][]string
-	for _, id := range ids {
-		if g := by[id]; len(g) > 1 {
-			slices.Sort(g)
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-// SummarizeNodes returns min, max and avg of every node's fresh samples,
-// by node name. It is a pure function of rounds.
-func SummarizeNodes(rounds []NodeRound) []NodeSummary {
-	type accum struct {
-		NodeSummary
-		cpuSum, memSum float64
-	}
-	byName := map[string]*accum{}
-	for _, r := range rounds {
-		for _, n := range r.Nodes {
-			a, ok := byName[n.Name]
-			if !ok {
-				a = &accum{NodeSummary: NodeSummary{Name: n.Name,
-					CPUMillicores: sample.Stats{Min: n.CPUMillicores, Max: n.CPUMillicores},
-					MemoryBytes:   sample.Stats{Min: float64(n.MemoryBytes), Max: float64(n.MemoryBytes)}}}
-				byName[n.Name] = a
-			}
-			a.Rounds++
-			a.cpuSum += n.CPUMillicores
-			a.memSum += float64(n.MemoryBytes)
-			a.CPUMillicores.Min, a.CPUMillicores.Max = min(a.CPUMillicores.Min, n.CPUMillicores), max(a.CPUMillicores.Max, n.CPUMillicores)
-			m := float64(n.MemoryBytes)
-			a.MemoryBytes.Min, a.MemoryBytes.Max = min(a.MemoryBytes.Min, m), max(a.MemoryBytes.Max, m)
-			if n.AllocatableCPUMillicores > 0 {
-				a.AllocatableCPUMillicores = n.AllocatableCPUMillicores
-			}
-			if n.AllocatableMemoryBytes > 0 {
-				a.AllocatableMemoryBytes = n.AllocatableMemoryBytes
-			}
-		}
-	}
-	out := make([]NodeSummary, 0, len(byName))
-	for _, a := range byName {
-		a.CPUMillicores.Avg = a.cpuSum / float64(a.Rounds)
-		a.MemoryBytes.Avg = a.memSum / float64(a.Rounds)
-		out = append(out, a.NodeSummary)
-	}
-	slices.SortFunc(out, func(a, b NodeSummary) int { return cmp.Compare(a.Name, b.Name) })
-	return out
-}
-
-// RenderNodeTable writes the per-node table, in the layout of
-// sample.RenderTable plus each average as a share of the node's
-// allocatable ("-" when unknown):
-//
-//	Node          CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg    CPU_%avg   Mem_%avg
-//	kwok-node-0   500m      501m      500.20m   128Mi     128Mi     128.00Mi   1.56%      0.05%
-func RenderNodeTable(w io.Writer, nodes []NodeSummary) error {
-	return RenderNodeTableFrom(w, nodes, SourceMetricsAPI)
-}
-
-// RenderNodeTableFrom is RenderNodeTable for figures from source
-// (SourceKubelet or SourceMetricsAPI), which its note names.
-func RenderNodeTableFrom(w io.Writer, nodes []NodeSummary, source string) error {
-	const mib = 1 << 20
-	table := [][]string{{"Node", "CPU_min", "CPU_max", "CPU_avg", "Mem_min", "Mem_max", "Mem_avg", "CPU_%avg", "Mem_%avg"}}
-	for _, n := range nodes {
-		cpuPct, memPct := "-", "-"
-		if n.AllocatableCPUMillicores > 0 {
-			cpuPct = fmt.Sprintf("%.2f%%", n.CPUMillicores.Avg/n.AllocatableCPUMillicores*100)
-		}
-		if n.AllocatableMemoryBytes > 0 {
-			memPct = fmt.Sprintf("%.2f%%", n.MemoryBytes.Avg/float64(n.AllocatableMemoryBytes)*100)
-		}
-		table = append(table, []string{n.Name,
-			fmt.Sprintf("%.0fm", n.CPUMillicores.Min), fmt.Sprintf("%.0fm", n.CPUMillicores.Max), fmt.Sprintf("%.2fm", n.CPUMillicores.Avg),
-			fmt.Sprintf("%.0fMi", n.MemoryBytes.Min/mib), fmt.Sprintf("%.0fMi", n.MemoryBytes.Max/mib), fmt.Sprintf("%.2fMi", n.MemoryBytes.Avg/mib),
-			cpuPct, memPct})
-	}
-	var b strings.Builder
-	sample.WriteColumns(&b, table)
-	from := "metrics.k8s.io"
-	if source == SourceKubelet {
-		from = "the kubelet's counters (node_cpu_usage_seconds_total, node_memory_working_set_bytes)"
-	}
-	fmt.Fprintf(&b, "Node usage from %s: every container on the node and the node's own processes; Mem is the working set in Mi (2^20 bytes); %% of allocatable.\n", from)
-	for _, g := range SharedMachines(nodes) {
-		fmt.Fprintf(&b, "Nodes %s share one machine (same boot ID): each of their rows counts that whole machine, so summed they double count; the pod and container rows are right.\n", strings.Join(g, ", "))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

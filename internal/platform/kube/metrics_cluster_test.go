@@ -25,6 +25,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -182,14 +183,14 @@ func checkTables(t *testing.T, measured []sample.Round, fresh int) {
 	t.Helper()
 	sum := sample.Summarize(measured)
 	for _, tt := range []struct {
-		by   sample.GroupBy
+		by   report.GroupBy
 		want string
 	}{
-		{sample.ByComponent, clusterComponentTable},
-		{sample.ByCategory, clusterCategoryTable},
+		{report.ByComponent, clusterComponentTable},
+		{report.ByCategory, clusterCategoryTable},
 	} {
 		var b bytes.Buffer
-		if err := sample.RenderTable(&b, sum, sample.TableOptions{By: tt.by, Memory: sample.WorkingSet}); err != nil {
+		if err := report.ResourceTable(&b, sum, report.TableOptions{By: tt.by, Memory: sample.WorkingSet}); err != nil {
 			t.Fatal(err)
 		}
 		if want := tt.want + clusterTableNote(fresh, len(measured)); b.String() != want {
@@ -457,7 +458,7 @@ func TestMetricsFromKwokFixture(t *testing.T) {
 // checkNodes compares each fresh node sample of the measured rounds with
 // the sum of the usage of the test's pods on that node: memory exactly,
 // CPU within 1m (metrics-server's jitter on the node's larger figure).
-func checkNodes(ctx context.Context, t *testing.T, cs kubernetes.Interface, nodeRounds []NodeRound, measured []sample.Round, pods []corev1.Pod) {
+func checkNodes(ctx context.Context, t *testing.T, cs kubernetes.Interface, nodeRounds []sample.NodeRound, measured []sample.Round, pods []corev1.Pod) {
 	t.Helper()
 	wantCPU, wantMem := map[string]float64{}, map[string]uint64{}
 	for _, p := range pods {
@@ -500,7 +501,7 @@ func checkNodes(ctx context.Context, t *testing.T, cs kubernetes.Interface, node
 		t.Error("no fresh node sample in the measured rounds")
 	}
 	var b bytes.Buffer
-	if err := RenderNodeTable(&b, SummarizeNodes(nodeRounds[firstIndex:])); err != nil {
+	if err := report.NodeTable(&b, sample.SummarizeNodes(nodeRounds[firstIndex:]), false); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("nodes:\n%s", b.String())

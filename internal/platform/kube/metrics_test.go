@@ -22,6 +22,7 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -309,7 +310,7 @@ func TestMetricsSamplerStale(t *testing.T) {
 	if want := []string{"09:59:50", "10:00:00", "10:00:10", "10:00:20"}; !reflect.DeepEqual(fresh, want) {
 		t.Errorf("fresh node samples at %v, want %v", fresh, want)
 	}
-	if n := nodes[0].Nodes[0]; n != (NodeSample{Name: "n1", Time: t1, Window: w, CPUMillicores: 275.123456, MemoryBytes: 104 * mi,
+	if n := nodes[0].Nodes[0]; n != (sample.NodeSample{Name: "n1", Time: t1, Window: w, CPUMillicores: 275.123456, MemoryBytes: 104 * mi,
 		AllocatableCPUMillicores: 4000, AllocatableMemoryBytes: 16 << 30}) {
 		t.Errorf("node sample %+v", n)
 	}
@@ -594,22 +595,22 @@ func TestRawRecordPodUID(t *testing.T) {
 
 func TestNodeTable(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	rounds := []NodeRound{
-		{Index: 0, Time: t0, Nodes: []NodeSample{
+	rounds := []sample.NodeRound{
+		{Index: 0, Time: t0, Nodes: []sample.NodeSample{
 			{Name: "n2", Time: t0, CPUMillicores: 100, MemoryBytes: 100 * mi},
 			{Name: "n1", Time: t0, CPUMillicores: 500.25, MemoryBytes: 128 * mi, AllocatableCPUMillicores: 32000, AllocatableMemoryBytes: 256 << 30},
 		}},
-		{Index: 1, Time: t0.Add(time.Second), Nodes: []NodeSample{}},
-		{Index: 2, Time: t0.Add(2 * time.Second), Nodes: []NodeSample{
+		{Index: 1, Time: t0.Add(time.Second), Nodes: []sample.NodeSample{}},
+		{Index: 2, Time: t0.Add(2 * time.Second), Nodes: []sample.NodeSample{
 			{Name: "n1", Time: t0, CPUMillicores: 501.75, MemoryBytes: 130 * mi, AllocatableCPUMillicores: 32000, AllocatableMemoryBytes: 256 << 30},
 		}},
 	}
-	sum := SummarizeNodes(rounds)
+	sum := sample.SummarizeNodes(rounds)
 	if len(sum) != 2 || sum[0].Name != "n1" || sum[0].Rounds != 2 || sum[0].CPUMillicores != (sample.Stats{Min: 500.25, Max: 501.75, Avg: 501}) {
-		t.Errorf("SummarizeNodes: %+v", sum)
+		t.Errorf("sample.SummarizeNodes: %+v", sum)
 	}
 	var b bytes.Buffer
-	if err := RenderNodeTable(&b, sum); err != nil {
+	if err := report.NodeTable(&b, sum, false); err != nil {
 		t.Fatal(err)
 	}
 	const want = `Node   CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg    CPU_%avg   Mem_%avg

@@ -108,7 +108,7 @@ type Result struct {
 	Load     *results.LoadResult
 	Summary  sample.Summary
 	// Nodes summarises each node's usage over the measured window.
-	Nodes []NodeSummary
+	Nodes []sample.NodeSummary
 	// Stale counts metrics samples seen again (not counted twice).
 	StalePods, StaleNodes int
 	// MixedRounds counts metrics rounds in which some pods had a fresh
@@ -455,11 +455,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	// figure: the raw samples are still kept.
 	var from, to time.Time
 	var window []sample.Round
-	var nodes []NodeSummary
+	var nodes []sample.NodeSummary
 	if loadRes != nil {
 		from, to = loadRes.StartedAt, loadRes.EndedAt
 		window = sampler.Within(from, to)
-		nodes = SummarizeNodes(sampler.NodesWithin(from, to))
+		nodes = sample.SummarizeNodes(sampler.NodesWithin(from, to))
 		if err := c.addBootIDs(context.WithoutCancel(ctx), nodes); err != nil {
 			r.logf("reading the nodes' boot IDs: %v", err)
 		}
@@ -924,8 +924,8 @@ func (r *run) checkValidity(lr *results.LoadResult) {
 	}
 }
 
-// addBootIDs fills in each node's boot ID (see NodeSummary.BootID).
-func (c *Cluster) addBootIDs(ctx context.Context, nodes []NodeSummary) error {
+// addBootIDs fills in each node's boot ID (see sample.NodeSummary.BootID).
+func (c *Cluster) addBootIDs(ctx context.Context, nodes []sample.NodeSummary) error {
 	if len(nodes) == 0 {
 		return nil
 	}

@@ -99,7 +99,7 @@ type CounterReport struct {
 
 // counterWindow turns the kubelet sampler's records into the window's
 // summary, node summaries and the counter report.
-func counterWindow(ctx context.Context, c *Cluster, s *kubemetrics.Sampler, from, to time.Time) (sample.Summary, []NodeSummary, *CounterReport, error) {
+func counterWindow(ctx context.Context, c *Cluster, s *kubemetrics.Sampler, from, to time.Time) (sample.Summary, []sample.NodeSummary, *CounterReport, error) {
 	recs := s.Records()
 	res, err := kubemetrics.Window(recs, from, to, s.Period())
 	if err != nil {
@@ -143,17 +143,17 @@ func counterWindow(ctx context.Context, c *Cluster, s *kubemetrics.Sampler, from
 			alloc[n.Name] = n.Status.Allocatable
 		}
 	}
-	var nrs []NodeRound
+	var nrs []sample.NodeRound
 	for _, nr := range res.Nodes {
-		out := NodeRound{Index: nr.Index, Time: nr.Time, Nodes: []NodeSample{}}
+		out := sample.NodeRound{Index: nr.Index, Time: nr.Time, Nodes: []sample.NodeSample{}}
 		for _, n := range nr.Nodes {
-			ns := NodeSample{Name: n.Name, Time: nr.Time, Window: res.Step, CPUMillicores: n.CPUMillicores, MemoryBytes: n.MemoryBytes}
+			ns := sample.NodeSample{Name: n.Name, Time: nr.Time, Window: res.Step, CPUMillicores: n.CPUMillicores, MemoryBytes: n.MemoryBytes}
 			ns.AllocatableCPUMillicores, ns.AllocatableMemoryBytes, _ = usage(alloc[n.Name])
 			out.Nodes = append(out.Nodes, ns)
 		}
 		nrs = append(nrs, out)
 	}
-	return sample.Summarize(res.Rounds), SummarizeNodes(nrs), rep, nil
+	return sample.Summarize(res.Rounds), sample.SummarizeNodes(nrs), rep, nil
 }
 
 // roundSource is what the idle gate and the drain read: the rounds so

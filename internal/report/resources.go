@@ -1,45 +1,17 @@
-package sample
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/sample"
 )
 
-// Memory selects the memory figure a table shows.
-type Memory int
-
-// Memory figures.
-const (
-	// PSS, the default: proportional set size. Shared pages (the Envoy
-	// binary's text, shared by every Envoy) are split among the processes
-	// mapping them, so PSS adds up across processes.
-	PSS Memory = iota
-	// RSS: resident set size. Shared pages count in full in every process,
-	// so RSS over-counts when summed.
-	RSS
-	// WorkingSet: the memory working set that metrics.k8s.io reports for a
-	// container (its cgroup's memory use minus inactive file pages). The
-	// Kubernetes sampler stores it in both RSSBytes and PSSBytes (with
-	// HasPSS), so a table shows the PSS figures under this name.
-	WorkingSet
-	// CounterWorkingSet: the working set from the kubelet's own counters
-	// (/metrics/resource), with CPU from its cumulative counters over
-	// the measured window's equal intervals. Stored as WorkingSet is.
-	CounterWorkingSet
-)
-
-// String returns "PSS", "RSS" or "working set".
-func (m Memory) String() string {
-	switch m {
-	case RSS:
-		return "RSS"
-	case WorkingSet, CounterWorkingSet:
-		return "working set"
-	}
-	return "PSS"
-}
+// The resource tables of a run's samples (sample.Summary), as `meshbench
+// run` prints them; moved here from sample so that report owns every
+// table.
 
 // GroupBy selects a table's rows.
 type GroupBy int
@@ -54,13 +26,13 @@ const (
 // TableOptions choose a table's rows and memory figure.
 type TableOptions struct {
 	By     GroupBy
-	Memory Memory
+	Memory sample.Memory
 }
 
 // mib is one MiB (Mi), 2^20 bytes.
 const mib = 1 << 20
 
-// RenderTable writes the seed reports' resource table:
+// ResourceTable writes the seed reports' resource table:
 //
 //	Component              CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg
 //	server sidecar         10m       20m       13.33m    19Mi      20Mi      19.50Mi
@@ -70,7 +42,7 @@ const mib = 1 << 20
 // Mem columns hold. CPU is in millicores, memory in MiB (Mi, 2^20 bytes);
 // min and max are whole numbers, as `kubectl top` prints them, avg has two
 // decimals. Every column is as wide as its widest cell plus 3 spaces.
-func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
+func ResourceTable(w io.Writer, s sample.Summary, opts TableOptions) error {
 	header := "Component"
 	var rows [][]string
 	switch opts.By {
@@ -104,17 +76,17 @@ func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
 	WriteColumns(&b, table)
 	fmt.Fprintf(&b, "CPU in millicores (1000m = one core); Mem is %s in Mi (2^20 bytes).\n", memoryName(opts.Memory))
 	switch opts.Memory {
-	case CounterWorkingSet:
+	case sample.CounterWorkingSet:
 		fmt.Fprintf(&b, "CPU by the kubelet's cumulative counters over %d equal intervals of the measured window (each counter interpolated to the intervals' edges): avg is the CPU over the whole window, exactly (over the intervals it ran in, for a container that appeared, disappeared or restarted); min and max are over the intervals.\n",
 			s.Rounds)
-	case WorkingSet:
+	case sample.WorkingSet:
 		fmt.Fprintf(&b, "Each row is summed over its containers' fresh samples in every round; min, max and avg are over the rounds with one (TOTAL: %d of %d; a round where metrics.k8s.io served only samples already counted has none).\n",
 			s.Total.Rounds, s.Rounds)
 	default:
 		fmt.Fprintf(&b, "Each row is summed over its processes in every round; min, max and avg are over the rounds (TOTAL: %d of %d).\n",
 			s.Total.Rounds, s.Rounds)
 	}
-	if opts.Memory == PSS && s.Total.PSSRounds != s.Total.Rounds {
+	if opts.Memory == sample.PSS && s.Total.PSSRounds != s.Total.Rounds {
 		fmt.Fprintf(&b, "PSS is not read every round: Mem is over the rounds that read it (TOTAL: %d of %d); - means no reading.\n",
 			s.Total.PSSRounds, s.Rounds)
 	}
@@ -122,24 +94,24 @@ func RenderTable(w io.Writer, s Summary, opts TableOptions) error {
 	return err
 }
 
-func memoryName(m Memory) string {
+func memoryName(m sample.Memory) string {
 	switch m {
-	case RSS:
+	case sample.RSS:
 		return "RSS (resident set size, shared pages counted in every process)"
-	case WorkingSet:
+	case sample.WorkingSet:
 		return "the working set (metrics.k8s.io: memory in use minus inactive file pages, per container)"
-	case CounterWorkingSet:
+	case sample.CounterWorkingSet:
 		return "the working set (the kubelet's /metrics/resource: memory in use minus inactive file pages, per container, at each interval's end)"
 	}
 	return "PSS (proportional set size, shared pages split among their processes)"
 }
 
-func figureCells(name string, f Figures, mem Memory) []string {
+func figureCells(name string, f sample.Figures, mem sample.Memory) []string {
 	if f.Rounds == 0 {
 		return []string{name, "-", "-", "-", "-", "-", "-"}
 	}
 	m := f.PSSBytes
-	if mem == RSS {
+	if mem == sample.RSS {
 		m = f.RSSBytes
 	} else if f.PSSRounds == 0 {
 		return []string{name,
@@ -159,18 +131,18 @@ func figureCells(name string, f Figures, mem Memory) []string {
 	}
 }
 
-// RenderOverhead writes what sampling cost: CPU and wall time per round,
+// SamplerOverhead writes what sampling cost: CPU and wall time per round,
 // processes per round, and the sampler's average CPU load; then how often
 // PSS was read and, when some rounds with samples read it and others did
 // not, the CPU of a round of each kind:
 //
 //	Sampler overhead: 32.10ms CPU per round (max 160.20ms), …, 32.40m on average over 60 rounds.
 //	PSS read every 5 rounds (12 of the 59 rounds with samples): 160.20ms CPU per round with it, 6.10ms without.
-func RenderOverhead(w io.Writer, s Summary) error {
+func SamplerOverhead(w io.Writer, s sample.Summary) error {
 	o := s.Overhead
 	var b strings.Builder
 	fmt.Fprintf(&b, "Sampler overhead: %s CPU per round (max %s), %s wall, %.0f processes per round, %.2fm on average over %d rounds.\n",
-		ms(o.RoundCPUNs.Avg), ms(o.RoundCPUNs.Max), ms(o.RoundWallNs.Avg), o.ProcessesPerRound.Avg, o.CPUMillicores, o.Rounds)
+		overheadMs(o.RoundCPUNs.Avg), overheadMs(o.RoundCPUNs.Max), overheadMs(o.RoundWallNs.Avg), o.ProcessesPerRound.Avg, o.CPUMillicores, o.Rounds)
 	e := o.PSSEveryRounds
 	switch {
 	case o.PSSRounds == 0:
@@ -186,14 +158,14 @@ func RenderOverhead(w io.Writer, s Summary) error {
 	}
 	fmt.Fprintf(&b, " (%d of the %d rounds with samples)", o.PSSRounds, o.PSSRounds+o.NoPSSRounds)
 	if o.PSSRounds > 0 && o.NoPSSRounds > 0 {
-		fmt.Fprintf(&b, ": %s CPU per round with it, %s without", ms(o.RoundCPUNsPSS.Avg), ms(o.RoundCPUNsNoPSS.Avg))
+		fmt.Fprintf(&b, ": %s CPU per round with it, %s without", overheadMs(o.RoundCPUNsPSS.Avg), overheadMs(o.RoundCPUNsNoPSS.Avg))
 	}
 	b.WriteString(".\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func ms(ns float64) string {
+func overheadMs(ns float64) string {
 	return fmt.Sprintf("%.2fms", ns/float64(time.Millisecond))
 }
 
@@ -220,4 +192,41 @@ func WriteColumns(b *strings.Builder, table [][]string) {
 		}
 		b.WriteByte('\n')
 	}
+}
+
+// NodeTable writes the per-node table, in the layout of ResourceTable plus
+// each average as a share of the node's allocatable ("-" when unknown):
+//
+//	Node          CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg    CPU_%avg   Mem_%avg
+//	kwok-node-0   500m      501m      500.20m   128Mi     128Mi     128.00Mi   1.56%      0.05%
+//
+// kubeletCounters says the figures came from the kubelet's counters
+// (kube.SourceKubelet) rather than metrics.k8s.io; the note names it.
+func NodeTable(w io.Writer, nodes []sample.NodeSummary, kubeletCounters bool) error {
+	table := [][]string{{"Node", "CPU_min", "CPU_max", "CPU_avg", "Mem_min", "Mem_max", "Mem_avg", "CPU_%avg", "Mem_%avg"}}
+	for _, n := range nodes {
+		cpuPct, memPct := "-", "-"
+		if n.AllocatableCPUMillicores > 0 {
+			cpuPct = fmt.Sprintf("%.2f%%", n.CPUMillicores.Avg/n.AllocatableCPUMillicores*100)
+		}
+		if n.AllocatableMemoryBytes > 0 {
+			memPct = fmt.Sprintf("%.2f%%", n.MemoryBytes.Avg/float64(n.AllocatableMemoryBytes)*100)
+		}
+		table = append(table, []string{n.Name,
+			fmt.Sprintf("%.0fm", n.CPUMillicores.Min), fmt.Sprintf("%.0fm", n.CPUMillicores.Max), fmt.Sprintf("%.2fm", n.CPUMillicores.Avg),
+			fmt.Sprintf("%.0fMi", n.MemoryBytes.Min/mib), fmt.Sprintf("%.0fMi", n.MemoryBytes.Max/mib), fmt.Sprintf("%.2fMi", n.MemoryBytes.Avg/mib),
+			cpuPct, memPct})
+	}
+	var b strings.Builder
+	WriteColumns(&b, table)
+	from := "metrics.k8s.io"
+	if kubeletCounters {
+		from = "the kubelet's counters (node_cpu_usage_seconds_total, node_memory_working_set_bytes)"
+	}
+	fmt.Fprintf(&b, "Node usage from %s: every container on the node and the node's own processes; Mem is the working set in Mi (2^20 bytes); %% of allocatable.\n", from)
+	for _, g := range sample.SharedMachines(nodes) {
+		fmt.Fprintf(&b, "Nodes %s share one machine (same boot ID): each of their rows counts that whole machine, so summed they double count; the pod and container rows are right.\n", strings.Join(g, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"github.com/meshbench/meshbench/internal/results"
 )
 
-// renderNodeProxyStats prints the substrate node proxies' own counters
+// NodeProxyTable prints the substrate node proxies' own counters
 // over the cell (ztunnel's istio_tcp_* metrics as deltas), one line per
 // proxy, and what they say about mTLS.
-func renderNodeProxyStats(w io.Writer, st map[string]results.NodeProxyStats) {
+func NodeProxyTable(w io.Writer, st map[string]results.NodeProxyStats) {
 	names := make([]string, 0, len(st))
 	for n := range st {
 		names = append(names, n)

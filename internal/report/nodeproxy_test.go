@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"bytes"
@@ -8,10 +8,10 @@ import (
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-// TestRenderNodeProxyStats: the node proxy table as `run` prints it, for
+// TestNodeProxyTable: the node proxy table as `run` prints it, for
 // a cell whose connections were all mTLS and for one with a plaintext
 // connection (golden files).
-func TestRenderNodeProxyStats(t *testing.T) {
+func TestNodeProxyTable(t *testing.T) {
 	tests := []struct {
 		name string
 		st   map[string]results.NodeProxyStats
@@ -31,7 +31,7 @@ func TestRenderNodeProxyStats(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			renderNodeProxyStats(&b, tc.st)
+			NodeProxyTable(&b, tc.st)
 			testutil.Golden(t, tc.name+".txt", b.Bytes())
 		})
 	}
