@@ -266,7 +266,7 @@ func rolloutCheck(what string, err error, ready func() (ok bool, detail string, 
 
 func (c *Cluster) servesKind(ctx context.Context, gvk schema.GroupVersionKind) Check {
 	chk := Check{What: "the cluster serves " + gvk.Kind + " (" + gvk.GroupVersion().String() + ")"}
-	if _, err := c.resource(gvk, "default"); err != nil {
+	if _, err := c.Resource(gvk, "default"); err != nil {
 		chk.Detail = err.Error()
 	} else {
 		chk.OK, chk.Detail = true, "yes"

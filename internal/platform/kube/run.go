@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/kubemetrics"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
@@ -597,7 +598,7 @@ func withIstioProfile(cmds []Command, profile string) []Command {
 func (r *run) writeObjects(name string, objs []runtime.Object) error {
 	var b bytes.Buffer
 	for _, obj := range objs {
-		u, _, err := toUnstructured(obj)
+		u, _, err := kubeclient.ToUnstructured(obj)
 		if err != nil {
 			return err
 		}
