@@ -172,8 +172,5 @@ func TestRealNodes(t *testing.T) {
 
 func syscallKill0(pid int) error { return syscall.Kill(pid, 0) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.RemoveMeshbenchBuild()
-	os.Exit(code)
-}
+// TestMain removes the meshbench build the tests make.
+func TestMain(m *testing.M) { testutil.Main(m) }

@@ -19,19 +19,8 @@ import (
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-// TestMain removes the meshbench build the bench test makes.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.RemoveMeshbenchBuild()
-	os.Exit(code)
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
+// TestMain removes the meshbench build the tests make.
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // procSample reads pid's CPU ticks and memory, failing the test if it is
 // gone.
@@ -61,9 +50,9 @@ func TestBenchLinkerd(t *testing.T) {
 	}
 	proxyBin, ztunnelBin := requirements(t)
 	mb := testutil.BuildMeshbench(t)
-	rate := envInt("RATE", 1000)
-	secs := envInt("DURATION_SECONDS", 10)
-	cores := envInt("PROXY_CORES", 0)
+	rate := testutil.EnvInt("RATE", 1000)
+	secs := testutil.EnvInt("DURATION_SECONDS", 10)
+	cores := testutil.EnvInt("PROXY_CORES", 0)
 	for _, meshed := range []bool{false, true} {
 		name := map[bool]string{false: "none", true: "linkerd"}[meshed]
 		if m := os.Getenv("MODES"); m != "" && !strings.Contains(m, name) {

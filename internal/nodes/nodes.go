@@ -383,7 +383,7 @@ func (n *Nodes) KillKubelet(i int) error {
 	if p == nil || p.exited() {
 		return fmt.Errorf("the kubelet of %s is not running", n.Nodes[i].Name)
 	}
-	p.signal(syscall.SIGKILL)
+	p.kill()
 	<-p.done
 	return nil
 }

@@ -6,11 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/process"
 )
 
 // stopGrace is how long a process gets after SIGTERM before SIGKILL. A
@@ -30,10 +30,12 @@ type proc struct {
 	err  error
 }
 
-// startProc starts bin in its own process group, in ns when ns is not nil
-// (the child is forked from a thread inside the namespace, so it is born
-// there: no nsenter, and the mount namespace with /sys/fs/cgroup stays the
-// host's), with stdout and stderr in logDir/NAME.log.
+// startProc starts bin in its own process group with a parent-death
+// signal (process.StartIn), in ns when ns is not nil (the child is forked
+// from package process's spawner thread while it is inside the namespace,
+// so it is born there: no nsenter, and the mount namespace with
+// /sys/fs/cgroup stays the host's), with stdout and stderr in
+// logDir/NAME.log.
 func startProc(ns *netns.NS, name, logDir, bin string, args ...string) (*proc, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.Create(logPath)
@@ -43,11 +45,11 @@ func startProc(ns *netns.NS, name, logDir, bin string, args ...string) (*proc, e
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	start := cmd.Start
+	var in func(func() error) error
 	if ns != nil {
-		start = func() error { return ns.Do(cmd.Start) }
+		in = ns.Do
 	}
-	if err := start(); err != nil {
+	if err := process.StartIn(cmd, in); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -69,29 +71,18 @@ func (p *proc) exited() bool {
 	}
 }
 
-// signal sends sig to the process group unless the leader has been reaped
-// (its PID, and so the group ID, may have been reused since).
-func (p *proc) signal(sig syscall.Signal) {
+// kill sends SIGKILL to the process group unless the leader has been
+// reaped (its PID, and so the group ID, may have been reused since).
+func (p *proc) kill() {
 	if !p.exited() {
-		_ = syscall.Kill(-p.PID, sig)
+		process.KillGroup(p.PID)
 	}
 }
 
 // stop sends SIGTERM to the group, SIGKILL after grace, and waits until the
-// process is reaped.
+// process is reaped (process.Stop).
 func (p *proc) stop(grace time.Duration) {
-	if p.exited() {
-		return
-	}
-	p.signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-t.C:
-		p.signal(syscall.SIGKILL)
-		<-p.done
-	}
+	process.Stop(p.PID, p.done, grace)
 }
 
 // failure describes a process that exited, with the tail of its log.
@@ -104,16 +95,8 @@ func (p *proc) failure() error {
 }
 
 func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	if len(b) > 64<<10 {
-		b = b[len(b)-64<<10:]
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return process.TailFile(path, n, 64<<10)
 }

@@ -20,11 +20,8 @@ import (
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.RemoveMeshbenchBuild()
-	os.Exit(code)
-}
+// TestMain removes the meshbench build the tests make.
+func TestMain(m *testing.M) { testutil.Main(m) }
 
 // cells: n real cells of mode none (no Envoy needed), 1 s each.
 func cells(t *testing.T, n int) []Cell {

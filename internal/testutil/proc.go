@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -230,4 +231,22 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Main is a TestMain for a package whose tests build meshbench
+// (BuildMeshbench): it runs the tests, removes the build and exits with
+// their code.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemoveMeshbenchBuild()
+	os.Exit(code)
+}
+
+// EnvInt is the positive integer in the environment variable name, else
+// def: a benchmark test's knobs (RATE=…, DURATION_SECONDS=…).
+func EnvInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

@@ -135,8 +135,5 @@ func TestRunFaces(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.RemoveMeshbenchBuild()
-	os.Exit(code)
-}
+// TestMain removes the meshbench build the tests make.
+func TestMain(m *testing.M) { testutil.Main(m) }

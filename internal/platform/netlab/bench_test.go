@@ -1,7 +1,6 @@
 package netlab
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -14,47 +13,32 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
-// TestMain removes the meshbench build the bench test makes.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.RemoveMeshbenchBuild()
-	os.Exit(code)
-}
+// TestMain removes the meshbench build the tests make.
+func TestMain(m *testing.M) { testutil.Main(m) }
 
-// cpuSeconds is utime+stime of pid, from /proc/PID/stat (USER_HZ 100).
-func cpuSeconds(t *testing.T, pid int) float64 {
+// procSample reads pid's CPU ticks and memory (sample.ReadProc), failing
+// the test if it is gone.
+func procSample(t *testing.T, pid int) sample.ProcSample {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s, err := sample.ReadProc(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100
+	return s
+}
+
+// cpuSeconds is pid's CPU time, user and system.
+func cpuSeconds(t *testing.T, pid int) float64 {
+	return float64(procSample(t, pid).CPUTicks) / float64(sample.ClockTicksPerSecond)
 }
 
 // rssMB is VmRSS of pid in MB (10^6 bytes).
 func rssMB(t *testing.T, pid int) float64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb * 1024 / 1e6
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return float64(procSample(t, pid).RSSBytes) / 1e6
 }
 
 // TestBenchZtunnel measures, on the netns substrate with two nodes (client
@@ -70,9 +54,9 @@ func TestBenchZtunnel(t *testing.T) {
 	}
 	bin := requirements(t)
 	mb := testutil.BuildMeshbench(t)
-	rate := envInt("RATE", 1000)
-	secs := envInt("DURATION_SECONDS", 10)
-	replicas := envInt("REPLICAS", 1)
+	rate := testutil.EnvInt("RATE", 1000)
+	secs := testutil.EnvInt("DURATION_SECONDS", 10)
+	replicas := testutil.EnvInt("REPLICAS", 1)
 	for _, enrolled := range []bool{false, true} {
 		name := map[bool]string{false: "none", true: "ambient"}[enrolled]
 		if m := os.Getenv("MODES"); m != "" && !strings.Contains(m, name) {
@@ -153,13 +137,6 @@ func TestBenchZtunnel(t *testing.T) {
 			}
 		})
 	}
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 // waitHTTP polls url from pod until it answers 200 (the app is up).
