@@ -818,7 +818,7 @@ func (c *Cluster) Processes() []Process {
 	defer c.mu.Unlock()
 	out := make([]Process, len(c.procs))
 	for i, p := range c.procs {
-		out[i] = p.Process
+		out[i] = p.info()
 	}
 	return out
 }
@@ -851,8 +851,8 @@ func (c *Cluster) Stop() error {
 
 	var errs []error
 	for _, p := range procs {
-		if p.exited() {
-			errs = append(errs, p.failure(p.Name+" had exited before Stop", exitError(p.err)))
+		if p.Exited() {
+			errs = append(errs, p.failure(p.Name+" had exited before Stop", exitError(p.Err())))
 		}
 	}
 	// The nodes first: their kubelets and kube-proxies talk to the

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/process"
 )
 
 // ServePodLogs makes `kubectl logs` (the pods/log API) return contents for
@@ -88,7 +90,7 @@ func (c *Cluster) waitKwokLogs(ctx context.Context, namespace, pod, container, c
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("kwok does not serve the logs of %s/%s container %s: %w (last answer: %v)\n--- last lines of the kwok log ---\n%s",
-				namespace, pod, container, ctx.Err(), last, tailFile(c.LogFile("kwok"), 15))
+				namespace, pod, container, ctx.Err(), last, process.TailLog(c.LogFile("kwok"), 15))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

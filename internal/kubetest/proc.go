@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,24 +26,20 @@ type Process struct {
 	LogFile string // its stdout and stderr
 }
 
+// proc is a running component (process.Child: its log, reaping,
+// stopping).
 type proc struct {
-	Process
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has exited and been reaped
-	err  error         // from cmd.Wait, valid after done
+	*process.Child
 }
 
+// info is the component as Processes lists it.
+func (p *proc) info() Process { return Process{Name: p.Name, PID: p.PID, LogFile: p.LogFile} }
+
 // startProc starts bin in its own process group with stdout and stderr in
-// logDir/NAME.log. The context is not tied to the process: components are
-// stopped only by stop, in order.
+// logDir/NAME.log (process.StartLogged). The context is not tied to the
+// process: components are stopped only by stop, in order.
 func startProc(name, logDir, bin string, args ...string) (*proc, error) {
-	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own group, so a terminal's Ctrl-C reaches only the test
 		// (which then stops everything in order) and stop can signal
@@ -55,30 +50,11 @@ func startProc(name, logDir, bin string, args ...string) (*proc, error) {
 		// than leaving an orphaned etcd or apiserver behind.
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if err := process.Start(cmd); err != nil { // from package process's long-lived thread, so Pdeathsig fires only when the test binary dies
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+	c, err := process.StartLogged(name, logDir, cmd, nil) // from package process's long-lived thread, so Pdeathsig fires only when the test binary dies
+	if err != nil {
+		return nil, err
 	}
-	p := &proc{
-		Process: Process{Name: name, PID: cmd.Process.Pid, LogFile: logPath},
-		cmd:     cmd,
-		done:    make(chan struct{}),
-	}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	return &proc{c}, nil
 }
 
 // stop sends SIGTERM to the process group, waits up to stopGrace, then
@@ -86,19 +62,7 @@ func (p *proc) exited() bool {
 // reports whether SIGKILL was needed. (Once the leader is reaped its PID,
 // and so the group ID, may be reused: nothing is signalled after that.)
 func (p *proc) stop() (killed bool) {
-	return process.Stop(p.PID, p.done, stopGrace)
-}
-
-// logTail returns the last n lines of the process's log, for error messages.
-func (p *proc) logTail(n int) string {
-	return tailFile(p.LogFile, n)
-}
-
-func tailFile(path string, n int) string {
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	return process.TailFile(path, n, 64<<10)
+	return p.Stop(stopGrace)
 }
 
 // errPortInUse marks a failure caused by a port that another process took
@@ -108,7 +72,7 @@ var errPortInUse = errors.New("port already in use")
 // failure describes a component that exited or did not get ready, with the
 // tail of its log.
 func (p *proc) failure(what string, cause error) error {
-	tail := p.logTail(25)
+	tail := p.Tail(25)
 	err := fmt.Errorf("%s: %w\n--- last lines of %s ---\n%s", what, cause, p.LogFile, tail)
 	if strings.Contains(tail, "address already in use") {
 		return errors.Join(err, errPortInUse)
@@ -136,8 +100,8 @@ func (p *proc) waitReady(ctx context.Context, timeout time.Duration, check func(
 			return bs.err // waiting cannot help
 		}
 		select {
-		case <-p.done:
-			return p.failure(p.Name+" exited before it was ready", exitError(p.err))
+		case <-p.Done():
+			return p.failure(p.Name+" exited before it was ready", exitError(p.Err()))
 		case <-ctx.Done():
 			return p.failure(fmt.Sprintf("%s not ready after %v", p.Name, timeout), fmt.Errorf("%w (last check: %v)", ctx.Err(), last))
 		case <-tick.C:

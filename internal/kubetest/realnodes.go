@@ -217,7 +217,7 @@ func (c *Cluster) StopMetricsServer() error {
 	c.mu.Lock()
 	var ms *proc
 	for _, p := range c.procs {
-		if p.Name == "metrics-server" && !p.exited() {
+		if p.Name == "metrics-server" && !p.Exited() {
 			ms = p
 		}
 	}

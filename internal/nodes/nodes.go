@@ -319,7 +319,7 @@ func (n *Nodes) startNodeAgents(i int, nd *Node) error {
 		unlock()
 		return err
 	}
-	for deadline := start.Add(kubeletBindWait); time.Now().Before(deadline) && !kl.exited(); time.Sleep(50 * time.Millisecond) {
+	for deadline := start.Add(kubeletBindWait); time.Now().Before(deadline) && !kl.Exited(); time.Sleep(50 * time.Millisecond) {
 		if st, err := os.Stat(devicePluginSocket); err == nil && !st.ModTime().Before(start) {
 			break
 		}
@@ -328,7 +328,7 @@ func (n *Nodes) startNodeAgents(i int, nd *Node) error {
 	kp, err := startProc(nd.NS, fmt.Sprintf("kube-proxy-%d", i), logDir, n.bin("kube-proxy"),
 		"--config="+filepath.Join(nd.Dir, "kube-proxy.yaml"), "--v=1")
 	if err != nil {
-		kl.stop(stopGrace)
+		kl.Stop(stopGrace)
 		return err
 	}
 	n.mu.Lock()
@@ -344,12 +344,12 @@ func (n *Nodes) Exited() error {
 	defer n.mu.Unlock()
 	for _, nd := range n.Nodes {
 		for _, p := range []*proc{nd.containerd, nd.kubelet, nd.proxy} {
-			if p != nil && p.exited() {
+			if p != nil && p.Exited() {
 				return p.failure()
 			}
 		}
 	}
-	if n.coredns != nil && n.coredns.exited() {
+	if n.coredns != nil && n.coredns.Exited() {
 		return n.coredns.failure()
 	}
 	return nil
@@ -363,12 +363,12 @@ func (n *Nodes) Processes() []Process {
 	for _, nd := range n.Nodes {
 		for _, p := range []*proc{nd.containerd, nd.kubelet, nd.proxy} {
 			if p != nil {
-				out = append(out, p.Process)
+				out = append(out, p.info())
 			}
 		}
 	}
 	if n.coredns != nil {
-		out = append(out, n.coredns.Process)
+		out = append(out, n.coredns.info())
 	}
 	return out
 }
@@ -380,11 +380,11 @@ func (n *Nodes) KillKubelet(i int) error {
 	n.mu.Lock()
 	p := n.Nodes[i].kubelet
 	n.mu.Unlock()
-	if p == nil || p.exited() {
+	if p == nil || p.Exited() {
 		return fmt.Errorf("the kubelet of %s is not running", n.Nodes[i].Name)
 	}
-	p.kill()
-	<-p.done
+	p.Kill()
+	<-p.Done()
 	return nil
 }
 
@@ -394,10 +394,10 @@ func (n *Nodes) RestartKubelet(i int) error {
 	nd := n.Nodes[i]
 	old := nd.kubelet
 	n.mu.Unlock()
-	if old != nil && !old.exited() {
+	if old != nil && !old.Exited() {
 		return fmt.Errorf("the kubelet of %s is running", nd.Name)
 	}
-	nd.proxy.stop(stopGrace)
+	nd.proxy.Stop(stopGrace)
 	return n.startNodeAgents(i, nd)
 }
 
@@ -429,7 +429,7 @@ func (n *Nodes) waitContainerd(ctx context.Context, nd *Node) error {
 	defer cancel()
 	var last error
 	for {
-		if nd.containerd.exited() {
+		if nd.containerd.Exited() {
 			return nd.containerd.failure()
 		}
 		if _, err := os.Stat(nd.Socket); err == nil {
@@ -485,7 +485,7 @@ func (n *Nodes) Stop() error {
 	for _, nd := range n.Nodes {
 		for _, p := range []*proc{nd.kubelet, nd.proxy} {
 			if p != nil {
-				wg.Go(func() { p.stop(stopGrace) })
+				wg.Go(func() { p.Stop(stopGrace) })
 			}
 		}
 	}
@@ -497,7 +497,7 @@ func (n *Nodes) Stop() error {
 	}
 	for _, nd := range n.Nodes {
 		if nd.containerd != nil {
-			wg.Go(func() { nd.containerd.stop(stopGrace) })
+			wg.Go(func() { nd.containerd.Stop(stopGrace) })
 		}
 	}
 	wg.Wait()
@@ -505,7 +505,7 @@ func (n *Nodes) Stop() error {
 		killShims(nd.Socket)
 	}
 	if n.coredns != nil {
-		n.coredns.stop(stopGrace)
+		n.coredns.Stop(stopGrace)
 	}
 	if err := unmountUnder(n.cfg.Dir); err != nil {
 		errs = append(errs, err)

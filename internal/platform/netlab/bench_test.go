@@ -20,25 +20,15 @@ import (
 // TestMain removes the meshbench build the tests make.
 func TestMain(m *testing.M) { testutil.Main(m) }
 
-// procSample reads pid's CPU ticks and memory (sample.ReadProc), failing
-// the test if it is gone.
-func procSample(t *testing.T, pid int) sample.ProcSample {
+// usage is pid's CPU time (user and system) in seconds and its RSS in MB
+// (10^6 bytes), from sample.ReadProc; the test fails if pid is gone.
+func usage(t *testing.T, pid int) (cpuSeconds, rssMB float64) {
 	t.Helper()
-	s, err := sample.ReadProc(pid)
+	p, err := sample.ReadProc(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
-}
-
-// cpuSeconds is pid's CPU time, user and system.
-func cpuSeconds(t *testing.T, pid int) float64 {
-	return float64(procSample(t, pid).CPUTicks) / float64(sample.ClockTicksPerSecond)
-}
-
-// rssMB is VmRSS of pid in MB (10^6 bytes).
-func rssMB(t *testing.T, pid int) float64 {
-	return float64(procSample(t, pid).RSSBytes) / 1e6
+	return float64(p.CPUTicks) / float64(sample.ClockTicksPerSecond), float64(p.RSSBytes) / 1e6
 }
 
 // TestBenchZtunnel measures, on the netns substrate with two nodes (client
@@ -105,13 +95,15 @@ func TestBenchZtunnel(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(3 * time.Second) // the warm-up
-			cpu0 := []float64{cpuSeconds(t, l.Nodes[0].Ztunnel.PID()), cpuSeconds(t, l.Nodes[1].Ztunnel.PID())}
+			cpu := func(i int) float64 { c, _ := usage(t, l.Nodes[i].Ztunnel.PID()); return c }
+			rss := func(i int) float64 { _, r := usage(t, l.Nodes[i].Ztunnel.PID()); return r }
+			cpu0 := []float64{cpu(0), cpu(1)}
 			t0 := time.Now()
 			if err := load.Wait(); err != nil {
 				t.Fatalf("load: %v", err)
 			}
 			window := time.Since(t0).Seconds()
-			cpu1 := []float64{cpuSeconds(t, l.Nodes[0].Ztunnel.PID()), cpuSeconds(t, l.Nodes[1].Ztunnel.PID())}
+			cpu1 := []float64{cpu(0), cpu(1)}
 			lr, err := results.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)
@@ -128,12 +120,12 @@ func TestBenchZtunnel(t *testing.T) {
 				float64(lat.Percentile(50))/1e6, float64(lat.Percentile(99))/1e6)
 			for i, n := range l.Nodes {
 				if !enrolled {
-					t.Logf("%s: %s ztunnel idle (no pod enrolled), RSS %.1f MB", name, n.Name, rssMB(t, n.Ztunnel.PID()))
+					t.Logf("%s: %s ztunnel idle (no pod enrolled), RSS %.1f MB", name, n.Name, rss(i))
 					continue
 				}
 				cores := (cpu1[i] - cpu0[i]) / window
 				t.Logf("%s: %s ztunnel CPU %.3f cores (%.3f vCPU per 1000 rps), RSS %.1f MB",
-					name, n.Name, cores, cores/lr.AchievedRatePerSec()*1000, rssMB(t, n.Ztunnel.PID()))
+					name, n.Name, cores, cores/lr.AchievedRatePerSec()*1000, rss(i))
 			}
 		})
 	}
