@@ -25,6 +25,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/kubemetrics"
+	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
@@ -351,7 +352,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer rawFile.Close()
-	cls, err := NewClassifier(mode, Namespaces{App: o.Spec.AppNamespace, Load: o.Spec.LoadNamespace})
+	cls, err := kubesample.NewClassifier(mode, kubesample.Namespaces{App: o.Spec.AppNamespace, Load: o.Spec.LoadNamespace})
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +361,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if kubelet {
 		apiOnRound = nil // the live view shows the counters
 	}
-	sampler, err := NewMetricsSampler(c.Metrics, c.Core, MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound})
+	sampler, err := kubesample.NewMetricsSampler(c.Metrics, c.Core, kubesample.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound})
 	if err != nil {
 		return nil, err
 	}

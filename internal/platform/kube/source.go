@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
+	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -63,7 +64,7 @@ func ChooseSource(ctx context.Context, c *Cluster, want string) (source, why str
 
 // kubeletClassify classifies a container for the kubelet sampler with
 // the run's Classifier.
-func kubeletClassify(cls *Classifier) func(pod *corev1.Pod, container string) (string, string) {
+func kubeletClassify(cls *kubesample.Classifier) func(pod *corev1.Pod, container string) (string, string) {
 	return func(pod *corev1.Pod, container string) (string, string) {
 		_, component, category := cls.Classify(pod, container)
 		return component, category
@@ -148,7 +149,7 @@ func counterWindow(ctx context.Context, c *Cluster, s *kubemetrics.Sampler, from
 		out := sample.NodeRound{Index: nr.Index, Time: nr.Time, Nodes: []sample.NodeSample{}}
 		for _, n := range nr.Nodes {
 			ns := sample.NodeSample{Name: n.Name, Time: nr.Time, Window: res.Step, CPUMillicores: n.CPUMillicores, MemoryBytes: n.MemoryBytes}
-			ns.AllocatableCPUMillicores, ns.AllocatableMemoryBytes, _ = usage(alloc[n.Name])
+			ns.AllocatableCPUMillicores, ns.AllocatableMemoryBytes, _ = kubesample.ResourceUsage(alloc[n.Name])
 			out.Nodes = append(out.Nodes, ns)
 		}
 		nrs = append(nrs, out)
@@ -187,24 +188,8 @@ type MetricsAPIReport struct {
 
 // metricsAPIReport summarises the metrics API sampler beside the
 // counters; nil when it never answered. Called after the sampler stopped.
-func metricsAPIReport(s *MetricsSampler, windowSummary sample.Summary, measured bool) *MetricsAPIReport {
-	s.roundMu.Lock()
-	answered := s.answered
-	s.roundMu.Unlock()
-	s.mu.Lock()
-	var fresh, stale int
-	for _, recs := range s.records {
-		for _, rec := range recs {
-			if rec.Kind == RawPodMetrics {
-				if rec.Stale {
-					stale++
-				} else {
-					fresh++
-				}
-			}
-		}
-	}
-	s.mu.Unlock()
+func metricsAPIReport(s *kubesample.MetricsSampler, windowSummary sample.Summary, measured bool) *MetricsAPIReport {
+	fresh, stale, answered := s.PodSampleCounts()
 	if !answered {
 		return nil
 	}

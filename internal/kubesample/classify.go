@@ -1,4 +1,9 @@
-package kube
+// Package kubesample holds the cluster's resource sampling beside sample
+// and kubemetrics: the metrics.k8s.io sampler (MetricsSampler, its raw
+// records and their reading back) and the classifier that maps a pod's
+// containers to sample's components and categories (Classifier), the seed
+// tool's way. platform/kube drives them during a run.
+package kubesample
 
 import (
 	"fmt"
@@ -45,8 +50,8 @@ type Namespaces struct {
 	Istio, Linkerd string
 }
 
-func (ns Namespaces) istio() string   { return cmpOr(ns.Istio, IstioNamespace) }
-func (ns Namespaces) linkerd() string { return cmpOr(ns.Linkerd, LinkerdNamespace) }
+func (ns Namespaces) istio() string   { return cmpOr(ns.Istio, meshes.IstioNamespace) }
+func (ns Namespaces) linkerd() string { return cmpOr(ns.Linkerd, meshes.LinkerdNamespace) }
 
 func cmpOr(s, def string) string {
 	if s == "" {

@@ -1,4 +1,4 @@
-package kube
+package kubesample
 
 import (
 	"bufio"
@@ -657,8 +657,8 @@ func (st *rawState) add(recs []RawRecord) {
 				continue
 			}
 			n := sample.NodeSample{Name: rec.Name, Time: rec.Timestamp, Window: time.Duration(rec.WindowNs)}
-			n.CPUMillicores, n.MemoryBytes, _ = usage(rec.Usage)
-			n.AllocatableCPUMillicores, n.AllocatableMemoryBytes, _ = usage(rec.Allocatable)
+			n.CPUMillicores, n.MemoryBytes, _ = ResourceUsage(rec.Usage)
+			n.AllocatableCPUMillicores, n.AllocatableMemoryBytes, _ = ResourceUsage(rec.Allocatable)
 			nr.Nodes = append(nr.Nodes, n)
 		case RawError:
 			st.errors = append(st.errors, RoundError{Round: rec.Round, Time: t, Op: rec.Op, Error: rec.Error})
@@ -675,12 +675,12 @@ func (st *rawState) add(recs []RawRecord) {
 }
 
 func containerUsage(c RawContainer) (cpuMillicores float64, memBytes uint64, ok bool) {
-	return usage(c.Usage)
+	return ResourceUsage(c.Usage)
 }
 
-// usage converts a usage list: CPU in millicores, exact to the nanocore;
+// ResourceUsage converts a usage list: CPU in millicores, exact to the nanocore;
 // memory in bytes. ok is false unless both are there.
-func usage(l corev1.ResourceList) (cpuMillicores float64, memBytes uint64, ok bool) {
+func ResourceUsage(l corev1.ResourceList) (cpuMillicores float64, memBytes uint64, ok bool) {
 	cpu, okCPU := l[corev1.ResourceCPU]
 	mem, okMem := l[corev1.ResourceMemory]
 	if okCPU {
@@ -733,4 +733,27 @@ func ReadRaw(r io.Reader) ([]RawRecord, error) {
 		return nil, fmt.Errorf("reading raw metrics: %w", err)
 	}
 	return out, nil
+}
+
+// PodSampleCounts are the fresh and stale pod samples the sampler has seen
+// over the whole run, and whether metrics.k8s.io ever answered. Call it
+// after the sampler has stopped.
+func (s *MetricsSampler) PodSampleCounts() (fresh, stale int, answered bool) {
+	s.roundMu.Lock()
+	answered = s.answered
+	s.roundMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, recs := range s.records {
+		for _, rec := range recs {
+			if rec.Kind == RawPodMetrics {
+				if rec.Stale {
+					stale++
+				} else {
+					fresh++
+				}
+			}
+		}
+	}
+	return fresh, stale, answered
 }
