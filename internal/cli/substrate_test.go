@@ -2,22 +2,30 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // TestChooseSubstrate: what each --substrate gives for the modes asked,
 // on this machine (the netns rows need root: skipped without it, failed
 // under make test).
 func TestChooseSubstrate(t *testing.T) {
-	none, sidecar, ambient, waypoint := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
+	none, sidecar, ambient, waypoint, faces := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
 	sidecar.Mode, ambient.Mode, waypoint.Mode = mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint
+	faces.Mode, faces.App = mesh.ModeAmbient, mesh.AppFaces
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name       string
@@ -32,12 +40,12 @@ func TestChooseSubstrate(t *testing.T) {
 		{"loopback", "loopback", []mesh.Options{none, ambient}, false, false, "", ""},
 		// an unknown name is bad input
 		{"unknown", "docker", []mesh.Options{none}, false, false, `--substrate "docker": allowed: auto, netns, loopback`, ""},
-		// netns asked for a mode it does not run yet: bad input, before anything starts
-		{"netns waypoint", "netns", []mesh.Options{none, waypoint}, false, false, "mesh waypoint: the netns substrate runs modes none, sidecar and ambient so far", ""},
-		// auto with a mode netns does not run: the whole plan on loopback, said why
-		{"auto waypoint", "auto", []mesh.Options{none, sidecar, ambient, waypoint}, false, false, "", "mesh waypoint"},
+		// netns asked for an app it does not run yet: bad input, before anything starts
+		{"netns faces", "netns", []mesh.Options{none, faces}, false, false, "app faces: the netns substrate runs the static app so far", ""},
+		// auto with an app netns does not run: the whole plan on loopback, said why
+		{"auto faces", "auto", []mesh.Options{none, sidecar, ambient, faces}, false, false, "", "app faces"},
 		// auto, root, modes it runs: netns for all
-		{"auto none sidecar ambient", "auto", []mesh.Options{none, sidecar, ambient}, true, true, "", ""},
+		{"auto none sidecar ambient waypoint", "auto", []mesh.Options{none, sidecar, ambient, waypoint}, true, true, "", ""},
 		// netns asked and possible
 		{"netns none", "netns", []mesh.Options{none}, true, true, "", ""},
 	}
@@ -106,5 +114,61 @@ func TestSubstrateNetnsNotRoot(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a results directory was made")
+	}
+}
+
+// TestRunWaypointNetnsCLI: `meshbench run --substrate netns --mesh
+// waypoint --policies 4` end to end, the real ztunnels and a real Envoy
+// waypoint: exit 0, every request answered, the header naming the netns
+// substrate and ztunnel, the waypoint's Envoy stats with its TLS
+// handshakes and RBAC allows, the node ztunnels' mTLS verified, the
+// waypoint sampled as the data plane; nothing of the lab left.
+func TestRunWaypointNetnsCLI(t *testing.T) {
+	testutil.RequireRoot(t, "needs root to make network namespaces")
+	zt, err := ztunnel.Find("", ".")
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	wd, _ := os.Getwd()
+	eb, err := envoy.Find(envoy.FindOptions{ProjectDir: filepath.Join(wd, "..", "..")})
+	if err != nil {
+		testutil.SkipOrFail(t, fmt.Sprintf("%v (make envoy installs it)", err))
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(testutil.BuildMeshbench(t), "run", "--substrate", "netns", "--mesh", "waypoint", "--policies", "4",
+		"--replicas", "2", "--rate", "100", "--duration", "3s", "--warmup", "1s", "--drain", "500ms", "--sample-interval", "500ms",
+		"--ztunnel", zt, "--envoy", eb.Path, "--out", out)
+	cmd.Dir = t.TempDir()
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, b)
+	}
+	s := string(b)
+	for _, want := range []string{"mesh waypoint", "substrate netns (Istio's ztunnel", "Status Codes  [code:count]                      200:300",
+		"mTLS verified: all", "\n  waypoint "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	m, err := results.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wp bool
+	for _, p := range m.Processes {
+		wp = wp || (p.Name == "waypoint" && p.Component == "waypoint" && p.Category == "data-plane")
+	}
+	if !wp {
+		t.Errorf("no waypoint among the sampled data plane: %+v", m.Processes)
+	}
+	n, _ := m.Options["netns"].(map[string]any)
+	prefix, _ := n["prefix"].(string)
+	sn, _ := n["subnet"].(string)
+	subnet, err := netip.ParsePrefix(sn)
+	if err != nil || prefix == "" {
+		t.Fatalf("manifest netns %v", m.Options["netns"])
+	}
+	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+		t.Errorf("after the run, names %s* are still in use (err %v)", prefix, err)
 	}
 }

@@ -91,12 +91,12 @@ func (s *Substrate) Supports(o mesh.Options) error {
 	var errs []error
 	switch o.Mode {
 	case mesh.ModeNone, mesh.ModeSidecar:
-	case mesh.ModeAmbient:
+	case mesh.ModeAmbient, mesh.ModeWaypoint:
 		if s.Ztunnel == "" {
-			errs = append(errs, errors.New("mesh ambient on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH"))
+			errs = append(errs, fmt.Errorf("mesh %s on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH", o.Mode))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar and ambient so far; use --substrate loopback", o.Mode))
+		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar, ambient and waypoint so far; use --substrate loopback", o.Mode))
 	}
 	if o.App != "" && o.App != mesh.AppStatic {
 		errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
@@ -159,7 +159,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	if err := s.Supports(t.Options); err != nil {
 		return nil, nil, err
 	}
-	meshed := t.Options.Mode == mesh.ModeAmbient
+	meshed := t.Options.Mode == mesh.ModeAmbient || t.Options.Mode == mesh.ModeWaypoint
 	sidecars := t.Options.Mode == mesh.ModeSidecar
 	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
 	if meshed {
@@ -181,6 +181,9 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		}
 		i := index[p.Node]
 		o.Nodes[i].Pods = append(o.Nodes[i].Pods, ps)
+	}
+	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
+		o.Nodes[index[wp.Node]].Pods = append(o.Nodes[index[wp.Node]].Pods, waypointSpec())
 	}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, ServiceSpec{Name: svc.Name, Namespace: svc.Namespace, Port: svc.Port, TargetPort: svc.Port})
@@ -243,6 +246,12 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	}
 	for _, p := range nt.ServicePods(nt.Service.Name) {
 		nt.LoadTargets = append(nt.LoadTargets, mesh.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
+	}
+	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
+		if err := waypointTopology(lab, *wp, &nt); err != nil {
+			lab.Close()
+			return nil, nil, err
+		}
 	}
 	return &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}, &nt, nil
 }
@@ -332,6 +341,9 @@ func (n *network) Stats(ctx context.Context, rawDir string) (map[string]results.
 func (n *network) EnvoyIn(p mesh.Proxy) (func(func() error) error, int) {
 	if pod := n.lab.Pod(p.Pod); pod != nil && p.Role == mesh.RoleSidecar {
 		return pod.NS.Do, SidecarID
+	}
+	if pod := n.lab.waypoint(); pod != nil && p.Role == mesh.RoleWaypoint {
+		return pod.NS.Do, 0
 	}
 	return nil, 0
 }
