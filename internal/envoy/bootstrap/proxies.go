@@ -536,6 +536,14 @@ func (b *builder) gateway(l mesh.Listener) error {
 		}
 		b.addCluster(c)
 	default:
+		if b.topo.InPod != nil {
+			c, err := b.gatewayInPod(svc, cname)
+			if err != nil {
+				return err
+			}
+			b.addCluster(c)
+			return nil
+		}
 		np := b.topo.NodeProxy(b.p.Node)
 		var via *mesh.Listener
 		if np != nil {

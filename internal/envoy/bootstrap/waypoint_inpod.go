@@ -80,3 +80,28 @@ func (b *builder) waypointInPod(l mesh.Listener) error {
 	b.internal = true
 	return nil
 }
+
+// gatewayInPod is the cluster of an ambient gateway where the real
+// ztunnel carries the mesh (topology InPod): the gateway's pod is
+// enrolled, so it calls in plaintext and its pod's capture hands every
+// connection to its node's ztunnel. In waypoint mode it calls the
+// service's VIP (ztunnel sends that to the waypoint, which balances); in
+// ambient mode each replica's own address, round robin.
+func (b *builder) gatewayInPod(svc mesh.Service, cname string) (*clusterv3.Cluster, error) {
+	var eps []netip.AddrPort
+	if vip, ok := b.topo.InPod.VIP(svc); ok && b.mode == mesh.ModeWaypoint {
+		eps = append(eps, vip)
+	} else {
+		for _, pod := range b.topo.ServicePods(svc.Name) {
+			eps = append(eps, pod.AppAddr())
+		}
+	}
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("service %s has no pods", svc.Name)
+	}
+	c := cluster(cname, netip.Addr{}, sockEndpoints(eps)...)
+	if b.grpcApp(svc) {
+		grpcUpstream(c)
+	}
+	return c, nil
+}

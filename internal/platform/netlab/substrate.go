@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -85,8 +86,8 @@ func Available(capture bool) error {
 }
 
 // Supports returns why a topology with options o cannot run on the
-// substrate yet, or nil: modes none and ambient with the static app,
-// without gateway or attacker.
+// substrate yet, or nil: every mode with the static app, with or without
+// the gateway, without attacker.
 func (s *Substrate) Supports(o mesh.Options) error {
 	var errs []error
 	switch o.Mode {
@@ -100,9 +101,6 @@ func (s *Substrate) Supports(o mesh.Options) error {
 	}
 	if o.App != "" && o.App != mesh.AppStatic {
 		errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
-	}
-	if o.Gateway {
-		errs = append(errs, errors.New("gateway: the netns substrate has no gateway yet; use --substrate loopback"))
 	}
 	if o.Attacker {
 		errs = append(errs, errors.New("attacker: the netns substrate has no attacker pod yet; use --substrate loopback"))
@@ -185,6 +183,9 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
 		o.Nodes[index[wp.Node]].Pods = append(o.Nodes[index[wp.Node]].Pods, waypointSpec())
 	}
+	if gw := t.ProxyByRole(mesh.RoleGateway); gw != nil {
+		o.Nodes[index[gw.Node]].Pods = append(o.Nodes[index[gw.Node]].Pods, gatewaySpec(meshed))
+	}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, ServiceSpec{Name: svc.Name, Namespace: svc.Namespace, Port: svc.Port, TargetPort: svc.Port})
 	}
@@ -225,6 +226,9 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		// the capture hands it over), upstream from the pod's IP; the
 		// admin keeps its own loopback address inside the pod.
 		for _, p := range t.Proxies {
+			if p.Role != mesh.RoleSidecar {
+				continue
+			}
 			pod := lab.Pod(p.Pod)
 			if pod == nil {
 				lab.Close()
@@ -247,8 +251,15 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	for _, p := range nt.ServicePods(nt.Service.Name) {
 		nt.LoadTargets = append(nt.LoadTargets, mesh.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
 	}
+	nt.InPod = &mesh.InPod{VIPs: maps.Clone(lab.Services)}
 	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
 		if err := waypointTopology(lab, *wp, &nt); err != nil {
+			lab.Close()
+			return nil, nil, err
+		}
+	}
+	if gw := t.ProxyByRole(mesh.RoleGateway); gw != nil {
+		if err := gatewayTopology(lab, *gw, &nt); err != nil {
 			lab.Close()
 			return nil, nil, err
 		}
@@ -343,6 +354,9 @@ func (n *network) EnvoyIn(p mesh.Proxy) (func(func() error) error, int) {
 		return pod.NS.Do, SidecarID
 	}
 	if pod := n.lab.waypoint(); pod != nil && p.Role == mesh.RoleWaypoint {
+		return pod.NS.Do, 0
+	}
+	if pod := n.lab.Pod(gatewayPod); pod != nil && p.Role == mesh.RoleGateway {
 		return pod.NS.Do, 0
 	}
 	return nil, 0

@@ -3,7 +3,6 @@ package netlab
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 
@@ -87,7 +86,6 @@ func waypointTopology(lab *Lab, wp mesh.Proxy, nt *mesh.Topology) error {
 		wp.Listeners[i].Addr = netip.AddrPortFrom(pod.IP, wp.Listeners[i].Addr.Port())
 	}
 	nt.Proxies = append(nt.Proxies, wp)
-	nt.InPod = &mesh.InPod{VIPs: maps.Clone(lab.Services)}
 	vip, ok := nt.InPod.VIP(nt.Service)
 	if !ok {
 		return fmt.Errorf("service %s has no VIP on the netns lab", nt.Service.Name)
