@@ -154,6 +154,12 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 			err = errors.Join(err, l.Close())
 		}
 	}()
+	// The owner record first, so it is removed last (owner.go).
+	release, err := claim(o.Prefix, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	l.sub.OnClose("owner record of "+o.Prefix, release)
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}

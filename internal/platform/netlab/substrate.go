@@ -48,6 +48,7 @@ type Substrate struct {
 	Subnet netip.Prefix
 
 	once      sync.Once
+	stale     sync.Once
 	zsum      string
 	zversion  string
 	zerr      error
@@ -196,6 +197,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 			return nil, nil, err
 		}
 	}
+	s.stale.Do(func() { removeStale(log) })
 	var lab *Lab
 	for attempt := 0; ; attempt++ {
 		var err error
