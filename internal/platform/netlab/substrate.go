@@ -20,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/userns"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
@@ -68,7 +69,8 @@ func (s *Substrate) Name() string { return SubstrateName }
 // in-pod rules.
 func Available(capture bool) error {
 	if os.Geteuid() != 0 {
-		return errors.New("network namespaces need root here (running as uid " + fmt.Sprint(os.Geteuid()) + ")")
+		return errors.New("network namespaces need root here (running as uid " + fmt.Sprint(os.Geteuid()) +
+			"; an explicit --substrate netns runs in an unprivileged user namespace where the kernel allows one)")
 	}
 	s := netns.New(fmt.Sprintf("mbq%d", os.Getpid()%1000))
 	_, err := s.Namespace("p")
@@ -92,7 +94,11 @@ func Available(capture bool) error {
 func (s *Substrate) Supports(o mesh.Options) error {
 	var errs []error
 	switch o.Mode {
-	case mesh.ModeNone, mesh.ModeSidecar:
+	case mesh.ModeNone:
+	case mesh.ModeSidecar:
+		if userns.Inside() {
+			errs = append(errs, errors.New("mesh sidecar: in an unprivileged user namespace (not root) only your own uid and gid are mapped, not the sidecars' 1337; run as root, or use --substrate loopback"))
+		}
 	case mesh.ModeAmbient, mesh.ModeWaypoint:
 		if s.Ztunnel == "" {
 			errs = append(errs, fmt.Errorf("mesh %s on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH", o.Mode))
