@@ -65,29 +65,3 @@ func TestDoctorInstallMesh(t *testing.T) {
 	}
 }
 
-// TestDoctorLocal: `doctor --platform local` prints the netns substrate's
-// checks as a table, each row with a status; as root on this machine
-// (make test) namespaces can be made and iptables is found. An unknown
-// platform is a usage error naming both.
-func TestDoctorLocal(t *testing.T) {
-	inv := runCLI(t, nil, "doctor", "--platform", "local")
-	for _, name := range []string{"network namespaces", "iptables", "ztunnel", "netns labs", "user namespaces"} {
-		if !strings.Contains(inv.stdout, "\n"+name+"  ") {
-			t.Errorf("no row %q:\n%s", name, inv.stdout)
-		}
-	}
-	if os.Geteuid() == 0 {
-		for _, want := range []string{"network namespaces  ok", "iptables            ok"} {
-			if !strings.Contains(inv.stdout, want) {
-				t.Errorf("as root, want %q:\n%s", want, inv.stdout)
-			}
-		}
-	}
-	if inv.code != 0 {
-		t.Errorf("exit %d (only warnings expected here):\n%s%s", inv.code, inv.stdout, inv.stderr)
-	}
-	inv = runCLI(t, nil, "doctor", "--platform", "docker")
-	if inv.code != ExitUsage || !strings.Contains(inv.stderr, `--platform "docker": allowed: kube, local`) {
-		t.Errorf("unknown platform: exit %d, %s", inv.code, inv.stderr)
-	}
-}

@@ -244,7 +244,6 @@ func printCounters(w io.Writer, res *kube.Result) {
 
 type doctorFlags struct {
 	platform string
-	ztunnel  string
 	mesh     string
 	nodes    int
 	kube     kubeFlags
@@ -269,23 +268,13 @@ needs. Exits 1 when a check fails.
 installed, so their CLIs are required. Without it the meshes must already
 run on the cluster: each one of --mesh is verified as run verifies it
 (istiod, the ztunnel DaemonSet, the Gateway API for waypoints, Linkerd's
-control plane), and a missing CLI is only a warning.
-
---platform local: what the local lab's netns substrate needs (network
-namespaces, iptables, ztunnel and its version), and the labs on this
-host: running, or left behind by a meshbench that was killed (the next
-netns run removes those). Without them runs use the loopback substrate,
-so these are warnings.`,
-		Example: `  meshbench doctor --platform local
-  meshbench doctor --platform kube --kubeconfig ~/.kube/k3d.yaml --mesh sidecar,ambient
+control plane), and a missing CLI is only a warning.`,
+		Example: `  meshbench doctor --platform kube --kubeconfig ~/.kube/k3d.yaml --mesh sidecar,ambient
   meshbench doctor --platform kube --mesh linkerd --install-mesh`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.platform == "local" {
-				return doctorLocal(cmd.Context(), env, f.ztunnel)
-			}
 			if f.platform != "kube" {
-				return usagef("--platform %q: allowed: kube, local", f.platform)
+				return usagef("--platform %q: allowed: kube (the local lab checks itself when it starts)", f.platform)
 			}
 			if !slices.Contains(kube.MetricsSources, f.kube.metricsSource) {
 				return usagef("--metrics-source %q: allowed: %s", f.kube.metricsSource, strings.Join(kube.MetricsSources, ", "))
@@ -325,8 +314,7 @@ so these are warnings.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&f.platform, "platform", "kube", "platform to check: kube, local (the lab's netns substrate)")
-	cmd.Flags().StringVar(&f.ztunnel, "ztunnel", "", "with --platform local: the ztunnel binary to check (default: as run finds it)")
+	cmd.Flags().StringVar(&f.platform, "platform", "kube", "platform to check: kube")
 	cmd.Flags().StringVar(&f.mesh, "mesh", "", "meshes you will run, verified on the cluster (with --install-mesh: their CLIs are required instead): "+kubeModeList())
 	cmd.Flags().IntVar(&f.nodes, "nodes", 2, "ready nodes needed (2: load and app on different nodes)")
 	f.kube.add(cmd, kubeConnect)

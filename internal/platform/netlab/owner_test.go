@@ -18,8 +18,8 @@ import (
 // TestStaleLabAfterSIGKILL: a `meshbench run` on the netns substrate
 // (ambient, real ztunnels) is killed with SIGKILL while it measures. Its
 // processes die with it (parent-death signal) but its namespaces stay;
-// its owner record names a dead process, so `meshbench doctor --platform
-// local` reports the lab as left by a dead meshbench, and RemoveStale (what
+// its owner record names a dead process, so the doctor's labs check
+// reports the lab as left by a dead meshbench, and RemoveStale (what
 // the next lab runs first) removes its namespaces and record — and leaves a
 // live lab, made meanwhile by this test, untouched.
 func TestStaleLabAfterSIGKILL(t *testing.T) {
@@ -93,10 +93,10 @@ func TestStaleLabAfterSIGKILL(t *testing.T) {
 		t.Fatalf("after SIGKILL no namespace %s* is left (%v): the test shows nothing", prefix, err)
 	}
 
-	// doctor names it as left by a dead meshbench.
-	doc, _ := exec.Command(mb, "doctor", "--platform", "local", "--ztunnel", bin).CombinedOutput()
-	if !strings.Contains(string(doc), "left by a dead meshbench") || !strings.Contains(string(doc), prefix+" (dead pid "+strconv.Itoa(pid)) {
-		t.Errorf("doctor does not report the dead lab %s:\n%s", prefix, doc)
+	// doctor's row names it as left by a dead meshbench.
+	if c := LabsCheck(); c.OK || !c.Warn || !strings.Contains(c.Detail, "left by a dead meshbench") ||
+		!strings.Contains(c.Detail, prefix+" (dead pid "+strconv.Itoa(pid)) {
+		t.Errorf("the labs check does not report the dead lab %s: %+v", prefix, c)
 	}
 
 	// A live lab made now is left alone by RemoveStale.
