@@ -64,4 +64,3 @@ func TestDoctorInstallMesh(t *testing.T) {
 		t.Error("doctor created the kubeconfig")
 	}
 }
-
