@@ -57,18 +57,23 @@ envoy:
 # Istio's ztunnel for the netns lab substrate (internal/platform/netlab):
 # the production build kept beside the project (../shared/bin/ztunnel,
 # provenance in ../shared/bin/ztunnel.md) when its sha256 matches, into
-# .tools/ztunnel/ztunnel, where internal/ztunnel finds it. Without it, set
-# MESHBENCH_ZTUNNEL to a ztunnel binary (e.g. one built from istio/ztunnel
-# as ../shared/bin/ztunnel-build/build.sh does).
+# .tools/ztunnel/ztunnel, where internal/ztunnel finds it. Without it, the
+# binary of Istio's official ztunnel image (meshbench image ztunnel, with
+# its provenance in .tools/ztunnel/ztunnel.json); or set MESHBENCH_ZTUNNEL
+# to a ztunnel binary (e.g. one built from istio/ztunnel as
+# ../shared/bin/ztunnel-build/build.sh does).
 ZTUNNEL_SHA256 := 9d650eedebd9e4455cc66cf1364108d1e23b0ca198c51f758350e31bb7ed042e
 ZTUNNEL_BIN    := .tools/ztunnel/ztunnel
 ztunnel:
 	@if [ -x $(ZTUNNEL_BIN) ] && echo "$(ZTUNNEL_SHA256)  $(ZTUNNEL_BIN)" | sha256sum -c --status; then \
 	  echo "ztunnel is in $(ZTUNNEL_BIN)"; \
+	elif [ -x $(ZTUNNEL_BIN) ] && [ -f $(ZTUNNEL_BIN).json ]; then \
+	  echo "ztunnel is in $(ZTUNNEL_BIN), from the image named in $(ZTUNNEL_BIN).json"; \
 	elif [ -f ../shared/bin/ztunnel ] && echo "$(ZTUNNEL_SHA256)  ../shared/bin/ztunnel" | sha256sum -c --status; then \
 	  mkdir -p .tools/ztunnel && install -m 0755 ../shared/bin/ztunnel $(ZTUNNEL_BIN) && echo "ztunnel installed in $(ZTUNNEL_BIN)"; \
 	else \
-	  echo "make ztunnel: no ../shared/bin/ztunnel with sha256 $(ZTUNNEL_SHA256); set MESHBENCH_ZTUNNEL to a ztunnel binary" >&2; exit 1; \
+	  echo "make ztunnel: no ../shared/bin/ztunnel with sha256 $(ZTUNNEL_SHA256): taking it from Istio's ztunnel image (or set MESHBENCH_ZTUNNEL to a ztunnel binary)" >&2; \
+	  $(MAKE) --no-print-directory build && $(BIN) image ztunnel --out $(ZTUNNEL_BIN); \
 	fi
 
 # Linkerd's proxy for the lab's Linkerd mesh (internal/linkerd): the build

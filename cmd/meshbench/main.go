@@ -12,9 +12,26 @@ import (
 	"golang.org/x/term"
 
 	"github.com/meshbench/meshbench/internal/cli"
+	"github.com/meshbench/meshbench/internal/userns"
 )
 
 func main() {
+	// --substrate netns without root: the same command as root of an
+	// unprivileged user namespace (internal/userns), where the kernel
+	// allows it; else it goes on and says that it needs root.
+	if userns.Wanted(os.Args[1:]) {
+		if code, err := userns.Reexec(os.Args[1:]); err == nil {
+			os.Exit(code)
+		} else {
+			os.Stderr.WriteString("meshbench: " + err.Error() + "; trying without\n")
+		}
+	}
+	if userns.Inside() {
+		if err := userns.Setup(); err != nil {
+			os.Stderr.WriteString("meshbench: " + err.Error() + "\n")
+			os.Exit(1)
+		}
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	env := &cli.Env{

@@ -56,7 +56,7 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"run body size 0", []string{"run", "--body-size", "0", "--out", out}, "--body-size 0: allowed: 1 to 67108864 bytes"},
 		{"run body size faces", []string{"run", "--app", "faces", "--body-size", "1024", "--out", out}, "--body-size 1024: applies to the static app only"},
 		{"run substrate unknown", []string{"run", "--substrate", "docker", "--out", out}, `--substrate "docker": allowed: auto, netns, loopback`},
-		{"run substrate netns waypoint", []string{"run", "--substrate", "netns", "--mesh", "waypoint", "--out", out}, "mesh waypoint: the netns substrate runs modes none, sidecar and ambient so far"},
+		{"run substrate netns faces", []string{"run", "--substrate", "netns", "--mesh", "ambient", "--app", "faces", "--out", out}, "app faces: the netns substrate runs the static app so far"},
 		{"bench body size", []string{"bench", "--mesh", "none", "--body-size", "-1", "--out", out}, `--body-size "-1": allowed: 1 to 67108864 bytes`},
 		{"bench substrate unknown", []string{"bench", "--mesh", "none", "--substrate", "docker", "--out", out}, `--substrate "docker": allowed: auto, netns`},
 		{"bench out is a file", []string{"bench", "--mesh", "none", "--out", file}, "--out " + file + " is a file"},

@@ -2,22 +2,30 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // TestChooseSubstrate: what each --substrate gives for the modes asked,
 // on this machine (the netns rows need root: skipped without it, failed
 // under make test).
 func TestChooseSubstrate(t *testing.T) {
-	none, sidecar, ambient, waypoint := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
+	none, sidecar, ambient, waypoint, faces := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
 	sidecar.Mode, ambient.Mode, waypoint.Mode = mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint
+	faces.Mode, faces.App = mesh.ModeAmbient, mesh.AppFaces
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name       string
@@ -32,12 +40,12 @@ func TestChooseSubstrate(t *testing.T) {
 		{"loopback", "loopback", []mesh.Options{none, ambient}, false, false, "", ""},
 		// an unknown name is bad input
 		{"unknown", "docker", []mesh.Options{none}, false, false, `--substrate "docker": allowed: auto, netns, loopback`, ""},
-		// netns asked for a mode it does not run yet: bad input, before anything starts
-		{"netns waypoint", "netns", []mesh.Options{none, waypoint}, false, false, "mesh waypoint: the netns substrate runs modes none, sidecar and ambient so far", ""},
-		// auto with a mode netns does not run: the whole plan on loopback, said why
-		{"auto waypoint", "auto", []mesh.Options{none, sidecar, ambient, waypoint}, false, false, "", "mesh waypoint"},
+		// netns asked for an app it does not run yet: bad input, before anything starts
+		{"netns faces", "netns", []mesh.Options{none, faces}, false, false, "app faces: the netns substrate runs the static app so far", ""},
+		// auto with an app netns does not run: the whole plan on loopback, said why
+		{"auto faces", "auto", []mesh.Options{none, sidecar, ambient, faces}, false, false, "", "app faces"},
 		// auto, root, modes it runs: netns for all
-		{"auto none sidecar ambient", "auto", []mesh.Options{none, sidecar, ambient}, true, true, "", ""},
+		{"auto none sidecar ambient waypoint", "auto", []mesh.Options{none, sidecar, ambient, waypoint}, true, true, "", ""},
 		// netns asked and possible
 		{"netns none", "netns", []mesh.Options{none}, true, true, "", ""},
 	}
@@ -71,20 +79,31 @@ func TestChooseSubstrate(t *testing.T) {
 }
 
 // TestSubstrateNetnsNotRoot: `run --substrate netns` as an unprivileged
-// user fails at once (exit 1) saying namespaces need root; nothing runs.
+// user (nobody). Where the kernel allows unprivileged user namespaces (this
+// machine), meshbench re-executes itself as root of one of its own and the
+// run works: mode ambient with the real ztunnels, every request answered,
+// mTLS verified; mode sidecar is refused at once (exit 2: the sidecars'
+// gid 1337 cannot be mapped) and makes no results directory. Where they
+// are not allowed, the run fails at once (exit 1) saying namespaces need
+// root.
 func TestSubstrateNetnsNotRoot(t *testing.T) {
 	testutil.RequireRoot(t, "needs root to switch to an unprivileged user")
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
 		testutil.SkipOrFail(t, "no setpriv (util-linux) to run as nobody")
 	}
-	// A copy nobody may run (the test build's directory is root's own).
+	zt, err := ztunnel.Find("", ".")
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	// A directory and a copy of meshbench nobody may use (the test
+	// build's directory is root's own).
 	dir, err := os.MkdirTemp("", "meshbench-nobody-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
+	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(testutil.BuildMeshbench(t))
@@ -95,16 +114,94 @@ func TestSubstrateNetnsNotRoot(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := dir + "/never-made"
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"run", "--substrate", "netns", "--mesh", "none", "--out", out)
-	cmd.Dir = dir
-	b, err = cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure || !strings.Contains(string(b), "--substrate netns: network namespaces need root here") {
-		t.Errorf("exit %v, output:\n%s", err, b)
+	nobody := func(args ...string) (string, int) {
+		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", bin}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
 	}
-	if _, err := os.Stat(out); err == nil {
-		t.Error("a results directory was made")
+	n, _ := os.ReadFile("/proc/sys/user/max_user_namespaces")
+	if strings.TrimSpace(string(n)) == "0" {
+		out, code := nobody("run", "--substrate", "netns", "--mesh", "none", "--out", dir+"/never-made")
+		if code != ExitFailure || !strings.Contains(out, "--substrate netns: network namespaces need root here") {
+			t.Errorf("without user namespaces: exit %d, output:\n%s", code, out)
+		}
+		return
+	}
+	out, code := nobody("run", "--substrate", "netns", "--mesh", "ambient", "--policies", "4", "--rate", "100",
+		"--duration", "2s", "--warmup", "1s", "--drain", "500ms", "--ztunnel", zt, "--out", dir+"/ambient")
+	if code != 0 || !strings.Contains(out, "substrate netns (Istio's ztunnel") || !strings.Contains(out, "200:200") ||
+		!strings.Contains(out, "mTLS verified: all") {
+		t.Errorf("ambient as nobody: exit %d, output:\n%s", code, out)
+	}
+	out, code = nobody("run", "--substrate", "netns", "--mesh", "sidecar", "--out", dir+"/never-made")
+	if code != ExitUsage || !strings.Contains(out, "the sidecars' 1337") {
+		t.Errorf("sidecar as nobody: exit %d, output:\n%s", code, out)
+	}
+	if _, err := os.Stat(dir + "/never-made"); err == nil {
+		t.Error("a results directory was made for the refused run")
+	}
+}
+
+// TestRunWaypointNetnsCLI: `meshbench run --substrate netns --mesh
+// waypoint --policies 4` end to end, the real ztunnels and a real Envoy
+// waypoint: exit 0, every request answered, the header naming the netns
+// substrate and ztunnel, the waypoint's Envoy stats with its TLS
+// handshakes and RBAC allows, the node ztunnels' mTLS verified, the
+// waypoint sampled as the data plane; nothing of the lab left.
+func TestRunWaypointNetnsCLI(t *testing.T) {
+	testutil.RequireRoot(t, "needs root to make network namespaces")
+	zt, err := ztunnel.Find("", ".")
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	wd, _ := os.Getwd()
+	eb, err := envoy.Find(envoy.FindOptions{ProjectDir: filepath.Join(wd, "..", "..")})
+	if err != nil {
+		testutil.SkipOrFail(t, fmt.Sprintf("%v (make envoy installs it)", err))
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(testutil.BuildMeshbench(t), "run", "--substrate", "netns", "--mesh", "waypoint", "--policies", "4",
+		"--replicas", "2", "--rate", "100", "--duration", "3s", "--warmup", "1s", "--drain", "500ms", "--sample-interval", "500ms",
+		"--ztunnel", zt, "--envoy", eb.Path, "--out", out)
+	cmd.Dir = t.TempDir()
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, b)
+	}
+	s := string(b)
+	for _, want := range []string{"mesh waypoint", "substrate netns (Istio's ztunnel", "Status Codes  [code:count]                      200:300",
+		"mTLS verified: all", "\n  waypoint "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	m, err := results.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wp bool
+	for _, p := range m.Processes {
+		wp = wp || (p.Name == "waypoint" && p.Component == "waypoint" && p.Category == "data-plane")
+	}
+	if !wp {
+		t.Errorf("no waypoint among the sampled data plane: %+v", m.Processes)
+	}
+	n, _ := m.Options["netns"].(map[string]any)
+	prefix, _ := n["prefix"].(string)
+	sn, _ := n["subnet"].(string)
+	subnet, err := netip.ParsePrefix(sn)
+	if err != nil || prefix == "" {
+		t.Fatalf("manifest netns %v", m.Options["netns"])
+	}
+	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+		t.Errorf("after the run, names %s* are still in use (err %v)", prefix, err)
 	}
 }

@@ -323,6 +323,9 @@ type Topology struct {
 	Identities []Identity
 	// Policies are the ALLOW rules; empty when there are none.
 	Policies []Policy
+	// InPod is set by a substrate of network namespaces, where HBONE ends
+	// at each pod's own address (Istio's in-pod ztunnel): nil on loopback.
+	InPod *InPod
 }
 
 // Pod returns the named pod, or nil.

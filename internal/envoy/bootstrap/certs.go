@@ -26,6 +26,12 @@ func WriteCerts(t *mesh.Topology, dir string, extra ...mesh.Identity) (*Certs, e
 	if err != nil {
 		return nil, err
 	}
+	return WriteCertsFrom(ca, t, dir, extra...)
+}
+
+// WriteCertsFrom is WriteCerts with the CA given: the Envoys of a lab
+// whose other proxies already trust ca (the netns substrate's ztunnels).
+func WriteCertsFrom(ca *pki.CA, t *mesh.Topology, dir string, extra ...mesh.Identity) (*Certs, error) {
 	caFiles, err := ca.WriteFiles(dir)
 	if err != nil {
 		return nil, err

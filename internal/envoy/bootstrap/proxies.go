@@ -101,6 +101,8 @@ func (b *builder) build() (*bootstrapv3.Bootstrap, error) {
 			err = b.nodeOutboundWaypoint(l)
 		case b.p.Role == mesh.RoleNodeProxy && l.Kind == mesh.ListenerHBONE:
 			err = b.nodeInbound(l)
+		case b.p.Role == mesh.RoleWaypoint && l.Kind == mesh.ListenerHBONE && b.topo.InPod != nil:
+			err = b.waypointInPod(l)
 		case b.p.Role == mesh.RoleWaypoint && l.Kind == mesh.ListenerHBONE:
 			err = b.waypoint(l)
 		case b.p.Role == mesh.RoleGateway && l.Kind == mesh.ListenerGateway:
@@ -472,31 +474,38 @@ func (b *builder) waypoint(l mesh.Listener) error {
 	var vhosts []*routev3.VirtualHost
 	for _, svc := range b.topo.Services {
 		authority := serviceAuthority(svc)
-		internal := mainInternal + svc.Suffix
+		internal, cname := b.waypointL7(svc)
 		vhosts = append(vhosts, &routev3.VirtualHost{Name: authority, Domains: []string{authority},
 			Routes: []*routev3.Route{connectRoute(internal)}})
-		b.addCluster(cluster(internal, netip.Addr{}, endpoint(internalAddr(internal, ""))))
-
-		cname := serviceCluster(svc)
-		var filter *listenerv3.Filter
-		if b.tcp {
-			filter = tcpProxy(internal, cname, "")
-		} else {
-			admin := &routev3.Route{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/admin"}},
-				Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 403}}}
-			vh := &routev3.VirtualHost{Name: authority, Domains: []string{"*"},
-				Routes: []*routev3.Route{admin, prefixRoute(cname, istioRetries())},
-				ResponseHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{
-					Key: "x-served-by", Value: b.p.Identity.ServiceAccount + "." + b.p.Identity.Namespace}}}}
-			filter = networkFilter(nameHCM, hcm(internal, routeTable(internal, vh), nil))
-		}
-		b.addListener(internalListener(internal, nil, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{filter}}))
 		if err := b.originateTo(svc, cname); err != nil {
 			return err
 		}
 	}
 	b.addListener(b.hboneChain(l, connectHCM(l.Name, routeTable(l.Name, vhosts...), hboneRBAC(b.topo.Policies))))
 	return nil
+}
+
+// waypointL7 adds the waypoint's L7 stage for svc: the internal listener
+// main_internal[_<svc>] and its cluster (/admin → 403, everything else
+// round robin over svc's replicas in cluster cname with Istio's retries,
+// x-served-by added; tcp_proxy with protocol tcp). The caller adds cname.
+func (b *builder) waypointL7(svc mesh.Service) (internal, cname string) {
+	internal, cname = mainInternal+svc.Suffix, serviceCluster(svc)
+	b.addCluster(cluster(internal, netip.Addr{}, endpoint(internalAddr(internal, ""))))
+	var filter *listenerv3.Filter
+	if b.tcp {
+		filter = tcpProxy(internal, cname, "")
+	} else {
+		admin := &routev3.Route{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/admin"}},
+			Action: &routev3.Route_DirectResponse{DirectResponse: &routev3.DirectResponseAction{Status: 403}}}
+		vh := &routev3.VirtualHost{Name: serviceAuthority(svc), Domains: []string{"*"},
+			Routes: []*routev3.Route{admin, prefixRoute(cname, istioRetries())},
+			ResponseHeadersToAdd: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{
+				Key: "x-served-by", Value: b.p.Identity.ServiceAccount + "." + b.p.Identity.Namespace}}}}
+		filter = networkFilter(nameHCM, hcm(internal, routeTable(internal, vh), nil))
+	}
+	b.addListener(internalListener(internal, nil, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{filter}}))
+	return internal, cname
 }
 
 // gateway: HTTPS from the load generator (the gateway's serving
@@ -527,6 +536,14 @@ func (b *builder) gateway(l mesh.Listener) error {
 		}
 		b.addCluster(c)
 	default:
+		if b.topo.InPod != nil {
+			c, err := b.gatewayInPod(svc, cname)
+			if err != nil {
+				return err
+			}
+			b.addCluster(c)
+			return nil
+		}
 		np := b.topo.NodeProxy(b.p.Node)
 		var via *mesh.Listener
 		if np != nil {

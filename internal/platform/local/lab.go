@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
@@ -183,7 +182,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 	configs := map[string]string{}
 	if len(l.topo.Proxies) > 0 {
 		endRender := l.phase("prepare/render")
-		certs, err := bootstrap.WriteCerts(l.topo, filepath.Join(l.dir, "pki"))
+		certs, err := l.writeCerts(filepath.Join(l.dir, "pki"))
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,9 @@ import (
 	"io"
 	"os/exec"
 
+	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -90,3 +92,21 @@ func startIn(cmd *exec.Cmd, in func(func() error) error) error {
 // loadPod is the topology's pod the load generator runs in on a
 // substrate: the client.
 const loadPod = "client"
+
+// CASource is a Network whose own proxies trust a CA of theirs (the netns
+// substrate's ztunnels, which fetch certificates from it over Istio's CA
+// API): the lab's Envoys then get their certificates from the same CA, so
+// a waypoint and the ztunnels verify each other.
+type CASource interface {
+	// CA returns the network's CA, or nil when it has none (no ztunnel).
+	CA() *pki.CA
+}
+
+// writeCerts writes the lab's PKI into dir: from the network's CA when
+// it has one, else from a new CA.
+func (l *Lab) writeCerts(dir string) (*bootstrap.Certs, error) {
+	if cs, ok := l.net.(CASource); ok && cs.CA() != nil {
+		return bootstrap.WriteCertsFrom(cs.CA(), l.topo, dir)
+	}
+	return bootstrap.WriteCerts(l.topo, dir)
+}

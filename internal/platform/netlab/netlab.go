@@ -64,6 +64,10 @@ type PodSpec struct {
 	// Services are the services the pod backs, by name, with their
 	// target port.
 	Services []string
+	// Waypoint makes the pod the lab's waypoint (not enrolled): ztunnel
+	// sends the traffic of every service and of every pod that backs one
+	// to it over HBONE (waypoint.go).
+	Waypoint bool
 }
 
 // NodeSpec is one node and its pods.
@@ -150,6 +154,12 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 			err = errors.Join(err, l.Close())
 		}
 	}()
+	// The owner record first, so it is removed last (owner.go).
+	release, err := claim(o.Prefix, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	l.sub.OnClose("owner record of "+o.Prefix, release)
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -179,6 +189,12 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	for _, n := range l.Nodes {
+		if !n.enrolls() {
+			// Nothing for a ztunnel to carry (the waypoint's node, an
+			// app node without replicas): none runs, as no node proxy
+			// runs there on loopback.
+			continue
+		}
 		if err := l.startNode(ctx, n, cfgPath, caFiles.Cert); err != nil {
 			return nil, err
 		}
@@ -335,6 +351,7 @@ func (l *Lab) config() ztunnel.Config {
 			cfg.Workloads = append(cfg.Workloads, w)
 		}
 	}
+	l.useWaypoint(&cfg)
 	return cfg
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/userns"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
@@ -47,6 +49,7 @@ type Substrate struct {
 	Subnet netip.Prefix
 
 	once      sync.Once
+	stale     sync.Once
 	zsum      string
 	zversion  string
 	zerr      error
@@ -66,7 +69,8 @@ func (s *Substrate) Name() string { return SubstrateName }
 // in-pod rules.
 func Available(capture bool) error {
 	if os.Geteuid() != 0 {
-		return errors.New("network namespaces need root here (running as uid " + fmt.Sprint(os.Geteuid()) + ")")
+		return errors.New("network namespaces need root here (running as uid " + fmt.Sprint(os.Geteuid()) +
+			"; an explicit --substrate netns runs in an unprivileged user namespace where the kernel allows one)")
 	}
 	s := netns.New(fmt.Sprintf("mbq%d", os.Getpid()%1000))
 	_, err := s.Namespace("p")
@@ -85,24 +89,25 @@ func Available(capture bool) error {
 }
 
 // Supports returns why a topology with options o cannot run on the
-// substrate yet, or nil: modes none and ambient with the static app,
-// without gateway or attacker.
+// substrate yet, or nil: every mode with the static app, with or without
+// the gateway, without attacker.
 func (s *Substrate) Supports(o mesh.Options) error {
 	var errs []error
 	switch o.Mode {
-	case mesh.ModeNone, mesh.ModeSidecar:
-	case mesh.ModeAmbient:
+	case mesh.ModeNone:
+	case mesh.ModeSidecar:
+		if userns.Inside() {
+			errs = append(errs, errors.New("mesh sidecar: in an unprivileged user namespace (not root) only your own uid and gid are mapped, not the sidecars' 1337; run as root, or use --substrate loopback"))
+		}
+	case mesh.ModeAmbient, mesh.ModeWaypoint:
 		if s.Ztunnel == "" {
-			errs = append(errs, errors.New("mesh ambient on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH"))
+			errs = append(errs, fmt.Errorf("mesh %s on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH", o.Mode))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar and ambient so far; use --substrate loopback", o.Mode))
+		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar, ambient and waypoint so far; use --substrate loopback", o.Mode))
 	}
 	if o.App != "" && o.App != mesh.AppStatic {
 		errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
-	}
-	if o.Gateway {
-		errs = append(errs, errors.New("gateway: the netns substrate has no gateway yet; use --substrate loopback"))
 	}
 	if o.Attacker {
 		errs = append(errs, errors.New("attacker: the netns substrate has no attacker pod yet; use --substrate loopback"))
@@ -159,7 +164,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	if err := s.Supports(t.Options); err != nil {
 		return nil, nil, err
 	}
-	meshed := t.Options.Mode == mesh.ModeAmbient
+	meshed := t.Options.Mode == mesh.ModeAmbient || t.Options.Mode == mesh.ModeWaypoint
 	sidecars := t.Options.Mode == mesh.ModeSidecar
 	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
 	if meshed {
@@ -182,6 +187,12 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		i := index[p.Node]
 		o.Nodes[i].Pods = append(o.Nodes[i].Pods, ps)
 	}
+	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
+		o.Nodes[index[wp.Node]].Pods = append(o.Nodes[index[wp.Node]].Pods, waypointSpec())
+	}
+	if gw := t.ProxyByRole(mesh.RoleGateway); gw != nil {
+		o.Nodes[index[gw.Node]].Pods = append(o.Nodes[index[gw.Node]].Pods, gatewaySpec(meshed))
+	}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, ServiceSpec{Name: svc.Name, Namespace: svc.Namespace, Port: svc.Port, TargetPort: svc.Port})
 	}
@@ -192,6 +203,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 			return nil, nil, err
 		}
 	}
+	s.stale.Do(func() { removeStale(log) })
 	var lab *Lab
 	for attempt := 0; ; attempt++ {
 		var err error
@@ -222,6 +234,9 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		// the capture hands it over), upstream from the pod's IP; the
 		// admin keeps its own loopback address inside the pod.
 		for _, p := range t.Proxies {
+			if p.Role != mesh.RoleSidecar {
+				continue
+			}
 			pod := lab.Pod(p.Pod)
 			if pod == nil {
 				lab.Close()
@@ -243,6 +258,19 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	}
 	for _, p := range nt.ServicePods(nt.Service.Name) {
 		nt.LoadTargets = append(nt.LoadTargets, mesh.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
+	}
+	nt.InPod = &mesh.InPod{VIPs: maps.Clone(lab.Services)}
+	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
+		if err := waypointTopology(lab, *wp, &nt); err != nil {
+			lab.Close()
+			return nil, nil, err
+		}
+	}
+	if gw := t.ProxyByRole(mesh.RoleGateway); gw != nil {
+		if err := gatewayTopology(lab, *gw, &nt); err != nil {
+			lab.Close()
+			return nil, nil, err
+		}
 	}
 	return &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}, &nt, nil
 }
@@ -332,6 +360,12 @@ func (n *network) Stats(ctx context.Context, rawDir string) (map[string]results.
 func (n *network) EnvoyIn(p mesh.Proxy) (func(func() error) error, int) {
 	if pod := n.lab.Pod(p.Pod); pod != nil && p.Role == mesh.RoleSidecar {
 		return pod.NS.Do, SidecarID
+	}
+	if pod := n.lab.waypoint(); pod != nil && p.Role == mesh.RoleWaypoint {
+		return pod.NS.Do, 0
+	}
+	if pod := n.lab.Pod(gatewayPod); pod != nil && p.Role == mesh.RoleGateway {
+		return pod.NS.Do, 0
 	}
 	return nil, 0
 }

@@ -1,0 +1,95 @@
+package netlab
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// TestSubstrateGateway runs a gateway cell of every mode on the netns
+// substrate: the load, from the client pod, calls the ingress gateway
+// Envoy in its own pod over HTTPS (verified against the lab CA), which
+// calls the service as each mode has it. Every request is answered; the
+// gateway terminated the load's TLS and is sampled as the gateway; in the
+// ambient modes its node's ztunnel carried its calls over mutual TLS and
+// the server node's ztunnel saw the gateway's (or, in waypoint mode, the
+// waypoint's) identity arrive; nothing is left after the run.
+func TestSubstrateGateway(t *testing.T) {
+	bin := requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	envoyBin := findEnvoy(t)
+	for _, tc := range []struct {
+		mode mesh.Mode
+		peer string // the identity the server node's ztunnel sees; "" without ztunnel
+	}{
+		{mesh.ModeNone, ""},    // gateway → the replicas directly
+		{mesh.ModeSidecar, ""}, // gateway → the server sidecars over mTLS, as Istio's gateway does
+		{mesh.ModeAmbient, "sa/istio-ingressgateway-service-account"}, // gateway pod enrolled: its ztunnel → HBONE
+		{mesh.ModeWaypoint, "sa/waypoint"},                            // gateway → VIP → ztunnel → waypoint → HBONE
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			mo := mesh.DefaultOptions()
+			mo.Mode, mo.Replicas, mo.Gateway = tc.mode, 2, true
+			if tc.mode != mesh.ModeNone {
+				mo.Policies = 4
+			}
+			out := filepath.Join(t.TempDir(), "run")
+			var log testutil.SyncBuffer
+			o := local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
+				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
+				Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin, Log: &log}
+			res, err := local.Run(context.Background(), o)
+			if res == nil || res.Manifest == nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			prefix, subnet := netnsOf(t, res.Manifest)
+			defer checkGone(t, res.Manifest, prefix, subnet)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			lr := res.Load
+			if lr.Completed < 100 || lr.Success != lr.Completed {
+				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+			}
+			if len(res.Topology.LoadTargets) != 1 || !strings.HasPrefix(res.Topology.LoadTargets[0].URL, "https://"+subnet.Addr().String()[:5]) {
+				t.Errorf("load targets %+v, want the gateway pod on the lab's subnet", res.Topology.LoadTargets)
+			}
+			gs, ok := res.EnvoyStats["gateway"]
+			if !ok || gs.DownstreamTLS == nil || gs.DownstreamTLS.Handshakes == nil || *gs.DownstreamTLS.Handshakes == 0 {
+				t.Errorf("gateway stats %+v: want the load's TLS handshakes", gs)
+			}
+			var gw bool
+			for _, p := range res.Manifest.Processes {
+				gw = gw || (p.Name == "gateway" && p.Category == sample.CategoryGateway)
+			}
+			if !gw {
+				t.Errorf("no gateway process sampled as the gateway: %+v", res.Manifest.Processes)
+			}
+			if tc.peer == "" {
+				if len(res.NodeProxyStats) != 0 {
+					t.Errorf("mode %s runs ztunnel: %v", tc.mode, res.NodeProxyStats)
+				}
+				return
+			}
+			if res.Manifest.Derived["node_proxy_mtls_connections"] == 0 || res.Manifest.Derived["node_proxy_other_connections"] != 0 {
+				t.Errorf("derived mTLS figures %v", res.Manifest.Derived)
+			}
+			b, err := os.ReadFile(filepath.Join(out, "netns", "ztunnel-node2.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(b, []byte(`src.identity="spiffe://cluster.local/ns/`)) || !bytes.Contains(b, []byte(tc.peer+`"`)) {
+				t.Errorf("the server node's ztunnel logged no HBONE from %s:\n%s", tc.peer, tail(b, 3000))
+			}
+		})
+	}
+}
