@@ -18,6 +18,9 @@ import (
 func TestChooseSubstrate(t *testing.T) {
 	none, sidecar, ambient, waypoint := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
 	sidecar.Mode, ambient.Mode, waypoint.Mode = mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint
+	linkerd, linkerdFaces, linkerdTCP := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
+	linkerd.Mode, linkerdFaces.Mode, linkerdTCP.Mode = mesh.ModeLinkerd, mesh.ModeLinkerd, mesh.ModeLinkerd
+	linkerdFaces.App, linkerdTCP.Protocol = mesh.AppFaces, mesh.ProtocolTCP
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name       string
@@ -40,13 +43,22 @@ func TestChooseSubstrate(t *testing.T) {
 		{"auto none sidecar ambient", "auto", []mesh.Options{none, sidecar, ambient}, true, true, "", ""},
 		// netns asked and possible
 		{"netns none", "netns", []mesh.Options{none}, true, true, "", ""},
+		// linkerd on loopback: refused, never imitated
+		{"loopback linkerd", "loopback", []mesh.Options{none, linkerd}, false, false, "--mesh linkerd: runs only on the netns substrate", ""},
+		// auto with linkerd where netns cannot run the plan (faces): refused, no fall-back
+		{"auto linkerd faces", "auto", []mesh.Options{none, linkerdFaces}, false, false,
+			"--mesh linkerd: runs only on the netns substrate, which cannot run this here (", ""},
+		// linkerd at L4: not wired, said before anything starts
+		{"netns linkerd tcp", "netns", []mesh.Options{linkerdTCP}, false, false, "mesh linkerd with protocol tcp", ""},
+		// auto, root, linkerd beside the Envoy modes: netns for all (needs the proxy binary)
+		{"auto none sidecar linkerd", "auto", []mesh.Options{none, sidecar, linkerd}, true, true, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needRoot && !root {
 				testutil.SkipOrFail(t, "needs root to make network namespaces")
 			}
-			sub, reason, err := chooseSubstrate(tc.choice, "", tc.opts)
+			sub, reason, err := chooseSubstrate(tc.choice, "", "", tc.opts)
 			var ue *UsageError
 			switch {
 			case tc.wantUsage != "":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -39,6 +40,9 @@ var Subnets = []netip.Prefix{netip.MustParsePrefix("10.98.0.0/16"), netip.MustPa
 type Substrate struct {
 	// Ztunnel is the ztunnel binary (ztunnel.Find); needed for ambient.
 	Ztunnel string
+	// LinkerdProxy is the linkerd2-proxy binary (proxy.Find); needed for
+	// mode linkerd (netlab/linkerd.go).
+	LinkerdProxy string
 	// Prefix, when set, starts the names of every lab's namespaces and
 	// links (at most 6 bytes) instead of a free prefix picked at random;
 	// Subnet, when set, is the /16 they number from instead of the first
@@ -95,11 +99,17 @@ func (s *Substrate) Supports(o mesh.Options) error {
 		if s.Ztunnel == "" {
 			errs = append(errs, errors.New("mesh ambient on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH"))
 		}
+	case mesh.ModeLinkerd:
+		errs = append(errs, s.supportsLinkerd(o)...)
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar and ambient so far; use --substrate loopback", o.Mode))
 	}
 	if o.App != "" && o.App != mesh.AppStatic {
-		errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
+		if o.Mode == mesh.ModeLinkerd {
+			errs = append(errs, fmt.Errorf("app %s: the netns substrate, the only one mesh linkerd runs on, runs the static app so far", o.App))
+		} else {
+			errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
+		}
 	}
 	if o.Gateway {
 		errs = append(errs, errors.New("gateway: the netns substrate has no gateway yet; use --substrate loopback"))
@@ -161,6 +171,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	}
 	meshed := t.Options.Mode == mesh.ModeAmbient
 	sidecars := t.Options.Mode == mesh.ModeSidecar
+	withLinkerd := t.Options.Mode == mesh.ModeLinkerd
 	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
 	if meshed {
 		o.Ztunnel = s.Ztunnel
@@ -244,7 +255,14 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	for _, p := range nt.ServicePods(nt.Service.Name) {
 		nt.LoadTargets = append(nt.LoadTargets, mesh.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
 	}
-	return &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}, &nt, nil
+	n := &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}
+	if withLinkerd {
+		var err error
+		if n.linkerd, err = upLinkerd(ctx, lab, &nt, s.LinkerdProxy, dir, log); err != nil {
+			return nil, nil, errors.Join(err, lab.Close())
+		}
+	}
+	return n, &nt, nil
 }
 
 // network is a lab made by Substrate.Up (local.Network).
@@ -252,6 +270,9 @@ type network struct {
 	lab          *Lab
 	sum, version string
 	bin          string
+	// linkerd is the mesh of mode linkerd (netlab/linkerd.go), nil in
+	// other modes.
+	linkerd *linkerdNet
 	// base holds each ztunnel's scrape at the cell's start, by node name.
 	mu   sync.Mutex
 	base map[string]scrape
@@ -290,6 +311,9 @@ func (n *network) scrapeAll(ctx context.Context) (map[string]scrape, error) {
 
 // StartInterval keeps every ztunnel's counters as the cell's base.
 func (n *network) StartInterval(ctx context.Context) error {
+	if n.linkerd != nil {
+		return n.linkerd.startInterval(ctx)
+	}
 	base, err := n.scrapeAll(ctx)
 	n.mu.Lock()
 	n.base = base
@@ -354,10 +378,18 @@ func (n *network) Proxies() []sample.Target {
 				Component: "node proxy " + nd.Name, Category: sample.CategoryDataPlane})
 		}
 	}
+	if n.linkerd != nil {
+		out = append(out, n.linkerd.targets()...)
+	}
 	return out
 }
 
 func (n *network) Died() error {
+	if n.linkerd != nil {
+		if err := n.linkerd.died(); err != nil {
+			return err
+		}
+	}
 	for _, nd := range n.lab.Nodes {
 		if nd.Ztunnel == nil {
 			continue
@@ -376,7 +408,25 @@ func (n *network) Manifest() map[string]any {
 	if n.sum != "" {
 		m["ztunnel"] = map[string]any{"version": n.version, "sha256": n.sum, "path": n.bin}
 	}
+	if n.linkerd != nil {
+		maps.Copy(m, n.linkerd.manifest())
+	}
 	return m
 }
 
-func (n *network) Close() error { return n.lab.Close() }
+// CheckMesh is Linkerd's mTLS verdict over the cell (local.MeshChecker);
+// nothing to check in other modes.
+func (n *network) CheckMesh(ctx context.Context, rawDir string) (local.MeshCheck, error) {
+	if n.linkerd == nil {
+		return local.MeshCheck{}, nil
+	}
+	return n.linkerd.check(ctx, rawDir)
+}
+
+func (n *network) Close() error {
+	var err error
+	if n.linkerd != nil {
+		err = n.linkerd.close()
+	}
+	return errors.Join(err, n.lab.Close())
+}
