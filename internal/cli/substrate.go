@@ -87,6 +87,11 @@ func chooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []mesh.Option
 			why = append(why, err)
 		}
 		sub.LinkerdProxy = bin
+		// The control plane runs as `meshbench linkerd-control-plane`, a
+		// process of its own sampled apart.
+		if exe, err := os.Executable(); err == nil {
+			sub.Meshbench = exe
+		}
 	}
 	var unsupported []error
 	seen := map[string]bool{}

@@ -46,7 +46,7 @@ type linkerdNet struct {
 }
 
 // upLinkerd meshes every pod of lab with Linkerd for topology t.
-func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, dir string, log io.Writer) (_ *linkerdNet, err error) {
+func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, meshbench, dir string, log io.Writer) (_ *linkerdNet, err error) {
 	tmp, err := os.MkdirTemp("", "meshbench-linkerd-")
 	if err != nil {
 		return nil, err
@@ -67,7 +67,8 @@ func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, dir string,
 			return nil, err
 		}
 	}
-	o := linkerd.Options{Proxy: bin, Dir: tmp, CA: ca, Rules: t.Policies, ProfileNetworks: []netip.Prefix{lab.Opts.Subnet}, Log: log}
+	o := linkerd.Options{Proxy: bin, Dir: tmp, CA: ca, Rules: t.Policies, ProfileNetworks: []netip.Prefix{lab.Opts.Subnet}, Log: log,
+		Meshbench: meshbench}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, controlplane.Service{Name: svc.Name, Namespace: svc.Namespace, VIP: lab.Services[svc.Name],
 			Port: svc.Port, TargetPort: svc.Port})
@@ -123,10 +124,28 @@ func (ln *linkerdNet) targets() []sample.Target {
 		out = append(out, sample.Target{PID: ln.mesh.Proxies[pod].PID(), Name: proxyName(pod),
 			Component: ln.components[pod], Category: sample.CategoryDataPlane})
 	}
+	if c := ln.mesh.Child; c != nil {
+		out = append(out, sample.Target{PID: c.PID(), Name: ControlPlaneName, Component: ControlPlaneComponent,
+			Category: sample.CategoryControlPlane})
+	}
 	return out
 }
 
+// ControlPlaneName and ControlPlaneComponent name the control plane's
+// process in results: the lab's stand-in, never Linkerd's.
+const (
+	ControlPlaneName      = "linkerd-control-plane"
+	ControlPlaneComponent = "control plane (lab stand-in for Linkerd's)"
+)
+
 func (ln *linkerdNet) died() error {
+	if c := ln.mesh.Child; c != nil {
+		select {
+		case <-c.Exited():
+			return fmt.Errorf("the Linkerd control plane (lab stand-in) died (log %s)", c.Log)
+		default:
+		}
+	}
 	for pod, p := range ln.mesh.Proxies {
 		select {
 		case <-p.Exited():
@@ -140,9 +159,10 @@ func (ln *linkerdNet) died() error {
 func (ln *linkerdNet) manifest() map[string]any {
 	v := ln.mesh.Version
 	return map[string]any{"linkerd": map[string]any{
-		"proxy":         map[string]any{"release": v.Release, "git_sha": v.GitSHA, "date": v.Date, "sha256": v.SHA256, "path": ln.bin},
-		"control_plane": "the lab's stand-in for Linkerd's control plane (meshbench's internal/linkerd/controlplane), not Linkerd's",
-		"ready_in":      ln.mesh.ReadyIn.String(),
+		"proxy":                 map[string]any{"release": v.Release, "git_sha": v.GitSHA, "date": v.Date, "sha256": v.SHA256, "path": ln.bin},
+		"control_plane":         "the lab's stand-in for Linkerd's control plane (meshbench's internal/linkerd/controlplane), not Linkerd's",
+		"ready_in":              ln.mesh.ReadyIn.String(),
+		"control_plane_process": ln.mesh.Child != nil,
 	}}
 }
 
@@ -247,9 +267,16 @@ func (ln *linkerdNet) close() error {
 	if len(ln.mesh.Logs) > 0 {
 		errs = append(errs, os.MkdirAll(ln.logDir, 0o755))
 	}
+	logs := map[string]string{}
 	for pod, path := range ln.mesh.Logs {
+		logs[proxyName(pod)+".log"] = path
+	}
+	if c := ln.mesh.Child; c != nil {
+		logs[ControlPlaneName+".log"] = c.Log
+	}
+	for name, path := range logs {
 		if b, rerr := os.ReadFile(path); rerr == nil {
-			errs = append(errs, os.WriteFile(filepath.Join(ln.logDir, proxyName(pod)+".log"), b, 0o644))
+			errs = append(errs, os.WriteFile(filepath.Join(ln.logDir, name), b, 0o644))
 		}
 	}
 	return errors.Join(append([]error{err, os.RemoveAll(ln.dir)}, errs...)...)

@@ -43,6 +43,10 @@ type Substrate struct {
 	// LinkerdProxy is the linkerd2-proxy binary (proxy.Find); needed for
 	// mode linkerd (netlab/linkerd.go).
 	LinkerdProxy string
+	// Meshbench is the meshbench executable that runs Linkerd's control
+	// plane in a child process of its own (sampled apart); "" serves it
+	// in this process (then meshbench's own CPU holds it).
+	Meshbench string
 	// Prefix, when set, starts the names of every lab's namespaces and
 	// links (at most 6 bytes) instead of a free prefix picked at random;
 	// Subnet, when set, is the /16 they number from instead of the first
@@ -258,7 +262,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	n := &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}
 	if withLinkerd {
 		var err error
-		if n.linkerd, err = upLinkerd(ctx, lab, &nt, s.LinkerdProxy, dir, log); err != nil {
+		if n.linkerd, err = upLinkerd(ctx, lab, &nt, s.LinkerdProxy, s.Meshbench, dir, log); err != nil {
 			return nil, nil, errors.Join(err, lab.Close())
 		}
 	}
