@@ -43,7 +43,7 @@ type benchFlags struct {
 // deploy on it (platform kube only); with benchLocalFlags, the flags that
 // are not part of the plan: they go with a plan file or --resume.
 var (
-	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel"}
+	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel", "linkerd-proxy"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
 		"install-mesh", "istio-build", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)

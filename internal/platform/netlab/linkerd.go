@@ -163,6 +163,7 @@ func (ln *linkerdNet) manifest() map[string]any {
 		"control_plane":         "the lab's stand-in for Linkerd's control plane (meshbench's internal/linkerd/controlplane), not Linkerd's",
 		"ready_in":              ln.mesh.ReadyIn.String(),
 		"control_plane_process": ln.mesh.Child != nil,
+		"identity_dir":          ln.dir,
 	}}
 }
 
