@@ -21,6 +21,8 @@ func TestChooseSubstrate(t *testing.T) {
 	linkerd, linkerdFaces, linkerdTCP := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
 	linkerd.Mode, linkerdFaces.Mode, linkerdTCP.Mode = mesh.ModeLinkerd, mesh.ModeLinkerd, mesh.ModeLinkerd
 	linkerdFaces.App, linkerdTCP.Protocol = mesh.AppFaces, mesh.ProtocolTCP
+	linkerdGateway := linkerd
+	linkerdGateway.Gateway = true
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name       string
@@ -45,9 +47,11 @@ func TestChooseSubstrate(t *testing.T) {
 		{"netns none", "netns", []mesh.Options{none}, true, true, "", ""},
 		// linkerd on loopback: refused, never imitated
 		{"loopback linkerd", "loopback", []mesh.Options{none, linkerd}, false, false, "--mesh linkerd: runs only on the netns substrate", ""},
-		// auto with linkerd where netns cannot run the plan (faces): refused, no fall-back
-		{"auto linkerd faces", "auto", []mesh.Options{none, linkerdFaces}, false, false,
+		// auto with linkerd where netns cannot run the plan (a gateway): refused, no fall-back
+		{"auto linkerd gateway", "auto", []mesh.Options{none, linkerdGateway}, false, false,
 			"--mesh linkerd: runs only on the netns substrate, which cannot run this here (", ""},
+		// faces on netns, linkerd beside the Envoy modes
+		{"auto faces linkerd", "auto", []mesh.Options{none, linkerdFaces}, true, true, "", ""},
 		// linkerd at L4: not wired, said before anything starts
 		{"netns linkerd tcp", "netns", []mesh.Options{linkerdTCP}, false, false, "mesh linkerd with protocol tcp", ""},
 		// auto, root, linkerd beside the Envoy modes: netns for all (needs the proxy binary)

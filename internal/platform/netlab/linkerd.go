@@ -90,12 +90,21 @@ func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, meshbench, 
 		o.Pods = append(o.Pods, lp)
 	}
 	// Who calls whom over mTLS: the client calls the entry service; each
-	// server pod calls its service's backends.
+	// server pod calls its service's backends (faces: face calls smiley
+	// and color).
 	name := func(id mesh.Identity) string { return controlplane.Name(id) }
 	client := t.Pod(loadPodName)
 	for _, p := range t.ServicePods(t.Service.Name) {
 		ln.expectOut[client.Name] = appendOnce(ln.expectOut[client.Name], name(p.Identity))
 		ln.expectIn[p.Name] = appendOnce(ln.expectIn[p.Name], name(client.Identity))
+	}
+	for _, p := range t.ServerPods() {
+		for _, b := range t.Svc(p.Service).Backends {
+			for _, q := range t.ServicePods(b) {
+				ln.expectOut[p.Name] = appendOnce(ln.expectOut[p.Name], name(q.Identity))
+				ln.expectIn[q.Name] = appendOnce(ln.expectIn[q.Name], name(p.Identity))
+			}
+		}
 	}
 	if ln.mesh, err = linkerd.Up(ctx, o); err != nil {
 		return nil, err

@@ -93,8 +93,8 @@ func Available(capture bool) error {
 }
 
 // Supports returns why a topology with options o cannot run on the
-// substrate yet, or nil: modes none and ambient with the static app,
-// without gateway or attacker.
+// substrate yet, or nil: modes none, sidecar, ambient and linkerd with the
+// static or the faces app, without gateway or attacker.
 func (s *Substrate) Supports(o mesh.Options) error {
 	var errs []error
 	switch o.Mode {
@@ -108,12 +108,8 @@ func (s *Substrate) Supports(o mesh.Options) error {
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar and ambient so far; use --substrate loopback", o.Mode))
 	}
-	if o.App != "" && o.App != mesh.AppStatic {
-		if o.Mode == mesh.ModeLinkerd {
-			errs = append(errs, fmt.Errorf("app %s: the netns substrate, the only one mesh linkerd runs on, runs the static app so far", o.App))
-		} else {
-			errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
-		}
+	if o.App == mesh.AppFaces && o.Mode == mesh.ModeAmbient && o.Policies > 0 {
+		errs = append(errs, fmt.Errorf("app faces with mesh ambient and policies %d: the netns substrate's ztunnel takes the static app's rules so far; use policies 0 or --substrate loopback", o.Policies))
 	}
 	if o.Gateway {
 		errs = append(errs, errors.New("gateway: the netns substrate has no gateway yet; use --substrate loopback"))
@@ -229,6 +225,10 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	nt.LoadTargets = nil
 	for i := range nt.Pods {
 		nt.Pods[i].Addr = lab.Pod(nt.Pods[i].Name).IP
+	}
+	if err := callsOn(&nt, lab); err != nil {
+		lab.Close()
+		return nil, nil, err
 	}
 	if sidecars {
 		// The sidecars stay Envoys, in their pods: outbound on the
