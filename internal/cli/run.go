@@ -154,6 +154,9 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
 	}
 	errs = append(errs, checkLoadFlags(f.rate, f.connections, true)...)
+	if f.hops && mo.Mode == mesh.ModeLinkerd {
+		errs = append(errs, errors.New("--hops: times the Envoys' hops; mesh linkerd's proxies keep no per-request timing log"))
+	}
 	switch {
 	case f.bodySize < 1 || f.bodySize > app.MaxBodySize:
 		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
