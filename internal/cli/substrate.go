@@ -31,7 +31,7 @@ type substrateFlags struct {
 }
 
 func (s *substrateFlags) add(fl *pflag.FlagSet) {
-	fl.StringVar(&s.substrate, "substrate", substrateAuto, "the local lab's network: netns (nodes and pods as network namespaces, Istio's real ztunnel for ambient; needs root), "+
+	fl.StringVar(&s.substrate, "substrate", substrateAuto, "the local lab's network: netns (nodes and pods as network namespaces, Istio's real ztunnel for ambient, Linkerd's real proxy for linkerd; needs root), "+
 		"loopback (127.0.N.x addresses, Envoy standing in for ztunnel), or auto (netns when it can be made and runs every mode asked for, else loopback)")
 	fl.StringVar(&s.ztunnel, "ztunnel", "", "ztunnel binary for the netns substrate (default: $"+ztunnel.EnvBinary+", .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	addLinkerdProxyFlag(fl, &s.linkerdProxy)
