@@ -148,6 +148,17 @@ func expectedFigures(t *testing.T, dir string) (map[string]float64, []float64) {
 			want[analysis.DataPlaneMemToApp] = mem / app
 		}
 	}
+	// The seed's ratios: (data plane + control plane) and data plane over
+	// app + load, in percent (these fixtures have no control plane).
+	for _, r := range []struct{ prefix, mesh, dp string }{{analysis.CPUPrefix, analysis.MeshCPURatio, analysis.DataPlaneCPURatio},
+		{analysis.MemPrefix, analysis.MeshMemRatio, analysis.DataPlaneMemRatio}} {
+		if dp, ok := want[r.prefix+"data-plane"]; ok {
+			if nonMesh := want[r.prefix+"app"] + want[r.prefix+"load"]; nonMesh > 0 {
+				want[r.dp] = 100 * dp / nonMesh
+				want[r.mesh] = 100 * (dp + want[r.prefix+"control-plane"]) / nonMesh
+			}
+		}
+	}
 	return want, spectrum
 }
 

@@ -112,6 +112,14 @@ const (
 	DataPlaneMemPerPod  = sample.DataPlaneMemPerPod
 	DataPlaneCPUToApp   = sample.DataPlaneCPUToApp
 	DataPlaneMemToApp   = sample.DataPlaneMemToApp
+	// The sidecar-debate seed's ratios, in percent: the mesh (data plane
+	// and control plane) and the data plane alone over the non-mesh part
+	// (app and load), CPU and memory; smaller is better. Only cells with a
+	// data plane have them.
+	MeshCPURatio      = "mesh_cpu_ratio_pct"
+	MeshMemRatio      = "mesh_mem_ratio_pct"
+	DataPlaneCPURatio = "data_plane_cpu_ratio_pct"
+	DataPlaneMemRatio = "data_plane_mem_ratio_pct"
 )
 
 // SpectrumPercentiles are the percentiles a cell's latency spectrum keeps.
@@ -194,6 +202,7 @@ func ReadCell(dir, id string) (*Cell, error) {
 		put(ComponentInfix, g.Name, g.Figures)
 	}
 	maps.Copy(c.Figures, sample.DataPlaneFigures(sum, rate, appPods(c.Config)))
+	seedRatios(c.Figures)
 	return c, nil
 }
 
@@ -323,4 +332,19 @@ func ReadPlan(dir string) (*Plan, error) {
 		p.Cells = append(p.Cells, c)
 	}
 	return p, nil
+}
+
+// seedRatios adds the sidecar-debate seed's ratios to figures: (data
+// plane + control plane) and data plane over (app + load), CPU and
+// memory, in percent, for a cell with a data plane and a non-mesh part.
+func seedRatios(f map[string]float64) {
+	for _, r := range []struct{ prefix, mesh, dp string }{{CPUPrefix, MeshCPURatio, DataPlaneCPURatio}, {MemPrefix, MeshMemRatio, DataPlaneMemRatio}} {
+		dp, ok := f[r.prefix+sample.CategoryDataPlane]
+		nonMesh := f[r.prefix+sample.CategoryApp] + f[r.prefix+sample.CategoryLoad]
+		if !ok || nonMesh <= 0 {
+			continue
+		}
+		f[r.dp] = 100 * dp / nonMesh
+		f[r.mesh] = 100 * (dp + f[r.prefix+sample.CategoryControlPlane]) / nonMesh
+	}
 }

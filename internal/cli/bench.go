@@ -33,6 +33,7 @@ type benchFlags struct {
 	plan.Flags
 	resume, out, envoyPath string
 	ztunnelPath            string
+	linkerdProxyPath       string
 	quiet                  bool
 	loopbackNet            int
 	kube                   kubeFlags
@@ -42,7 +43,7 @@ type benchFlags struct {
 // deploy on it (platform kube only); with benchLocalFlags, the flags that
 // are not part of the plan: they go with a plan file or --resume.
 var (
-	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel"}
+	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel", "linkerd-proxy"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
 		"install-mesh", "istio-build", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
@@ -112,6 +113,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Substrate, "substrate", "", "the local lab's network: netns (namespaces, the real ztunnel for ambient and waypoint; root, or an unprivileged user namespace when given explicitly), loopback (Envoy stands in for ztunnel), auto (default: netns when it runs every cell, else loopback)")
 	fl.StringVar(&f.BodySize, "body-size", "", "the static app's answer in bytes (default 615, nginx's welcome page; local platform)")
 	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
+	addLinkerdProxyFlag(fl, &f.linkerdProxyPath)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
 	_ = fl.MarkHidden("loopback-net")
@@ -204,7 +206,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		var fellBack string
 		var err error
-		if sub, fellBack, err = chooseSubstrate(p.Substrate, f.ztunnelPath, opts); err != nil {
+		if sub, fellBack, err = chooseSubstrate(p.Substrate, f.ztunnelPath, f.linkerdProxyPath, opts); err != nil {
 			return err
 		}
 		if fellBack != "" {

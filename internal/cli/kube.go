@@ -253,6 +253,8 @@ type doctorFlags struct {
 	mesh     string
 	nodes    int
 	kube     kubeFlags
+	// local: the binaries the lab would use.
+	envoyPath, ztunnel, linkerdProxy string
 }
 
 func newDoctorCmd(env *Env) *cobra.Command {
@@ -274,13 +276,33 @@ needs. Exits 1 when a check fails.
 installed, so their CLIs are required. Without it the meshes must already
 run on the cluster: each one of --mesh is verified as run verifies it
 (istiod, the ztunnel DaemonSet, the Gateway API for waypoints, Linkerd's
-control plane), and a missing CLI is only a warning.`,
+control plane), and a missing CLI is only a warning.
+
+--platform local: what the local lab needs for the modes of --mesh (all
+when none is given): Envoy, the netns substrate (root, network namespaces,
+iptables), Istio's ztunnel for ambient on netns, and whether mesh linkerd
+can run here (linkerd2-proxy found and its version read, namespaces
+possible). A mode not asked for only warns.`,
 		Example: `  meshbench doctor --platform kube --kubeconfig ~/.kube/k3d.yaml --mesh sidecar,ambient
-  meshbench doctor --platform kube --mesh linkerd --install-mesh`,
+  meshbench doctor --platform kube --mesh linkerd --install-mesh
+  sudo meshbench doctor --platform local --mesh linkerd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.platform == "local" {
+				var modes []string
+				for _, m := range strings.Split(f.mesh, ",") {
+					if m = strings.TrimSpace(m); m == "" {
+						continue
+					}
+					if !slices.Contains(meshes.Names(true), m) {
+						return usagef("--mesh %q: allowed: %s", m, strings.Join(meshes.Names(true), ", "))
+					}
+					modes = append(modes, m)
+				}
+				return printLocalDoctor(env, localDoctor(cmd.Context(), env, modes, f.envoyPath, f.ztunnel, f.linkerdProxy))
+			}
 			if f.platform != "kube" {
-				return usagef("--platform %q: allowed: kube (the local lab checks itself when it starts)", f.platform)
+				return usagef("--platform %q: allowed: kube, local", f.platform)
 			}
 			if !slices.Contains(kube.MetricsSources, f.kube.metricsSource) {
 				return usagef("--metrics-source %q: allowed: %s", f.kube.metricsSource, strings.Join(kube.MetricsSources, ", "))
@@ -320,7 +342,10 @@ control plane), and a missing CLI is only a warning.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&f.platform, "platform", "kube", "platform to check: kube")
+	cmd.Flags().StringVar(&f.platform, "platform", "kube", "platform to check: kube, or local (the lab on this machine)")
+	cmd.Flags().StringVar(&f.envoyPath, "envoy", "", "Envoy binary (local; default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
+	cmd.Flags().StringVar(&f.ztunnel, "ztunnel", "", "ztunnel binary (local; default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
+	addLinkerdProxyFlag(cmd.Flags(), &f.linkerdProxy)
 	cmd.Flags().StringVar(&f.mesh, "mesh", "", "meshes you will run, verified on the cluster (with --install-mesh: their CLIs are required instead): "+kubeModeList())
 	cmd.Flags().IntVar(&f.nodes, "nodes", 2, "ready nodes needed (2: load and app on different nodes)")
 	f.kube.add(cmd, kubeConnect)

@@ -172,6 +172,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newBenchCmd(env))
 	root.AddCommand(newDoctorCmd(env))
 	root.AddCommand(newImageCmd(env))
+	root.AddCommand(newLinkerdControlPlaneCmd(env))
 	return root
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
@@ -60,10 +59,12 @@ down, and write a results directory. Then print the load report, the
 resource tables and derived figures.
 
 Mesh modes: none, sidecar (mTLS between sidecars), ambient (L4 node proxies,
-HBONE), waypoint (ambient + an L7 waypoint). Linkerd has no local form: its
-proxy ships only in its images; use the Kubernetes platform.`,
+HBONE), waypoint (ambient + an L7 waypoint), linkerd (Linkerd's real
+linkerd2-proxy beside every pod with the lab's own stand-in for its control
+plane; on the netns substrate only, as root).`,
 		Example: `  meshbench run --mesh sidecar --replicas 10 --rate 50 --duration 60s
-  meshbench run --mesh ambient --policies 4 --rate 100 --duration 10s`,
+  meshbench run --mesh ambient --policies 4 --rate 100 --duration 10s
+  sudo meshbench run --mesh linkerd --policies 4 --rate 1000 --substrate netns`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.drainSet = cmd.Flags().Changed("drain")
@@ -88,7 +89,7 @@ proxy ships only in its images; use the Kubernetes platform.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.platform, "platform", "local", "where to run: local (this machine's lab) or kube (a cluster from a kubeconfig)")
-	fl.StringVar(&f.mesh, "mesh", "none", "mesh mode: "+strings.Join(meshes.Names(true), ", ")+" (kube also: "+strings.Join(meshes.ClusterOnly(), ", ")+")")
+	fl.StringVar(&f.mesh, "mesh", "none", meshFlagHelp())
 	fl.StringVar(&f.app, "app", "static", "app: static (nginx's 615-byte page), faces (face calls smiley over HTTP and color over gRPC; --replicas pods of each)")
 	fl.IntVar(&f.replicas, "replicas", 1, "app replicas")
 	fl.IntVar(&f.nodes, "nodes", 1, "app nodes the replicas are spread over (the load generator has its own)")
@@ -154,6 +155,9 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	load, loadErrs := checkLoadFlags(f.rate, f.connections, true)
 	errs = append(errs, loadErrs...)
+	if f.hops && mo.Mode == mesh.ModeLinkerd {
+		errs = append(errs, errors.New("--hops: times the Envoys' hops; mesh linkerd's proxies keep no per-request timing log"))
+	}
 	switch {
 	case f.bodySize < 1 || f.bodySize > app.MaxBodySize:
 		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
@@ -175,7 +179,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if f.bodySize != app.DefaultBodySize {
 		o.BodySize = f.bodySize
 	}
-	sub, fellBack, err := chooseSubstrate(f.sub.substrate, f.sub.ztunnel, []mesh.Options{mo})
+	sub, fellBack, err := chooseSubstrate(f.sub.substrate, f.sub.ztunnel, f.sub.linkerdProxy, []mesh.Options{mo})
 	if err != nil {
 		return err
 	}
@@ -252,6 +256,12 @@ func printRun(env *Env, res *local.Result) {
 	if len(res.NodeProxyStats) > 0 {
 		fmt.Fprintln(w)
 		report.NodeProxyTable(w, res.NodeProxyStats)
+	}
+	if res.MeshCheck != nil {
+		fmt.Fprintln(w)
+		for _, line := range res.MeshCheck.Lines {
+			fmt.Fprintln(w, line)
+		}
 	}
 	if res.Hops != nil {
 		fmt.Fprintln(w)

@@ -25,7 +25,12 @@ import (
 func TestChooseSubstrate(t *testing.T) {
 	none, sidecar, ambient, waypoint, faces := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
 	sidecar.Mode, ambient.Mode, waypoint.Mode = mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint
-	faces.Mode, faces.App = mesh.ModeAmbient, mesh.AppFaces
+	faces.Mode, faces.App = mesh.ModeWaypoint, mesh.AppFaces
+	linkerd, linkerdFaces, linkerdTCP := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
+	linkerd.Mode, linkerdFaces.Mode, linkerdTCP.Mode = mesh.ModeLinkerd, mesh.ModeLinkerd, mesh.ModeLinkerd
+	linkerdFaces.App, linkerdTCP.Protocol = mesh.AppFaces, mesh.ProtocolTCP
+	linkerdGateway := linkerd
+	linkerdGateway.Gateway = true
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name       string
@@ -40,21 +45,32 @@ func TestChooseSubstrate(t *testing.T) {
 		{"loopback", "loopback", []mesh.Options{none, ambient}, false, false, "", ""},
 		// an unknown name is bad input
 		{"unknown", "docker", []mesh.Options{none}, false, false, `--substrate "docker": allowed: auto, netns, loopback`, ""},
-		// netns asked for an app it does not run yet: bad input, before anything starts
-		{"netns faces", "netns", []mesh.Options{none, faces}, false, false, "app faces: the netns substrate runs the static app so far", ""},
-		// auto with an app netns does not run: the whole plan on loopback, said why
+		// netns asked for an app/mode pair it does not run yet: bad input, before anything starts
+		{"netns faces", "netns", []mesh.Options{none, faces}, false, false, "app faces with mesh waypoint (gateway false): the netns substrate runs faces without waypoint or gateway so far", ""},
+		// auto with an app/mode pair netns does not run: the whole plan on loopback, said why
 		{"auto faces", "auto", []mesh.Options{none, sidecar, ambient, faces}, false, false, "", "app faces"},
 		// auto, root, modes it runs: netns for all
 		{"auto none sidecar ambient waypoint", "auto", []mesh.Options{none, sidecar, ambient, waypoint}, true, true, "", ""},
 		// netns asked and possible
 		{"netns none", "netns", []mesh.Options{none}, true, true, "", ""},
+		// linkerd on loopback: refused, never imitated
+		{"loopback linkerd", "loopback", []mesh.Options{none, linkerd}, false, false, "--mesh linkerd: runs only on the netns substrate", ""},
+		// auto with linkerd where netns cannot run the plan (a gateway): refused, no fall-back
+		{"auto linkerd gateway", "auto", []mesh.Options{none, linkerdGateway}, false, false,
+			"--mesh linkerd: runs only on the netns substrate, which cannot run this here (", ""},
+		// faces on netns, linkerd beside the Envoy modes
+		{"auto faces linkerd", "auto", []mesh.Options{none, linkerdFaces}, true, true, "", ""},
+		// linkerd at L4: not wired, said before anything starts
+		{"netns linkerd tcp", "netns", []mesh.Options{linkerdTCP}, false, false, "mesh linkerd with protocol tcp", ""},
+		// auto, root, linkerd beside the Envoy modes: netns for all (needs the proxy binary)
+		{"auto none sidecar linkerd", "auto", []mesh.Options{none, sidecar, linkerd}, true, true, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needRoot && !root {
 				testutil.SkipOrFail(t, "needs root to make network namespaces")
 			}
-			sub, reason, err := chooseSubstrate(tc.choice, "", tc.opts)
+			sub, reason, err := chooseSubstrate(tc.choice, "", "", tc.opts)
 			var ue *UsageError
 			switch {
 			case tc.wantUsage != "":

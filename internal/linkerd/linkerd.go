@@ -91,15 +91,23 @@ type Options struct {
 	Cores int
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Meshbench, when set, is the meshbench executable that runs the
+	// control plane in a child process of its own (`meshbench
+	// linkerd-control-plane`, ControlPlaneProcess), so its CPU and memory
+	// are sampled apart; "" serves it in this process.
+	Meshbench string
 }
 
 // Mesh is a running mesh.
 type Mesh struct {
 	Opts Options
-	// ControlPlane is the lab's stand-in for Linkerd's control plane. It
-	// runs in this process: its CPU and memory are this process's, never
-	// Linkerd's.
+	// ControlPlane is the lab's stand-in for Linkerd's control plane when
+	// it runs in this process (Options.Meshbench ""): its CPU and memory
+	// are this process's, never Linkerd's. nil with a child process.
 	ControlPlane *controlplane.Server
+	// Child is the control plane's own process (Options.Meshbench set),
+	// nil when it runs in this process.
+	Child *ControlPlaneProcess
 	// Proxies by pod name.
 	Proxies map[string]*proxy.Process
 	// Logs are the proxies' log files by pod name.
@@ -110,8 +118,9 @@ type Mesh struct {
 	// last ready.
 	ReadyIn time.Duration
 
-	mu   sync.Mutex
-	undo []func() error
+	tokens map[string]string // identity token by workload ref
+	mu     sync.Mutex
+	undo   []func() error
 }
 
 func (o Options) validate() error {
@@ -121,6 +130,9 @@ func (o Options) validate() error {
 	}
 	if o.Dir == "" {
 		errs = append(errs, errors.New("linkerd: no directory given"))
+	}
+	if o.CA == nil {
+		errs = append(errs, errors.New("linkerd: no CA given"))
 	}
 	if o.Cores < 0 {
 		errs = append(errs, fmt.Errorf("linkerd: proxy cores %d: allowed 0 (the proxy's default) or more", o.Cores))
@@ -153,15 +165,50 @@ func Up(ctx context.Context, o Options) (_ *Mesh, err error) {
 		cfg.Workloads = append(cfg.Workloads, controlplane.Workload{Name: p.Name, Identity: p.Identity, IP: p.IP,
 			Meshed: p.Meshed, Services: p.Services, Policies: p.Policies})
 	}
-	if m.ControlPlane, err = controlplane.New(cfg); err != nil {
+	if cfg.Tokens, err = controlplane.NewTokens(cfg.Workloads); err != nil {
 		return nil, err
 	}
-	m.onClose(m.ControlPlane.Close)
+	m.tokens = cfg.Tokens
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := searchable(o.Dir, proxy.UID); err != nil {
 		return nil, err
+	}
+	// The capture and a control-plane listener in every meshed pod, then
+	// the control plane on all of them, then the proxies.
+	var listeners []net.Listener
+	m.onClose(func() error {
+		for _, l := range listeners {
+			_ = l.Close() // the server's Close may have closed it already
+		}
+		return nil
+	})
+	for _, p := range o.Pods {
+		if p.Meshed {
+			l, err := m.capture(p)
+			if err != nil {
+				return nil, fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
+			}
+			listeners = append(listeners, l)
+		}
+	}
+	if o.Meshbench == "" {
+		if m.ControlPlane, err = controlplane.New(cfg); err != nil {
+			return nil, err
+		}
+		m.onClose(m.ControlPlane.Close)
+		for _, l := range listeners {
+			m.ControlPlane.Serve(l) // closed by the control plane's Close
+		}
+	} else {
+		if m.Child, err = startControlPlane(ctx, o.Meshbench, o.Dir, cfg, listeners); err != nil {
+			return nil, err
+		}
+		m.onClose(func() error { return m.Child.Stop(StopGrace) })
+		for _, l := range listeners {
+			_ = l.Close() // the child holds its own copies
+		}
 	}
 	start := time.Now()
 	for _, p := range o.Pods {
@@ -197,26 +244,34 @@ func Up(ctx context.Context, o Options) (_ *Mesh, err error) {
 	return m, nil
 }
 
-// attach installs the capture in p's namespace, serves the control plane
-// on its loopback and starts its proxy.
-func (m *Mesh) attach(p Pod) error {
+// controlAddr is the control plane's address on every meshed pod's
+// loopback.
+var controlAddr = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ControlPort)
+
+// capture installs the capture in p's namespace and listens for the
+// control plane on its loopback.
+func (m *Mesh) capture(p Pod) (net.Listener, error) {
 	pi := capture.ProxyInit{ProxyUID: proxy.UID, InboundPort: proxy.PortInbound, OutboundPort: proxy.PortOutbound}
 	if err := capture.Linkerd(p.NS, pi); err != nil {
-		return err
+		return nil, err
 	}
 	m.onClose(func() error { return capture.RemoveLinkerd(p.NS, pi) })
-	ctl := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ControlPort)
 	var lis net.Listener
 	if err := p.NS.Do(func() (err error) {
-		lis, err = net.Listen("tcp", ctl.String())
+		lis, err = net.Listen("tcp", controlAddr.String())
 		return err
 	}); err != nil {
-		return fmt.Errorf("control plane listener: %w", err)
+		return nil, fmt.Errorf("control plane listener: %w", err)
 	}
-	m.ControlPlane.Serve(lis) // closed by the control plane's Close
+	return lis, nil
+}
+
+// attach writes p's identity files and starts its proxy.
+func (m *Mesh) attach(p Pod) error {
+	ctl := controlAddr
 	ref := controlplane.Workload{Name: p.Name, Identity: p.Identity}.Ref()
 	name := controlplane.Name(p.Identity)
-	ids, err := proxy.WriteIdentity(filepath.Join(m.Opts.Dir, "identity-"+p.Name), name, m.ControlPlane.Token(ref), proxy.UID)
+	ids, err := proxy.WriteIdentity(filepath.Join(m.Opts.Dir, "identity-"+p.Name), name, m.tokens[ref], proxy.UID)
 	if err != nil {
 		return err
 	}
@@ -229,7 +284,7 @@ func (m *Mesh) attach(p Pod) error {
 	m.Logs[p.Name] = logPath
 	pr, err := proxy.Start(proxy.Spec{
 		Bin: m.Opts.Proxy, NS: p.NS, Name: name, Workload: ref, ControlAddr: ctl,
-		TrustAnchorsPEM: m.ControlPlane.TrustAnchorsPEM(), Identity: ids, InboundPorts: p.Ports,
+		TrustAnchorsPEM: string(m.Opts.CA.CertPEM()), Identity: ids, InboundPorts: p.Ports,
 		ProfileNetworks: m.Opts.ProfileNetworks, Cores: m.Opts.Cores, Log: logf,
 	})
 	if err != nil {

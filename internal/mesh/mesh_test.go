@@ -24,11 +24,15 @@ func TestValidate(t *testing.T) {
 		{"defaults", DefaultOptions(), nil},
 		// Zero App and Protocol mean static and http.
 		{"zero app and protocol", opts(func(o *Options) { o.App, o.Protocol = "", "" }), nil},
-		// Linkerd is a known mode without a local form: one line saying why.
-		{"linkerd", opts(func(o *Options) { o.Mode = "linkerd" }),
-			[]string{"mode linkerd: Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)"}},
+		// Linkerd is a local mode (on the netns substrate).
+		{"linkerd", opts(func(o *Options) { o.Mode = "linkerd" }), nil},
+		// Linkerd with policies: the client's identity is allowed by rule 1.
+		{"linkerd policies", opts(func(o *Options) { o.Mode, o.Policies = "linkerd", 4 }), nil},
+		// Linkerd has no plaintext variant, no gateway and no attacker in the lab.
+		{"linkerd plaintext, gateway, attacker", opts(func(o *Options) { o.Mode, o.MTLS, o.Gateway, o.Attacker = "linkerd", false, true, true }),
+			[]string{"mtls false: Linkerd's mTLS between meshed pods is always on", "gateway true: mesh linkerd has no ingress gateway", "attacker true: mesh linkerd has no attacker pod"}},
 		// Unknown mode lists the allowed ones.
-		{"unknown mode", opts(func(o *Options) { o.Mode = "cilium" }), []string{`mode "cilium": allowed: none, sidecar, ambient, waypoint`}},
+		{"unknown mode", opts(func(o *Options) { o.Mode = "cilium" }), []string{`mode "cilium": allowed: none, sidecar, ambient, waypoint, linkerd`}},
 		// Every problem at once.
 		{"all bad", Options{Mode: "x", App: "nginx", Protocol: "udp", Replicas: 0, Nodes: 0, Policies: -1},
 			[]string{`mode "x"`, `app "nginx"`, `protocol "udp"`, "nodes 0", "replicas 0", "policies -1"}},

@@ -36,10 +36,28 @@ const (
 	// ModeWaypoint is ambient plus an L7 waypoint for the server service:
 	// client ─▶ node proxy ═HBONE═▶ waypoint ═HBONE═▶ node proxy ─▶ app.
 	ModeWaypoint Mode = "waypoint"
+	// ModeLinkerd puts Linkerd's real proxy (linkerd2-proxy) beside every
+	// pod, with the lab's own stand-in for Linkerd's control plane: client
+	// ─▶ client proxy ═mTLS═▶ server proxy ─▶ app. It runs only on the
+	// netns substrate (internal/platform/netlab): the proxy needs its
+	// pod's network namespace and proxy-init's capture. The topology has
+	// no Envoy: the load and the apps call the pods as in mode none and
+	// the capture hands the connections to the proxies.
+	ModeLinkerd Mode = "linkerd"
 )
 
-// Modes lists every Mode, in the order help texts show them.
+// Modes lists the Envoy modes, in the order help texts show them: what
+// every substrate runs, the mesh axis of a plan that names none. Mode
+// ModeLinkerd is local too, on the netns substrate only (LocalModes).
 var Modes = []Mode{ModeNone, ModeSidecar, ModeAmbient, ModeWaypoint}
+
+// LocalModes lists every mode the local lab runs, in display order.
+var LocalModes = []Mode{ModeNone, ModeSidecar, ModeAmbient, ModeWaypoint, ModeLinkerd}
+
+// Direct reports whether the topology of mode m has no Envoy between the
+// client and the app (none; linkerd, whose proxies the pods' capture
+// reaches): the load and the apps call the pods' addresses.
+func (m Mode) Direct() bool { return m == ModeNone || m == ModeLinkerd }
 
 // App is the application the mesh carries.
 type App string
@@ -151,7 +169,7 @@ func (o Options) Validate() error {
 	}
 	modeOK := true
 	switch o.Mode {
-	case ModeNone, ModeSidecar, ModeAmbient, ModeWaypoint:
+	case ModeNone, ModeSidecar, ModeAmbient, ModeWaypoint, ModeLinkerd:
 	default:
 		if m, ok := meshes.Get(string(o.Mode)); ok && !m.Local { // a mesh only clusters run
 			modeOK = false
@@ -199,6 +217,17 @@ func (o Options) Validate() error {
 	if !o.MTLS && (o.Mode == ModeAmbient || o.Mode == ModeWaypoint) {
 		bad("mtls", "false", "only sidecar mode has a plaintext variant; HBONE is always mTLS")
 	}
+	if o.Mode == ModeLinkerd {
+		if !o.MTLS {
+			bad("mtls", "false", "Linkerd's mTLS between meshed pods is always on")
+		}
+		if o.Gateway {
+			bad("gateway", "true", "mesh linkerd has no ingress gateway in the lab; use a mesh of Istio's for --gateway")
+		}
+		if o.Attacker {
+			bad("attacker", "true", "mesh linkerd has no attacker pod in the lab yet (a foreign identity's refusal is tested in internal/linkerd)")
+		}
+	}
 	if o.Attacker && o.Mode == ModeNone {
 		bad("attacker", "true", "needs a mesh mode (sidecar, ambient or waypoint): without one nothing stands between the attacker and the app")
 	}
@@ -211,8 +240,8 @@ func (o Options) Validate() error {
 }
 
 func joinModes() string {
-	s := make([]string, len(Modes))
-	for i, m := range Modes {
+	s := make([]string, len(LocalModes))
+	for i, m := range LocalModes {
 		s[i] = string(m)
 	}
 	return strings.Join(s, ", ")

@@ -608,8 +608,8 @@ func Plan(opts Options) (*Topology, error) {
 		}
 		for _, b := range t.Svc(p.Service).Backends {
 			var addr netip.AddrPort
-			if o.Mode == ModeNone {
-				// No proxy to balance: replica i calls replica i of each
+			if o.Mode.Direct() {
+				// No Envoy to balance: replica i calls replica i of each
 				// backend (a fixed spread, as kube-proxy's per-connection
 				// choice is for few long-lived connections).
 				addr = t.ServicePods(b)[p.Replica].AppAddr()
@@ -628,7 +628,7 @@ func Plan(opts Options) (*Topology, error) {
 	switch {
 	case o.Gateway:
 		t.LoadTargets = []LoadTarget{gatewayEntry()}
-	case o.Mode == ModeNone:
+	case o.Mode.Direct():
 		for _, p := range t.ServicePods(t.Service.Name) {
 			t.LoadTargets = append(t.LoadTargets, LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
 		}

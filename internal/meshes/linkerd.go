@@ -20,10 +20,11 @@ func init() {
 		Product:      Linkerd,
 		DataPlane:    "Linkerd's own proxy (linkerd2-proxy) beside every pod",
 		ControlPlane: "linkerd-destination, linkerd-identity, linkerd-proxy-injector",
-		NoLocal:      "Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)",
-		NoPlaintext:  "Linkerd's mTLS between meshed pods is always on",
-		RulesAs:      "sidecar",
-		SMPType:      "LINKERD",
+		// The lab runs the real linkerd2-proxy on the netns substrate with
+		// a control plane of its own (internal/linkerd); never on loopback.
+		Local:       true,
+		NoPlaintext: "Linkerd's mTLS between meshed pods is always on",
+		SMPType:     "LINKERD",
 		Cluster: Cluster{
 			CLI:         "linkerd",
 			VersionArgs: []string{"linkerd", "version", "--client", "--short"},

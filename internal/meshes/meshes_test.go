@@ -26,7 +26,7 @@ func TestLookup(t *testing.T) {
 		{"ambient", true, meshes.KindNodeProxy, 2, "ambient", true},
 		{"waypoint", true, meshes.KindWaypoint, 3, "waypoint", true},
 		// Linkerd is a sidecar mesh checked by sidecar mode's rules.
-		{"linkerd", true, meshes.KindSidecar, 4, "sidecar", true},
+		{"linkerd", true, meshes.KindSidecar, 4, "linkerd", true}, // a local mode (netns substrate): its own rules,
 		// Unknown: sorts after every known mesh, follows its own rules.
 		{"cilium", false, "", 5, "cilium", false},
 		// Names are case-sensitive, as plans and flags spell them.
@@ -61,7 +61,7 @@ func TestLists(t *testing.T) {
 	if got, want := meshes.Names(false), []string{"none", "sidecar", "ambient", "waypoint", "linkerd"}; !slices.Equal(got, want) {
 		t.Errorf("Names(false) %v, want %v", got, want)
 	}
-	if got, want := meshes.ClusterOnly(), []string{"linkerd"}; !slices.Equal(got, want) {
+	if got, want := meshes.ClusterOnly(), []string(nil); !slices.Equal(got, want) {
 		t.Errorf("ClusterOnly %v, want %v", got, want)
 	}
 	if got, want := meshes.Allowed(false), "allowed: none, sidecar, ambient, waypoint, linkerd"; got != want {
@@ -73,11 +73,11 @@ func TestLists(t *testing.T) {
 	// The local lab's modes (internal/mesh, which renders them) are
 	// exactly the descriptors marked Local.
 	var local []string
-	for _, m := range mesh.Modes {
+	for _, m := range mesh.LocalModes {
 		local = append(local, string(m))
 	}
 	if got := meshes.Names(true); !slices.Equal(got, local) {
-		t.Errorf("Names(true) %v, want mesh.Modes %v", got, local)
+		t.Errorf("Names(true) %v, want mesh.LocalModes %v", got, local)
 	}
 }
 

@@ -343,7 +343,7 @@ func (b *builder) axes() {
 		}
 		o := mesh.DefaultOptions()
 		o.Mode = mesh.Mode(it.text)
-		return it.text, b.viaValidate("axes.mesh", it, o, "mode", "none, sidecar, ambient, waypoint")
+		return it.text, b.viaValidate("axes.mesh", it, o, "mode", "none, sidecar, ambient, waypoint, linkerd")
 	}, func() { a.Mesh = nil }, func(it item) { a.Mesh = append(a.Mesh, mesh.Mode(it.text)) })
 
 	b.axis("axes.app", func(it item) (string, bool) {

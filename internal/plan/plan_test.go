@@ -138,7 +138,7 @@ func TestExamples(t *testing.T) {
 		{"uds-ambient-vs-sidecar.yaml", 36, 36 * 10 * time.Second},
 		{"uds-policies.yaml", 30, 30 * 10 * time.Second},
 		{"nighthawk-four-meshes.yaml", 24, 24 * 10 * time.Second},
-		{"sidecar-debate.yaml", 27, 27 * 10 * time.Second},
+		{"sidecar-debate.yaml", 36, 36 * 10 * time.Second},
 		{"throttled-vs-unthrottled.yaml", 20, 20 * 10 * time.Second},
 	} {
 		p := readExample(t, tc.file)

@@ -36,8 +36,7 @@ func TestBadPlans(t *testing.T) {
 		}},
 		// Mode, app and protocol values go through mesh.Options.Validate.
 		{"enums", "axes:\n  mesh: [none, linkerd, istio]\n  app: [faces, bookinfo]\n  protocol: [grpc]\n", []string{
-			`p.yaml:2: axes.mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)`,
-			`p.yaml:2: axes.mesh "istio": allowed: none, sidecar, ambient, waypoint`,
+			`p.yaml:2: axes.mesh "istio": allowed: none, sidecar, ambient, waypoint, linkerd`,
 			`p.yaml:3: axes.app "bookinfo": allowed: static, faces`,
 			`p.yaml:4: axes.protocol "grpc": allowed: http, tcp`,
 		}},
@@ -246,13 +245,12 @@ func TestFromFlags(t *testing.T) {
 		// Problems name the flag; combination problems too; flags come in
 		// schema order.
 		{"values", Flags{Mesh: "none,ambient,linkerd", Rate: "-5,20,,max", Policies: "4", MTLS: "true,yes", Duration: "0s", Baseline: "sidecar", LoadCPU: "2"}, []string{
-			`--mesh linkerd: Linkerd has no local form (its proxy ships only in its container images); run it on a cluster (--platform kube)`,
 			`--mesh "none": no cell has it: mesh none with policies > 0: policies need a mesh mode, none runs with policies 0`,
 			`--rate "-5": allowed: positive numbers (requests per second, at most 10000000) or max`,
 			`--rate "": allowed: positive numbers (requests per second, at most 10000000) or max`,
 			`--mtls "yes": allowed: true or false`,
 			`--duration "0s": allowed: a duration above 0 such as 30s or 1m30s`,
-			`--baseline "sidecar": allowed: one of --mesh (none, ambient)`,
+			`--baseline "sidecar": allowed: one of --mesh (none, ambient, linkerd)`,
 			`--max-load-cpu "2": allowed: a fraction of one core above 0, at most 1, such as 0.9`,
 		}},
 		{"duplicates", Flags{Replicas: "1,10,1", Gateway: "true,TRUE"}, []string{

@@ -120,6 +120,23 @@ type Config struct {
 	AdminPort int
 	// Validity is a certificate's lifetime; 0 means DefaultValidity.
 	Validity time.Duration
+	// Tokens are the workloads' identity tokens by Workload.Ref (NewTokens),
+	// for a control plane in another process than the one writing the
+	// proxies' token files; nil: New draws them.
+	Tokens map[string]string
+}
+
+// NewTokens draws one random identity token per workload, by Ref.
+func NewTokens(ws []Workload) (map[string]string, error) {
+	out := map[string]string{}
+	for _, w := range ws {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		out[w.Ref()] = hex.EncodeToString(b)
+	}
+	return out, nil
 }
 
 // Call is one request a proxy made, for tests and the run's log.
@@ -158,12 +175,18 @@ func New(cfg Config) (*Server, error) {
 		cfg.Validity = DefaultValidity
 	}
 	s := &Server{cfg: cfg, tokens: map[string]string{}, byName: map[string]string{}}
-	for _, w := range cfg.Workloads {
-		b := make([]byte, 24)
-		if _, err := rand.Read(b); err != nil {
+	toks := cfg.Tokens
+	if toks == nil {
+		var err error
+		if toks, err = NewTokens(cfg.Workloads); err != nil {
 			return nil, err
 		}
-		tok := hex.EncodeToString(b)
+	}
+	for _, w := range cfg.Workloads {
+		tok := toks[w.Ref()]
+		if tok == "" {
+			return nil, fmt.Errorf("linkerd control plane: no token for workload %s", w.Ref())
+		}
 		s.tokens[tok] = Name(w.Identity)
 		s.byName[w.Ref()] = tok
 	}

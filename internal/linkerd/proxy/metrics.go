@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 
 	dto "github.com/prometheus/client_model/go"
@@ -88,4 +89,25 @@ func labels(m *dto.Metric) map[string]string {
 		out[lp.GetName()] = lp.GetValue()
 	}
 	return out
+}
+
+// Sub is s minus an earlier scrape base of the same proxy: the requests
+// between the two (a proxy's counters only grow; the gauges of
+// Endpoints are s's own).
+func (s Stats) Sub(base Stats) Stats {
+	sub := func(a, b map[string]float64) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range a {
+			if d := v - b[k]; d != 0 {
+				out[k] = d
+			}
+		}
+		return out
+	}
+	return Stats{
+		InboundTLS: s.InboundTLS - base.InboundTLS, InboundPlain: s.InboundPlain - base.InboundPlain,
+		OutboundTLS: s.OutboundTLS - base.OutboundTLS, OutboundPlain: s.OutboundPlain - base.OutboundPlain,
+		ClientIDs: sub(s.ClientIDs, base.ClientIDs), ServerIDs: sub(s.ServerIDs, base.ServerIDs),
+		Denied: sub(s.Denied, base.Denied), Endpoints: maps.Clone(s.Endpoints),
+	}
 }

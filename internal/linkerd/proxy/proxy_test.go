@@ -274,3 +274,23 @@ func TestEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsSub: a cell's requests are the end scrape minus the start's,
+// per direction, TLS and peer; peers without new requests drop out and
+// the balancers' gauges are the end's own.
+func TestStatsSub(t *testing.T) {
+	base := Stats{InboundTLS: 10, OutboundTLS: 5, OutboundPlain: 1, ClientIDs: map[string]float64{"a": 10},
+		ServerIDs: map[string]float64{"s": 5}, Denied: map[string]float64{"x": 2}, Endpoints: map[string]float64{"default/server": 2}}
+	end := Stats{InboundTLS: 25, InboundPlain: 3, OutboundTLS: 5, OutboundPlain: 1, ClientIDs: map[string]float64{"a": 20, "b": 5},
+		ServerIDs: map[string]float64{"s": 5}, Denied: map[string]float64{"x": 2}, Endpoints: map[string]float64{"default/server": 3}}
+	d := end.Sub(base)
+	if d.InboundTLS != 15 || d.InboundPlain != 3 || d.OutboundTLS != 0 || d.OutboundPlain != 0 {
+		t.Errorf("counts %+v", d)
+	}
+	if len(d.ClientIDs) != 2 || d.ClientIDs["a"] != 10 || d.ClientIDs["b"] != 5 || len(d.ServerIDs) != 0 || len(d.Denied) != 0 {
+		t.Errorf("peers %v %v denied %v", d.ClientIDs, d.ServerIDs, d.Denied)
+	}
+	if d.Endpoints["default/server"] != 3 {
+		t.Errorf("endpoints %v, want the end's", d.Endpoints)
+	}
+}

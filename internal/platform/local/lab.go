@@ -84,6 +84,9 @@ func planTopology(o Options) (*mesh.Topology, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Substrate == nil && o.Mesh.Mode == mesh.ModeLinkerd {
+		return nil, errors.New("mesh linkerd runs only on the netns substrate (the real linkerd2-proxy in its pod's network namespace, with proxy-init's capture; the loopback lab has no imitation of it): use --substrate netns, as root")
+	}
 	if o.Substrate != nil {
 		// Its own network: no address of the host's is used, and it says
 		// which Envoys remain (Up).

@@ -121,6 +121,9 @@ type Result struct {
 	NodeProxyStats map[string]results.NodeProxyStats
 	// Hops is the per-hop attribution (Options.Hops), nil without it.
 	Hops *hops.Result
+	// MeshCheck is the mesh proxies' own mTLS verdict (Linkerd's, on the
+	// netns substrate), nil without one.
+	MeshCheck *MeshCheck
 }
 
 // DefaultLoadCPUMax is Options.LoadCPUMax's default: 90% of one core.
@@ -142,6 +145,7 @@ type cell struct {
 	// envoyStats and nodeProxyStats are filled by collectStats.
 	envoyStats     map[string]envoy.ProxyStats
 	nodeProxyStats map[string]results.NodeProxyStats
+	meshCheck      *MeshCheck
 	// number is the cell's place on its lab (1 for the first);
 	// requestPrefix the ids its load gives (Options.Hops).
 	number        int
@@ -434,7 +438,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	for _, g := range countGaps(window) {
 		c.invalid(g)
 	}
-	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats, NodeProxyStats: c.nodeProxyStats}
+	res := &Result{Dir: c.dir.Path, Load: loadRes, Summary: summary, Topology: l.topo, EnvoyStats: c.envoyStats, NodeProxyStats: c.nodeProxyStats, MeshCheck: c.meshCheck}
 	if c.opts.Hops && loadRes != nil {
 		hr, err := c.collectHops(context.WithoutCancel(ctx), loadRes, summary)
 		if err != nil {
@@ -450,6 +454,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	c.checkLoadCPU(summary)
 	c.manifest.Derived = derive(l.topo, loadRes, summary)
 	c.checkNodeProxyMTLS()
+	c.checkMesh()
 	return res, ctx.Err()
 }
 
@@ -626,6 +631,18 @@ func (c *cell) collectStats(ctx context.Context) {
 			}
 		}
 	}
+	if mc, ok := c.lab.net.(MeshChecker); ok {
+		check, err := mc.CheckMesh(ctx, filepath.Join(c.dir.Path, results.NodeProxyDir))
+		if err != nil {
+			c.logf("mesh proxy stats: %v", err)
+		}
+		if len(check.Lines) > 0 {
+			c.meshCheck = &check
+			if err := c.dir.WriteJSON("mesh-check.json", check); err != nil {
+				c.logf("mesh check: %v", err)
+			}
+		}
+	}
 	summaries := map[string]envoy.ProxyStats{}
 	// Histograms are merged at a flush, which completes just after the
 	// flushing request is answered: flush all, wait, then scrape.
@@ -686,6 +703,23 @@ func (c *cell) checkNodeProxyMTLS() {
 	c.manifest.Derived["node_proxy_other_connections"] = float64(other)
 	if mtls == 0 || other > 0 {
 		c.invalid(fmt.Sprintf("mTLS not verified: the node proxies opened %d mutual TLS and %d other connections in the cell", mtls, other))
+	}
+}
+
+// checkMesh applies the mesh proxies' own mTLS verdict (MeshChecker):
+// its counts into Derived, its reasons into the invalid list.
+func (c *cell) checkMesh() {
+	if c.meshCheck == nil {
+		return
+	}
+	if c.manifest.Derived == nil {
+		c.manifest.Derived = map[string]float64{}
+	}
+	for k, v := range c.meshCheck.Derived {
+		c.manifest.Derived[k] = v
+	}
+	for _, r := range c.meshCheck.Invalid {
+		c.invalid(r)
 	}
 }
 

@@ -110,3 +110,22 @@ func (l *Lab) writeCerts(dir string) (*bootstrap.Certs, error) {
 	}
 	return bootstrap.WriteCerts(l.topo, dir)
 }
+
+// MeshCheck is a mesh's own verdict on a cell's mTLS, from its proxies'
+// counters (Linkerd's request_total by tls and peer identity).
+type MeshCheck struct {
+	// Derived are counts for the manifest's Derived.
+	Derived map[string]float64
+	// Invalid are the reasons the cell is invalid; none: verified.
+	Invalid []string
+	// Lines are what `run` prints: the counters and the verdict.
+	Lines []string
+}
+
+// MeshChecker is a Network whose mesh proxies keep their own request
+// counters (Linkerd's proxies, on the netns substrate): CheckMesh reads
+// them since StartInterval, keeps the raw scrapes in rawDir and says
+// whether the cell's traffic was all mTLS.
+type MeshChecker interface {
+	CheckMesh(ctx context.Context, rawDir string) (MeshCheck, error)
+}

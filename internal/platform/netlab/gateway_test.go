@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -44,7 +45,7 @@ func TestSubstrateGateway(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "run")
 			var log testutil.SyncBuffer
-			o := local.Options{Mesh: mo, Rate: "50", Duration: 3 * time.Second, Warmup: time.Second,
+			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
 				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
 				Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin, Log: &log}
 			res, err := local.Run(context.Background(), o)

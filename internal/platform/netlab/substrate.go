@@ -41,6 +41,13 @@ var Subnets = []netip.Prefix{netip.MustParsePrefix("10.98.0.0/16"), netip.MustPa
 type Substrate struct {
 	// Ztunnel is the ztunnel binary (ztunnel.Find); needed for ambient.
 	Ztunnel string
+	// LinkerdProxy is the linkerd2-proxy binary (proxy.Find); needed for
+	// mode linkerd (netlab/linkerd.go).
+	LinkerdProxy string
+	// Meshbench is the meshbench executable that runs Linkerd's control
+	// plane in a child process of its own (sampled apart); "" serves it
+	// in this process (then meshbench's own CPU holds it).
+	Meshbench string
 	// Prefix, when set, starts the names of every lab's namespaces and
 	// links (at most 6 bytes) instead of a free prefix picked at random;
 	// Subnet, when set, is the /16 they number from instead of the first
@@ -90,7 +97,8 @@ func Available(capture bool) error {
 
 // Supports returns why a topology with options o cannot run on the
 // substrate yet, or nil: every mode with the static app, with or without
-// the gateway, without attacker.
+// the gateway (not linkerd), and modes none, sidecar, ambient and linkerd
+// with the faces app; never the attacker.
 func (s *Substrate) Supports(o mesh.Options) error {
 	var errs []error
 	switch o.Mode {
@@ -103,11 +111,16 @@ func (s *Substrate) Supports(o mesh.Options) error {
 		if s.Ztunnel == "" {
 			errs = append(errs, fmt.Errorf("mesh %s on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH", o.Mode))
 		}
+	case mesh.ModeLinkerd:
+		errs = append(errs, s.supportsLinkerd(o)...)
 	default:
-		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar, ambient and waypoint so far; use --substrate loopback", o.Mode))
+		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar, ambient, waypoint and linkerd; use --substrate loopback", o.Mode))
 	}
-	if o.App != "" && o.App != mesh.AppStatic {
-		errs = append(errs, fmt.Errorf("app %s: the netns substrate runs the static app so far; use --substrate loopback", o.App))
+	if o.App == mesh.AppFaces && (o.Mode == mesh.ModeWaypoint || o.Gateway) {
+		errs = append(errs, fmt.Errorf("app faces with mesh %s (gateway %v): the netns substrate runs faces without waypoint or gateway so far; use --substrate loopback", o.Mode, o.Gateway))
+	}
+	if o.App == mesh.AppFaces && o.Mode == mesh.ModeAmbient && o.Policies > 0 {
+		errs = append(errs, fmt.Errorf("app faces with mesh ambient and policies %d: the netns substrate's ztunnel takes the static app's rules so far; use policies 0 or --substrate loopback", o.Policies))
 	}
 	if o.Attacker {
 		errs = append(errs, errors.New("attacker: the netns substrate has no attacker pod yet; use --substrate loopback"))
@@ -166,6 +179,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	}
 	meshed := t.Options.Mode == mesh.ModeAmbient || t.Options.Mode == mesh.ModeWaypoint
 	sidecars := t.Options.Mode == mesh.ModeSidecar
+	withLinkerd := t.Options.Mode == mesh.ModeLinkerd
 	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
 	if meshed {
 		o.Ztunnel = s.Ztunnel
@@ -227,6 +241,10 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	for i := range nt.Pods {
 		nt.Pods[i].Addr = lab.Pod(nt.Pods[i].Name).IP
 	}
+	if err := callsOn(&nt, lab); err != nil {
+		lab.Close()
+		return nil, nil, err
+	}
 	if sidecars {
 		// The sidecars stay Envoys, in their pods: outbound on the
 		// wildcard where istio-init's REDIRECT delivers the app's
@@ -272,7 +290,14 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 			return nil, nil, err
 		}
 	}
-	return &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}, &nt, nil
+	n := &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}
+	if withLinkerd {
+		var err error
+		if n.linkerd, err = upLinkerd(ctx, lab, &nt, s.LinkerdProxy, s.Meshbench, dir, log); err != nil {
+			return nil, nil, errors.Join(err, lab.Close())
+		}
+	}
+	return n, &nt, nil
 }
 
 // network is a lab made by Substrate.Up (local.Network).
@@ -280,6 +305,9 @@ type network struct {
 	lab          *Lab
 	sum, version string
 	bin          string
+	// linkerd is the mesh of mode linkerd (netlab/linkerd.go), nil in
+	// other modes.
+	linkerd *linkerdNet
 	// base holds each ztunnel's scrape at the cell's start, by node name.
 	mu   sync.Mutex
 	base map[string]scrape
@@ -318,6 +346,9 @@ func (n *network) scrapeAll(ctx context.Context) (map[string]scrape, error) {
 
 // StartInterval keeps every ztunnel's counters as the cell's base.
 func (n *network) StartInterval(ctx context.Context) error {
+	if n.linkerd != nil {
+		return n.linkerd.startInterval(ctx)
+	}
 	base, err := n.scrapeAll(ctx)
 	n.mu.Lock()
 	n.base = base
@@ -388,10 +419,18 @@ func (n *network) Proxies() []sample.Target {
 				Component: "node proxy " + nd.Name, Category: sample.CategoryDataPlane})
 		}
 	}
+	if n.linkerd != nil {
+		out = append(out, n.linkerd.targets()...)
+	}
 	return out
 }
 
 func (n *network) Died() error {
+	if n.linkerd != nil {
+		if err := n.linkerd.died(); err != nil {
+			return err
+		}
+	}
 	for _, nd := range n.lab.Nodes {
 		if nd.Ztunnel == nil {
 			continue
@@ -410,7 +449,25 @@ func (n *network) Manifest() map[string]any {
 	if n.sum != "" {
 		m["ztunnel"] = map[string]any{"version": n.version, "sha256": n.sum, "path": n.bin}
 	}
+	if n.linkerd != nil {
+		maps.Copy(m, n.linkerd.manifest())
+	}
 	return m
 }
 
-func (n *network) Close() error { return n.lab.Close() }
+// CheckMesh is Linkerd's mTLS verdict over the cell (local.MeshChecker);
+// nothing to check in other modes.
+func (n *network) CheckMesh(ctx context.Context, rawDir string) (local.MeshCheck, error) {
+	if n.linkerd == nil {
+		return local.MeshCheck{}, nil
+	}
+	return n.linkerd.check(ctx, rawDir)
+}
+
+func (n *network) Close() error {
+	var err error
+	if n.linkerd != nil {
+		err = n.linkerd.close()
+	}
+	return errors.Join(err, n.lab.Close())
+}

@@ -1,0 +1,306 @@
+package netlab
+
+import (
+	"context"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/linkerd"
+	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
+	"github.com/meshbench/meshbench/internal/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/sample"
+)
+
+// linkerdNet is Linkerd on a lab made by Substrate.Up (mode linkerd): the
+// real linkerd2-proxy beside every pod, the lab's control plane.
+type linkerdNet struct {
+	mesh *linkerd.Mesh
+	// dir holds the proxies' identity files and logs while they run: a
+	// directory of its own under the temp dir, which the proxy's user can
+	// traverse (a results directory under /root cannot be); logDir is
+	// where the logs are copied at Close.
+	dir, logDir string
+	bin         string
+	// components are the pods' components in results ("client sidecar",
+	// "server sidecar"), by pod name.
+	components map[string]string
+
+	mu   sync.Mutex
+	base map[string]proxy.Stats
+	// expect are the identities each pod's proxy must see its peers with
+	// over mTLS: server pods their clients', the client its servers'.
+	expectIn, expectOut map[string][]string
+}
+
+// upLinkerd meshes every pod of lab with Linkerd for topology t.
+func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, meshbench, dir string, log io.Writer) (_ *linkerdNet, err error) {
+	tmp, err := os.MkdirTemp("", "meshbench-linkerd-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(tmp))
+	}
+	ln := &linkerdNet{dir: tmp, logDir: filepath.Join(dir, "linkerd"), bin: bin, components: map[string]string{},
+		expectIn: map[string][]string{}, expectOut: map[string][]string{}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, os.RemoveAll(tmp))
+		}
+	}()
+	ca := lab.CA
+	if ca == nil {
+		if ca, err = pki.NewRootCA(pkix.Name{CommonName: "root.linkerd.cluster.local"}, pki.Options{}); err != nil {
+			return nil, err
+		}
+	}
+	o := linkerd.Options{Proxy: bin, Dir: tmp, CA: ca, Rules: t.Policies, ProfileNetworks: []netip.Prefix{lab.Opts.Subnet}, Log: log,
+		Meshbench: meshbench}
+	for _, svc := range t.Services {
+		o.Services = append(o.Services, controlplane.Service{Name: svc.Name, Namespace: svc.Namespace, VIP: lab.Services[svc.Name],
+			Port: svc.Port, TargetPort: svc.Port})
+	}
+	policies := t.Options.Policies > 0
+	for _, p := range t.Pods {
+		np := lab.Pod(p.Name)
+		if np == nil {
+			return nil, fmt.Errorf("linkerd: no pod %s in the lab", p.Name)
+		}
+		lp := linkerd.Pod{Name: p.Name, Identity: p.Identity, IP: np.IP, NS: np.NS, Meshed: true,
+			Policies: policies && p.Role == mesh.PodServer}
+		component := p.Name + " sidecar"
+		if p.Role == mesh.PodServer {
+			lp.Services, lp.Ports = []string{p.Service}, []int{p.AppPort}
+			component = p.Service + " sidecar"
+		}
+		ln.components[p.Name] = component
+		o.Pods = append(o.Pods, lp)
+	}
+	// Who calls whom over mTLS: the client calls the entry service; each
+	// server pod calls its service's backends (faces: face calls smiley
+	// and color).
+	name := func(id mesh.Identity) string { return controlplane.Name(id) }
+	client := t.Pod(loadPodName)
+	for _, p := range t.ServicePods(t.Service.Name) {
+		ln.expectOut[client.Name] = appendOnce(ln.expectOut[client.Name], name(p.Identity))
+		ln.expectIn[p.Name] = appendOnce(ln.expectIn[p.Name], name(client.Identity))
+	}
+	for _, p := range t.ServerPods() {
+		for _, b := range t.Svc(p.Service).Backends {
+			for _, q := range t.ServicePods(b) {
+				ln.expectOut[p.Name] = appendOnce(ln.expectOut[p.Name], name(q.Identity))
+				ln.expectIn[q.Name] = appendOnce(ln.expectIn[q.Name], name(p.Identity))
+			}
+		}
+	}
+	if ln.mesh, err = linkerd.Up(ctx, o); err != nil {
+		return nil, err
+	}
+	return ln, nil
+}
+
+// loadPodName is the pod the load runs in (local's loadPod).
+const loadPodName = "client"
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// proxyName is the process name of pod's proxy in results.
+func proxyName(pod string) string { return pod + "-linkerd-proxy" }
+
+// targets are the proxies, data plane, components as the Envoy sidecars'
+// ("client sidecar", "server sidecar") so tables compare them.
+func (ln *linkerdNet) targets() []sample.Target {
+	var out []sample.Target
+	for _, pod := range slices.Sorted(maps.Keys(ln.mesh.Proxies)) {
+		out = append(out, sample.Target{PID: ln.mesh.Proxies[pod].PID(), Name: proxyName(pod),
+			Component: ln.components[pod], Category: sample.CategoryDataPlane})
+	}
+	if c := ln.mesh.Child; c != nil {
+		out = append(out, sample.Target{PID: c.PID(), Name: ControlPlaneName, Component: ControlPlaneComponent,
+			Category: sample.CategoryControlPlane})
+	}
+	return out
+}
+
+// ControlPlaneName and ControlPlaneComponent name the control plane's
+// process in results: the lab's stand-in, never Linkerd's.
+const (
+	ControlPlaneName      = "linkerd-control-plane"
+	ControlPlaneComponent = "control plane (lab stand-in for Linkerd's)"
+)
+
+func (ln *linkerdNet) died() error {
+	if c := ln.mesh.Child; c != nil {
+		select {
+		case <-c.Exited():
+			return fmt.Errorf("the Linkerd control plane (lab stand-in) died (log %s)", c.Log)
+		default:
+		}
+	}
+	for pod, p := range ln.mesh.Proxies {
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("linkerd2-proxy of %s died (log %s)", pod, ln.mesh.Logs[pod])
+		default:
+		}
+	}
+	return nil
+}
+
+func (ln *linkerdNet) manifest() map[string]any {
+	v := ln.mesh.Version
+	return map[string]any{"linkerd": map[string]any{
+		"proxy":                 map[string]any{"release": v.Release, "git_sha": v.GitSHA, "date": v.Date, "sha256": v.SHA256, "path": ln.bin},
+		"control_plane":         "the lab's stand-in for Linkerd's control plane (meshbench's internal/linkerd/controlplane), not Linkerd's",
+		"ready_in":              ln.mesh.ReadyIn.String(),
+		"control_plane_process": ln.mesh.Child != nil,
+		"identity_dir":          ln.dir,
+	}}
+}
+
+// startInterval keeps every proxy's counters as the cell's base.
+func (ln *linkerdNet) startInterval(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	base, err := ln.mesh.Stats(cctx)
+	ln.mu.Lock()
+	ln.base = base
+	ln.mu.Unlock()
+	return err
+}
+
+// check verifies the cell's mTLS from the proxies' own counters since
+// startInterval: every request they carried over mTLS, the client's
+// proxy reaching the servers with their identities and each server's
+// proxy seeing the client's.
+func (ln *linkerdNet) check(ctx context.Context, rawDir string) (local.MeshCheck, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var errs []error
+	end := map[string]proxy.Stats{}
+	if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		errs = append(errs, err)
+	}
+	for pod, p := range ln.mesh.Proxies {
+		text, err := p.Metrics(cctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, os.WriteFile(filepath.Join(rawDir, proxyName(pod)+".end.txt"), []byte(text), 0o644))
+		s, err := proxy.ParseStats(strings.NewReader(text))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		end[pod] = s
+	}
+	ln.mu.Lock()
+	base := ln.base
+	ln.mu.Unlock()
+	cell := map[string]proxy.Stats{}
+	for pod, s := range end {
+		cell[pod] = s.Sub(base[pod])
+	}
+	return Verdict(cell, ln.expectIn, ln.expectOut), errors.Join(errs...)
+}
+
+// Verdict is the cell's mTLS check from every proxy's counters over the
+// cell (by pod): what carried requests in plaintext, peers missing from
+// the identities seen, requests the policies denied.
+func Verdict(cell map[string]proxy.Stats, expectIn, expectOut map[string][]string) local.MeshCheck {
+	var tls, plain, denied float64
+	out := local.MeshCheck{Lines: []string{"Linkerd proxies (their own request counters over the cell):",
+		fmt.Sprintf("  %-28s %12s %12s %12s %12s %8s", "proxy", "in mTLS", "in plain", "out mTLS", "out plain", "denied")}}
+	for _, pod := range slices.Sorted(maps.Keys(cell)) {
+		s := cell[pod]
+		d := 0.0
+		for _, v := range s.Denied {
+			d += v
+		}
+		tls += s.InboundTLS + s.OutboundTLS
+		plain += s.InboundPlain + s.OutboundPlain
+		denied += d
+		out.Lines = append(out.Lines, fmt.Sprintf("  %-28s %12.0f %12.0f %12.0f %12.0f %8.0f", proxyName(pod), s.InboundTLS, s.InboundPlain, s.OutboundTLS, s.OutboundPlain, d))
+		for _, id := range expectIn[pod] {
+			if s.ClientIDs[id] == 0 {
+				out.Invalid = append(out.Invalid, fmt.Sprintf("mTLS not verified: %s's proxy saw no request from %s over mTLS in the cell", pod, id))
+			}
+		}
+		for _, id := range expectOut[pod] {
+			if s.ServerIDs[id] == 0 {
+				out.Invalid = append(out.Invalid, fmt.Sprintf("mTLS not verified: %s's proxy sent no request to %s over mTLS in the cell", pod, id))
+			}
+		}
+	}
+	for _, pod := range slices.Sorted(maps.Keys(expectIn)) {
+		if _, ok := cell[pod]; !ok {
+			out.Invalid = append(out.Invalid, fmt.Sprintf("mTLS not verified: no counters from %s's proxy", pod))
+		}
+	}
+	if pt := linkerd.Plaintext(cell); len(pt) > 0 {
+		out.Invalid = append(out.Invalid, "mTLS not verified: plaintext through the Linkerd proxies: "+strings.Join(pt, ", "))
+	}
+	if tls == 0 {
+		out.Invalid = append(out.Invalid, "mTLS not verified: the Linkerd proxies carried no request over mTLS in the cell")
+	}
+	out.Derived = map[string]float64{"linkerd_mtls_requests": tls, "linkerd_plaintext_requests": plain, "linkerd_denied_requests": denied}
+	if len(out.Invalid) == 0 {
+		out.Lines = append(out.Lines, fmt.Sprintf("mTLS verified: all %.0f requests the Linkerd proxies carried were mutual TLS (tls=\"true\"), with the peers' identities (client_id, server_id).", tls))
+	}
+	return out
+}
+
+// close stops the proxies and the control plane, keeps the proxies' logs
+// in logDir and removes the temporary directory.
+func (ln *linkerdNet) close() error {
+	err := ln.mesh.Close()
+	var errs []error
+	if len(ln.mesh.Logs) > 0 {
+		errs = append(errs, os.MkdirAll(ln.logDir, 0o755))
+	}
+	logs := map[string]string{}
+	for pod, path := range ln.mesh.Logs {
+		logs[proxyName(pod)+".log"] = path
+	}
+	if c := ln.mesh.Child; c != nil {
+		logs[ControlPlaneName+".log"] = c.Log
+	}
+	for name, path := range logs {
+		if b, rerr := os.ReadFile(path); rerr == nil {
+			errs = append(errs, os.WriteFile(filepath.Join(ln.logDir, name), b, 0o644))
+		}
+	}
+	return errors.Join(append([]error{err, os.RemoveAll(ln.dir)}, errs...)...)
+}
+
+// supportsLinkerd says why mode linkerd with options o cannot run on the
+// substrate.
+func (s *Substrate) supportsLinkerd(o mesh.Options) []error {
+	var errs []error
+	if s.LinkerdProxy == "" {
+		errs = append(errs, errors.New("mesh linkerd needs linkerd2-proxy: run make linkerd-proxy, or give --linkerd-proxy PATH"))
+	}
+	if o.Protocol == mesh.ProtocolTCP {
+		errs = append(errs, errors.New("mesh linkerd with protocol tcp: Linkerd in the lab carries HTTP (its opaque ports are not wired); use protocol http"))
+	}
+	return errs
+}

@@ -1,0 +1,333 @@
+package netlab
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// linkerdProxy is the real linkerd2-proxy (make linkerd-proxy, or the
+// shared build when its sha256 matches); skipped without it (failed under
+// make test).
+func linkerdProxy(t *testing.T) string {
+	t.Helper()
+	testutil.RequireRoot(t, "netlab: needs root to make network namespaces")
+	bin, err := proxy.Find("", ".")
+	if err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	return bin
+}
+
+// linkerdOf is the manifest's linkerd entry.
+func linkerdOf(t *testing.T, m *results.RunManifest) map[string]any {
+	t.Helper()
+	l, ok := m.Options["linkerd"].(map[string]any)
+	if !ok {
+		t.Fatalf("manifest options have no linkerd entry: %v", m.Options)
+	}
+	return l
+}
+
+// checkLinkerdGone adds to checkGone: the proxies' identity directory is
+// removed.
+func checkLinkerdGone(t *testing.T, m *results.RunManifest) {
+	t.Helper()
+	prefix, subnet := netnsOf(t, m)
+	checkGone(t, m, prefix, subnet)
+	if dir, _ := linkerdOf(t, m)["identity_dir"].(string); dir == "" {
+		t.Error("manifest has no linkerd identity_dir")
+	} else if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the proxies' identity directory %s is left (%v)", dir, err)
+	}
+}
+
+// TestLinkerdRun runs whole cells (local.Run) of mode linkerd on the netns
+// substrate with the real linkerd2-proxy beside the client and every
+// server pod and the lab's control plane in its own process: every
+// request answered, the cell valid with mTLS verified from the proxies'
+// own counters (every request over mTLS both ways, no plaintext), the
+// proxies sampled as data-plane sidecars and the control plane apart as
+// control plane, the proxy's sha256 in the manifest; with --policies 4
+// the server proxies get the four ALLOW rules and still let the client
+// through (refusing a foreign identity is internal/linkerd's test).
+// After the run no process, namespace, link or identity file is left.
+func TestLinkerdRun(t *testing.T) {
+	bin := linkerdProxy(t)
+	mb := testutil.BuildMeshbench(t)
+	sum, err := proxy.FileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		policies int
+		replicas int
+	}{
+		{"one replica", 0, 1},             // client proxy → server proxy, all-authenticated
+		{"policies 4 two replicas", 4, 2}, // the seed's four ALLOW rules by client identity, on both servers
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mo := mesh.DefaultOptions()
+			mo.Mode, mo.Policies, mo.Replicas = mesh.ModeLinkerd, tc.policies, tc.replicas
+			out := filepath.Join(t.TempDir(), "run")
+			var log testutil.SyncBuffer
+			// 1000 rps for 3 s: each proxy carries 3000+ requests, tens
+			// of ms of CPU (≈0.13 vCPU per 1000 rps measured here), far
+			// above one 10-ms tick on a fast machine too.
+			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(1000), Duration: 3 * time.Second, Warmup: time.Second,
+				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
+				Substrate: &Substrate{LinkerdProxy: bin, Meshbench: mb}, Log: &log}
+			res, err := local.Run(context.Background(), o)
+			if res == nil || res.Manifest == nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			defer checkLinkerdGone(t, res.Manifest)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			lr := res.Load
+			if lr.Completed < 3000 || lr.Success != lr.Completed {
+				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+			}
+			if !res.Manifest.Valid {
+				t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+			}
+			d := res.Manifest.Derived
+			// Both proxies count every request: at least twice the load's.
+			if d["linkerd_mtls_requests"] < 2*float64(lr.Completed) || d["linkerd_plaintext_requests"] != 0 || d["linkerd_denied_requests"] != 0 {
+				t.Errorf("derived mTLS %v plaintext %v denied %v, want ≥ %d, 0, 0", d["linkerd_mtls_requests"],
+					d["linkerd_plaintext_requests"], d["linkerd_denied_requests"], 2*lr.Completed)
+			}
+			if res.MeshCheck == nil || !strings.Contains(strings.Join(res.MeshCheck.Lines, "\n"), "mTLS verified") {
+				t.Errorf("no mTLS verdict: %+v", res.MeshCheck)
+			}
+			proxies, control := 0, 0
+			for _, p := range res.Manifest.Processes {
+				switch {
+				case strings.HasSuffix(p.Name, "-linkerd-proxy"):
+					proxies++
+					if p.Category != sample.CategoryDataPlane || !strings.HasSuffix(p.Component, " sidecar") {
+						t.Errorf("proxy %s: category %s component %q, want data-plane, a sidecar", p.Name, p.Category, p.Component)
+					}
+				case p.Name == ControlPlaneName:
+					control++
+					if p.Category != sample.CategoryControlPlane {
+						t.Errorf("control plane category %s", p.Category)
+					}
+				}
+			}
+			if proxies != 1+tc.replicas || control != 1 {
+				t.Errorf("%d proxies and %d control planes sampled, want %d and 1", proxies, control, 1+tc.replicas)
+			}
+			dp := res.Summary.Category(sample.CategoryDataPlane)
+			cp := res.Summary.Category(sample.CategoryControlPlane)
+			if dp == nil || dp.CPUMillicores.Avg <= 0 || cp == nil || cp.RSSBytes.Avg <= 0 {
+				t.Errorf("data plane %+v, control plane %+v: want the proxies' CPU and the control plane's memory measured", dp, cp)
+			}
+			p, _ := linkerdOf(t, res.Manifest)["proxy"].(map[string]any)
+			if p["sha256"] != sum || p["release"] == "" {
+				t.Errorf("manifest proxy %v, want sha256 %s and a release", p, sum)
+			}
+		})
+	}
+}
+
+// TestLinkerdInterrupt is Ctrl-C on a real `meshbench run --mesh linkerd`
+// in its measured window: exit 130, the manifest written, and no proxy,
+// control plane, namespace, link or identity file left.
+func TestLinkerdInterrupt(t *testing.T) {
+	bin := linkerdProxy(t)
+	mb := testutil.BuildMeshbench(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(mb, "run", "--substrate", "netns", "--linkerd-proxy", bin, "--mesh", "linkerd", "--rate", "100",
+		"--duration", "60s", "--warmup", "1s", "--sample-interval", "250ms", "--out", out)
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	// Generous: the proxies are ready in well under a second here; the
+	// bound is for a loaded 2-core machine.
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(stderr.String(), "phase measure") {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("meshbench run ended before its window (%v):\n%s", err, stderr.String())
+		case <-deadline:
+			t.Fatalf("no measured window after 90s:\n%s", stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+		done <- err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("meshbench run still running 60s after SIGINT:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	m, rerr := results.ReadManifest(out)
+	if rerr != nil {
+		t.Fatalf("no manifest after the interrupt: %v", rerr)
+	}
+	checkLinkerdGone(t, m)
+}
+
+// TestLinkerdBench runs a real `meshbench bench` plan of none, sidecar,
+// linkerd and ambient at two rates on the netns substrate (one lab per
+// topology, kept up across its rates): every cell valid, each linkerd
+// cell's mTLS counted from the proxies' counters over that cell only
+// (deltas on a kept-up lab, not the sum of both cells), the comparison
+// printed with linkerd beside the Istio modes, and nothing left.
+func TestLinkerdBench(t *testing.T) {
+	bin := linkerdProxy(t)
+	zt := requirements(t)
+	findEnvoy(t)
+	mb := testutil.BuildMeshbench(t)
+	wd, _ := os.Getwd()
+	out := filepath.Join(t.TempDir(), "bench")
+	cmd := exec.Command(mb, "bench", "--substrate", "netns", "--ztunnel", zt, "--linkerd-proxy", bin,
+		"--mesh", "none,sidecar,linkerd,ambient", "--rate", "100,200",
+		"--repetitions", "1", "--duration", "2s", "--warmup", "1s", "--drain", "500ms", "--sample-interval", "500ms", "--out", out)
+	cmd.Dir = filepath.Join(wd, "..", "..", "..") // the project: .tools/envoy
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, b)
+	}
+	pm, err := results.ReadPlanManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pm.Labs) != 4 {
+		t.Errorf("want one lab per topology (4), got %d", len(pm.Labs))
+	}
+	linkerdCells := 0
+	for id, st := range pm.Cells {
+		if st.State != results.CellDone || !st.Valid {
+			t.Errorf("cell %s: %s valid %v %v %s", id, st.State, st.Valid, st.Invalid, st.Error)
+			continue
+		}
+		m, err := results.ReadManifest(results.CellDir(out, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix, subnet := netnsOf(t, m)
+		checkGone(t, m, prefix, subnet)
+		if !strings.HasPrefix(id, "linkerd") {
+			continue
+		}
+		linkerdCells++
+		checkLinkerdGone(t, m)
+		// The cell's own requests: its load (warm-up and window, 3 s at
+		// its rate) through two proxies, plus the few of its preflight —
+		// never the sum of both cells' (at 200 rps that would be ≥ 1800).
+		var lr results.LoadResult
+		if err := readJSON(filepath.Join(results.CellDir(out, id), results.LoadFile), &lr); err != nil {
+			t.Fatal(err)
+		}
+		got, sent := m.Derived["linkerd_mtls_requests"], float64(lr.Completed)
+		if got < 2*sent || got > 2*(sent*1.5+50) || m.Derived["linkerd_plaintext_requests"] != 0 {
+			t.Errorf("cell %s: %v mTLS requests through the proxies for %v measured, want about twice the cell's own", id, got, sent)
+		}
+	}
+	if linkerdCells != 2 {
+		t.Errorf("%d linkerd cells, want 2", linkerdCells)
+	}
+	text := string(b)
+	for _, want := range []string{"linkerd", "sidecar", "ambient"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("bench output names no %s:\n%s", want, text)
+		}
+	}
+}
+
+// TestSubstrateFaces runs the faces app on the netns substrate in every
+// mode it takes there: face answers 200 only when its HTTP call to smiley
+// and its gRPC call to color both succeeded (502 otherwise), so 100%
+// success proves both calls through the mode's data plane — none direct,
+// sidecar through the face pod's Envoy, ambient through ztunnel to the
+// services' VIPs, linkerd through the proxies with mTLS verified on every
+// hop (client→face, face→smiley, face→color) from their own counters.
+func TestSubstrateFaces(t *testing.T) {
+	zt := requirements(t)
+	bin := linkerdProxy(t)
+	mb := testutil.BuildMeshbench(t)
+	for _, tc := range []struct {
+		name     string
+		mode     mesh.Mode
+		policies int
+	}{
+		{"none", mesh.ModeNone, 0},       // replica i calls replica i at its pod address
+		{"sidecar", mesh.ModeSidecar, 0}, // face's sidecar at 127.0.0.1, outside istio-init's capture
+		{"ambient", mesh.ModeAmbient, 0}, // the services' VIPs through ztunnel
+		{"linkerd", mesh.ModeLinkerd, 5}, // VIPs through the proxies, the faces' five ALLOW rules
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mo := mesh.DefaultOptions()
+			mo.Mode, mo.App, mo.Replicas, mo.Policies = tc.mode, mesh.AppFaces, 2, tc.policies
+			out := filepath.Join(t.TempDir(), "run")
+			var log testutil.SyncBuffer
+			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second, Warmup: time.Second,
+				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
+				Substrate: &Substrate{Ztunnel: zt, LinkerdProxy: bin, Meshbench: mb}, Log: &log}
+			if tc.mode == mesh.ModeSidecar {
+				o.Envoy = findEnvoy(t)
+			}
+			res, err := local.Run(context.Background(), o)
+			if res == nil || res.Manifest == nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			prefix, subnet := netnsOf(t, res.Manifest)
+			defer checkGone(t, res.Manifest, prefix, subnet)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			if lr := res.Load; lr.Completed < 200 || lr.Success != lr.Completed {
+				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+			}
+			if !res.Manifest.Valid {
+				t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+			}
+			if tc.mode == mesh.ModeLinkerd {
+				text := strings.Join(res.MeshCheck.Lines, "\n")
+				for _, p := range []string{"smiley-0", "smiley-1", "color-0", "color-1"} {
+					if !strings.Contains(text, p+"-linkerd-proxy") {
+						t.Errorf("no counters of %s's proxy:\n%s", p, text)
+					}
+				}
+			}
+		})
+	}
+}
