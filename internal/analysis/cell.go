@@ -133,6 +133,10 @@ type Cell struct {
 	// ("kubelet" or "metrics-api"; empty on the local lab and in runs
 	// from before the choice existed, which used metrics.k8s.io).
 	MetricsSource string `json:"metrics_source,omitempty"`
+	// OverTime is the cell's latency and achieved rate per interval of
+	// its measured window (one second with meshbench's engine); empty
+	// for results without intervals.
+	OverTime []TimePoint `json:"over_time,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.
@@ -168,6 +172,9 @@ func ReadCell(dir, id string) (*Cell, error) {
 		for _, p := range SpectrumPercentiles {
 			c.Spectrum = append(c.Spectrum, ms(lat.Percentile(p)))
 		}
+	}
+	if c.OverTime, err = OverTime(lr); err != nil {
+		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	rate := lr.AchievedRatePerSec()
 	c.Figures[AchievedRate] = rate

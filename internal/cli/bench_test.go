@@ -81,6 +81,21 @@ func TestBenchRunAndResume(t *testing.T) {
 	if len(m.Labs) != 1 || len(m.Labs[0].Cells) != 2 {
 		t.Errorf("labs %+v, want one running both cells", m.Labs)
 	}
+	// Latency over time by default: every cell holds its interval log
+	// with one latency line per second of the 1-s window (1 or 2: the
+	// last answers may land in the next second), and the report has its
+	// two over-time plots per cell.
+	for _, id := range m.Order {
+		b, err := os.ReadFile(filepath.Join(results.CellDir(out, id), results.HlogFile))
+		if n := strings.Count(string(b), "Tag=latency,"); err != nil || n < 1 || n > 2 {
+			t.Errorf("cell %s: %s: %v, %d latency intervals:\n%s", id, results.HlogFile, err, n, b)
+		}
+	}
+	for _, f := range []string{"cell-1-latency-over-time.svg", "cell-2-rate-over-time.png"} {
+		if _, err := os.Stat(filepath.Join(out, ReportDir, "plots", f)); err != nil {
+			t.Errorf("plot %s: %v", f, err)
+		}
+	}
 	first, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
 
 	_, stderr = run("bench", "--resume", out)

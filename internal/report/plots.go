@@ -13,7 +13,9 @@ import (
 type NamedChart struct {
 	Name  string // file name without extension
 	Title string
-	Chart *plot.Chart
+	// Caption says what the plot shows: what each line and band is.
+	Caption string
+	Chart   *plot.Chart
 }
 
 // PlanCharts builds the plan report's plots: latency percentiles, data-plane
@@ -154,7 +156,55 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(out, hc...), nil
+	out = append(out, hc...)
+	tc, err := OverTimeCharts(a.Plan.Cells)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, tc...), nil
+}
+
+// OverTimeCharts draws each cell's latency over time: p50 and p99 per
+// interval of its measured window, and the achieved rate per interval,
+// two charts per cell with intervals (cell-N-latency-over-time,
+// cell-N-rate-over-time, N the cell's place in the plan's order).
+func OverTimeCharts(cells []*analysis.Cell) ([]NamedChart, error) {
+	var out []NamedChart
+	for i, c := range cells {
+		if len(c.OverTime) == 0 {
+			continue
+		}
+		p50 := plot.Series{Name: "p50"}
+		p99 := plot.Series{Name: "p99"}
+		rate := plot.Series{Name: "achieved rate"}
+		for _, p := range c.OverTime {
+			rate.X, rate.Y = append(rate.X, p.StartSec), append(rate.Y, p.RatePerSec)
+			if p.Count == 0 {
+				continue // no answer: no latency, not a latency of 0
+			}
+			p50.X, p50.Y = append(p50.X, p.StartSec), append(p50.Y, p.P50Ms)
+			p99.X, p99.Y = append(p99.X, p.StartSec), append(p99.Y, p.P99Ms)
+		}
+		length := c.OverTime[0].LengthSec
+		xlabel := fmt.Sprintf("time into the measured window (s; start of each %gs interval)", length)
+		if len(p50.X) > 0 {
+			title := fmt.Sprintf("latency over time (%s)", c.ID)
+			ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "latency (ms)"}, []plot.Series{p50, p99})
+			if err != nil {
+				return nil, fmt.Errorf("plot latency over time of %s: %w", c.ID, err)
+			}
+			out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-latency-over-time", i+1), Title: title, Chart: ch,
+				Caption: fmt.Sprintf("p50 and p99 latency (from each request's intended send time) of the answers that arrived in each %gs interval of cell %s; an interval without answers has no point (its rate is 0 in the rate plot). One run: no band.", length, c.ID)})
+		}
+		title := fmt.Sprintf("achieved rate over time (%s)", c.ID)
+		ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "answers per second"}, []plot.Series{rate})
+		if err != nil {
+			return nil, fmt.Errorf("plot rate over time of %s: %w", c.ID, err)
+		}
+		out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-rate-over-time", i+1), Title: title, Chart: ch,
+			Caption: fmt.Sprintf("Answers (errors and timeouts included) that arrived in each %gs interval of cell %s, per second. One run: no band.", length, c.ID)})
+	}
+	return out, nil
 }
 
 // memoryKind is what the plan's memory figures are: PSS on the local lab,

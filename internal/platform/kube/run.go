@@ -834,7 +834,16 @@ func writeLoad(dir *results.RunDir, lr *results.LoadResult) error {
 	if err := lr.Write(&b); err != nil {
 		return err
 	}
-	return dir.WriteFile(results.LoadFile, b.Bytes())
+	if err := dir.WriteFile(results.LoadFile, b.Bytes()); err != nil {
+		return err
+	}
+	// Latency over time as HdrHistogram's interval log, from the
+	// workers' merged intervals.
+	hl, err := results.Hlog(lr)
+	if err != nil || hl == nil {
+		return err
+	}
+	return dir.WriteFile(results.HlogFile, hl)
 }
 
 // collectWorkerLogs reads the log of every pod of the Job: each is one

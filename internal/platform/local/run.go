@@ -547,7 +547,8 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	}
 	args := append([]string{"load"}, pace...)
 	args = append(args, "--duration", c.opts.Duration.String(), "--warmup", c.opts.Warmup.String(),
-		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath)
+		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath,
+		"--hlog", filepath.Join(c.dir.Path, results.HlogFile))
 	conns := max(c.opts.Connections, len(l.topo.LoadTargets))
 	args = append(args, "--connections", strconv.Itoa(conns))
 	if len(l.topo.LoadTargets) > 0 && strings.HasPrefix(l.topo.LoadTargets[0].URL, "https://") {
