@@ -457,7 +457,8 @@ func (r *LoadResult) Check() error {
 }
 
 // checkIntervals verifies that the intervals are consecutive, of one
-// positive length, and hold together every completed request.
+// positive length, and hold together the whole-run latency histogram's
+// values.
 func (r *LoadResult) checkIntervals() error {
 	var n int64
 	length := r.Intervals[0].LengthNs
@@ -471,8 +472,8 @@ func (r *LoadResult) checkIntervals() error {
 		}
 		n += lat.Count() + lat.OutOfRange()
 	}
-	if n != r.Completed {
-		return fmt.Errorf("intervals hold %d latency values but completed is %d", n, r.Completed)
+	if whole := r.Latency.Count + r.Latency.OutOfRange; n != whole {
+		return fmt.Errorf("intervals hold %d latency values but the latency histogram holds %d", n, whole)
 	}
 	return nil
 }
