@@ -106,4 +106,49 @@ func TestBenchRunAndResume(t *testing.T) {
 	if first == nil || again == nil || !again.StartedAt.Equal(first.StartedAt) {
 		t.Error("resume rewrote a finished cell")
 	}
+
+	// --fail-on judges each configuration on its median, after the
+	// report, with the results kept; a resumed plan is judged too.
+	failOn := []struct {
+		name  string
+		conds string
+		code  int
+		want  []string // stderr lines
+	}{
+		// No configuration's p50 reaches an hour: the plan passes.
+		{"passes", "p50>1h,errors>50%", ExitOK, nil},
+		// Every latency is ≥ 0 s: both configurations cross it; rate<1
+		// holds for neither (50 and 100 rps).
+		{"crossed", "p50>=0s,rate<1", ExitThresholds, []string{
+			"none, static, 50 rps, 1 replica: p50>=0s: p50 was", "none, static, 100 rps, 1 replica: p50>=0s: p50 was", "(median of 1 runs)"}},
+		// A metric that does not exist: bad input, nothing judged.
+		{"bad metric", "p42>1ms", ExitUsage, []string{`metric "p42": allowed: p50`}},
+	}
+	for _, tt := range failOn {
+		cmd := exec.Command(bin, "bench", "--resume", out, "--fail-on", tt.conds)
+		cmd.Dir = t.TempDir()
+		var se strings.Builder
+		cmd.Stderr = &se
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.code {
+			t.Errorf("%s: --fail-on %q exit %d, want %d\n%s", tt.name, tt.conds, code, tt.code, se.String())
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(se.String(), w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", tt.name, w, se.String())
+			}
+		}
+		if tt.code == ExitThresholds && strings.Contains(se.String(), "rate<1") {
+			t.Errorf("%s: rate<1 reported crossed at 50 and 100 rps:\n%s", tt.name, se.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, ReportDir, "report.html")); err != nil {
+		t.Errorf("report after --fail-on: %v", err)
+	}
 }
