@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -112,6 +113,11 @@ const (
 	DataPlaneMemToApp   = "data_plane_to_app_mem_ratio"
 )
 
+// PercentileFigures are the latency figures that are percentiles, with
+// their percentile: a cell leaves out those its samples do not resolve
+// (latency.Resolves), and reports show them as "= max".
+var PercentileFigures = map[string]float64{LatencyP50: 50, LatencyP90: 90, LatencyP95: 95, LatencyP99: 99, LatencyP999: 99.9}
+
 // SpectrumPercentiles are the percentiles a cell's latency spectrum keeps.
 var SpectrumPercentiles = []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999, 100}
 
@@ -125,8 +131,13 @@ type Cell struct {
 	// Figures maps a figure name to its value; a figure the cell could not
 	// measure (no data plane in mode none, no PSS reading) is absent.
 	Figures map[string]float64 `json:"figures"`
-	// Spectrum holds the latency (ms) at SpectrumPercentiles.
+	// Spectrum holds the latency (ms) at SpectrumPercentiles, those too
+	// fine for Samples included (they equal the maximum; plots cut them).
 	Spectrum []float64 `json:"spectrum"`
+	// Samples is how many latencies the cell recorded: a percentile p is
+	// more than the maximum only with latency.Resolves(Samples, p), and
+	// the percentile figures it does not resolve are left out.
+	Samples int64 `json:"samples"`
 	// Errors is the cell's error set.
 	Errors []results.ErrorCount `json:"errors,omitempty"`
 	// MetricsSource is where a cluster cell's CPU and memory came from
@@ -161,12 +172,13 @@ func ReadCell(dir, id string) (*Cell, error) {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	c.Samples = lat.Count() + lat.OutOfRange()
 	if lat.Count() > 0 {
-		c.Figures[LatencyP50] = ms(lat.Percentile(50))
-		c.Figures[LatencyP90] = ms(lat.Percentile(90))
-		c.Figures[LatencyP95] = ms(lat.Percentile(95))
-		c.Figures[LatencyP99] = ms(lat.Percentile(99))
-		c.Figures[LatencyP999] = ms(lat.Percentile(99.9))
+		for fig, p := range PercentileFigures {
+			if latency.Resolves(c.Samples, p) {
+				c.Figures[fig] = ms(lat.Percentile(p))
+			}
+		}
 		c.Figures[LatencyMax] = ms(lat.MaxNs())
 		c.Figures[LatencyMean] = lat.MeanNs() / 1e6
 		for _, p := range SpectrumPercentiles {

@@ -118,31 +118,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 	}
 	// Spectrum per scenario.
 	for i, s := range a.Scenarios {
-		var series []plot.SpectrumSeries
-		for _, mesh := range a.Meshes {
-			g := a.Group(mesh, s)
-			if g == nil || g.Valid == 0 {
-				continue
-			}
-			ss := plot.SpectrumSeries{Name: mesh}
-			band := true
-			for j, p := range analysis.SpectrumPercentiles {
-				if p >= 100 || j >= len(g.Spectrum) || math.IsNaN(g.Spectrum[j].Estimate) || g.Spectrum[j].Estimate <= 0 {
-					continue
-				}
-				iv := g.Spectrum[j]
-				ss.Percentiles = append(ss.Percentiles, p)
-				ss.Values = append(ss.Values, iv.Estimate)
-				ss.Lo, ss.Hi = append(ss.Lo, iv.Lo), append(ss.Hi, iv.Hi)
-				band = band && iv.HasInterval()
-			}
-			if !band {
-				ss.Lo, ss.Hi = nil, nil
-			}
-			if len(ss.Values) > 1 {
-				series = append(series, ss)
-			}
-		}
+		series := spectrumSeries(a, s)
 		if len(series) == 0 {
 			continue
 		}
@@ -205,6 +181,43 @@ func OverTimeCharts(cells []*analysis.Cell) ([]NamedChart, error) {
 			Caption: fmt.Sprintf("Answers (errors and timeouts included) that arrived in each %gs interval of cell %s, per second. One run: no band.", length, c.ID)})
 	}
 	return out, nil
+}
+
+// spectrumSeries is one spectrum per mesh of scenario s with a valid
+// group: its median latency at each of analysis.SpectrumPercentiles below
+// 100, up to the last one every valid cell's samples resolve (beyond it a
+// percentile is a run's maximum, not a point of the spectrum), with the
+// bootstrap band where every point has one.
+func spectrumSeries(a *analysis.Analysis, s analysis.Scenario) []plot.SpectrumSeries {
+	var series []plot.SpectrumSeries
+	for _, mesh := range a.Meshes {
+		g := a.Group(mesh, s)
+		if g == nil || g.Valid == 0 {
+			continue
+		}
+		ss := plot.SpectrumSeries{Name: mesh}
+		band := true
+		for j, p := range analysis.SpectrumPercentiles {
+			if p >= 100 || j >= len(g.Spectrum) || math.IsNaN(g.Spectrum[j].Estimate) || g.Spectrum[j].Estimate <= 0 {
+				continue
+			}
+			if !resolved(g, p) {
+				break // the samples end here: further percentiles are the max
+			}
+			iv := g.Spectrum[j]
+			ss.Percentiles = append(ss.Percentiles, p)
+			ss.Values = append(ss.Values, iv.Estimate)
+			ss.Lo, ss.Hi = append(ss.Lo, iv.Lo), append(ss.Hi, iv.Hi)
+			band = band && iv.HasInterval()
+		}
+		if !band {
+			ss.Lo, ss.Hi = nil, nil
+		}
+		if len(ss.Values) > 1 {
+			series = append(series, ss)
+		}
+	}
+	return series
 }
 
 // memoryKind is what the plan's memory figures are: PSS on the local lab,
