@@ -113,7 +113,7 @@ func TestLoadStallOverTime(t *testing.T) {
 		t.Errorf("plot point %d (the stall's end): p99 %.1f ms, rate %.0f/s; want p99 ≥ 500 ms and the held requests answered at once (rate > %d/s)", endIdx, p.P99Ms, p.RatePerSec, rate)
 	}
 	charts, err := report.OverTimeCharts([]*analysis.Cell{{ID: "stall", OverTime: pts}})
-	if err != nil || len(charts) != 2 || charts[0].Caption == "" {
+	if err != nil || len(charts) != 2 || charts[0].Chart.Caption() == "" {
 		t.Fatalf("over-time charts: %v, %d charts", err, len(charts))
 	}
 }

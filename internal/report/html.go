@@ -89,7 +89,7 @@ ul.verdicts li{margin:.2em 0}
 <table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
 {{end}}
 <h2 id="plots">Plots</h2>
-{{range .Plots}}<div class="figure"><h3>{{.Title}}</h3>{{.SVG}}{{if .Caption}}<p class="caption">{{.Caption}}</p>{{end}}</div>{{else}}<p>No plot: a plot needs at least two rates, two replica counts or one valid scenario.</p>{{end}}
+{{range .Plots}}<div class="figure"><h3>{{.Title}}</h3>{{.SVG}}</div>{{else}}<p>No plot: a plot needs at least two rates, two replica counts or one valid scenario.</p>{{end}}
 <h2 id="invalid">Invalid cells</h2>
 {{if .Invalid}}<ul>{{range .Invalid}}<li class="bad">{{.}}</li>{{end}}</ul>{{else}}<p>None.</p>{{end}}
 {{- if .Unreadable}}
@@ -115,8 +115,8 @@ type htmlScenario struct {
 }
 
 type htmlPlot struct {
-	Title, Caption string
-	SVG            template.HTML
+	Title string
+	SVG   template.HTML
 }
 
 // PlanHTML writes the self-contained HTML report: verdicts, tables, plots
@@ -159,7 +159,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 		if err != nil {
 			return err
 		}
-		data.Plots = append(data.Plots, htmlPlot{Title: c.Title, Caption: c.Caption, SVG: template.HTML(svg)}) // our own renderer's output
+		data.Plots = append(data.Plots, htmlPlot{Title: c.Title, SVG: template.HTML(svg)}) // our own renderer's output
 	}
 	for _, c := range a.Invalid {
 		data.Invalid = append(data.Invalid, c.ID+": "+strings.Join(c.Invalid, "; "))

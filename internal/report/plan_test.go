@@ -153,6 +153,10 @@ func TestPlanCharts(t *testing.T) {
 				if !bytes.Contains(svg, []byte(html.EscapeString(c.Title))) {
 					t.Errorf("%s: title %q not drawn", c.Name, c.Title)
 				}
+				// Every plot says what its lines and band are.
+				if c.Chart.Caption() == "" || !strings.Contains(c.Chart.Caption(), "band") && !strings.Contains(c.Chart.Caption(), "Band") {
+					t.Errorf("%s: caption %q does not say what the band is", c.Name, c.Chart.Caption())
+				}
 
 				// Which meshes have data: computed from the groups.
 				parts := strings.SplitN(c.Name, "-", 3) // rate-N-FIG, spectrum-N

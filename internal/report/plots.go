@@ -13,9 +13,17 @@ import (
 type NamedChart struct {
 	Name  string // file name without extension
 	Title string
-	// Caption says what the plot shows: what each line and band is.
-	Caption string
-	Chart   *plot.Chart
+	// Chart draws its caption under it (plot.ChartOptions.Caption): what
+	// the lines and the bands are.
+	Chart *plot.Chart
+}
+
+// medianCaption says what a plan chart's lines and bands are at the
+// analysis's confidence level.
+func medianCaption(a *analysis.Analysis) string {
+	return fmt.Sprintf("Lines: the median over each configuration's valid runs. Band (a faint fill outlined in the series' colour and dash; "+
+		"an error bar at a single point): the %.0f%% percentile-bootstrap interval of that median; with 5 runs or fewer it is the range "+
+		"of the runs (with 3 runs it holds the true median 75%% of the time). No band: a configuration with one run.", a.Level*100)
 }
 
 // PlanCharts builds the plan report's plots: latency percentiles, data-plane
@@ -75,7 +83,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 				continue
 			}
 			title := fmt.Sprintf("%s vs rate (%s)", f.ylabel, scenarioNoRate(ss[0]))
-			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "request rate (req/s)", YLabel: f.ylabel}, series)
+			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "request rate (req/s)", YLabel: f.ylabel, Caption: medianCaption(a)}, series)
 			if err := add(fmt.Sprintf("rate-%d-%s", n, f.name), title, c, err); err != nil {
 				return nil, err
 			}
@@ -110,7 +118,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 				continue
 			}
 			title := fmt.Sprintf("%s vs replicas (%s, %s rps)", f.ylabel, ss[0].App, ss[0].Rate)
-			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "replicas", YLabel: f.ylabel}, series)
+			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "replicas", YLabel: f.ylabel, Caption: medianCaption(a)}, series)
 			if err := add(fmt.Sprintf("replicas-%d-%s", n, f.name), title, c, err); err != nil {
 				return nil, err
 			}
@@ -123,7 +131,8 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 			continue
 		}
 		title := "latency spectrum (" + s.String() + ")"
-		c, err := plot.Spectrum(plot.ChartOptions{Title: title}, series)
+		c, err := plot.Spectrum(plot.ChartOptions{Title: title, Caption: "Latency (from the intended send time) at each percentile. " +
+			"Each line ends at the last percentile every valid run's answers resolve: beyond it a percentile is a run's maximum. " + medianCaption(a)}, series)
 		if err := add(fmt.Sprintf("spectrum-%d", i+1), title, c, err); err != nil {
 			return nil, err
 		}
@@ -165,20 +174,22 @@ func OverTimeCharts(cells []*analysis.Cell) ([]NamedChart, error) {
 		xlabel := fmt.Sprintf("time into the measured window (s; start of each %gs interval)", length)
 		if len(p50.X) > 0 {
 			title := fmt.Sprintf("latency over time (%s)", c.ID)
-			ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "latency (ms)"}, []plot.Series{p50, p99})
+			ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "latency (ms)",
+				Caption: fmt.Sprintf("p50 and p99 latency (from each request's intended send time) of the answers that arrived in each %gs interval of cell %s; an interval without answers has no point (its rate is 0 in the rate plot). One run: no band.", length, c.ID)},
+				[]plot.Series{p50, p99})
 			if err != nil {
 				return nil, fmt.Errorf("plot latency over time of %s: %w", c.ID, err)
 			}
-			out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-latency-over-time", i+1), Title: title, Chart: ch,
-				Caption: fmt.Sprintf("p50 and p99 latency (from each request's intended send time) of the answers that arrived in each %gs interval of cell %s; an interval without answers has no point (its rate is 0 in the rate plot). One run: no band.", length, c.ID)})
+			out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-latency-over-time", i+1), Title: title, Chart: ch})
 		}
 		title := fmt.Sprintf("achieved rate over time (%s)", c.ID)
-		ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "answers per second"}, []plot.Series{rate})
+		ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "answers per second",
+			Caption: fmt.Sprintf("Answers (errors and timeouts included) that arrived in each %gs interval of cell %s, per second. One run: no band.", length, c.ID)},
+			[]plot.Series{rate})
 		if err != nil {
 			return nil, fmt.Errorf("plot rate over time of %s: %w", c.ID, err)
 		}
-		out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-rate-over-time", i+1), Title: title, Chart: ch,
-			Caption: fmt.Sprintf("Answers (errors and timeouts included) that arrived in each %gs interval of cell %s, per second. One run: no band.", length, c.ID)})
+		out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-rate-over-time", i+1), Title: title, Chart: ch})
 	}
 	return out, nil
 }
@@ -306,6 +317,8 @@ func sweepCurve(a *analysis.Analysis, ss []analysis.Scenario) (*plot.Chart, stri
 		return nil, "", false, nil
 	}
 	title := fmt.Sprintf("Latency vs offered load (%s)", scenarioNoRate(ss[0]))
-	c, err := plot.LoadCurve(plot.ChartOptions{Title: title, XLabel: "offered load (req/s, log)", YLabel: "latency (ms, log)"}, "p99", 0, series)
+	c, err := plot.LoadCurve(plot.ChartOptions{Title: title, XLabel: "offered load (req/s, log)", YLabel: "latency (ms, log)",
+		Caption: "Per mesh: p99 (the series' line) and p50 (thin, dotted, same colour) at each offered rate, the median over the valid runs " +
+			"(a point per rate). No band."}, "p99", 0, series)
 	return c, title, true, err
 }
