@@ -96,6 +96,9 @@ func TestBenchRunAndResume(t *testing.T) {
 			t.Errorf("plot %s: %v", f, err)
 		}
 	}
+	// Every JSON file of the plan's directory matches its schema.
+	checkSchemas(t, out, "plan-manifest.v1.schema.json", "run-manifest.v1.schema.json", "load-result.v1.schema.json",
+		"resources.v1.schema.json", "samples.v1.schema.json")
 	first, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
 
 	_, stderr = run("bench", "--resume", out)

@@ -475,7 +475,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	summary := sample.Summarize(window)
 	stalePods, staleNodes := sampler.Stale()
-	resources := map[string]any{
+	resources := map[string]any{"schema": results.ResourcesSchema,
 		"source": r.source,
 		"window": map[string]any{"from": from, "to": to,
 			"rule": "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},

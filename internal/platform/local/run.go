@@ -424,6 +424,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	window := sample.Window(rounds, measureFrom, measureTo)
 	summary := sample.Summarize(window)
 	if err := c.dir.WriteJSON(results.ResourcesFile, map[string]any{
+		"schema": results.ResourcesSchema,
 		"window": map[string]any{"from": measureFrom, "to": measureTo,
 			"rule": "rounds whose sampling time falls inside the measured window (warm-up and drain excluded)"},
 		"summary": summary,
