@@ -260,4 +260,3 @@ func validateFile(sch *validator.Schema, p string, lines bool) error {
 	}
 	return sc.Err()
 }
-
