@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/meshes"
@@ -52,6 +53,12 @@ type Comparison struct {
 	Diffs map[string]stats.Interval
 	// Ratios maps a figure to median(mesh)/median(baseline).
 	Ratios map[string]float64
+	// Deltas maps a figure to median(mesh) − median(baseline), in the
+	// figure's unit (ms, millicores, MiB): what the mesh adds.
+	Deltas map[string]float64
+	// RatePerSec is the mesh's median achieved rate (0: unknown), for
+	// the CPU it adds per 1000 requests per second.
+	RatePerSec float64
 }
 
 // Fit is a figure against replicas for one mesh (and the rest of the
@@ -218,16 +225,21 @@ func Analyze(p *Plan, o Options) *Analysis {
 }
 
 func compare(g, base *Group, s Scenario, level float64, resamples int, rng *rand.Rand) Comparison {
-	c := Comparison{Scenario: s, Mesh: g.Config.Mesh, Baseline: base.Config.Mesh, Diffs: map[string]stats.Interval{}, Ratios: map[string]float64{}}
+	c := Comparison{Scenario: s, Mesh: g.Config.Mesh, Baseline: base.Config.Mesh, Diffs: map[string]stats.Interval{},
+		Ratios: map[string]float64{}, Deltas: map[string]float64{}}
 	for _, f := range CompareFigures {
 		av, bv := values(g, f), values(base, f)
 		if len(av) == 0 || len(bv) == 0 {
 			continue
 		}
 		c.Diffs[f] = stats.RelativeDiffCI(av, bv, level, resamples, rng)
+		c.Deltas[f] = stats.Median(av) - stats.Median(bv)
 		if bm := stats.Median(bv); bm != 0 {
 			c.Ratios[f] = stats.Median(av) / bm
 		}
+	}
+	if r := values(g, AchievedRate); len(r) > 0 {
+		c.RatePerSec = stats.Median(r)
 	}
 	return c
 }
@@ -327,7 +339,7 @@ func scenarioLess(a, b Scenario) bool {
 // "no significant difference"; figures with one run per side say so.
 func (c Comparison) Verdict() string {
 	head := c.Mesh + " vs " + c.Baseline
-	parts := verdictParts(c.Diffs, c.Ratios, "")
+	parts := verdictParts(c.Diffs, c.Ratios, c.Deltas, c.RatePerSec, "")
 	if len(parts) == 0 {
 		return head + ": nothing to compare"
 	}
@@ -336,41 +348,70 @@ func (c Comparison) Verdict() string {
 
 // verdictParts words the differences of a comparison, one part per
 // figure: p50, p99, and the data plane's CPU and memory (the whole lab's
-// when one side has no data plane). subject starts a part that states a
-// difference ("B has " in a compare of two result sets).
-func verdictParts(diffs map[string]stats.Interval, ratios map[string]float64, subject string) []string {
+// when one side has no data plane). Each part carries the absolute
+// difference of medians beside the ratio (deltas; "+0.72 ms", "+35
+// mCPU, +70 mCPU per 1000 rps" with rate, the compared side's achieved
+// rate, "+12.5 MiB"), so a large ratio of a small figure reads as what it
+// adds. subject starts a part that states a difference ("B has " in a
+// compare of two result sets).
+func verdictParts(diffs map[string]stats.Interval, ratios, deltas map[string]float64, rate float64, subject string) []string {
 	var parts []string
-	say := func(fig, label string) {
+	say := func(fig, label, unit string, perRate bool) {
 		iv, ok := diffs[fig]
 		if !ok {
 			return
+		}
+		abs := ""
+		if d, ok := deltas[fig]; ok && !math.IsNaN(d) {
+			abs = " (" + signed(d) + " " + unit
+			if perRate && rate > 0 && d != 0 {
+				abs += ", " + signed(d/rate*1000) + " " + unit + " per 1000 rps"
+			}
+			abs += ")"
 		}
 		switch r := stats.HumanRatio(ratios[fig]); {
 		case math.IsNaN(iv.Estimate):
 			parts = append(parts, label+": n/a")
 			return
 		case iv.HasInterval() && !iv.Significant():
-			parts = append(parts, label+": no significant difference")
+			parts = append(parts, label+": no significant difference"+abs)
 			return
 		case r == "about the same":
-			parts = append(parts, label+": about the same")
+			parts = append(parts, label+": about the same"+abs)
 		case strings.HasSuffix(r, "lower") || strings.HasSuffix(r, "higher"):
-			parts = append(parts, subject+r+" "+label) // "~20% lower p50"
+			parts = append(parts, subject+r+" "+label+abs) // "~20% lower p50 (−0.1 ms)"
 		default:
-			parts = append(parts, subject+r+" the "+label) // "~1/2 the data-plane CPU", "~3× the p99"
+			parts = append(parts, subject+r+" the "+label+abs) // "~1/2 the data-plane CPU", "~3× the p99 (+0.72 ms)"
 		}
 		if !iv.HasInterval() {
 			parts[len(parts)-1] += " (one run, no interval)"
 		}
 	}
-	say(LatencyP50, "p50")
-	say(LatencyP99, "p99")
+	say(LatencyP50, "p50", "ms", false)
+	say(LatencyP99, "p99", "ms", false)
 	if _, ok := diffs[CPUPrefix+"data-plane"]; ok {
-		say(CPUPrefix+"data-plane", "data-plane CPU")
-		say(MemPrefix+"data-plane", "data-plane memory")
+		say(CPUPrefix+"data-plane", "data-plane CPU", "mCPU", true)
+		say(MemPrefix+"data-plane", "data-plane memory", "MiB", false)
 	} else { // against no mesh: the whole lab's cost
-		say(CPUPrefix+"TOTAL", "total CPU")
-		say(MemPrefix+"TOTAL", "total memory")
+		say(CPUPrefix+"TOTAL", "total CPU", "mCPU", true)
+		say(MemPrefix+"TOTAL", "total memory", "MiB", false)
 	}
 	return parts
+}
+
+// signed prints a difference with its sign and three significant digits,
+// without an exponent: "+0.723", "−12.5", "+1230", "0".
+func signed(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	mag := math.Abs(v)
+	digits := max(0, 2-int(math.Floor(math.Log10(mag))))
+	scale := math.Pow10(digits)
+	mag = math.Round(mag*scale) / scale
+	out := strconv.FormatFloat(mag, 'f', -1, 64)
+	if v < 0 {
+		return "−" + out
+	}
+	return "+" + out
 }

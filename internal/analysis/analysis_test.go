@@ -98,7 +98,11 @@ func expectedFigures(t *testing.T, dir string) (map[string]float64, []float64) {
 	want[analysis.LatencyP90] = num(lat, "p90_ns") / 1e6
 	want[analysis.LatencyP95] = num(lat, "p95_ns") / 1e6
 	want[analysis.LatencyP99] = num(lat, "p99_ns") / 1e6
-	want[analysis.LatencyP999] = num(lat, "p999_ns") / 1e6
+	// p99.9 only with the 1000 answers that resolve it (the fixture's
+	// cells at 50 and 200 rps for 2 s have 100 and 400: left out).
+	if num(lat, "count")+num(lat, "out_of_range") >= 1000 {
+		want[analysis.LatencyP999] = num(lat, "p999_ns") / 1e6
+	}
 	want[analysis.LatencyMax] = num(lat, "max_ns") / 1e6
 	want[analysis.LatencyMean] = num(lat, "mean_ns") / 1e6
 	// The spectrum from the HDR histogram itself.

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -122,6 +123,11 @@ const (
 	DataPlaneMemRatio = "data_plane_mem_ratio_pct"
 )
 
+// PercentileFigures are the latency figures that are percentiles, with
+// their percentile: a cell leaves out those its samples do not resolve
+// (latency.Resolves), and reports show them as "= max".
+var PercentileFigures = map[string]float64{LatencyP50: 50, LatencyP90: 90, LatencyP95: 95, LatencyP99: 99, LatencyP999: 99.9}
+
 // SpectrumPercentiles are the percentiles a cell's latency spectrum keeps.
 var SpectrumPercentiles = []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999, 100}
 
@@ -135,14 +141,23 @@ type Cell struct {
 	// Figures maps a figure name to its value; a figure the cell could not
 	// measure (no data plane in mode none, no PSS reading) is absent.
 	Figures map[string]float64 `json:"figures"`
-	// Spectrum holds the latency (ms) at SpectrumPercentiles.
+	// Spectrum holds the latency (ms) at SpectrumPercentiles, those too
+	// fine for Samples included (they equal the maximum; plots cut them).
 	Spectrum []float64 `json:"spectrum"`
+	// Samples is how many latencies the cell recorded: a percentile p is
+	// more than the maximum only with latency.Resolves(Samples, p), and
+	// the percentile figures it does not resolve are left out.
+	Samples int64 `json:"samples"`
 	// Errors is the cell's error set.
 	Errors []results.ErrorCount `json:"errors,omitempty"`
 	// MetricsSource is where a cluster cell's CPU and memory came from
 	// ("kubelet" or "metrics-api"; empty on the local lab and in runs
 	// from before the choice existed, which used metrics.k8s.io).
 	MetricsSource string `json:"metrics_source,omitempty"`
+	// OverTime is the cell's latency and achieved rate per interval of
+	// its measured window (one second with meshbench's engine); empty
+	// for results without intervals.
+	OverTime []TimePoint `json:"over_time,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.
@@ -167,17 +182,21 @@ func ReadCell(dir, id string) (*Cell, error) {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	c.Samples = lat.Count() + lat.OutOfRange()
 	if lat.Count() > 0 {
-		c.Figures[LatencyP50] = ms(lat.Percentile(50))
-		c.Figures[LatencyP90] = ms(lat.Percentile(90))
-		c.Figures[LatencyP95] = ms(lat.Percentile(95))
-		c.Figures[LatencyP99] = ms(lat.Percentile(99))
-		c.Figures[LatencyP999] = ms(lat.Percentile(99.9))
+		for fig, p := range PercentileFigures {
+			if latency.Resolves(c.Samples, p) {
+				c.Figures[fig] = ms(lat.Percentile(p))
+			}
+		}
 		c.Figures[LatencyMax] = ms(lat.MaxNs())
 		c.Figures[LatencyMean] = lat.MeanNs() / 1e6
 		for _, p := range SpectrumPercentiles {
 			c.Spectrum = append(c.Spectrum, ms(lat.Percentile(p)))
 		}
+	}
+	if c.OverTime, err = OverTime(lr); err != nil {
+		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	rate := lr.AchievedRatePerSec()
 	c.Figures[AchievedRate] = rate

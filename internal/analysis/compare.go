@@ -38,6 +38,10 @@ type ConfigDiff struct {
 	Diffs map[string]stats.Interval
 	// Ratios maps a figure to median(B)/median(A) (absent when A's is 0).
 	Ratios map[string]float64
+	// Deltas maps a figure to median(B) − median(A) in its unit; RatePerSec
+	// is B's median achieved rate (0: unknown).
+	Deltas     map[string]float64
+	RatePerSec float64
 }
 
 // CompareSets compares b against a: for every config with valid cells in
@@ -79,13 +83,17 @@ func CompareSets(a, b *Plan, o Options) *SetComparison {
 }
 
 func diffGroups(c Config, a, b *Group, level float64, resamples int, rng *rand.Rand) ConfigDiff {
-	d := ConfigDiff{Config: c, A: a, B: b, Diffs: map[string]stats.Interval{}, Ratios: map[string]float64{}}
+	d := ConfigDiff{Config: c, A: a, B: b, Diffs: map[string]stats.Interval{}, Ratios: map[string]float64{}, Deltas: map[string]float64{}}
+	if r := values(b, AchievedRate); len(r) > 0 {
+		d.RatePerSec = stats.Median(r)
+	}
 	for _, f := range CompareFigures {
 		av, bv := values(a, f), values(b, f)
 		if len(av) == 0 || len(bv) == 0 {
 			continue
 		}
 		d.Diffs[f] = stats.RelativeDiffCI(bv, av, level, resamples, rng)
+		d.Deltas[f] = stats.Median(bv) - stats.Median(av)
 		if am := stats.Median(av); am != 0 {
 			d.Ratios[f] = stats.Median(bv) / am
 		}
@@ -115,7 +123,7 @@ func configLess(a, b Config) bool {
 // whatever its estimate; a side with one run says "(one run, no interval)".
 func (d ConfigDiff) Verdict() string {
 	head := d.Config.Mesh + ", " + d.Config.Scenario().String()
-	parts := verdictParts(d.Diffs, d.Ratios, "B has ")
+	parts := verdictParts(d.Diffs, d.Ratios, d.Deltas, d.RatePerSec, "B has ")
 	if len(parts) == 0 {
 		return head + ": nothing to compare"
 	}

@@ -80,8 +80,9 @@ func TestCompareSetsShift(t *testing.T) {
 			}
 		}
 	}
-	want := "sidecar, static, 50 rps, 1 replica: B has ~20% lower p50; p99: no significant difference; " +
-		"data-plane CPU: no significant difference"
+	// The absolute difference of medians stands beside each ratio.
+	want := "sidecar, static, 50 rps, 1 replica: B has ~20% lower p50 (−0.2 ms); p99: no significant difference (0 ms); " +
+		"data-plane CPU: no significant difference (0 mCPU)"
 	if got := side.Verdict(); got != want {
 		t.Errorf("verdict\n got %q\nwant %q", got, want)
 	}
@@ -94,7 +95,7 @@ func TestCompareSetsShift(t *testing.T) {
 	if iv := back.Diffs[analysis.LatencyP50]; math.Abs(iv.Estimate-0.25) > 1e-12 || !iv.Significant() {
 		t.Errorf("A vs B p50 %+v, want +0.25 significant", iv)
 	}
-	if got := back.Verdict(); !strings.HasPrefix(got, "sidecar, static, 50 rps, 1 replica: B has ~25% higher p50;") {
+	if got := back.Verdict(); !strings.HasPrefix(got, "sidecar, static, 50 rps, 1 replica: B has ~25% higher p50 (+0.2 ms);") {
 		t.Errorf("reverse verdict %q", got)
 	}
 }

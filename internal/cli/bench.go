@@ -27,6 +27,7 @@ import (
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
 	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 type benchFlags struct {
@@ -37,13 +38,16 @@ type benchFlags struct {
 	quiet                  bool
 	loopbackNet            int
 	kube                   kubeFlags
+	// failOn is --fail-on: conditions judged per configuration on the
+	// medians of its valid repetitions.
+	failOn string
 }
 
 // benchClusterFlags are the bench flags that say which cluster and how to
 // deploy on it (platform kube only); with benchLocalFlags, the flags that
 // are not part of the plan: they go with a plan file or --resume.
 var (
-	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel", "linkerd-proxy"}
+	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel", "linkerd-proxy", "fail-on"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
 		"install-mesh", "istio-build", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
@@ -115,6 +119,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	addLinkerdProxyFlag(fl, &f.linkerdProxyPath)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
+	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the plan with exit 99 after its report, judged per configuration on the median of its valid runs, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
 	_ = fl.MarkHidden("loopback-net")
 	f.kube.add(cmd, kubeBench)
@@ -128,6 +133,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if f.out != "" {
 		if err := results.CheckNewDir(f.out); err != nil {
 			return usagef("--out %v", err)
+		}
+	}
+	var conds []threshold.Condition
+	if cmd.Flags().Changed("fail-on") {
+		var err error
+		if conds, err = threshold.Parse(f.failOn); err != nil {
+			return usagef("--fail-on: %v", err)
 		}
 	}
 	var p *plan.Plan
@@ -359,10 +371,28 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		fmt.Fprintf(env.Stderr, "meshbench bench: interrupted; resume with: meshbench bench --resume %s\n", dir)
 		return errInterrupted
 	}
-	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
-		return fmt.Errorf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
+	var crossed []string
+	if len(conds) > 0 {
+		if crossed, err = threshold.PlanCrossed(a, conds); err != nil {
+			return err
+		}
 	}
-	return partial(pd)
+	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
+		// Invalid cells outrank thresholds (exit 1): the measurement
+		// itself is in doubt. The crossed conditions are still said.
+		msg := fmt.Sprintf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
+		if len(crossed) > 0 {
+			msg += "; --fail-on: " + strings.Join(crossed, "; ")
+		}
+		return errors.New(msg)
+	}
+	if err := partial(pd); err != nil {
+		return err
+	}
+	if len(crossed) > 0 {
+		return &ThresholdError{Crossed: crossed}
+	}
+	return nil
 }
 
 // benchKubeOptions are the options of plan p's cell c on a cluster.

@@ -81,6 +81,24 @@ func TestBenchRunAndResume(t *testing.T) {
 	if len(m.Labs) != 1 || len(m.Labs[0].Cells) != 2 {
 		t.Errorf("labs %+v, want one running both cells", m.Labs)
 	}
+	// Latency over time by default: every cell holds its interval log
+	// with one latency line per second of the 1-s window (1 or 2: the
+	// last answers may land in the next second), and the report has its
+	// two over-time plots per cell.
+	for _, id := range m.Order {
+		b, err := os.ReadFile(filepath.Join(results.CellDir(out, id), results.HlogFile))
+		if n := strings.Count(string(b), "Tag=latency,"); err != nil || n < 1 || n > 2 {
+			t.Errorf("cell %s: %s: %v, %d latency intervals:\n%s", id, results.HlogFile, err, n, b)
+		}
+	}
+	for _, f := range []string{"cell-1-latency-over-time.svg", "cell-2-rate-over-time.png"} {
+		if _, err := os.Stat(filepath.Join(out, ReportDir, "plots", f)); err != nil {
+			t.Errorf("plot %s: %v", f, err)
+		}
+	}
+	// Every JSON file of the plan's directory matches its schema.
+	checkSchemas(t, out, "plan-manifest.v1.schema.json", "run-manifest.v1.schema.json", "load-result.v1.schema.json",
+		"resources.v1.schema.json", "samples.v1.schema.json")
 	first, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
 
 	_, stderr = run("bench", "--resume", out)
@@ -90,5 +108,50 @@ func TestBenchRunAndResume(t *testing.T) {
 	again, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
 	if first == nil || again == nil || !again.StartedAt.Equal(first.StartedAt) {
 		t.Error("resume rewrote a finished cell")
+	}
+
+	// --fail-on judges each configuration on its median, after the
+	// report, with the results kept; a resumed plan is judged too.
+	failOn := []struct {
+		name  string
+		conds string
+		code  int
+		want  []string // stderr lines
+	}{
+		// No configuration's p50 reaches an hour: the plan passes.
+		{"passes", "p50>1h,errors>50%", ExitOK, nil},
+		// Every latency is ≥ 0 s: both configurations cross it; rate<1
+		// holds for neither (50 and 100 rps).
+		{"crossed", "p50>=0s,rate<1", ExitThresholds, []string{
+			"none, static, 50 rps, 1 replica: p50>=0s: p50 was", "none, static, 100 rps, 1 replica: p50>=0s: p50 was", "(median of 1 runs)"}},
+		// A metric that does not exist: bad input, nothing judged.
+		{"bad metric", "p42>1ms", ExitUsage, []string{`metric "p42": allowed: p50`}},
+	}
+	for _, tt := range failOn {
+		cmd := exec.Command(bin, "bench", "--resume", out, "--fail-on", tt.conds)
+		cmd.Dir = t.TempDir()
+		var se strings.Builder
+		cmd.Stderr = &se
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.code {
+			t.Errorf("%s: --fail-on %q exit %d, want %d\n%s", tt.name, tt.conds, code, tt.code, se.String())
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(se.String(), w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", tt.name, w, se.String())
+			}
+		}
+		if tt.code == ExitThresholds && strings.Contains(se.String(), "rate<1") {
+			t.Errorf("%s: rate<1 reported crossed at 50 and 100 rps:\n%s", tt.name, se.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, ReportDir, "report.html")); err != nil {
+		t.Errorf("report after --fail-on: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/extgen"
-	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -64,36 +62,14 @@ func runGenerator(ctx context.Context, f *loadFlags, cfg loadgen.Config, prog *p
 	if err != nil {
 		return nil, false, err
 	}
-	if f.hlog != "" {
-		if err := writeHlog(f.hlog, res); err != nil {
-			return nil, false, err
-		}
-	}
 	out, err := results.FromRun(res, Version)
 	if err != nil {
 		return nil, false, err
 	}
+	if f.hlog != "" {
+		if err := results.WriteHlog(f.hlog, out); err != nil {
+			return nil, false, err
+		}
+	}
 	return out, res.Interrupted, nil
-}
-
-// writeHlog writes res's per-interval histograms as an HdrHistogram
-// interval log: three lines per interval, tagged latency, service and lag.
-func writeHlog(path string, res *loadgen.Result) error {
-	var ivs []latency.LogInterval
-	for _, iv := range res.Intervals {
-		start, end := res.Start.Add(iv.Start), res.Start.Add(iv.Start+res.Config.Interval)
-		ivs = append(ivs, latency.LogInterval{Start: start, End: end, Tag: "latency", R: iv.Latency},
-			latency.LogInterval{Start: start, End: end, Tag: "service", R: iv.ServiceTime},
-			latency.LogInterval{Start: start, End: end, Tag: "lag", R: iv.ScheduleLag})
-	}
-	var b bytes.Buffer
-	comment := fmt.Sprintf("[meshbench %s: per %s of the measured window, by answer time; tags latency (from intended send), service (from actual send), lag (schedule); values in ns]",
-		Version, res.Config.Interval)
-	if err := latency.WriteIntervalLog(&b, res.Start, comment, ivs); err != nil {
-		return err
-	}
-	if err := results.WriteFileAtomic(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

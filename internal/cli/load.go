@@ -261,8 +261,11 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		} else if err := results.CheckOutputFile(f.hlog); err != nil {
 			errs = append(errs, fmt.Errorf("--hlog %w", err))
 		}
-		cfg.Interval = time.Second
 	}
+	// Latency over time, per second of the window, in every result of
+	// meshbench's engine (LoadResult.Intervals): three more histogram
+	// records per answer.
+	cfg.Interval = time.Second
 	errs = append(errs, f.requests.check(f.generator, &cfg)...)
 	if f.failOn != "" {
 		conds, err := threshold.Parse(f.failOn)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/schemas"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
@@ -151,8 +153,32 @@ func TestRunFrozenProcess(t *testing.T) {
 			if !strings.Contains(stdout.String(), "WARNING: target rate not reached") || !strings.Contains(stdout.String(), "requests not sent") {
 				t.Errorf("the report does not say what happened:\n%s", stdout.String())
 			}
+			// Every JSON file of a real sidecar run, invalid or not,
+			// matches its published schema.
+			checkSchemas(t, out, "run-manifest.v1.schema.json", "load-result.v1.schema.json", "resources.v1.schema.json",
+				"samples.v1.schema.json", "envoy-stats.v1.schema.json")
 		})
 	}
+}
+
+// checkSchemas validates every JSON file under dir against its schema
+// (internal/schemas) and wants at least one file for each of want; it
+// logs which files each schema checked.
+func checkSchemas(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	v, err := schemas.ValidateTree(dir, "../../schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range want {
+		if len(v.BySchema[s]) == 0 {
+			t.Errorf("no file validated against %s: %v", s, v.BySchema)
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(v.BySchema)) {
+		t.Logf("%s: %d file(s), e.g. %s", s, len(v.BySchema[s]), v.BySchema[s][0])
+	}
+	t.Logf("no schema (not meshbench's formats): %v", v.Unknown)
 }
 
 // descendants lists pid's children, their children, and so on.

@@ -138,6 +138,19 @@ func (r *Recorder) MeanNs() float64 {
 	return float64(r.sumNs) / float64(r.count)
 }
 
+// Resolves reports whether n values resolve percentile p (0–100) apart from
+// the maximum: at least one value lies above it, n × (1 − p/100) ≥ 1. With
+// 250 values p99.9 is the maximum itself and says nothing more; it needs
+// 1000. p 100 (the maximum) needs one value.
+func Resolves(n int64, p float64) bool {
+	if p >= 100 {
+		return n > 0
+	}
+	// A small tolerance, so 1000 values resolve p99.9 despite 1−0.999
+	// not being exact in binary.
+	return float64(n)*(100-p)/100 >= 1-1e-9
+}
+
 // Percentile returns the value at percentile p (0–100] from the histogram,
 // in ns, clamped to the exact min and max. 0 when empty. Values above
 // HighestNs rank at the top: a percentile among them is HighestNs, which

@@ -168,3 +168,30 @@ func TestDecodeRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestResolves: how many values a percentile needs before it is more than
+// the maximum.
+func TestResolves(t *testing.T) {
+	tests := []struct {
+		n    int64
+		p    float64
+		want bool
+	}{
+		{250, 99.9, false},   // the case: p99.9 of 250 values is the max
+		{999, 99.9, false},   // one short
+		{1000, 99.9, true},   // exactly one value above it
+		{100, 99, true},      // p99 needs 100
+		{99, 99, false},      // one short
+		{2, 50, true},        // the median of two
+		{1, 50, false},       // one value: its median is its max
+		{1, 100, true},       // the max needs one value
+		{0, 100, false},      // no values: no max
+		{0, 0, false},        // nor a min
+		{10000, 99.99, true}, // p99.99 needs 10000
+	}
+	for _, tt := range tests {
+		if got := Resolves(tt.n, tt.p); got != tt.want {
+			t.Errorf("Resolves(%d, %g) = %v, want %v", tt.n, tt.p, got, tt.want)
+		}
+	}
+}

@@ -127,7 +127,7 @@ func LoadCurve(opts ChartOptions, objName string, objMs float64, series []LoadSe
 	}
 	p.X.Min, p.X.Max = xmin/1.2, xmax*1.2
 	p.Y.Min, p.Y.Max = ymin/1.5, ymax*1.5
-	return &Chart{title: opts.Title, names: legendNames, p: p, legend: legend}, nil
+	return &Chart{title: opts.Title, caption: opts.Caption, names: legendNames, p: p, legend: legend}, nil
 }
 
 // medianByX keeps one point per x: the median of its ys, sorted by x.

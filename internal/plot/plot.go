@@ -29,6 +29,7 @@ import (
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -60,6 +61,7 @@ const (
 	marginPt       = 8  // blank border around the whole chart
 	legendGapPt    = 10 // between the plot area and the legend on its right
 	titlePaddingPt = 8  // between the title and the plot area
+	captionGapPt   = 6  // between the plot area and the caption under it
 )
 
 // ChartOptions are the texts and axis scales of a chart.
@@ -73,6 +75,9 @@ type ChartOptions struct {
 	// axis, band bounds included, must then be positive. Spectrum ignores
 	// LogX: its x axis is always the percentile scale.
 	LogX, LogY bool
+	// Caption is drawn under the chart, wrapped to its width: what the
+	// lines and the bands are. Empty for none.
+	Caption string
 }
 
 // Series is one line of a LineChart: points (X[i], Y[i]) joined in order of
@@ -109,10 +114,11 @@ type SpectrumSeries struct {
 // Chart is a chart ready to render, any number of times, at any size. It is
 // not safe for concurrent use.
 type Chart struct {
-	title  string
-	names  []string // legend entries, in order
-	p      *gplot.Plot
-	legend gplot.Legend
+	title   string
+	caption string
+	names   []string // legend entries, in order
+	p       *gplot.Plot
+	legend  gplot.Legend
 }
 
 // curve is a validated series, sorted by x, in axis coordinates.
@@ -160,6 +166,7 @@ func LineChart(opts ChartOptions, series []Series) (*Chart, error) {
 	}
 	fitRange(&p.X, opts.LogX, false)
 	fitRange(&p.Y, opts.LogY, true)
+	c.caption = opts.Caption
 	return c, nil
 }
 
@@ -220,6 +227,7 @@ func Spectrum(opts ChartOptions, series []SpectrumSeries) (*Chart, error) {
 	}
 	p.X.Min, p.X.Max = 1, math.Pow10(n)
 	fitRange(&p.Y, opts.LogY, true)
+	c.caption = opts.Caption
 	return c, nil
 }
 
@@ -442,7 +450,7 @@ func newChart(title string, p *gplot.Plot, curves []curve, glyphs bool) (*Chart,
 		if c.lo == nil {
 			continue
 		}
-		b := &band{x: c.x, lo: c.lo, hi: c.hi, fill: styles[i].bandFill()}
+		b := &band{x: c.x, lo: c.lo, hi: c.hi, fill: styles[i].bandFill(), edge: styles[i].bandEdge()}
 		p.Add(b)
 		thumbs[i] = append(thumbs[i], b)
 	}
@@ -510,6 +518,16 @@ func (c *Chart) draw(cv vg.CanvasSizer) (err error) {
 	dc.Fill(dc.Rectangle.Path())
 	m := vg.Points(marginPt)
 	dc = draw.Crop(dc, m, -m, m, -m)
+	if c.caption != "" {
+		sty := captionStyle()
+		lines := wrap(sty, c.caption, dc.Max.X-dc.Min.X)
+		lineH := sty.Rectangle("Mg").Size().Y * 1.2
+		h := lineH*vg.Length(len(lines)) + vg.Points(captionGapPt)
+		for i, l := range lines {
+			dc.FillText(sty, vg.Point{X: dc.Min.X, Y: dc.Min.Y + lineH*vg.Length(len(lines)-1-i)}, l)
+		}
+		dc = draw.Crop(dc, 0, 0, h, 0)
+	}
 
 	legendW := c.legendWidth()
 	c.p.Draw(draw.Crop(dc, 0, -(legendW + vg.Points(legendGapPt)), 0, 0))
@@ -521,6 +539,38 @@ func (c *Chart) draw(cv vg.CanvasSizer) (err error) {
 	}
 	c.legend.Draw(lc)
 	return nil
+}
+
+// Caption is the text the chart draws under itself ("" for none).
+func (c *Chart) Caption() string { return c.caption }
+
+// captionStyle is the caption's text: small, grey, left-aligned, the
+// baseline-to-bottom anchor at its point.
+func captionStyle() text.Style {
+	return text.Style{Color: captionColor, Font: font.From(sansFont, captionSizePt), XAlign: draw.XLeft, YAlign: draw.YBottom,
+		Handler: gplot.DefaultTextHandler}
+}
+
+// wrap breaks s into lines no wider than width in sty, at spaces (a word
+// wider than width gets a line of its own).
+func wrap(sty text.Style, s string, width vg.Length) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		next := w
+		if line != "" {
+			next = line + " " + w
+		}
+		if line != "" && sty.Width(next) > width {
+			lines = append(lines, line)
+			next = w
+		}
+		line = next
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // legendWidth is the width of the legend column: thumbnail, a space, and

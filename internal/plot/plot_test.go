@@ -313,8 +313,8 @@ func TestSummaryGolden(t *testing.T) {
 				if dash == "" {
 					dash = "solid"
 				}
-				fmt.Fprintf(&b, "series %s: stroke %s width %s dash %s band %v\n",
-					m, l.style["stroke"], l.style["stroke-width"], dash, len(doc.bandPaths(st.color)) > 0)
+				fmt.Fprintf(&b, "series %s: stroke %s width %s dash %s band %v outlined %v\n",
+					m, l.style["stroke"], l.style["stroke-width"], dash, len(doc.bandPaths(st.color)) > 0, len(doc.edgePaths(st.color)) > 0)
 			}
 			testutil.Golden(t, tt.golden, []byte(b.String()))
 		})
@@ -671,4 +671,39 @@ func TestRenderSamples(t *testing.T) {
 		}
 	}
 	t.Logf("sample charts: %s", filepath.Join(dir, "latency-vs-rate.png"))
+}
+
+// TestCaption: a chart's caption is drawn under it, wrapped at word
+// boundaries to the chart's width, every word kept in order; a chart
+// without one draws none of its words.
+func TestCaption(t *testing.T) {
+	caption := "Median over the valid runs of each configuration; band: the bootstrap interval of the median at 95% confidence, outlined in the series' colour and dash; with 5 runs or fewer it is the range of the runs."
+	with, err := LineChart(ChartOptions{Title: "t", Caption: caption}, latencyVsRate(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := mustSVG(t, with)
+	var words []string
+	lines := 0
+	for _, tx := range doc.texts {
+		if strings.HasPrefix(caption, tx.text) || strings.Contains(caption, " "+tx.text+" ") || strings.HasSuffix(caption, tx.text) {
+			if strings.Contains(tx.text, " ") {
+				words = append(words, strings.Fields(tx.text)...)
+				lines++
+			}
+		}
+	}
+	if strings.Join(words, " ") != caption {
+		t.Errorf("caption drawn as %q, want %q", strings.Join(words, " "), caption)
+	}
+	if lines < 2 {
+		t.Errorf("caption of %d characters on %d line(s) at 800 px: want it wrapped", len(caption), lines)
+	}
+	without, err := LineChart(ChartOptions{Title: "t"}, latencyVsRate(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustSVG(t, without).hasText("Median") {
+		t.Error("a chart without a caption drew one")
+	}
 }

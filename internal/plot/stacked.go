@@ -92,5 +92,5 @@ func StackedBars(opts ChartOptions, categories []string, layers []Layer) (*Chart
 		ordered[i] = names[len(names)-1-i]
 	}
 	p.Y.Min = 0
-	return &Chart{title: opts.Title, names: ordered, p: p, legend: legend}, nil
+	return &Chart{title: opts.Title, caption: opts.Caption, names: ordered, p: p, legend: legend}, nil
 }

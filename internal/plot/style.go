@@ -22,8 +22,11 @@ type seriesStyle struct {
 const (
 	lineWidthPt   = 1.5
 	glyphRadiusPt = 2.5
-	// bandAlpha is the opacity of a confidence band's fill, 0..255.
-	bandAlpha = 0x38
+	// bandAlpha is the opacity of a confidence band's fill, 0..255: faint,
+	// so overlapping bands barely blend; their outlines tell them apart.
+	bandAlpha = 0x1C
+	// bandEdgeWidthPt is the width of a band's outline.
+	bandEdgeWidthPt = 0.75
 )
 
 // meshStyles are the fixed styles of the mesh modes meshbench knows, keyed
@@ -91,6 +94,12 @@ func (s seriesStyle) bandFill() color.NRGBA {
 	return c
 }
 
+// bandEdge is the outline of the series' band: its colour and dash
+// pattern, thinner than its line.
+func (s seriesStyle) bandEdge() draw.LineStyle {
+	return draw.LineStyle{Color: s.color, Width: vg.Points(bandEdgeWidthPt), Dashes: s.dashes}
+}
+
 func rgb(r, g, b uint8) color.NRGBA { return color.NRGBA{R: r, G: g, B: b, A: 0xFF} }
 
 func pts(v ...float64) []vg.Length {
@@ -116,7 +125,12 @@ const (
 	labelSizePt  = 11
 	tickSizePt   = 9.5
 	legendSizePt = 10
+	// captionSizePt is the caption under a chart.
+	captionSizePt = 9
 )
+
+// captionColor is the caption's text colour.
+var captionColor = color.NRGBA{R: 0x44, G: 0x44, B: 0x44, A: 0xFF}
 
 // gridColor is the colour of the grid lines at major ticks.
 var gridColor = color.NRGBA{R: 0xDD, G: 0xDD, B: 0xDD, A: 0xFF}

@@ -145,10 +145,28 @@ func (d svgDoc) hasText(s string) bool {
 func (d svgDoc) linePaths(c color.NRGBA) []svgPath {
 	var out []svgPath
 	for _, p := range d.paths {
-		if p.style["fill"] != "none" || !sameColor(p.style["stroke"], c) {
+		if p.style["fill"] != "none" || !sameColor(p.style["stroke"], c) || isEdge(p) {
 			continue
 		}
 		if strings.Count(p.d, "L") >= 1 && !strings.ContainsAny(p.d, "AZz") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isEdge reports whether p is stroked at a band outline's width.
+func isEdge(p svgPath) bool {
+	w, err := strconv.ParseFloat(p.style["stroke-width"], 64)
+	return err == nil && w == bandEdgeWidthPt
+}
+
+// edgePaths returns the band outlines in colour c: stroked, unfilled, at
+// bandEdgeWidthPt.
+func (d svgDoc) edgePaths(c color.NRGBA) []svgPath {
+	var out []svgPath
+	for _, p := range d.paths {
+		if p.style["fill"] == "none" && sameColor(p.style["stroke"], c) && isEdge(p) {
 			out = append(out, p)
 		}
 	}

@@ -220,7 +220,9 @@ func hopCharts(a *analysis.Analysis) ([]NamedChart, error) {
 			layers = append(layers, l)
 		}
 		title := "where the latency goes (" + s.String() + ")"
-		c, err := plot.StackedBars(plot.ChartOptions{Title: title, YLabel: "mean time per request (ms)"}, meshes, layers)
+		c, err := plot.StackedBars(plot.ChartOptions{Title: title, YLabel: "mean time per request (ms)",
+			Caption: "One bar per mesh: the mean time per request in each timed hop (the path's first hop lowest), then the untimed rest and the app; " +
+				"each the median over the valid runs, so a bar's height is the mean service time. No band."}, meshes, layers)
 		if err != nil {
 			return nil, fmt.Errorf("plot hops-%d: %w", i+1, err)
 		}

@@ -60,21 +60,21 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 	fmt.Fprintln(w, Headline(r))
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.StripEscape)
 	if !unknown(lat) {
-		fmt.Fprintf(tw, "Tail latency\t[99.9, 99.99]\t%s, %s\n", DurNs(lat.Percentile(99.9)), DurNs(lat.Percentile(99.99)))
+		fmt.Fprintf(tw, "Tail latency\t[99.9, 99.99]\t%s, %s\n", pctText(lat, 99.9), pctText(lat, 99.99))
 	}
 	if unknown(svc) {
 		fmt.Fprintf(tw, "Service time\t[mean, 50, 90, 99, 99.9, max]\tunknown (not reported by %s)\n", r.Generator.Name)
 	} else {
 		fmt.Fprintf(tw, "Service time\t[mean, 50, 90, 99, 99.9, max]\t%s, %s, %s, %s, %s, %s\n",
-			DurNs(int64(math.Round(svc.MeanNs()))), DurNs(svc.Percentile(50)), DurNs(svc.Percentile(90)),
-			DurNs(svc.Percentile(99)), DurNs(svc.Percentile(99.9)), DurNs(svc.MaxNs()))
+			DurNs(int64(math.Round(svc.MeanNs()))), pctText(svc, 50), pctText(svc, 90),
+			pctText(svc, 99), pctText(svc, 99.9), DurNs(svc.MaxNs()))
 	}
 	if r.Model == results.ModelOpen {
 		if unknown(lag) {
 			fmt.Fprintf(tw, "Sched. lag\t[mean, 50, 99, max]\tunknown (not reported by %s)\n", r.Generator.Name)
 		} else {
 			fmt.Fprintf(tw, "Sched. lag\t[mean, 50, 99, max]\t%s, %s, %s, %s\n",
-				DurNs(int64(math.Round(lag.MeanNs()))), DurNs(lag.Percentile(50)), DurNs(lag.Percentile(99)), DurNs(lag.MaxNs()))
+				DurNs(int64(math.Round(lag.MeanNs()))), pctText(lag, 50), pctText(lag, 99), DurNs(lag.MaxNs()))
 		}
 		fmt.Fprintf(tw, "Dropped\t[total, ratio]\t%d, %.2f%%\n", r.Dropped, 100*ratio(r.Dropped, r.Scheduled))
 		if r.NotSent > 0 {
@@ -97,6 +97,16 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 		fmt.Fprintln(w, "WARNING: "+warn)
 	}
 	return nil
+}
+
+// pctText is percentile p of h, or "= max" when h holds too few values
+// for p to be anything but its maximum (latency.Resolves: p99.9 of 250
+// answers). The vegeta block keeps vegeta's own figures.
+func pctText(h *latency.Recorder, p float64) string {
+	if n := h.Count() + h.OutOfRange(); n > 0 && !latency.Resolves(n, p) {
+		return "= max"
+	}
+	return DurNs(h.Percentile(p))
 }
 
 // vegetaBlock writes what `vegeta report` (v12) prints, in its exact

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/stats"
 )
 
@@ -70,6 +71,13 @@ func scenarioTable(a *analysis.Analysis, s analysis.Scenario) (head []string, ro
 		any := false
 		for _, g := range groups {
 			iv, ok := g.Figures[r.figure]
+			if p, isPct := analysis.PercentileFigures[r.figure]; isPct && g.Valid > 0 && !resolved(g, p) {
+				// Too few samples in some valid run: the percentile
+				// is that run's maximum, not a figure of its own.
+				any = true
+				row = append(row, "= max")
+				continue
+			}
 			if !ok || g.Valid == 0 {
 				row = append(row, "-")
 				continue
@@ -82,6 +90,17 @@ func scenarioTable(a *analysis.Analysis, s analysis.Scenario) (head []string, ro
 		}
 	}
 	return head, rows
+}
+
+// resolved reports whether every valid cell of g has the samples to resolve
+// percentile p (latency.Resolves).
+func resolved(g *analysis.Group, p float64) bool {
+	for _, c := range g.Cells {
+		if c.Valid && !latency.Resolves(c.Samples, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // pct formats a relative difference interval: "−21% [−25%, −17%]".

@@ -153,6 +153,10 @@ func TestPlanCharts(t *testing.T) {
 				if !bytes.Contains(svg, []byte(html.EscapeString(c.Title))) {
 					t.Errorf("%s: title %q not drawn", c.Name, c.Title)
 				}
+				// Every plot says what its lines and band are.
+				if c.Chart.Caption() == "" || !strings.Contains(c.Chart.Caption(), "band") && !strings.Contains(c.Chart.Caption(), "Band") {
+					t.Errorf("%s: caption %q does not say what the band is", c.Name, c.Chart.Caption())
+				}
 
 				// Which meshes have data: computed from the groups.
 				parts := strings.SplitN(c.Name, "-", 3) // rate-N-FIG, spectrum-N
@@ -404,5 +408,25 @@ func TestPlanUnreadableCell(t *testing.T) {
 	}
 	if !bytes.Contains(page, []byte("<li class=\"bad\">"+id+": load.json: ")) {
 		t.Error("the unreadable cell is not listed in the HTML")
+	}
+}
+
+// TestSpectrumCutWhereSamplesEnd: the small fixture's cells hold 100
+// answers at 50 rps and 400 at 200 rps (2 s each). 100 resolve p99 but
+// not p99.5 (latency.Resolves); 400 resolve p99.5 but not p99.9: each
+// spectrum ends there, where the uncut one ran to p99.999.
+func TestSpectrumCutWhereSamplesEnd(t *testing.T) {
+	a := analyzeFixture(t, "plan-small")
+	want := map[string]float64{"50": 99, "200": 99.5}
+	for _, s := range a.Scenarios {
+		series := spectrumSeries(a, s)
+		if len(series) == 0 {
+			t.Fatalf("%s: no spectrum", s)
+		}
+		for _, ss := range series {
+			if last := ss.Percentiles[len(ss.Percentiles)-1]; last != want[s.Rate] {
+				t.Errorf("%s, %s: spectrum ends at p%g, want p%g", s, ss.Name, last, want[s.Rate])
+			}
+		}
 	}
 }

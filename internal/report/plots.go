@@ -13,7 +13,17 @@ import (
 type NamedChart struct {
 	Name  string // file name without extension
 	Title string
+	// Chart draws its caption under it (plot.ChartOptions.Caption): what
+	// the lines and the bands are.
 	Chart *plot.Chart
+}
+
+// medianCaption says what a plan chart's lines and bands are at the
+// analysis's confidence level.
+func medianCaption(a *analysis.Analysis) string {
+	return fmt.Sprintf("Lines: the median over each configuration's valid runs. Band (a faint fill outlined in the series' colour and dash; "+
+		"an error bar at a single point): the %.0f%% percentile-bootstrap interval of that median; with 5 runs or fewer it is the range "+
+		"of the runs (with 3 runs it holds the true median 75%% of the time). No band: a configuration with one run.", a.Level*100)
 }
 
 // PlanCharts builds the plan report's plots: latency percentiles, data-plane
@@ -73,7 +83,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 				continue
 			}
 			title := fmt.Sprintf("%s vs rate (%s)", f.ylabel, scenarioNoRate(ss[0]))
-			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "request rate (req/s)", YLabel: f.ylabel}, series)
+			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "request rate (req/s)", YLabel: f.ylabel, Caption: medianCaption(a)}, series)
 			if err := add(fmt.Sprintf("rate-%d-%s", n, f.name), title, c, err); err != nil {
 				return nil, err
 			}
@@ -108,7 +118,7 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 				continue
 			}
 			title := fmt.Sprintf("%s vs replicas (%s, %s rps)", f.ylabel, ss[0].App, ss[0].Rate)
-			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "replicas", YLabel: f.ylabel}, series)
+			c, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: "replicas", YLabel: f.ylabel, Caption: medianCaption(a)}, series)
 			if err := add(fmt.Sprintf("replicas-%d-%s", n, f.name), title, c, err); err != nil {
 				return nil, err
 			}
@@ -116,36 +126,13 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 	}
 	// Spectrum per scenario.
 	for i, s := range a.Scenarios {
-		var series []plot.SpectrumSeries
-		for _, mesh := range a.Meshes {
-			g := a.Group(mesh, s)
-			if g == nil || g.Valid == 0 {
-				continue
-			}
-			ss := plot.SpectrumSeries{Name: mesh}
-			band := true
-			for j, p := range analysis.SpectrumPercentiles {
-				if p >= 100 || j >= len(g.Spectrum) || math.IsNaN(g.Spectrum[j].Estimate) || g.Spectrum[j].Estimate <= 0 {
-					continue
-				}
-				iv := g.Spectrum[j]
-				ss.Percentiles = append(ss.Percentiles, p)
-				ss.Values = append(ss.Values, iv.Estimate)
-				ss.Lo, ss.Hi = append(ss.Lo, iv.Lo), append(ss.Hi, iv.Hi)
-				band = band && iv.HasInterval()
-			}
-			if !band {
-				ss.Lo, ss.Hi = nil, nil
-			}
-			if len(ss.Values) > 1 {
-				series = append(series, ss)
-			}
-		}
+		series := spectrumSeries(a, s)
 		if len(series) == 0 {
 			continue
 		}
 		title := "latency spectrum (" + s.String() + ")"
-		c, err := plot.Spectrum(plot.ChartOptions{Title: title}, series)
+		c, err := plot.Spectrum(plot.ChartOptions{Title: title, Caption: "Latency (from the intended send time) at each percentile. " +
+			"Each line ends at the last percentile every valid run's answers resolve: beyond it a percentile is a run's maximum. " + medianCaption(a)}, series)
 		if err := add(fmt.Sprintf("spectrum-%d", i+1), title, c, err); err != nil {
 			return nil, err
 		}
@@ -154,7 +141,94 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(out, hc...), nil
+	out = append(out, hc...)
+	tc, err := OverTimeCharts(a.Plan.Cells)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, tc...), nil
+}
+
+// OverTimeCharts draws each cell's latency over time: p50 and p99 per
+// interval of its measured window, and the achieved rate per interval,
+// two charts per cell with intervals (cell-N-latency-over-time,
+// cell-N-rate-over-time, N the cell's place in the plan's order).
+func OverTimeCharts(cells []*analysis.Cell) ([]NamedChart, error) {
+	var out []NamedChart
+	for i, c := range cells {
+		if len(c.OverTime) == 0 {
+			continue
+		}
+		p50 := plot.Series{Name: "p50"}
+		p99 := plot.Series{Name: "p99"}
+		rate := plot.Series{Name: "achieved rate"}
+		for _, p := range c.OverTime {
+			rate.X, rate.Y = append(rate.X, p.StartSec), append(rate.Y, p.RatePerSec)
+			if p.Count == 0 {
+				continue // no answer: no latency, not a latency of 0
+			}
+			p50.X, p50.Y = append(p50.X, p.StartSec), append(p50.Y, p.P50Ms)
+			p99.X, p99.Y = append(p99.X, p.StartSec), append(p99.Y, p.P99Ms)
+		}
+		length := c.OverTime[0].LengthSec
+		xlabel := fmt.Sprintf("time into the measured window (s; start of each %gs interval)", length)
+		if len(p50.X) > 0 {
+			title := fmt.Sprintf("latency over time (%s)", c.ID)
+			ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "latency (ms)",
+				Caption: fmt.Sprintf("p50 and p99 latency (from each request's intended send time) of the answers that arrived in each %gs interval of cell %s; an interval without answers has no point (its rate is 0 in the rate plot). One run: no band.", length, c.ID)},
+				[]plot.Series{p50, p99})
+			if err != nil {
+				return nil, fmt.Errorf("plot latency over time of %s: %w", c.ID, err)
+			}
+			out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-latency-over-time", i+1), Title: title, Chart: ch})
+		}
+		title := fmt.Sprintf("achieved rate over time (%s)", c.ID)
+		ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "answers per second",
+			Caption: fmt.Sprintf("Answers (errors and timeouts included) that arrived in each %gs interval of cell %s, per second. One run: no band.", length, c.ID)},
+			[]plot.Series{rate})
+		if err != nil {
+			return nil, fmt.Errorf("plot rate over time of %s: %w", c.ID, err)
+		}
+		out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-rate-over-time", i+1), Title: title, Chart: ch})
+	}
+	return out, nil
+}
+
+// spectrumSeries is one spectrum per mesh of scenario s with a valid
+// group: its median latency at each of analysis.SpectrumPercentiles below
+// 100, up to the last one every valid cell's samples resolve (beyond it a
+// percentile is a run's maximum, not a point of the spectrum), with the
+// bootstrap band where every point has one.
+func spectrumSeries(a *analysis.Analysis, s analysis.Scenario) []plot.SpectrumSeries {
+	var series []plot.SpectrumSeries
+	for _, mesh := range a.Meshes {
+		g := a.Group(mesh, s)
+		if g == nil || g.Valid == 0 {
+			continue
+		}
+		ss := plot.SpectrumSeries{Name: mesh}
+		band := true
+		for j, p := range analysis.SpectrumPercentiles {
+			if p >= 100 || j >= len(g.Spectrum) || math.IsNaN(g.Spectrum[j].Estimate) || g.Spectrum[j].Estimate <= 0 {
+				continue
+			}
+			if !resolved(g, p) {
+				break // the samples end here: further percentiles are the max
+			}
+			iv := g.Spectrum[j]
+			ss.Percentiles = append(ss.Percentiles, p)
+			ss.Values = append(ss.Values, iv.Estimate)
+			ss.Lo, ss.Hi = append(ss.Lo, iv.Lo), append(ss.Hi, iv.Hi)
+			band = band && iv.HasInterval()
+		}
+		if !band {
+			ss.Lo, ss.Hi = nil, nil
+		}
+		if len(ss.Values) > 1 {
+			series = append(series, ss)
+		}
+	}
+	return series
 }
 
 // memoryKind is what the plan's memory figures are: PSS on the local lab,
@@ -243,6 +317,8 @@ func sweepCurve(a *analysis.Analysis, ss []analysis.Scenario) (*plot.Chart, stri
 		return nil, "", false, nil
 	}
 	title := fmt.Sprintf("Latency vs offered load (%s)", scenarioNoRate(ss[0]))
-	c, err := plot.LoadCurve(plot.ChartOptions{Title: title, XLabel: "offered load (req/s, log)", YLabel: "latency (ms, log)"}, "p99", 0, series)
+	c, err := plot.LoadCurve(plot.ChartOptions{Title: title, XLabel: "offered load (req/s, log)", YLabel: "latency (ms, log)",
+		Caption: "Per mesh: p99 (the series' line) and p50 (thin, dotted, same colour) at each offered rate, the median over the valid runs " +
+			"(a point per rate). No band."}, "p99", 0, series)
 	return c, title, true, err
 }

@@ -204,7 +204,9 @@ func SearchCharts(a *analysis.SearchAnalysis) ([]NamedChart, error) {
 			continue
 		}
 		title := fmt.Sprintf("Latency vs offered load (%s)", scenarioLabel(s))
-		c, err := plot.LoadCurve(plot.ChartOptions{Title: title, XLabel: "offered load (req/s, log)", YLabel: "latency (ms, log)"},
+		c, err := plot.LoadCurve(plot.ChartOptions{Title: title, XLabel: "offered load (req/s, log)", YLabel: "latency (ms, log)",
+			Caption: fmt.Sprintf("Per mesh: %s (the series' line) and p50 (thin, dotted, same colour) of every probe (a point each), the line through each rate's median; "+
+				"the horizontal line is the objective (%s ≤ %s), a vertical line the capacity found. No band.", b.Name, b.Name, b.Limit)},
 			b.Name, float64(b.Limit)/1e6, series)
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", title, err)
@@ -212,7 +214,8 @@ func SearchCharts(a *analysis.SearchAnalysis) ([]NamedChart, error) {
 		out = append(out, NamedChart{Name: fmt.Sprintf("load-curve-%d", i+1), Title: title, Chart: c})
 		if len(cpu) > 0 {
 			t := fmt.Sprintf("Data-plane CPU per 1000 rps along the curve (%s)", scenarioLabel(s))
-			c, err := plot.LineChart(plot.ChartOptions{Title: t, XLabel: "offered load (req/s, log)", YLabel: "data-plane CPU (millicores per 1000 rps)", LogX: true}, cpu)
+			c, err := plot.LineChart(plot.ChartOptions{Title: t, XLabel: "offered load (req/s, log)", YLabel: "data-plane CPU (millicores per 1000 rps)", LogX: true,
+				Caption: "Data-plane CPU per 1000 requests per second of every probe, one point each. No band."}, cpu)
 			if err != nil {
 				return nil, fmt.Errorf("plot %s: %w", t, err)
 			}

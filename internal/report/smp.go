@@ -232,11 +232,20 @@ func smpTime(t time.Time) string {
 
 func latencies(c *analysis.Cell) *smpLatency {
 	f := c.Figures
-	if _, ok := f[analysis.LatencyP50]; !ok || len(c.Spectrum) == 0 {
+	max, ok := f[analysis.LatencyMax]
+	if !ok || len(c.Spectrum) == 0 {
 		return nil // no answered request: no latency
 	}
-	return &smpLatency{Min: c.Spectrum[0], Average: f[analysis.LatencyMean], P50: f[analysis.LatencyP50],
-		P90: f[analysis.LatencyP90], P99: f[analysis.LatencyP99], Max: f[analysis.LatencyMax]}
+	// SMP has no "unknown": a percentile the cell's samples do not
+	// resolve is its maximum (analysis.PercentileFigures).
+	pct := func(fig string) float64 {
+		if v, ok := f[fig]; ok {
+			return v
+		}
+		return max
+	}
+	return &smpLatency{Min: c.Spectrum[0], Average: f[analysis.LatencyMean], P50: pct(analysis.LatencyP50),
+		P90: pct(analysis.LatencyP90), P99: pct(analysis.LatencyP99), Max: max}
 }
 
 func resultLabels(c *analysis.Cell, l *results.LoadResult) map[string]string {

@@ -144,6 +144,15 @@ type LoadResult struct {
 
 	Interrupted bool `json:"interrupted"`
 
+	// Intervals holds the three histograms per interval of the measured
+	// window (one second with meshbench's engine), by answer time, from
+	// the window's start to the last answer, empty intervals included: a
+	// stall is visible where it happened. Their counts add up to the
+	// whole-run histograms'. Absent for external generators and for
+	// results written before it existed; added within v1, so earlier
+	// readers refuse only results that carry it.
+	Intervals []IntervalHistograms `json:"intervals,omitempty"`
+
 	// Generator names the external load generator that measured this
 	// result (`meshbench load --generator oha|wrk2`) and how; nil for
 	// meshbench's own engine.
@@ -170,6 +179,32 @@ type Generator struct {
 	// Notes lists what the tool does not report and how the other figures
 	// were derived, one sentence each.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// IntervalHistograms is one interval of a load result: the answers that
+// arrived in [StartedAt+StartNs, StartedAt+StartNs+LengthNs).
+type IntervalHistograms struct {
+	// StartNs is the interval's start since the measured window's start
+	// (LoadResult.StartedAt), LengthNs its length; both in ns.
+	StartNs     int64           `json:"start_ns"`
+	LengthNs    int64           `json:"length_ns"`
+	Latency     latency.Encoded `json:"latency"`
+	ServiceTime latency.Encoded `json:"service_time"`
+	ScheduleLag latency.Encoded `json:"schedule_lag"`
+}
+
+// Decode decodes the interval's three histograms.
+func (iv IntervalHistograms) Decode() (lat, svc, lag *latency.Recorder, err error) {
+	if lat, err = latency.Decode(iv.Latency); err != nil {
+		return nil, nil, nil, fmt.Errorf("interval at %v: latency: %w", time.Duration(iv.StartNs), err)
+	}
+	if svc, err = latency.Decode(iv.ServiceTime); err != nil {
+		return nil, nil, nil, fmt.Errorf("interval at %v: service_time: %w", time.Duration(iv.StartNs), err)
+	}
+	if lag, err = latency.Decode(iv.ScheduleLag); err != nil {
+		return nil, nil, nil, fmt.Errorf("interval at %v: schedule_lag: %w", time.Duration(iv.StartNs), err)
+	}
+	return lat, svc, lag, nil
 }
 
 // WorkerShare identifies one generator's share of a load split among
@@ -232,6 +267,19 @@ func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 	}
 	if out.ScheduleLag, err = r.ScheduleLag.Encode(); err != nil {
 		return nil, err
+	}
+	for _, iv := range r.Intervals {
+		e := IntervalHistograms{StartNs: int64(iv.Start), LengthNs: int64(r.Config.Interval)}
+		if e.Latency, err = iv.Latency.Encode(); err != nil {
+			return nil, err
+		}
+		if e.ServiceTime, err = iv.ServiceTime.Encode(); err != nil {
+			return nil, err
+		}
+		if e.ScheduleLag, err = iv.ScheduleLag.Encode(); err != nil {
+			return nil, err
+		}
+		out.Intervals = append(out.Intervals, e)
 	}
 	return out, nil
 }
@@ -402,7 +450,32 @@ func (r *LoadResult) Check() error {
 			errs = append(errs, fmt.Errorf("latency histogram holds %d values but completed is %d", lat.Count()+lat.OutOfRange(), r.Completed))
 		}
 	}
+	if len(errs) == 0 && len(r.Intervals) > 0 {
+		errs = append(errs, r.checkIntervals())
+	}
 	return errors.Join(errs...)
+}
+
+// checkIntervals verifies that the intervals are consecutive, of one
+// positive length, and hold together the whole-run latency histogram's
+// values.
+func (r *LoadResult) checkIntervals() error {
+	var n int64
+	length := r.Intervals[0].LengthNs
+	for i, iv := range r.Intervals {
+		if iv.LengthNs <= 0 || iv.LengthNs != length || iv.StartNs != int64(i)*length {
+			return fmt.Errorf("intervals[%d] starts at %d ns with length %d ns: intervals must be consecutive from 0, of one positive length", i, iv.StartNs, iv.LengthNs)
+		}
+		lat, _, _, err := iv.Decode()
+		if err != nil {
+			return err
+		}
+		n += lat.Count() + lat.OutOfRange()
+	}
+	if whole := r.Latency.Count + r.Latency.OutOfRange; n != whole {
+		return fmt.Errorf("intervals hold %d latency values but the latency histogram holds %d", n, whole)
+	}
+	return nil
 }
 
 // Merge combines results of several load workers into one, exactly:
@@ -508,6 +581,9 @@ func Merge(parts []*LoadResult) (*LoadResult, error) {
 	}
 	sortErrors(out.Errors)
 	var err error
+	if out.Intervals, err = mergeIntervals(parts, out.StartedAt); err != nil {
+		return nil, err
+	}
 	if out.Latency, err = lat.Encode(); err != nil {
 		return nil, err
 	}
@@ -518,6 +594,73 @@ func Merge(parts []*LoadResult) (*LoadResult, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// mergeIntervals merges the parts' interval histograms onto one time line
+// starting at start (the merged window's start): each part's interval goes
+// to the merged interval nearest its start in wall-clock time, so when
+// workers' windows opened a fraction of an interval apart, a merged
+// interval holds answers up to half an interval off its bounds. When a
+// part has no intervals (an external generator, an older result) or the
+// parts' interval lengths differ, the merge has none: a partial time line
+// would misstate the rate per interval.
+func mergeIntervals(parts []*LoadResult, start time.Time) ([]IntervalHistograms, error) {
+	length := int64(0)
+	for _, p := range parts {
+		if len(p.Intervals) == 0 {
+			return nil, nil
+		}
+		for _, iv := range p.Intervals {
+			if length == 0 {
+				length = iv.LengthNs
+			}
+			if iv.LengthNs != length || length <= 0 {
+				return nil, nil
+			}
+		}
+	}
+	type recs struct{ lat, svc, lag *latency.Recorder }
+	byIdx := map[int64]recs{}
+	last := int64(0)
+	for i, p := range parts {
+		offset := int64(p.StartedAt.Sub(start))
+		for _, iv := range p.Intervals {
+			l, s, g, err := iv.Decode()
+			if err != nil {
+				return nil, fmt.Errorf("part %d: %w", i+1, err)
+			}
+			idx := max((offset+iv.StartNs+length/2)/length, 0)
+			m, ok := byIdx[idx]
+			if !ok {
+				m = recs{latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()}
+				byIdx[idx] = m
+			}
+			if err := errors.Join(m.lat.Merge(l), m.svc.Merge(s), m.lag.Merge(g)); err != nil {
+				return nil, err
+			}
+			last = max(last, idx)
+		}
+	}
+	out := make([]IntervalHistograms, 0, last+1)
+	for idx := int64(0); idx <= last; idx++ {
+		m, ok := byIdx[idx]
+		if !ok {
+			m = recs{latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()}
+		}
+		e := IntervalHistograms{StartNs: idx * length, LengthNs: length}
+		var err error
+		if e.Latency, err = m.lat.Encode(); err != nil {
+			return nil, err
+		}
+		if e.ServiceTime, err = m.svc.Encode(); err != nil {
+			return nil, err
+		}
+		if e.ScheduleLag, err = m.lag.Encode(); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // checkShares refuses worker shares that cannot come from one split load:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 	tg, _ := loadgen.ParseTarget("http://127.0.0.1:8080/", false)
 	r := &loadgen.Result{
 		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Rate: loadgen.Rate{Freq: 100, Per: time.Second},
-			Duration: time.Duration(n) * 10 * time.Millisecond, Timeout: time.Second, Connections: 2, MaxQueue: 100},
+			Duration: time.Duration(n) * 10 * time.Millisecond, Timeout: time.Second, Connections: 2, MaxQueue: 100,
+			Interval: time.Second},
 		Start: start, End: start.Add(time.Duration(n) * 10 * time.Millisecond), Scheduled: uint64(n),
 		Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder(),
 		Codes: map[int]int64{}, Errors: map[loadgen.ErrorKey]int64{}, ConnectionsN: 2,
@@ -34,6 +36,15 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 		r.Latency.Record(svc + lag)
 		r.ServiceTime.Record(svc)
 		r.ScheduleLag.Record(lag)
+		// One answer every 10 ms: 100 per one-second interval.
+		if k := i / 100; k == len(r.Intervals) {
+			r.Intervals = append(r.Intervals, loadgen.Interval{Start: time.Duration(k) * time.Second,
+				Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()})
+		}
+		iv := r.Intervals[len(r.Intervals)-1]
+		iv.Latency.Record(svc + lag)
+		iv.ServiceTime.Record(svc)
+		iv.ScheduleLag.Record(lag)
 		r.Sent++
 		r.Completed++
 		if i%50 == 49 {
@@ -205,6 +216,87 @@ func TestWorkerShareRoundTrip(t *testing.T) {
 	back, err := Read(&buf)
 	if err != nil || back.Worker == nil || *back.Worker != (WorkerShare{Index: 2, Count: 4}) {
 		t.Errorf("read back worker %+v, %v", back.Worker, err)
+	}
+}
+
+// TestMergeIntervals: workers' intervals land on one time line by their
+// wall-clock starts, each on the merged second nearest its start, and the
+// merge holds every answer; a part without intervals leaves the merge
+// without any (a partial time line would misstate the rate).
+func TestMergeIntervals(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	tests := []struct {
+		name string
+		// offsets of the parts' windows from the first's, each 300
+		// answers (3 intervals)
+		offsets []time.Duration
+		strip   bool // the second part has no intervals
+		want    []int64
+	}{
+		// Aligned: counts add per second.
+		{"aligned", []time.Duration{0, 0}, false, []int64{200, 200, 200}},
+		// 2 s later: the second part's seconds follow on.
+		{"two seconds apart", []time.Duration{0, 2 * time.Second}, false, []int64{100, 100, 200, 100, 100}},
+		// 0.4 s later rounds to the same second; 0.6 s to the next.
+		{"0.4 s apart", []time.Duration{0, 400 * time.Millisecond}, false, []int64{200, 200, 200}},
+		{"0.6 s apart", []time.Duration{0, 600 * time.Millisecond}, false, []int64{100, 200, 200, 100}},
+		// A part without intervals: none merged.
+		{"one part without", []time.Duration{0, 0}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parts []*LoadResult
+			for i, off := range tt.offsets {
+				p := encode(t, fakeRun(uint64(i+1), 300, t0.Add(off)))
+				if tt.strip && i == 1 {
+					p.Intervals = nil
+				}
+				parts = append(parts, p)
+			}
+			m, err := Merge(parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, iv := range m.Intervals {
+				got = append(got, iv.Latency.Count)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("merged counts per second %v, want %v", got, tt.want)
+			}
+			if err := m.Check(); err != nil {
+				t.Errorf("merge fails its own check: %v", err)
+			}
+		})
+	}
+}
+
+// TestCheckIntervals: a result whose intervals do not add up, or are not
+// consecutive, is refused.
+func TestCheckIntervals(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(r *LoadResult)
+		want   string
+	}{
+		// One interval dropped: its answers are missing.
+		{"missing answers", func(r *LoadResult) { r.Intervals = r.Intervals[:2] }, "intervals hold 200 latency values but the latency histogram holds 300"},
+		// A gap in the time line.
+		{"not consecutive", func(r *LoadResult) { r.Intervals[1].StartNs += 1 }, "intervals[1] starts at"},
+		// Intervals of different lengths.
+		{"lengths differ", func(r *LoadResult) { r.Intervals[2].LengthNs = int64(2 * time.Second) }, "of one positive length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := encode(t, fakeRun(1, 300, time.Unix(1_700_000_000, 0)))
+			if err := r.Check(); err != nil {
+				t.Fatalf("unchanged: %v", err)
+			}
+			tt.change(r)
+			if err := r.Check(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Check() = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -16,6 +16,11 @@ import (
 // RunSchema names the version of a run results directory's manifest.
 const RunSchema = "meshbench.run/v1"
 
+// ResourcesSchema names the version of a run's resources.json (its
+// "schema" key): the measured window's rule and the resource summary
+// (local: "window", "summary"; kube: also "nodes" and "counters").
+const ResourcesSchema = "meshbench.resources/v1"
+
 // Files inside a run results directory. Raw data first: everything a report
 // shows is recomputed from these.
 const (

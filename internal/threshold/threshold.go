@@ -8,11 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // Metrics lists the names a condition may use.
@@ -103,35 +107,103 @@ func Crossed(r *results.LoadResult, conds []Condition) ([]string, error) {
 	}
 	var out []string
 	for _, c := range conds {
-		var v float64
-		var shown string
-		switch c.Metric {
-		case "errors":
-			v = frac(r.Completed-r.Success, r.Completed)
-			shown = fmt.Sprintf("%.4g%%", 100*v)
-		case "dropped":
-			v = frac(r.Dropped, r.Scheduled)
-			shown = fmt.Sprintf("%.4g%%", 100*v)
-		case "rate":
-			v = r.AchievedRatePerSec()
-			shown = fmt.Sprintf("%.2f/s", v)
-		case "max":
-			v = float64(lat.MaxNs())
-		case "mean":
-			v = lat.MeanNs()
-		default:
-			p, _ := strconv.ParseFloat(strings.TrimPrefix(c.Metric, "p"), 64)
-			v = float64(lat.Percentile(p))
-		}
-		if shown == "" {
-			if lat.Count() == 0 {
-				out = append(out, fmt.Sprintf("%s: no latency was recorded", c.Text))
-				continue
-			}
-			shown = roundDur(time.Duration(v)).String()
+		v, ok := value(r, lat, c.Metric)
+		if !ok {
+			out = append(out, fmt.Sprintf("%s: no latency was recorded", c.Text))
+			continue
 		}
 		if holds(v, c.Op, c.Value) {
-			out = append(out, fmt.Sprintf("%s: %s was %s", c.Text, c.Metric, shown))
+			out = append(out, fmt.Sprintf("%s: %s was %s", c.Text, c.Metric, show(c.Metric, v)))
+		}
+	}
+	return out, nil
+}
+
+// value is metric's figure for r (lat its latency histogram): a latency
+// in ns, a fraction, or a rate per second; false for a latency when none
+// was recorded.
+func value(r *results.LoadResult, lat *latency.Recorder, metric string) (float64, bool) {
+	switch metric {
+	case "errors":
+		return frac(r.Completed-r.Success, r.Completed), true
+	case "dropped":
+		return frac(r.Dropped, r.Scheduled), true
+	case "rate":
+		return r.AchievedRatePerSec(), true
+	}
+	if lat.Count() == 0 {
+		return 0, false
+	}
+	switch metric {
+	case "max":
+		return float64(lat.MaxNs()), true
+	case "mean":
+		return lat.MeanNs(), true
+	}
+	p, _ := strconv.ParseFloat(strings.TrimPrefix(metric, "p"), 64)
+	return float64(lat.Percentile(p)), true
+}
+
+// show prints a metric's value as conditions are written.
+func show(metric string, v float64) string {
+	switch metric {
+	case "errors", "dropped":
+		return fmt.Sprintf("%.4g%%", 100*v)
+	case "rate":
+		return fmt.Sprintf("%.2f/s", v)
+	}
+	return roundDur(time.Duration(v)).String()
+}
+
+// PlanCrossed judges a plan's cells by the conditions, per configuration
+// (mesh and scenario) on the median over its valid repetitions: each
+// figure is computed for every valid cell from its load result, exactly
+// as Crossed computes it for one run, and the median of those is held to
+// the limit. It returns one line for every condition a configuration's
+// median meets, and one for every configuration without a valid cell
+// (nothing to judge is not a pass), in the analysis's order of meshes and
+// scenarios.
+func PlanCrossed(a *analysis.Analysis, conds []Condition) ([]string, error) {
+	var out []string
+	for _, s := range a.Scenarios {
+		for _, m := range a.Meshes {
+			g := a.Group(m, s)
+			if g == nil {
+				continue
+			}
+			name := m + ", " + s.String()
+			vals := make([][]float64, len(conds))
+			for _, c := range g.Cells {
+				if !c.Valid {
+					continue
+				}
+				r, err := results.ReadFile(filepath.Join(c.Dir, results.LoadFile))
+				if err != nil {
+					return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+				}
+				lat, _, _, err := r.Histograms()
+				if err != nil {
+					return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+				}
+				for i, cond := range conds {
+					if v, ok := value(r, lat, cond.Metric); ok {
+						vals[i] = append(vals[i], v)
+					}
+				}
+			}
+			if g.Valid == 0 {
+				out = append(out, fmt.Sprintf("%s: no valid run to judge", name))
+				continue
+			}
+			for i, c := range conds {
+				if len(vals[i]) == 0 {
+					out = append(out, fmt.Sprintf("%s: %s: no latency was recorded", name, c.Text))
+					continue
+				}
+				if v := stats.Median(vals[i]); holds(v, c.Op, c.Value) {
+					out = append(out, fmt.Sprintf("%s: %s: %s was %s (median of %d runs)", name, c.Text, c.Metric, show(c.Metric, v), len(vals[i])))
+				}
+			}
 		}
 	}
 	return out, nil

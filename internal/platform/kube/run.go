@@ -468,7 +468,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	summary := sample.Summarize(window)
 	stalePods, staleNodes := sampler.Stale()
-	resources := map[string]any{
+	resources := map[string]any{"schema": results.ResourcesSchema,
 		"source": r.source,
 		"window": map[string]any{"from": from, "to": to,
 			"rule": "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
@@ -827,7 +827,16 @@ func writeLoad(dir *results.RunDir, lr *results.LoadResult) error {
 	if err := lr.Write(&b); err != nil {
 		return err
 	}
-	return dir.WriteFile(results.LoadFile, b.Bytes())
+	if err := dir.WriteFile(results.LoadFile, b.Bytes()); err != nil {
+		return err
+	}
+	// Latency over time as HdrHistogram's interval log, from the
+	// workers' merged intervals.
+	hl, err := results.Hlog(lr)
+	if err != nil || hl == nil {
+		return err
+	}
+	return dir.WriteFile(results.HlogFile, hl)
 }
 
 // collectWorkerLogs reads the log of every pod of the Job: each is one

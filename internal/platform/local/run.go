@@ -428,6 +428,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	window := sample.Window(rounds, measureFrom, measureTo)
 	summary := sample.Summarize(window)
 	if err := c.dir.WriteJSON(results.ResourcesFile, map[string]any{
+		"schema": results.ResourcesSchema,
 		"window": map[string]any{"from": measureFrom, "to": measureTo,
 			"rule": "rounds whose sampling time falls inside the measured window (warm-up and drain excluded)"},
 		"summary": summary,
@@ -548,7 +549,8 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	loadPath := filepath.Join(c.dir.Path, results.LoadFile)
 	args := append([]string{"load"}, c.opts.Load.Flags()...)
 	args = append(args, "--duration", c.opts.Duration.String(), "--warmup", c.opts.Warmup.String(),
-		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath)
+		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath,
+		"--hlog", filepath.Join(c.dir.Path, results.HlogFile))
 	conns := max(c.opts.Connections, len(l.topo.LoadTargets))
 	args = append(args, "--connections", strconv.Itoa(conns))
 	if len(l.topo.LoadTargets) > 0 && strings.HasPrefix(l.topo.LoadTargets[0].URL, "https://") {
