@@ -154,7 +154,7 @@ type LoadResult struct {
 // command line, and how exact each figure is. A figure the tool does not
 // give is left at zero and named in Notes.
 type Generator struct {
-	Name    string `json:"name"`    // "oha" or "wrk2"
+	Name    string `json:"name"`    // "oha", "wrk2", "vegeta" or "fortio"
 	Version string `json:"version"` // as the tool reports it
 	// Commands is the measured run's command line, shell-quoted; one per
 	// worker in a merge.
@@ -170,6 +170,10 @@ type Generator struct {
 	// Notes lists what the tool does not report and how the other figures
 	// were derived, one sentence each.
 	Notes []string `json:"notes,omitempty"`
+	// LatencyFromActualSend: the tool times each request from when it
+	// was actually sent (vegeta, fortio), not from its intended send
+	// time, so its latency leaves out its own lateness. Added within v1.
+	LatencyFromActualSend bool `json:"latency_from_actual_send,omitempty"`
 }
 
 // WorkerShare identifies one generator's share of a load split among
