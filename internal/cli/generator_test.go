@@ -52,7 +52,7 @@ func TestRunGeneratorFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"local lab", []string{"run", "--generator", "oha"}, "--generator oha: the local lab runs meshbench's engine only"},
+		{"local lab, unknown", []string{"run", "--generator", "hey"}, `--generator "hey": allowed on the local lab: meshbench, oha, wrk2, vegeta, fortio`},
 		{"unknown on kube", []string{"run", "--platform", "kube", "--generator", "hey"}, `--generator "hey": allowed: meshbench, oha, wrk2`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
