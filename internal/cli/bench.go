@@ -99,7 +99,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Connections, "connections", "", fmt.Sprintf("load generator connections (default %d)", loadgen.DefaultConnections))
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
-	fl.StringVar(&f.Generator, "generator", "", "load generator of the workers: meshbench (default), oha or wrk2 (kube platform)")
+	fl.StringVar(&f.Generator, "generator", "", "load generators, an axis: meshbench (default); on the local lab also oha, wrk2, vegeta, fortio (their processes sampled as load); on a cluster oha, wrk2")
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Compare, "compare", "", "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (default mesh)")
@@ -257,7 +257,8 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		lo := local.Options{Mesh: mo, Rate: string(c.Rate), Max: c.Rate.Closed(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops}
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops,
+			Generator: c.Generator}
 		if c.Rate.Closed() {
 			lo.Rate = ""
 		}
@@ -371,7 +372,7 @@ func benchKubeOptions(p *plan.Plan, c plan.Cell, k *kubeFlags) kube.Options {
 	o := kube.Options{Connect: k.connect(),
 		Spec: kube.Spec{AppNamespace: k.namespacePrefix + "-app", LoadNamespace: k.namespacePrefix + "-load",
 			Mesh: c.Mesh, Image: k.image, AppImage: k.appImage, FacesChart: k.facesChart && c.Mesh.App == mesh.AppFaces},
-		Rate: string(c.Rate), Max: c.Rate.Closed(), Workers: p.Workers, Generator: p.Generator, Duration: p.Duration, Warmup: p.Warmup,
+		Rate: string(c.Rate), Max: c.Rate.Closed(), Workers: p.Workers, Generator: c.Generator, Duration: p.Duration, Warmup: p.Warmup,
 		Connections: p.Connections, AllowForeign: k.allowForeign, Keep: k.keep,
 		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout,
 		MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval,

@@ -56,10 +56,6 @@ type Plan struct {
 	// PlatformKube (the rate and connections are split among them); 1 on
 	// PlatformLocal.
 	Workers int
-	// Generator is the load generator of every cell on PlatformKube:
-	// meshbench (its own engine, the default), oha or wrk2 (from
-	// meshbench's image; `meshbench load --generator`).
-	Generator string
 	// Thresholds decide when a run is invalid.
 	Thresholds Thresholds
 	// Compare names the axes compared along (CompareAxes), mesh alone by
@@ -102,6 +98,12 @@ type Axes struct {
 	Protocol []mesh.Protocol
 	Gateway  []bool
 	MTLS     []bool
+	// Generator lists the load generators every configuration is
+	// measured by (`meshbench load --generator`): meshbench (its own
+	// engine, the default) and, on PlatformLocal, oha, wrk2, vegeta and
+	// fortio (LocalGenerators); on PlatformKube those of meshbench's
+	// image (Generators). Like the rate, it does not change the topology.
+	Generator []string
 }
 
 // Thresholds decide when a run is invalid. Each is a fraction.
@@ -142,6 +144,14 @@ const (
 // Generators are the load generators a plan on PlatformKube can use: those
 // meshbench's image holds (extgen.Names).
 var Generators = extgen.Names
+
+// LocalGenerators are those the local lab runs: meshbench's engine, or a
+// tool `meshbench load` runs as its child, sampled as load
+// (extgen.LoadNames).
+var LocalGenerators = extgen.LoadNames
+
+// DefaultGenerator is meshbench's own engine.
+const DefaultGenerator = extgen.Meshbench
 
 // Limits and defaults.
 const (
@@ -188,6 +198,7 @@ func Defaults() *Plan {
 			Protocol: []mesh.Protocol{mesh.ProtocolHTTP},
 			Gateway:  []bool{false},
 			MTLS:     []bool{true},
+			Generator: []string{DefaultGenerator},
 		},
 		Nodes:          DefaultNodes,
 		Duration:       DefaultDuration,
@@ -196,7 +207,6 @@ func Defaults() *Plan {
 		Connections:    DefaultConnections,
 		SampleInterval: DefaultSampleInterval,
 		Workers:        1,
-		Generator:      "meshbench",
 		ReuseTopology:  true,
 		Substrate:      SubstrateAuto,
 		Baseline:       mesh.ModeNone,

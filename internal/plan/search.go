@@ -216,7 +216,7 @@ func (p *Plan) Searches(seed int64) [][]SearchSpec {
 		if p.skipReason(t.o) != "" {
 			return
 		}
-		cfgs = append(cfgs, Cell{Config: configID(t.o, "search"), Mesh: t.o, TopologyKey: topologyKey(t.o)})
+		cfgs = append(cfgs, Cell{Config: configID(t.o, "search", ""), Mesh: t.o, TopologyKey: topologyKey(t.o)})
 	})
 	rng := newOrderRNG(seed)
 	out := make([][]SearchSpec, p.Repetitions)
