@@ -50,7 +50,7 @@ type Options struct {
 	// (extgen.LoadNames) that `meshbench load` runs as its child; the
 	// lab samples that child's processes as load too.
 	Generator string
-	Timeout     time.Duration // per request (0: 10 s)
+	Timeout   time.Duration // per request (0: 10 s)
 	// AppConcurrency and AppServiceTime bound every app replica
 	// (`meshbench serve --concurrency --service-time`, app.Config): at most
 	// AppConcurrency requests in service at once, each for AppServiceTime,
