@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
@@ -322,13 +323,20 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	case f.quiet:
 	case env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb":
 		live = newLiveView(env, len(rcells), onKube)
+		live.outDir = dir
+		if onKube {
+			live.st.MetricsSource = f.kube.metricsSource
+		}
 		ro.Progress, phase, onRound = live.progress, live.phase, live.round
 		live.start()
 	default:
-		ro.Progress, phase = benchProgress(env, started)
+		ro.Progress, phase, onRound = benchProgress(env, started, dir)
 	}
 	for i := range ro.Cells {
 		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
+		if live != nil {
+			ro.Cells[i].Lab.OnLoadProgress = live.loadProgress
+		}
 		if k := ro.Cells[i].Kube; k != nil {
 			k.Phase, k.OnRound = phase, onRound
 			switch {
@@ -441,11 +449,16 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 // benchProgress prints one line per cell start and end, with the plan's
 // progress and an estimate of the time left from the cells run so far, and
 // returns it with a hook printing one line per lab phase (sub-phases such
-// as prepare/apps left out).
-func benchProgress(env *Env, started time.Time) (func(runner.Event), func(string)) {
+// as prepare/apps left out) and a hook keeping the sampling rounds of the
+// measured window and the drain: when the drain ends, the seed tool's view
+// of them (internal/liveview) is printed as plain lines, the live view's
+// content without cursor codes.
+func benchProgress(env *Env, started time.Time, dir string) (func(runner.Event), func(string), func(sample.Round)) {
 	var mu sync.Mutex // phases start on the lab's goroutines
 	ran := 0
 	var cur runner.Event
+	var rounds []sample.Round
+	recording := false
 	progress := func(ev runner.Event) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -470,8 +483,31 @@ func benchProgress(env *Env, started time.Time) (func(runner.Event), func(string
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(env.Stderr, "[%d/%d] %s: phase %s\n", cur.Index, cur.Total, cur.Cell.ID, name)
+		switch name {
+		case "measure":
+			recording, rounds = true, nil
+		case "drain":
+		default:
+			if recording && len(rounds) > 0 {
+				lines := liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
+					Rounds: rounds, Memory: "PSS"})
+				if cur.Cell.Kube != nil {
+					lines = liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
+						Rounds: rounds, Memory: "working set", MetricsSource: cur.Cell.Kube.MetricsSource})
+				}
+				fmt.Fprintln(env.Stderr, strings.Join(lines, "\n"))
+			}
+			recording, rounds = false, nil
+		}
 	}
-	return progress, phase
+	onRound := func(r sample.Round) {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording {
+			rounds = append(rounds, r)
+		}
+	}
+	return progress, phase, onRound
 }
 
 // cellEndText is how a cell ended: its rate, p50, p99 and success, or why

@@ -134,7 +134,7 @@ func Render(s State) []string {
 	overhead := cat(sample.CategoryOverhead)
 	total := cat(sample.Categories...)
 	line := func(name string, f sample.Figures) string {
-		return fmt.Sprintf("%-44s %s", short(name, 44), figures(f))
+		return fmt.Sprintf("%-30s %s", short(name, 30), figures(f))
 	}
 	out = append(out, line("app", app), line("load", load), "", line("data-plane", dp), line("control-plane", cp))
 	if gw.Rounds > 0 {
@@ -149,7 +149,7 @@ func Render(s State) []string {
 	for _, c := range sample.Summarize(s.Rounds).Components {
 		out = append(out, line(c.Name, c.Figures))
 	}
-	return append(out, "", fmt.Sprintf("mC: millicores, avg (min - max) over %d rounds; MiB: %s avg (min - max), where read", len(s.Rounds), mem))
+	return append(out, "", fmt.Sprintf("mC avg (min - max) over %d rounds; MiB: %s avg (min - max)", len(s.Rounds), mem))
 }
 
 // sumOf is the figures of the processes of the named categories summed in

@@ -576,3 +576,17 @@ func mergeGenerator(out, p *Generator, i int) error {
 	}
 	return nil
 }
+
+// LoadProgress is a load's running figures (`meshbench load
+// --progress-file`), rewritten every second: since the start of the
+// measured window (ElapsedNs negative during the warm-up).
+type LoadProgress struct {
+	ElapsedNs  int64   `json:"elapsed_ns"`
+	Sent       int64   `json:"sent"`
+	Completed  int64   `json:"completed"`
+	Errors     int64   `json:"errors"`
+	Dropped    int64   `json:"dropped"`
+	P50Ns      int64   `json:"p50_ns"`
+	P99Ns      int64   `json:"p99_ns"`
+	RatePerSec float64 `json:"rate_per_sec"`
+}

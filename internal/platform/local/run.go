@@ -6,6 +6,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +107,10 @@ type Options struct {
 	// OnRound, when not nil, receives every sampling round as it is taken
 	// (sample.Sampler.OnRound), on the sampler's goroutine.
 	OnRound func(sample.Round)
+	// OnLoadProgress, when not nil, receives the load's running figures
+	// about every second while it runs (meshbench's engine only: `load
+	// --progress-file`), on the cell's goroutine.
+	OnLoadProgress func(results.LoadProgress)
 	// Version is meshbench's version for the manifest.
 	Version string
 }
@@ -566,6 +571,11 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	if external {
 		args = append(args, "--generator", c.opts.Generator)
 	}
+	progressPath := ""
+	if c.opts.OnLoadProgress != nil && !external {
+		progressPath = filepath.Join(c.dir.Path, results.LogsDir, "load-progress.json")
+		args = append(args, "--progress-file", progressPath)
+	}
 	for _, t := range l.topo.LoadTargets {
 		args = append(args, t.URL)
 	}
@@ -595,6 +605,7 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	watch := time.NewTicker(period)
 	defer watch.Stop()
 	adopted := map[int]bool{}
+	var progressRead time.Time
 loop:
 	for {
 		select {
@@ -607,6 +618,15 @@ loop:
 		case <-watch.C:
 			if external {
 				c.adoptLoadChildren(lc.pid(), adopted)
+			}
+			if progressPath != "" && time.Since(progressRead) >= 500*time.Millisecond {
+				progressRead = time.Now()
+				if b, err := os.ReadFile(progressPath); err == nil {
+					var p results.LoadProgress
+					if json.Unmarshal(b, &p) == nil {
+						c.opts.OnLoadProgress(p)
+					}
+				}
 			}
 			if err := l.somethingDied(); err != nil {
 				died = err
