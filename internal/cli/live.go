@@ -174,7 +174,7 @@ func renderLive(s liveState, width int) string {
 		}
 		if !s.Finished || len(s.Rounds) > 0 {
 			lines = append(lines, liveview.Render(liveview.State{Time: s.Now, Phase: s.Phase, Output: s.Output, Rounds: s.Rounds,
-			Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource})...)
+				Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource})...)
 		}
 	}
 

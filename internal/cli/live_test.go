@@ -78,7 +78,7 @@ func TestLiveFrameGolden(t *testing.T) {
 		{"live-none-drain.golden", 0, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 2, Total: 2, Done: 1, Invalid: 1, Elapsed: 14 * time.Second, ETA: 3 * time.Second,
 			CellID: "none-static-r100-1", Phase: "drain", PhaseElapsed: 300 * time.Millisecond,
 			Rounds: noDataPlane(liveRounds(4)),
-			Last:    &liveLast{ID: "none-static-r50-1", HasLatency: true, P50Ns: 151_234, P99Ns: 2_345_678, SuccessRatio: 0.9876, RatePerSec: 49.4, Invalid: []string{"load CPU-starved"}}}},
+			Last:   &liveLast{ID: "none-static-r50-1", HasLatency: true, P50Ns: 151_234, P99Ns: 2_345_678, SuccessRatio: 0.9876, RatePerSec: 49.4, Invalid: []string{"load CPU-starved"}}}},
 		// A cluster cell: metrics.k8s.io's working set is the one memory
 		// column.
 		{"live-kube.golden", 0, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 2, Total: 24, Done: 1, Elapsed: 150 * time.Second, ETA: 3450 * time.Second,
