@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/stats"
@@ -33,8 +34,10 @@ func axisSections(a *analysis.Analysis) []axisSection {
 			}
 		}
 		for _, in := range a.Interactions {
-			if in.Axis == axis {
-				s.Interactions = append(s.Interactions, in.Verdict())
+			// An interaction with no figure on both sides (every cell of
+			// one side invalid) says nothing: left out.
+			if v := in.Verdict(); in.Axis == axis && !strings.HasSuffix(v, ": nothing to compare") {
+				s.Interactions = append(s.Interactions, v)
 			}
 		}
 		out = append(out, s)
