@@ -95,11 +95,12 @@ type State struct {
 // caller redraws them in place on a terminal or prints them as they are).
 func Render(s State) []string {
 	state, detail := StateOf(s.Phase)
-	head := s.Time.Format("2006-01-02 15:04:05") + " " + state
+	// The detail before the path: a narrow terminal cuts the line's end.
+	head := s.Time.Format("2006-01-02 15:04:05") + " " + state + " (" + detail + ")"
 	if s.Output != "" {
 		head += " " + s.Output
 	}
-	out := []string{head + "  (" + detail + ")", "--------", ""}
+	out := []string{head, "--------", ""}
 	if s.MetricsSource != "" {
 		out = append(out, "metrics: "+s.MetricsSource, "")
 	}
