@@ -666,13 +666,18 @@ func (c *cell) adoptLoadChildren(pid int, adopted map[int]bool) {
 		if adopted[child] {
 			continue
 		}
+		// A process between fork and exec (or exiting) has no command
+		// line yet: it is looked at again on the next tick.
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		if len(cmdline) == 0 {
+			continue
+		}
 		adopted[child] = true
 		name := fmt.Sprintf("load %s %d", c.opts.Generator, len(adopted))
 		t := sample.Target{PID: child, Name: name, Component: "load", Category: sample.CategoryLoad}
 		if err := c.sampler.AddNow(t); err != nil {
 			continue // exited already: a process this short is not the measured run
 		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
 		c.mu.Lock()
 		c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: name, Component: "load", Category: sample.CategoryLoad,
 			PID: child, Command: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
