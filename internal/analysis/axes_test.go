@@ -122,3 +122,65 @@ func TestAxisDefault(t *testing.T) {
 		t.Errorf("%d axis comparisons, %d interactions, %d mesh comparisons; want 0, 0, some", len(a.AxisComparisons), len(a.Interactions), len(a.Comparisons))
 	}
 }
+
+// TestAxisGenerator: the same cells measured by meshbench's engine and by
+// vegeta and fortio are compared generator against the engine, each line
+// naming the two tools and the mesh ("vegeta vs meshbench on sidecar
+// (…): p50 …; load generator CPU …"), with the tools' own CPU (the lab's
+// load category) compared too; the scenarios keep the generators apart.
+func TestAxisGenerator(t *testing.T) {
+	p := &analysis.Plan{Failed: map[string]string{}}
+	jitter := []float64{1, 1.01, 0.99, 1.02, 0.98}
+	// p50 and load CPU per generator: vegeta 1.5× the engine's p50 and 3×
+	// its CPU; fortio the same p50, 2× the CPU.
+	p50 := map[string]float64{"": 1, "vegeta": 1.5, "fortio": 1}
+	cpu := map[string]float64{"": 50, "vegeta": 150, "fortio": 100}
+	for _, mesh := range []string{"none", "sidecar"} {
+		for _, gen := range []string{"", "vegeta", "fortio"} {
+			cfg := analysis.Config{Mesh: mesh, App: "static", Rate: "1000", Replicas: 1, Protocol: "http", MTLS: true, Generator: gen}
+			for rep, j := range jitter {
+				f := map[string]float64{analysis.LatencyP50: p50[gen] * j, analysis.CPUPrefix + "load": cpu[gen] * j, analysis.CPUPrefix + "TOTAL": 300 * j}
+				p.Cells = append(p.Cells, &analysis.Cell{ID: fmt.Sprintf("%s-g%s-rep%d", mesh, gen, rep+1), Config: cfg, Valid: true, Figures: f})
+			}
+		}
+	}
+	a := analysis.Analyze(p, analysis.Options{Seed: 1, Compare: []string{"mesh", "generator"}})
+	var gens []analysis.AxisComparison
+	for _, c := range a.AxisComparisons {
+		if c.Axis == analysis.AxisGenerator {
+			gens = append(gens, c)
+			t.Log(c.Verdict())
+		}
+	}
+	// 2 meshes × 3 pairs (vegeta vs meshbench, fortio vs meshbench, fortio vs vegeta).
+	if len(gens) != 6 {
+		t.Fatalf("%d generator comparisons, want 6", len(gens))
+	}
+	for _, c := range gens {
+		if c.BaseValue != "meshbench" {
+			continue
+		}
+		wantP50, wantCPU := p50[c.Other.Generator]-1, cpu[c.Other.Generator]/50-1
+		if got := c.Diffs[analysis.LatencyP50].Estimate; math.Abs(got-wantP50) > 1e-9 {
+			t.Errorf("%s: p50 %+.2f, want %+.2f", c.Verdict(), got, wantP50)
+		}
+		if got := c.Diffs[analysis.CPUPrefix+"load"].Estimate; math.Abs(got-wantCPU) > 1e-9 {
+			t.Errorf("%s: load CPU %+.2f, want %+.2f", c.Verdict(), got, wantCPU)
+		}
+		v := c.Verdict()
+		if strings.Contains(v, "by ") {
+			t.Errorf("verdict %q names a generator in its scenario", v)
+		}
+		if !strings.HasPrefix(v, c.OtherValue+" vs meshbench on "+c.Base.Mesh+" (static, 1000 rps, 1 replica): p50 ") || !strings.Contains(v, "load generator CPU +") {
+			t.Errorf("verdict %q", v)
+		}
+	}
+	// The meshes are compared within each generator's scenario.
+	scen := map[string]bool{}
+	for _, s := range a.Scenarios {
+		scen[s.String()] = true
+	}
+	if !scen["static, 1000 rps, 1 replica"] || !scen["static, 1000 rps, 1 replica, by vegeta"] || len(scen) != 3 {
+		t.Errorf("scenarios %v: want one per generator", scen)
+	}
+}

@@ -33,6 +33,9 @@ type Config struct {
 	Protocol string `json:"protocol"`
 	Gateway  bool   `json:"gateway"`
 	MTLS     bool   `json:"mtls"`
+	// Generator is the external load generator that measured the cells
+	// ("vegeta", "fortio", …); "" for meshbench's own engine.
+	Generator string `json:"generator,omitempty"`
 }
 
 // Key identifies the Config.
@@ -43,7 +46,7 @@ func (c Config) Key() string {
 // Scenario is the Config without its mesh: the meshes of one scenario are
 // compared with each other.
 func (c Config) Scenario() Scenario {
-	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS}
+	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS, Generator: c.Generator}
 }
 
 // Scenario is a Config without its mesh.
@@ -55,11 +58,17 @@ type Scenario struct {
 	Protocol string `json:"protocol"`
 	Gateway  bool   `json:"gateway"`
 	MTLS     bool   `json:"mtls"`
+	// Generator: "" for meshbench's own engine (Config.Generator).
+	Generator string `json:"generator,omitempty"`
 }
 
 // Key identifies the scenario.
 func (s Scenario) Key() string {
-	return fmt.Sprintf("%s|%s|%d|%d|%s|%v|%v", s.App, s.Rate, s.Replicas, s.Policies, s.Protocol, s.Gateway, s.MTLS)
+	k := fmt.Sprintf("%s|%s|%d|%d|%s|%v|%v", s.App, s.Rate, s.Replicas, s.Policies, s.Protocol, s.Gateway, s.MTLS)
+	if s.Generator != "" {
+		k += "|" + s.Generator
+	}
+	return k
 }
 
 // String is a short human label: "static, 50 rps, 10 replicas, 4 policies".
@@ -85,6 +94,9 @@ func (s Scenario) String() string {
 	}
 	if !s.MTLS {
 		out += ", no mTLS"
+	}
+	if s.Generator != "" {
+		out += ", by " + s.Generator
 	}
 	return out
 }
@@ -247,7 +259,7 @@ func readResources(dir string) (sample.Summary, error) {
 // configOf is a cell's Config from its manifest's settings.
 func configOf(s results.CellSettings) Config {
 	c := Config{Mesh: MeshLabel(s.Mesh, s.Substrate), App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
-		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS}
+		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator}
 	if s.ClosedLoop {
 		c.Rate = "max"
 	}

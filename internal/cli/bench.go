@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
@@ -104,7 +105,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Connections, "connections", "", fmt.Sprintf("load generator connections (default %d)", loadgen.DefaultConnections))
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
-	fl.StringVar(&f.Generator, "generator", "", "load generator of the workers: meshbench (default), oha or wrk2 (kube platform)")
+	fl.StringVar(&f.Generator, "generator", "", "load generators, an axis: meshbench (default); on the local lab also oha, wrk2, vegeta, fortio (their processes sampled as load); on a cluster oha, wrk2")
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Compare, "compare", "", "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (default mesh)")
@@ -271,7 +272,8 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		lo := local.Options{Mesh: mo, Load: c.Rate.Load(), Duration: p.Duration, Warmup: p.Warmup,
 			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops}
+			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops,
+			Generator: c.Generator}
 		rcells[i] = runner.Cell{ID: c.ID, Lab: lo}
 		if p.ReuseTopology {
 			rcells[i].Topology = c.TopologyKey
@@ -332,13 +334,20 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	case f.quiet:
 	case env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb":
 		live = newLiveView(env, len(rcells), onKube)
+		live.outDir = dir
+		if onKube {
+			live.st.MetricsSource = f.kube.metricsSource
+		}
 		ro.Progress, phase, onRound = live.progress, live.phase, live.round
 		live.start()
 	default:
-		ro.Progress, phase = benchProgress(env, started)
+		ro.Progress, phase, onRound = benchProgress(env, started, dir)
 	}
 	for i := range ro.Cells {
 		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
+		if live != nil {
+			ro.Cells[i].Lab.OnLoadProgress = live.loadProgress
+		}
 		if k := ro.Cells[i].Kube; k != nil {
 			k.Phase, k.OnRound = phase, onRound
 			switch {
@@ -400,7 +409,7 @@ func benchKubeOptions(p *plan.Plan, c plan.Cell, k *kubeFlags) kube.Options {
 	o := kube.Options{Connect: k.connect(),
 		Spec: kube.Spec{AppNamespace: k.namespacePrefix + "-app", LoadNamespace: k.namespacePrefix + "-load",
 			Mesh: c.Mesh, Image: k.image, AppImage: k.appImage, FacesChart: k.facesChart && c.Mesh.App == mesh.AppFaces},
-		Load: c.Rate.Load(), Workers: p.Workers, Generator: p.Generator, Duration: p.Duration, Warmup: p.Warmup,
+		Load: c.Rate.Load(), Workers: p.Workers, Generator: c.Generator, Duration: p.Duration, Warmup: p.Warmup,
 		Connections: p.Connections, AllowForeign: k.allowForeign, Keep: k.keep,
 		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout,
 		MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval,
@@ -463,11 +472,16 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 // benchProgress prints one line per cell start and end, with the plan's
 // progress and an estimate of the time left from the cells run so far, and
 // returns it with a hook printing one line per lab phase (sub-phases such
-// as prepare/apps left out).
-func benchProgress(env *Env, started time.Time) (func(runner.Event), func(string)) {
+// as prepare/apps left out) and a hook keeping the sampling rounds of the
+// measured window and the drain: when the drain ends, the seed tool's view
+// of them (internal/liveview) is printed as plain lines, the live view's
+// content without cursor codes.
+func benchProgress(env *Env, started time.Time, dir string) (func(runner.Event), func(string), func(sample.Round)) {
 	var mu sync.Mutex // phases start on the lab's goroutines
 	ran := 0
 	var cur runner.Event
+	var rounds []sample.Round
+	recording := false
 	progress := func(ev runner.Event) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -492,8 +506,31 @@ func benchProgress(env *Env, started time.Time) (func(runner.Event), func(string
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(env.Stderr, "[%d/%d] %s: phase %s\n", cur.Index, cur.Total, cur.Cell.ID, name)
+		switch name {
+		case "measure":
+			recording, rounds = true, nil
+		case "drain":
+		default:
+			if recording && len(rounds) > 0 {
+				lines := liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
+					Rounds: rounds, Memory: "PSS"})
+				if cur.Cell.Kube != nil {
+					lines = liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
+						Rounds: rounds, Memory: "working set", MetricsSource: cur.Cell.Kube.MetricsSource})
+				}
+				fmt.Fprintln(env.Stderr, strings.Join(lines, "\n"))
+			}
+			recording, rounds = false, nil
+		}
 	}
-	return progress, phase
+	onRound := func(r sample.Round) {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording {
+			rounds = append(rounds, r)
+		}
+	}
+	return progress, phase, onRound
 }
 
 // cellEndText is how a cell ended: its rate, p50, p99 and success, or why

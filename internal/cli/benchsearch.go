@@ -47,6 +47,12 @@ func searchAnalysisOptions(p *plan.Plan) analysis.SearchOptions {
 // reports.
 func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, dir string, bin *envoy.Binary, sub local.Substrate) error {
 	ao := searchAnalysisOptions(p)
+	onKube := p.Platform == plan.PlatformKube
+	if onKube && f.kube.installMesh {
+		// The mesh installs with a plan's first cell of each mesh; a
+		// search's probes are not known before it runs.
+		return usagef("--install-mesh: not with a capacity search; install the mesh first (meshbench run --platform kube --install-mesh), the probes verify it")
+	}
 	var rounds [][]runner.Search
 	n := 0
 	for _, round := range p.Searches(*p.Seed) {
@@ -58,7 +64,16 @@ func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, 
 				SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain, LoadCPUMax: p.Thresholds.LoadCPU,
 				RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
 				AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, AppFaults: p.AppFaults, Hops: p.Hops, Timeout: probeTimeout(p.Search.Objective), Substrate: sub, BodySize: p.BodySize}
-			rr = append(rr, runner.Search{ID: s.ID, Lab: lo})
+			rs := runner.Search{ID: s.ID, Lab: lo}
+			if onKube {
+				// Every probe is a real cell on the cluster: its app
+				// deployed, the load Job at the probe's rate, the
+				// kubelet's (or metrics.k8s.io's) figures, then deleted.
+				ko := benchKubeOptions(p, s.Cell, &f.kube)
+				ko.Timeout = probeTimeout(p.Search.Objective)
+				rs.Kube = &ko
+			}
+			rr = append(rr, rs)
 			n++
 		}
 		rounds = append(rounds, rr)
@@ -103,7 +118,7 @@ func runBenchSearch(ctx context.Context, env *Env, f *benchFlags, p *plan.Plan, 
 	}
 	// About 10 probes a search (growth to the first miss, then bisection),
 	// each a cell of its own lab.
-	est := time.Duration(n*10) * (p.Warmup + p.Duration + p.Drain + plan.CellOverheadLocal)
+	est := time.Duration(n*10) * (p.Warmup + p.Duration + p.Drain + p.CellOverhead())
 	fmt.Fprintf(env.Stderr, "meshbench bench: capacity search at %s for %d configuration(s) × %d repetition(s), from %s/s to %s/s, precision %s, %s per probe after %s warm-up, seed %d, about %s at 10 probes a search; results in %s\n",
 		p.Search.Objective.Human(), n/max(p.Repetitions, 1), p.Repetitions, capacity.FormatRate(p.Search.Config.From),
 		capacity.FormatRate(p.Search.Config.To), capacityPct(p.Search.Config.Precision), p.Duration, p.Warmup, *p.Seed, est.Round(time.Minute), dir)

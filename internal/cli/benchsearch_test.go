@@ -131,3 +131,55 @@ func TestBenchSearchKnownCapacityAndResume(t *testing.T) {
 		t.Errorf("stdout lacks the capacity report:\n%s", so.String())
 	}
 }
+
+// TestBenchSearchSecondKnownCapacity: a second known answer on the lab
+// without a mesh, with another K and s: one app replica serving at most 2
+// requests at once, 4 ms each, has a capacity of exactly 2/4ms = 500/s.
+// At r ≤ 500/s evenly spaced requests arrive at least 2 ms apart, so at
+// most 2 are ever in service and none waits: latency ≈ 4 ms plus
+// loopback, far under the objective's 20 ms. Above it the queue grows by
+// (r − 500) per second: over the 1-s warm-up and 4-s window a rate 5%
+// above (525/s) queues 125 requests, 250 ms of waiting, so p99 misses 20
+// ms by far (even 1% above, 505/s, adds 50 ms by the window's end). The
+// search must therefore end with 500/s met and the next rate probed
+// missed: within its 5% precision of 500/s.
+func TestBenchSearchSecondKnownCapacity(t *testing.T) {
+	bin := testutil.BuildMeshbench(t)
+	out := filepath.Join(t.TempDir(), "plan")
+	planFile := filepath.Join(t.TempDir(), "search.yaml")
+	yml := "axes:\n  mesh: [none]\nrepetitions: 1\nseed: 11\nduration: 4s\nwarmup: 1s\ndrain: 200ms\n" +
+		"app_concurrency: 2\napp_service_time: 4ms\n" +
+		"search: {slo: {p99: 20ms, errors: 0.1%}, from: 100, to: 5000, precision: 5%}\n"
+	if err := os.WriteFile(planFile, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "bench", planFile, "--out", out, "--loopback-net", "66")
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, so.String(), se.String())
+	}
+	t.Logf("%s\n%s", se.String(), so.String())
+	pd, err := analysis.ReadPlan(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Parse("search.yaml", pd.PlanYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := analysis.AnalyzeSearch(pd, searchAnalysisOptions(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Groups) != 1 || len(a.Groups[0].Runs) != 1 {
+		t.Fatalf("groups %+v", a.Groups)
+	}
+	r := a.Groups[0].Runs[0]
+	if r.Unfinished || r.Result.Kind != "found" {
+		t.Fatalf("search %s: %+v", r.ID, r.Result)
+	}
+	if d := math.Abs(r.Result.Capacity-500) / 500; d > 0.05 {
+		t.Errorf("found %v/s, want within 5%% of 500/s", r.Result.Capacity)
+	}
+}

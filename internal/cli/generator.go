@@ -20,7 +20,7 @@ func checkGenerator(f *loadFlags, cfg loadgen.Config) error {
 	}
 	if f.generator == extgen.Meshbench {
 		if f.generatorPath != "" {
-			return errors.New("--generator-path: only with --generator oha, wrk2 or vegeta")
+			return errors.New("--generator-path: only with --generator oha, wrk2, vegeta or fortio")
 		}
 		return nil
 	}
@@ -35,9 +35,13 @@ func checkGenerator(f *loadFlags, cfg loadgen.Config) error {
 func externalConfig(f *loadFlags, cfg loadgen.Config) extgen.Config {
 	c := extgen.Config{Generator: f.generator, Path: f.generatorPath, Load: cfg, TLSFiles: f.tls,
 		Threads: f.cpus, Version: Version, Now: cfg.Now}
-	if f.generator == extgen.Vegeta && f.output != "" {
-		// vegeta's own results beside the report, for vegeta report / plot.
-		c.KeepResults = f.output + ".vegeta.bin"
+	if f.output != "" {
+		switch f.generator {
+		case extgen.Vegeta: // vegeta's own results beside the report, for vegeta report / plot
+			c.KeepResults = f.output + ".vegeta.bin"
+		case extgen.Fortio: // fortio's own JSON beside the report
+			c.KeepResults = f.output + ".fortio.json"
+		}
 	}
 	return c
 }

@@ -21,14 +21,14 @@ func TestLoadGeneratorBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown generator", []string{"load", "--generator", "hey", url}, `--generator "hey": allowed: meshbench, oha, wrk2, vegeta`},
+		{"unknown generator", []string{"load", "--generator", "hey", url}, `--generator "hey": allowed: meshbench, oha, wrk2, vegeta, fortio`},
 		{"tcp with oha", []string{"load", "--generator", "oha", "tcp://" + addr}, "--generator oha is used for HTTP/1.1 only"},
 		{"h2 with oha", []string{"load", "--generator", "oha", "--http2", url}, "speaks h2"},
 		{"fractional rate with wrk2", []string{"load", "--generator", "wrk2", "--rate", "33.3", url}, "wrk2 takes whole requests per second"},
 		{"worker share not whole with wrk2", []string{"load", "--generator", "wrk2", "--rate", "100", "--workers", "3", "--worker-index", "0", url},
 			"--rate 33.333334/s: wrk2 takes whole requests per second"},
 		{"closed loop with wrk2", []string{"load", "--generator", "wrk2", "--max", url}, "wrk2 has no closed loop"},
-		{"path without generator", []string{"load", "--generator-path", "/bin/true", url}, "--generator-path: only with --generator oha, wrk2 or vegeta"},
+		{"path without generator", []string{"load", "--generator-path", "/bin/true", url}, "--generator-path: only with --generator oha, wrk2, vegeta or fortio"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			inv := runCLI(t, nil, tt.args...)
@@ -52,7 +52,7 @@ func TestRunGeneratorFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"local lab", []string{"run", "--generator", "oha"}, "--generator oha: the local lab runs meshbench's engine only"},
+		{"local lab, unknown", []string{"run", "--generator", "hey"}, `--generator "hey": allowed on the local lab: meshbench, oha, wrk2, vegeta, fortio`},
 		{"unknown on kube", []string{"run", "--platform", "kube", "--generator", "hey"}, `--generator "hey": allowed: meshbench, oha, wrk2`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

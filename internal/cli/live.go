@@ -3,13 +3,16 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -52,9 +55,18 @@ type liveState struct {
 	CellID       string
 	Phase        string
 	PhaseElapsed time.Duration
-	// Measure summarizes the current cell's rounds since its measured
-	// window started (Rounds 0: none yet).
-	Measure sample.Summary
+	// Rounds are the current cell's sampling rounds since its measured
+	// window started, the drain's included (the seed tool records those
+	// too); none yet while it starts.
+	Rounds []sample.Round
+	// Now is the frame's wall clock; Output the current cell's results
+	// directory; Load the load's running figures (nil before it runs).
+	Now    time.Time
+	Output string
+	Load   *liveview.Load
+	// MetricsSource says where a cluster's figures come from; "" on the
+	// lab (/proc).
+	MetricsSource string
 	// Last is the last cell that ended, nil before the first.
 	Last *liveLast
 	// Finished is true for the final frame: the plan has ended or was
@@ -156,7 +168,14 @@ func renderLive(s liveState, width int) string {
 		} else {
 			add("%s  %s %.1fs", s.CellID, phase, s.PhaseElapsed.Seconds())
 		}
-		lines = append(lines, resourceLines(s)...)
+		mem := "PSS"
+		if s.WorkingSet {
+			mem = "working set"
+		}
+		if !s.Finished || len(s.Rounds) > 0 {
+			lines = append(lines, liveview.Render(liveview.State{Time: s.Now, Phase: s.Phase, Output: s.Output, Rounds: s.Rounds,
+				Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource})...)
+		}
 	}
 
 	if l := s.Last; l != nil {
@@ -184,89 +203,6 @@ func renderLive(s liveState, width int) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-// resourceLines is the current cell's table of the measured window so
-// far: per component, CPU avg (min-max) in millicores, RSS and PSS avg in
-// MiB; then the data-plane/app ratios.
-func resourceLines(s liveState) []string {
-	m := s.Measure
-	if m.Rounds == 0 || m.Total.Rounds == 0 {
-		if s.Finished {
-			return nil
-		}
-		if s.Phase == "measure" {
-			return []string{"  measured window: waiting for the first sample"}
-		}
-		return []string{"  resources: shown from the measured window on"}
-	}
-	nameW := len("Component")
-	for _, c := range m.Components {
-		nameW = max(nameW, len(c.Name))
-	}
-	nameW = min(nameW, 28)
-	row := func(name, cpu, rss, pss string) string {
-		if s.WorkingSet {
-			return strings.TrimRight(fmt.Sprintf("  %-*s  %-20s  %11s", nameW, truncate(name, nameW), cpu, pss), " ")
-		}
-		return fmt.Sprintf("  %-*s  %-20s  %9s  %9s", nameW, truncate(name, nameW), cpu, rss, pss)
-	}
-	figs := func(name string, f sample.Figures) string {
-		if f.Rounds == 0 {
-			return row(name, "-", "-", "-")
-		}
-		c := f.CPUMillicores
-		pss := "-"
-		if f.PSSRounds > 0 {
-			pss = fmt.Sprintf("%.1fMi", f.PSSBytes.Avg/(1<<20))
-		}
-		return row(name, fmt.Sprintf("%.1fm (%.0f-%.0fm)", c.Avg, c.Min, c.Max),
-			fmt.Sprintf("%.1fMi", f.RSSBytes.Avg/(1<<20)), pss)
-	}
-	memHead := "PSS avg"
-	if s.WorkingSet {
-		memHead = "working set"
-	}
-	window := "so far"
-	if s.Phase != "measure" {
-		window = "ended"
-	}
-	out := []string{
-		fmt.Sprintf("  measured window (%s): %d rounds", window, m.Rounds),
-		row("Component", "CPU avg (min-max)", "RSS avg", memHead),
-	}
-	for i, c := range m.Components {
-		if i == liveMaxComponents {
-			out = append(out, fmt.Sprintf("  … and %d more components", len(m.Components)-i))
-			break
-		}
-		out = append(out, figs(c.Name, c.Figures))
-	}
-	out = append(out, figs("TOTAL", m.Total))
-	ratio := ratioLine(m)
-	if s.WorkingSet {
-		ratio = strings.Replace(ratio, "PSS", "working set", 1)
-	}
-	return append(out, "  "+ratio)
-}
-
-// ratioLine is the mesh's cost relative to the app: data-plane CPU / app
-// CPU, and data-plane PSS / app PSS when both have PSS readings.
-func ratioLine(m sample.Summary) string {
-	dp, app := m.Category(sample.CategoryDataPlane), m.Category(sample.CategoryApp)
-	switch {
-	case dp == nil:
-		return "data-plane/app: no data-plane process"
-	case app == nil || app.CPUMillicores.Avg <= 0:
-		return "data-plane/app: no app CPU yet"
-	}
-	line := fmt.Sprintf("data-plane/app: CPU %.2fx", dp.CPUMillicores.Avg/app.CPUMillicores.Avg)
-	if dp.PSSRounds > 0 && app.PSSRounds > 0 && app.PSSBytes.Avg > 0 {
-		line += fmt.Sprintf("  PSS %.2fx", dp.PSSBytes.Avg/app.PSSBytes.Avg)
-	} else {
-		line += "  PSS -"
-	}
-	return line
 }
 
 // roundDur formats a duration to the second (under a minute: tenths).
@@ -342,7 +278,10 @@ type liveView struct {
 	phaseStart time.Time
 	ranTotal   time.Duration // summed durations of the cells ended in this run
 	measuring  bool
-	rounds     []sample.Round // the current cell's measured window so far
+	rounds     []sample.Round // the current cell's measured window and drain so far
+	// outDir is the plan's results directory (the state line names the
+	// cell's directory in it).
+	outDir string
 
 	stop, stopped chan struct{}
 }
@@ -420,6 +359,8 @@ func (v *liveView) state() liveState {
 func (v *liveView) stateLocked() liveState {
 	now := v.now()
 	s := v.st
+	s.Now = now
+	s.Rounds = v.rounds
 	s.Elapsed = now.Sub(v.started)
 	if s.CellID != "" {
 		s.PhaseElapsed = now.Sub(v.phaseStart)
@@ -445,7 +386,13 @@ func (v *liveView) progress(ev runner.Event) {
 		now := v.now()
 		v.st.Index, v.st.Total, v.st.Skipped = ev.Index, ev.Total, ev.Skipped
 		v.st.CellID, v.st.Phase = ev.Cell.ID, ""
-		v.st.Measure = sample.Summary{}
+		v.st.Load = nil
+		if g := ev.Cell.Lab.Generator; g != "" && g != "meshbench" {
+			v.st.Load = &liveview.Load{Generator: g}
+		}
+		if v.outDir != "" {
+			v.st.Output = filepath.Join(v.outDir, results.CellsDir, ev.Cell.ID+".partial")
+		}
 		v.cellStart, v.phaseStart = now, now
 		v.measuring, v.rounds = false, nil
 		v.mu.Unlock()
@@ -474,13 +421,25 @@ func (v *liveView) phase(name string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.st.Phase, v.phaseStart = name, v.now()
-	switch {
-	case name == "measure":
+	switch name {
+	case "measure":
 		v.measuring, v.rounds = true, nil
-		v.st.Measure = sample.Summary{}
-	case v.measuring:
-		v.measuring = false // drain: the window has ended
+	case "drain":
+		// the seed tool records the drain too: keep sampling
+	default:
+		v.measuring = false
 	}
+}
+
+// loadProgress is local.Options.OnLoadProgress: the load's running
+// figures.
+func (v *liveView) loadProgress(p results.LoadProgress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if p.ElapsedNs <= 0 {
+		return // the warm-up: the measured window's figures only
+	}
+	v.st.Load = &liveview.Load{Known: true, RatePerSec: p.RatePerSec, P50Ns: p.P50Ns, P99Ns: p.P99Ns, Sent: p.Sent, Errors: p.Errors}
 }
 
 // round is local.Options.OnRound: a sampling round of the current cell.
@@ -491,7 +450,6 @@ func (v *liveView) round(r sample.Round) {
 		return
 	}
 	v.rounds = append(v.rounds, r)
-	v.st.Measure = sample.Summarize(v.rounds)
 }
 
 // liveLog writes a cell's log lines (a cluster cell's idle gate, drain,

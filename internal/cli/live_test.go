@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,7 @@ func liveRounds(n int) []sample.Round {
 
 // TestLiveFrameGolden pins the live view's frames, one golden file each.
 func TestLiveFrameGolden(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC)
 	last := &liveLast{ID: "none-static-r50-1", HasLatency: true, P50Ns: 845_884, P99Ns: 1_537_000, SuccessRatio: 1, RatePerSec: 50}
 	for _, tt := range []struct {
 		name  string
@@ -60,30 +62,30 @@ func TestLiveFrameGolden(t *testing.T) {
 		st    liveState
 	}{
 		// The first cell starting: no ETA yet, no table, no last cell.
-		{"live-prepare.golden", 0, liveState{Index: 1, Total: 12, ETA: -1, Elapsed: 1200 * time.Millisecond,
+		{"live-prepare.golden", 0, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 1, Total: 12, ETA: -1, Elapsed: 1200 * time.Millisecond,
 			CellID: "sidecar-static-r100-1", Phase: "prepare/envoys", PhaseElapsed: 700 * time.Millisecond}},
 		// Mid-plan, in the measured window: the table, the ratios, the
 		// last cell, a resumed plan's earlier cells.
-		{"live-measure.golden", 100, liveState{Index: 5, Total: 12, Skipped: 1, Done: 3, Invalid: 1, Elapsed: 62 * time.Second, ETA: 250 * time.Second,
+		{"live-measure.golden", 100, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 5, Total: 12, Skipped: 1, Done: 3, Invalid: 1, Elapsed: 62 * time.Second, ETA: 250 * time.Second,
 			CellID: "sidecar-static-r100-1", Phase: "measure", PhaseElapsed: 4200 * time.Millisecond,
-			Measure: sample.Summarize(liveRounds(5)), Last: last}},
+			Rounds: liveRounds(5), Last: last}},
 		// The same on a narrow terminal: every line cut to 49 columns.
-		{"live-narrow.golden", 50, liveState{Index: 5, Total: 12, Done: 3, Elapsed: 62 * time.Second, ETA: 250 * time.Second,
+		{"live-narrow.golden", 50, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 5, Total: 12, Done: 3, Elapsed: 62 * time.Second, ETA: 250 * time.Second,
 			CellID: "sidecar-static-r100-1", Phase: "measure", PhaseElapsed: 4200 * time.Millisecond,
-			Measure: sample.Summarize(liveRounds(5)), Last: last}},
+			Rounds: liveRounds(5), Last: last}},
 		// Mode none in drain (window ended, no data plane); the last cell
 		// invalid.
-		{"live-none-drain.golden", 0, liveState{Index: 2, Total: 2, Done: 1, Invalid: 1, Elapsed: 14 * time.Second, ETA: 3 * time.Second,
+		{"live-none-drain.golden", 0, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 2, Total: 2, Done: 1, Invalid: 1, Elapsed: 14 * time.Second, ETA: 3 * time.Second,
 			CellID: "none-static-r100-1", Phase: "drain", PhaseElapsed: 300 * time.Millisecond,
-			Measure: sample.Summarize(noDataPlane(liveRounds(4))),
-			Last:    &liveLast{ID: "none-static-r50-1", HasLatency: true, P50Ns: 151_234, P99Ns: 2_345_678, SuccessRatio: 0.9876, RatePerSec: 49.4, Invalid: []string{"load CPU-starved"}}}},
+			Rounds: noDataPlane(liveRounds(4)),
+			Last:   &liveLast{ID: "none-static-r50-1", HasLatency: true, P50Ns: 151_234, P99Ns: 2_345_678, SuccessRatio: 0.9876, RatePerSec: 49.4, Invalid: []string{"load CPU-starved"}}}},
 		// A cluster cell: metrics.k8s.io's working set is the one memory
 		// column.
-		{"live-kube.golden", 0, liveState{Index: 2, Total: 24, Done: 1, Elapsed: 150 * time.Second, ETA: 3450 * time.Second,
+		{"live-kube.golden", 0, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 2, Total: 24, Done: 1, Elapsed: 150 * time.Second, ETA: 3450 * time.Second,
 			CellID: "sidecar-static-r200-x3-p0-http-pod-mtls-rep1", Phase: "measure", PhaseElapsed: 31 * time.Second,
-			Measure: sample.Summarize(liveRounds(3)), WorkingSet: true}},
+			Rounds: liveRounds(3), WorkingSet: true}},
 		// The final frame after a failed cell.
-		{"live-final.golden", 0, liveState{Index: 12, Total: 12, Done: 12, Failed: 1, Elapsed: 3*time.Minute + 4*time.Second, ETA: 0,
+		{"live-final.golden", 0, liveState{Now: at, Output: "results/bench-x/cells/cell.partial", Index: 12, Total: 12, Done: 12, Failed: 1, Elapsed: 3*time.Minute + 4*time.Second, ETA: 0,
 			CellID: "ambient-static-r100-3", Phase: "teardown", Finished: true,
 			Last: &liveLast{ID: "ambient-static-r100-3", Error: "starting ztunnel-node1: address in use"}}},
 	} {
@@ -152,7 +154,7 @@ func doneEvent(ev runner.Event, valid bool) runner.Event {
 
 // TestLiveViewState drives the view with events on a fake clock: counts,
 // the ETA from finished cells' mean duration, phases, and rounds counted
-// only inside the measured window; the finished cells' lines go above the
+// only inside the measured window and the drain; the finished cells' lines go above the
 // frame.
 func TestLiveViewState(t *testing.T) {
 	clock := &fakeNow{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
@@ -168,9 +170,11 @@ func TestLiveViewState(t *testing.T) {
 	v.round(rounds[1])
 	v.round(rounds[2])
 	v.phase("drain")
-	v.round(rounds[3]) // after the window: not counted
-	if s := v.state(); s.Measure.Rounds != 2 || s.Phase != "drain" || s.ETA >= 0 {
-		t.Errorf("cell a: %d rounds, phase %q, ETA %v; want 2, drain, unknown", s.Measure.Rounds, s.Phase, s.ETA)
+	v.round(rounds[3]) // the drain: recorded, as the seed tool does
+	v.phase("collect")
+	v.round(rounds[4]) // after the drain: not counted
+	if s := v.state(); len(s.Rounds) != 3 || s.Phase != "collect" || s.ETA >= 0 {
+		t.Errorf("cell a: %d rounds, phase %q, ETA %v; want 3, collect, unknown", len(s.Rounds), s.Phase, s.ETA)
 	}
 	clock.advance(10 * time.Second)
 	v.progress(doneEvent(ev, false))
@@ -182,14 +186,16 @@ func TestLiveViewState(t *testing.T) {
 	clock.advance(4 * time.Second)
 	s := v.state()
 	// One cell took 10 s; 3 left (b included), b has run 4 s: 26 s.
-	if s.Done != 1 || s.Invalid != 1 || s.Index != 2 || s.ETA != 26*time.Second || s.Measure.Rounds != 0 || s.Last.ID != "cell-a" {
+	if s.Done != 1 || s.Invalid != 1 || s.Index != 2 || s.ETA != 26*time.Second || len(s.Rounds) != 0 || s.Last.ID != "cell-a" {
 		t.Errorf("cell b: %+v", s)
 	}
 	if s.Elapsed != 14*time.Second || s.PhaseElapsed != 4*time.Second {
 		t.Errorf("elapsed %v, phase %v; want 14s, 4s", s.Elapsed, s.PhaseElapsed)
 	}
 	v.finish()
-	if out := buf.String(); !strings.Contains(out, "idle: app CPU 2m < 20m\033[K\ncell 2/4") || !strings.Contains(out, "\r\033[3A[1/4] cell-a: \033[K\n") || !strings.Contains(out, "\r\033[4Aended: cell 2/4") || !strings.HasSuffix(out, "\n\033[J") {
+	out := buf.String()
+	if !strings.Contains(out, "idle: app CPU 2m < 20m\033[K\ncell 2/4") || !regexp.MustCompile(`\r\033\[\d+A\[1/4\] cell-a: \033\[K\n`).MatchString(out) ||
+		!regexp.MustCompile(`\r\033\[\d+Aended: cell 2/4`).MatchString(out) || !strings.HasSuffix(out, "\n\033[J") {
 		t.Errorf("screen output %q", out)
 	}
 }

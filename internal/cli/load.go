@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +53,9 @@ type loadFlags struct {
 	cpuProfile  string
 	// hlog is --hlog: the interval log to write (per second).
 	hlog string
+	// progressFile, when set, is rewritten every second with the running
+	// figures (results.LoadProgress), for the lab's live view.
+	progressFile string
 	// failOn is --fail-on, parsed into conditions by buildLoadConfig.
 	failOn     string
 	conditions []threshold.Condition
@@ -144,6 +148,8 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVar(&f.format, "output-format", "", "text, json, hdr or vegeta-json (vegeta report -type=json's document) (default: text; from -o's extension .json/.hdr when given)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the report in --output-format to this file (the text report still goes to stdout)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
+	fl.StringVar(&f.progressFile, "progress-file", "", "rewrite `FILE` every second with the running figures as JSON (meshbench's engine; the lab's live view reads it)")
+	_ = fl.MarkHidden("progress-file")
 	fl.StringVar(&f.hlog, "hlog", "", "also write latency, service time and schedule lag per second of the window as HdrHistogram's interval log (.hlog) to `FILE`")
 	f.requests.add(fl)
 	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the run with exit 99 after its report, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
@@ -152,8 +158,8 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	_ = fl.MarkHidden("cpuprofile")
 	fl.IntVar(&f.workers, "workers", 1, "load generators sharing this load; this one sends its share of --rate and --connections")
 	fl.IntVar(&f.workerIndex, "worker-index", 0, "this generator's index among --workers, 0 to W-1 (default: $"+JobCompletionIndexEnv+" when set, else 0)")
-	fl.StringVar(&f.generator, "generator", extgen.Meshbench, "load generator: meshbench (this engine), oha, wrk2 or vegeta (run as a subprocess, HTTP/1.1 only; same result format, with how exact each figure is)")
-	fl.StringVar(&f.generatorPath, "generator-path", "", "binary of --generator oha|wrk2|vegeta (default: oha, wrk2 then wrk, or vegeta on $PATH)")
+	fl.StringVar(&f.generator, "generator", extgen.Meshbench, "load generator: meshbench (this engine), oha, wrk2, vegeta or fortio (run as a subprocess, HTTP/1.1 only; same result format, with how exact each figure is)")
+	fl.StringVar(&f.generatorPath, "generator-path", "", "binary of --generator oha|wrk2|vegeta|fortio (default: vegeta and fortio from `make generators`, else each on $PATH; wrk2 then wrk)")
 	bindSearchFlags(fl, &f.search)
 }
 
@@ -361,6 +367,16 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 		prog = &progressLine{w: env.Stderr, total: cfg.Duration, plain: plain}
 		cfg.Progress = prog.show
 	}
+	if f.progressFile != "" && f.generator == extgen.Meshbench {
+		show := cfg.Progress
+		path := f.progressFile
+		cfg.Progress = func(pr loadgen.Progress) {
+			if show != nil {
+				show(pr)
+			}
+			writeProgressFile(path, pr)
+		}
+	}
 	finishRequests, err := f.requests.open(&cfg)
 	if err != nil {
 		return err
@@ -505,4 +521,18 @@ func openOutputAndPreflight(ctx context.Context, output string, cfg loadgen.Conf
 		return nil, err
 	}
 	return outFile, nil
+}
+
+// writeProgressFile rewrites path (temporary file + rename) with pr as
+// results.LoadProgress; a failure is ignored (the live view is a view).
+func writeProgressFile(path string, pr loadgen.Progress) {
+	rate := 0.0
+	if pr.Elapsed > 0 {
+		rate = float64(pr.Sent) / pr.Elapsed.Seconds()
+	}
+	b, err := json.Marshal(results.LoadProgress{ElapsedNs: int64(pr.Elapsed), Sent: pr.Sent, Completed: pr.Completed, Errors: pr.Errors,
+		Dropped: pr.Dropped, P50Ns: pr.P50Ns, P99Ns: pr.P99Ns, RatePerSec: rate})
+	if err == nil {
+		_ = results.WriteFileAtomic(path, b, 0o644)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -147,11 +148,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if f.loopbackNet < 0 || f.loopbackNet > 255 {
 		errs = append(errs, fmt.Errorf("--loopback-net %d: allowed: 0 to 255", f.loopbackNet))
 	}
-	if f.kube.generator != "" && f.kube.generator != extgen.Meshbench {
-		// The lab samples its load generator's own process: an external
-		// tool's CPU would go unmeasured and the CPU-starvation check
-		// would judge the wrong process.
-		errs = append(errs, fmt.Errorf("--generator %s: the local lab runs meshbench's engine only; use --platform kube, or `meshbench load --generator %s` against the lab", f.kube.generator, f.kube.generator))
+	if !slices.Contains(extgen.LoadNames, f.kube.generator) {
+		errs = append(errs, fmt.Errorf("--generator %q: allowed on the local lab: %s", f.kube.generator, strings.Join(extgen.LoadNames, ", ")))
 	}
 	load, loadErrs := checkLoadFlags(f.rate, f.connections, true)
 	errs = append(errs, loadErrs...)
@@ -176,6 +174,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	o := local.Options{Mesh: mo, Load: load, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
+	o.Generator = f.kube.generator
 	if f.bodySize != app.DefaultBodySize {
 		o.BodySize = f.bodySize
 	}

@@ -1,7 +1,8 @@
-// Package extgen runs external HTTP load generators — oha and wrk2 — as
-// subprocesses in place of meshbench's own engine, and turns what they
-// print into meshbench's load result (results.LoadResult), so that their
-// runs are reported, merged across workers and judged like the engine's.
+// Package extgen runs external HTTP load generators — oha, wrk2, vegeta
+// and fortio — as subprocesses in place of meshbench's own engine, and
+// turns what they print into meshbench's load result
+// (results.LoadResult), so that their runs are reported, merged across
+// workers and judged like the engine's.
 //
 // Each tool runs twice: once for the warm-up (its output discarded), then
 // for the measured window. A run is bounded in time and, when it overruns
@@ -11,10 +12,12 @@
 // What each tool gives, and so how exact the result is, differs and is
 // written into the result (results.Generator): oha 1.16 writes every
 // answered request (intended and actual send time, end, status, body
-// bytes) to an SQLite file, so the three histograms are exact; wrk2 prints
-// only an HdrHistogram percentile spectrum, from which the latency and
-// service-time histograms are reconstructed, and no schedule lag. A figure
-// a tool does not give is left at zero and listed in Generator.Notes.
+// bytes) to an SQLite file, so the three histograms are exact; vegeta's
+// per-request results give an exact latency histogram from the actual
+// send; wrk2 prints only an HdrHistogram percentile spectrum and fortio
+// only its own coarser buckets, from which the histograms are
+// reconstructed, and neither reports the schedule lag. A figure a tool
+// does not give is left at zero and listed in Generator.Notes.
 package extgen
 
 import (
@@ -43,15 +46,17 @@ const (
 	Oha       = "oha"       // hatoo/oha, open loop with --latency-correction
 	Wrk2      = "wrk2"      // giltene/wrk2, constant throughput (-R)
 	Vegeta    = "vegeta"    // tsenart/vegeta, constant rate (-rate), the UDS seed reports' tool
+	Fortio    = "fortio"    // fortio.org/fortio, -qps with -nocatchup, Istio's benchmark tool
 )
 
 // Names lists the generators meshbench's image holds (the kube platform's
 // choice), the default first.
 var Names = []string{Meshbench, Oha, Wrk2}
 
-// LoadNames lists the generators `meshbench load` runs on this machine:
-// Names and vegeta (not in the image yet).
-var LoadNames = []string{Meshbench, Oha, Wrk2, Vegeta}
+// LoadNames lists the generators `meshbench load` and the local lab run
+// on this machine: Names, vegeta and fortio (built by the install step,
+// not in the image yet).
+var LoadNames = []string{Meshbench, Oha, Wrk2, Vegeta, Fortio}
 
 // OhaVersion is the oha release meshbench is written and tested against
 // (its command line, JSON summary and SQLite table); the image installs
@@ -64,7 +69,7 @@ const Wrk2Commit = "44a94c17d8e6a0bac8559b53da76848e430cb7a7"
 
 // Config is one external run.
 type Config struct {
-	// Generator is Oha or Wrk2.
+	// Generator is Oha, Wrk2, Vegeta or Fortio.
 	Generator string
 	// Path is the tool's binary; "" looks it up on $PATH (oha; wrk2 then
 	// wrk, checking that the wrk found is wrk2).
@@ -87,8 +92,9 @@ type Config struct {
 	// TempDir holds the tool's files for the run ("": a new directory
 	// under os.TempDir, removed after).
 	TempDir string
-	// KeepResults, when set, is where vegeta's own binary results of the
-	// measured window are copied (vegeta report / plot read them).
+	// KeepResults, when set, is where the tool's own results of the
+	// measured window are copied: vegeta's binary results (vegeta report /
+	// plot read them), fortio's JSON.
 	KeepResults string
 	// Grace is how long a tool may run past its duration plus the
 	// request timeout before it is killed (0: 30 s).
@@ -107,7 +113,7 @@ func (c *Config) now() time.Time {
 func (c *Config) Validate() error {
 	var errs []error
 	name := c.Generator
-	if name != Oha && name != Wrk2 && name != Vegeta {
+	if name != Oha && name != Wrk2 && name != Vegeta && name != Fortio {
 		return fmt.Errorf("--generator %q: allowed: %s", name, strings.Join(LoadNames, ", "))
 	}
 	l := &c.Load
@@ -128,7 +134,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// binary resolves the tool's path.
+// binary resolves the tool's path: --generator-path; for vegeta and
+// fortio the pinned build of the install step (InstallDir); then $PATH.
 func (c *Config) binary() (string, error) {
 	if c.Path != "" {
 		p, err := exec.LookPath(c.Path)
@@ -136,6 +143,11 @@ func (c *Config) binary() (string, error) {
 			return "", fmt.Errorf("--generator-path %s: %w", c.Path, err)
 		}
 		return p, nil
+	}
+	if c.Generator == Vegeta || c.Generator == Fortio {
+		if p := filepath.Join(InstallDir(), c.Generator); isExecutable(p) {
+			return p, nil
+		}
 	}
 	cands := []string{c.Generator}
 	if c.Generator == Wrk2 {
@@ -147,13 +159,35 @@ func (c *Config) binary() (string, error) {
 		}
 	}
 	hint := "cargo install oha --version " + OhaVersion + " --locked"
+	where := "on $PATH"
 	switch c.Generator {
 	case Wrk2:
 		hint = "build giltene/wrk2 (make) and put its wrk binary on $PATH as wrk2"
-	case Vegeta:
-		hint = "go install github.com/tsenart/vegeta/v12@v" + VegetaVersion
+	case Vegeta, Fortio:
+		hint = "make generators builds vegeta " + VegetaVersion + " and fortio " + FortioVersion
+		where = "in " + InstallDir() + " or on $PATH"
 	}
-	return "", fmt.Errorf("--generator %s: no %s on $PATH (%s, or pass --generator-path)", c.Generator, strings.Join(cands, " or "), hint)
+	return "", fmt.Errorf("--generator %s: no %s %s (%s, or pass --generator-path)", c.Generator, strings.Join(cands, " or "), where, hint)
+}
+
+// InstallDir is where the install step (`make generators`,
+// hack/generators/install.sh) puts the pinned vegeta and fortio:
+// $MESHBENCH_GENERATORS_BIN, else
+// ~/.cache/meshbench/generators/vegeta-VegetaVersion-fortio-FortioVersion.
+func InstallDir() string {
+	if d := os.Getenv("MESHBENCH_GENERATORS_BIN"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "meshbench", "generators", "vegeta-"+VegetaVersion+"-fortio-"+FortioVersion)
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // Run runs the warm-up and the measured window with the tool and returns
@@ -181,6 +215,8 @@ func Run(ctx context.Context, c Config) (*results.LoadResult, error) {
 		t = &oha{c: &c, bin: bin, dir: dir}
 	case Vegeta:
 		t = &vegeta{c: &c, bin: bin, dir: dir}
+	case Fortio:
+		t = &fortio{c: &c, bin: bin, dir: dir}
 	default:
 		t = &wrk2{c: &c, bin: bin, dir: dir}
 	}

@@ -206,7 +206,7 @@ func TestValidate(t *testing.T) {
 		{"wrk2 rate not divided by its threads", Wrk2, func(c *Config) { c.Threads = 3; c.Load.Connections = 9 },
 			[]string{"--rate 100/s over 3 wrk2 threads"}},
 		{"wrk2 closed loop", Wrk2, func(c *Config) { c.Load.Closed = true }, []string{"--max: wrk2 has no closed loop"}},
-		{"unknown generator", "hey", func(*Config) {}, []string{`--generator "hey": allowed: meshbench, oha, wrk2, vegeta`}},
+		{"unknown generator", "hey", func(*Config) {}, []string{`--generator "hey": allowed: meshbench, oha, wrk2, vegeta, fortio`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := testConfig(t, tt.gen, "100", 10*time.Second, 8)

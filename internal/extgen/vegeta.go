@@ -196,6 +196,7 @@ func vegetaResult(c *Config, in io.Reader, anchor time.Time) (*results.LoadResul
 	} else {
 		r.EndedAt = r.StartedAt
 	}
+	g.LatencyFromActualSend = true
 	g.Histograms = fmt.Sprintf("exact: from vegeta's %d per-request results (vegeta encode --to csv), to the nanosecond; answered requests only", r.Completed-errCount(errs))
 	if len(errs) > 0 {
 		g.PartialHistograms = true

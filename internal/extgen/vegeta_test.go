@@ -15,21 +15,30 @@ import (
 	"github.com/meshbench/meshbench/internal/loadgen"
 )
 
-// vegetaBinary is the real vegeta: $MESHBENCH_VEGETA, or built here from
-// the Go module proxy at VegetaVersion (a few seconds with the module
-// cache warm). The test runs the real tool, not recorded output.
-func vegetaBinary(t *testing.T) string {
+// toolBinary is the real tool: $MESHBENCH_VEGETA / $MESHBENCH_FORTIO,
+// else the pinned build `make generators` put in InstallDir (make test
+// runs it first), else built here from the Go module proxy at the pinned
+// version (seconds with the module cache warm). The tests run the real
+// tools, not recorded output.
+func toolBinary(t *testing.T, name string) string {
 	t.Helper()
-	if p := os.Getenv("MESHBENCH_VEGETA"); p != "" {
+	env, pkg := "MESHBENCH_VEGETA", "github.com/tsenart/vegeta/v12@v"+VegetaVersion
+	if name == Fortio {
+		env, pkg = "MESHBENCH_FORTIO", FortioModule+"@v"+FortioVersion
+	}
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	if p := filepath.Join(InstallDir(), name); isExecutable(p) {
 		return p
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("go", "install", "github.com/tsenart/vegeta/v12@v"+VegetaVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=")
+	cmd := exec.Command("go", "install", pkg)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building vegeta %s: %v: %s", VegetaVersion, err, out)
+		t.Fatalf("building %s: %v: %s", pkg, err, out)
 	}
-	return filepath.Join(dir, "vegeta")
+	return filepath.Join(dir, name)
 }
 
 // TestVegetaReal: the real vegeta against a real HTTP server, open loop
@@ -38,7 +47,7 @@ func vegetaBinary(t *testing.T) string {
 // version comes from the binary, and vegeta's own results are kept and
 // read by `vegeta report`.
 func TestVegetaReal(t *testing.T) {
-	bin := vegetaBinary(t)
+	bin := toolBinary(t, Vegeta)
 	body := strings.Repeat("x", 615)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }))
 	defer srv.Close()

@@ -167,16 +167,6 @@ func (b *builder) scalars() {
 		if it, ok := b.one("workers"); ok {
 			b.s.badItem("workers", it, "only on platform kube (the local lab runs one load generator)")
 		}
-		if it, ok := b.one("generator"); ok && it.text != "meshbench" {
-			b.s.badItem("generator", it, "only meshbench on platform local (the lab measures its own load process); oha and wrk2 run on platform kube")
-		}
-	}
-	if it, ok := b.one("generator"); ok && kube {
-		if slices.Contains(Generators, it.text) {
-			p.Generator = it.text
-		} else {
-			b.s.badItem("generator", it, "allowed: "+strings.Join(Generators, ", "))
-		}
 	}
 	if it, ok := b.one("baseline"); ok {
 		p.Baseline = mesh.Mode(it.text) // checked against the mesh axis in matrix
@@ -311,6 +301,8 @@ func (b *builder) axisLen(key string) int {
 		return len(a.Gateway)
 	case "axes.mtls":
 		return len(a.MTLS)
+	case "axes.generator", "generator":
+		return len(a.Generator)
 	}
 	return 0
 }
@@ -408,6 +400,33 @@ func (b *builder) axes() {
 			return strings.ToLower(it.text), ok
 		}, func() { *k.dst = nil }, func(it item) { v, _ := parseBool(it.text); *k.dst = append(*k.dst, v) })
 	}
+	// The generator axis: axes.generator, or the one value of the
+	// top-level generator key that plans wrote before it.
+	gkey := "axes.generator"
+	if b.s.entries[gkey] == nil && b.s.entries["generator"] != nil {
+		gkey = "generator"
+		if e := b.s.entries["generator"]; len(e.items) != 1 {
+			b.s.bad("generator", e.line, "", "one generator; list several under axes.generator")
+		}
+	} else if it, ok := b.one("generator"); ok {
+		b.s.badItem("generator", it, "given with axes.generator: remove it and list the generators under axes.generator")
+	}
+	gens, where := LocalGenerators, "on platform local"
+	if kube {
+		gens, where = Generators, "on platform kube (meshbench's image)"
+	}
+	b.axis(gkey, func(it item) (string, bool) {
+		g := strings.ToLower(it.text)
+		if !slices.Contains(gens, g) {
+			b.s.badItem(gkey, it, "allowed "+where+": "+strings.Join(gens, ", "))
+			return g, false
+		}
+		if b.p.Search != nil && g != DefaultGenerator {
+			b.s.badItem(gkey, it, "a capacity search runs meshbench's own engine (it judges the engine's schedule lag); remove the generator or the search")
+			return g, false
+		}
+		return g, true
+	}, func() { a.Generator = nil }, func(it item) { a.Generator = append(a.Generator, strings.ToLower(it.text)) })
 }
 
 func parseBool(s string) (v, ok bool) {

@@ -33,6 +33,11 @@ type Cell struct {
 	Mesh mesh.Options
 	// Rate is the load: requests per second, or RateMax.
 	Rate Rate
+	// Generator is the load generator (Axes.Generator): DefaultGenerator
+	// or an external tool. IDs of cells measured by meshbench's engine
+	// have no generator part, as before the axis; others end "-gNAME"
+	// before "-repN".
+	Generator string
 	// Repetition counts the configuration's runs from 1 to Plan.Repetitions.
 	Repetition int
 	// TopologyKey is the same for cells that can share one running
@@ -123,9 +128,11 @@ func (p *Plan) Cells() []Cell {
 		}
 		key := topologyKey(t.o)
 		for _, r := range p.Axes.Rate {
-			cfg := configID(t.o, r)
-			for rep := 1; rep <= p.Repetitions; rep++ {
-				cells = append(cells, Cell{ID: cfg + "-rep" + strconv.Itoa(rep), Config: cfg, Mesh: t.o, Rate: r, Repetition: rep, TopologyKey: key})
+			for _, g := range p.generators() {
+				cfg := configID(t.o, r, g)
+				for rep := 1; rep <= p.Repetitions; rep++ {
+					cells = append(cells, Cell{ID: cfg + "-rep" + strconv.Itoa(rep), Config: cfg, Mesh: t.o, Rate: r, Generator: g, Repetition: rep, TopologyKey: key})
+				}
 			}
 		}
 	})
@@ -144,8 +151,25 @@ func (p *Plan) Skipped() []Skip {
 	return out
 }
 
-// configID is a cell's ID without its repetition.
-func configID(o mesh.Options, r Rate) string {
+// generators is the generator axis, the engine alone when empty.
+func (p *Plan) generators() []string {
+	if len(p.Axes.Generator) == 0 {
+		return []string{DefaultGenerator}
+	}
+	return p.Axes.Generator
+}
+
+// configID is a cell's ID without its repetition; gen "" or
+// DefaultGenerator adds nothing.
+func configID(o mesh.Options, r Rate, gen string) string {
+	id := configIDEngine(o, r)
+	if gen != "" && gen != DefaultGenerator {
+		id += "-g" + gen
+	}
+	return id
+}
+
+func configIDEngine(o mesh.Options, r Rate) string {
 	entry, sec := "pod", "plain"
 	if o.Gateway {
 		entry = "gw"
@@ -303,7 +327,7 @@ func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
 		!contains(p.Axes.Protocol, o.Protocol) || !contains(p.Axes.Rate, c.Rate) || p.skipReason(o) != "" {
 		return "", false
 	}
-	return configID(o, c.Rate), true
+	return configID(o, c.Rate, c.Generator), true
 }
 
 // CellOverheadLocal is what a local-lab cell costs beyond its warm-up,

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestCompareProblems(t *testing.T) {
 	}{
 		// An unknown axis and an axis with one value.
 		{"compare", "compare: [mesh, color, policies]\n", []string{
-			`p.yaml:1: compare "color": allowed: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app`,
+			`p.yaml:1: compare "color": allowed: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app, generator`,
 			`p.yaml:1: compare "policies": axes.policies has one value: nothing to compare along it; give it two or more`,
 		}},
 		// A load model that is neither.
@@ -95,5 +96,41 @@ func TestCompareProblems(t *testing.T) {
 				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestGeneratorAxis: axes.generator crosses each configuration with each
+// generator; cells of meshbench's engine keep the IDs they had before the
+// axis, the others end in -gNAME; the generator shares the topology (like
+// the rate); the baseline pairs the same generator; the canonical YAML
+// reads back the same plan.
+func TestGeneratorAxis(t *testing.T) {
+	p := mustParse(t, "p.yaml", "repetitions: 1\naxes:\n  mesh: [none, sidecar]\n  generator: [meshbench, vegeta, fortio]\ncompare: [mesh, generator]\n")
+	var ids []string
+	for _, c := range p.Cells() {
+		ids = append(ids, c.ID)
+	}
+	want := []string{
+		"none-static-r100-x1-p0-http-pod-mtls-rep1", "none-static-r100-x1-p0-http-pod-mtls-gvegeta-rep1", "none-static-r100-x1-p0-http-pod-mtls-gfortio-rep1",
+		"sidecar-static-r100-x1-p0-http-pod-mtls-rep1", "sidecar-static-r100-x1-p0-http-pod-mtls-gvegeta-rep1", "sidecar-static-r100-x1-p0-http-pod-mtls-gfortio-rep1",
+	}
+	if !reflect.DeepEqual(ids, want) {
+		t.Errorf("cells %q, want %q", ids, want)
+	}
+	cells := p.Cells()
+	if cells[1].Generator != "vegeta" || cells[1].TopologyKey != cells[0].TopologyKey {
+		t.Errorf("cell %+v: want generator vegeta on the topology of %s", cells[1], cells[0].ID)
+	}
+	if b, ok := p.BaselineOf(cells[4]); !ok || b != "none-static-r100-x1-p0-http-pod-mtls-gvegeta" {
+		t.Errorf("baseline of %s: %q %v, want none's vegeta configuration", cells[4].ID, b, ok)
+	}
+	back := mustParse(t, "back.yaml", string(p.YAML()))
+	if !reflect.DeepEqual(back.Axes.Generator, p.Axes.Generator) || !strings.Contains(string(p.YAML()), "generator:") {
+		t.Errorf("YAML round trip: generators %q, want %q:\n%s", back.Axes.Generator, p.Axes.Generator, p.YAML())
+	}
+	// The old one-value key, as kube plans wrote it, still reads.
+	k := mustParse(t, "k.yaml", "platform: kube\ngenerator: oha\n")
+	if !reflect.DeepEqual(k.Axes.Generator, []string{"oha"}) || !strings.HasSuffix(k.Cells()[0].Config, "-goha") {
+		t.Errorf("generator: oha on kube: axis %q, config %s", k.Axes.Generator, k.Cells()[0].Config)
 	}
 }

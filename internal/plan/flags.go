@@ -32,7 +32,7 @@ type Flags struct {
 	ReuseTopology  string // --reuse-topology
 	Substrate      string // --substrate (platform local)
 	Workers        string // --workers (platform kube)
-	Generator      string // --generator (platform kube)
+	Generator      string // --generator (the generator axis)
 	Baseline       string // --baseline
 	Compare        string // --compare, e.g. "mesh,policies"
 
@@ -102,7 +102,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("reuse_topology", f.ReuseTopology)
 	set("substrate", f.Substrate)
 	set("workers", f.Workers)
-	set("generator", f.Generator)
+	set("axes.generator", f.Generator)
 	set("baseline", f.Baseline)
 	set("compare", f.Compare)
 	set("thresholds.rate_shortfall", f.RateShortfall)

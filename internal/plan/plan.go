@@ -55,10 +55,6 @@ type Plan struct {
 	// PlatformKube (the rate and connections are split among them); 1 on
 	// PlatformLocal.
 	Workers int
-	// Generator is the load generator of every cell on PlatformKube:
-	// meshbench (its own engine, the default), oha or wrk2 (from
-	// meshbench's image; `meshbench load --generator`).
-	Generator string
 	// Thresholds decide when a run is invalid.
 	Thresholds Thresholds
 	// Compare names the axes compared along (CompareAxes), mesh alone by
@@ -101,6 +97,12 @@ type Axes struct {
 	Protocol []mesh.Protocol
 	Gateway  []bool
 	MTLS     []bool
+	// Generator lists the load generators every configuration is
+	// measured by (`meshbench load --generator`): meshbench (its own
+	// engine, the default) and, on PlatformLocal, oha, wrk2, vegeta and
+	// fortio (LocalGenerators); on PlatformKube those of meshbench's
+	// image (Generators). Like the rate, it does not change the topology.
+	Generator []string
 }
 
 // Thresholds decide when a run is invalid. Each is a fraction.
@@ -155,6 +157,14 @@ func KubeDrain(sampleInterval time.Duration) time.Duration {
 // DefaultRate is the rate axis without a value: 100 requests per second.
 var DefaultRate = RatePerSecond(100)
 
+// LocalGenerators are those the local lab runs: meshbench's engine, or a
+// tool `meshbench load` runs as its child, sampled as load
+// (extgen.LoadNames).
+var LocalGenerators = extgen.LoadNames
+
+// DefaultGenerator is meshbench's own engine.
+const DefaultGenerator = extgen.Meshbench
+
 // Limits and defaults.
 const (
 	// MaxCells bounds a plan: at about 20 s a cell, 10000 cells are more
@@ -189,14 +199,15 @@ func Defaults() *Plan {
 		Platform:    PlatformLocal,
 		Repetitions: DefaultRepetitions,
 		Axes: Axes{
-			Mesh:     append([]mesh.Mode(nil), mesh.Modes...),
-			App:      []mesh.App{mesh.AppStatic},
-			Rate:     []Rate{DefaultRate},
-			Replicas: []int{1},
-			Policies: []int{0},
-			Protocol: []mesh.Protocol{mesh.ProtocolHTTP},
-			Gateway:  []bool{false},
-			MTLS:     []bool{true},
+			Mesh:      append([]mesh.Mode(nil), mesh.Modes...),
+			App:       []mesh.App{mesh.AppStatic},
+			Rate:      []Rate{DefaultRate},
+			Replicas:  []int{1},
+			Policies:  []int{0},
+			Protocol:  []mesh.Protocol{mesh.ProtocolHTTP},
+			Gateway:   []bool{false},
+			MTLS:      []bool{true},
+			Generator: []string{DefaultGenerator},
 		},
 		Nodes:          DefaultNodes,
 		Duration:       DefaultDuration,
@@ -205,7 +216,6 @@ func Defaults() *Plan {
 		Connections:    DefaultConnections,
 		SampleInterval: DefaultSampleInterval,
 		Workers:        1,
-		Generator:      "meshbench",
 		ReuseTopology:  true,
 		Substrate:      SubstrateAuto,
 		Baseline:       mesh.ModeNone,

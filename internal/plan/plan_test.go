@@ -38,10 +38,10 @@ func TestDefaults(t *testing.T) {
 		Axes: Axes{
 			Mesh: []mesh.Mode{"none", "sidecar", "ambient", "waypoint"}, App: []mesh.App{"static"},
 			Rate: []Rate{RatePerSecond(100)}, Replicas: []int{1}, Policies: []int{0}, Protocol: []mesh.Protocol{"http"},
-			Gateway: []bool{false}, MTLS: []bool{true},
+			Gateway: []bool{false}, MTLS: []bool{true}, Generator: []string{"meshbench"},
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
-		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Substrate: "auto", Baseline: "none", Workers: 1, Generator: "meshbench",
+		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Substrate: "auto", Baseline: "none", Workers: 1,
 		Thresholds: Thresholds{RateShortfall: 0.002, Errors: 0.01, LoadCPU: 0.9}, Confidence: 0.95, Compare: []string{"mesh"},
 	}
 	if !reflect.DeepEqual(p, want) {

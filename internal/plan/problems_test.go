@@ -20,7 +20,7 @@ func TestBadPlans(t *testing.T) {
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
 			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
-			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls`,
+			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls, generator`,
 		}},
 		// Nothing like any key: no suggestion.
 		{"unknown key far", "thresholds:\n  latency_p99: 3\n", []string{
@@ -41,12 +41,23 @@ func TestBadPlans(t *testing.T) {
 			`p.yaml:4: axes.protocol "grpc": allowed: http, tcp`,
 		}},
 		// What only one platform takes.
-		{"platforms", "platform: local\nworkers: 2\ngenerator: oha\n", []string{
+		{"platforms", "platform: local\nworkers: 2\ngenerator: hey\n", []string{
 			`p.yaml:2: workers "2": only on platform kube (the local lab runs one load generator)`,
-			`p.yaml:3: generator "oha": only meshbench on platform local (the lab measures its own load process); oha and wrk2 run on platform kube`,
+			`p.yaml:3: generator "hey": allowed on platform local: meshbench, oha, wrk2, vegeta, fortio`,
 		}},
+		// vegeta and fortio are not in the workers' image
 		{"generator", "platform: kube\ngenerator: vegeta\n", []string{
-			`p.yaml:2: generator "vegeta": allowed: meshbench, oha, wrk2`,
+			`p.yaml:2: generator "vegeta": allowed on platform kube (meshbench's image): meshbench, oha, wrk2`,
+		}},
+		// the axis: an unknown value, a duplicate, and the old key beside it
+		{"generator axis", "generator: oha\naxes:\n  generator: [meshbench, vegeta, Vegeta, k6]\n", []string{
+			`p.yaml:1: generator "oha": given with axes.generator: remove it and list the generators under axes.generator`,
+			`p.yaml:3: axes.generator "Vegeta": given twice`,
+			`p.yaml:3: axes.generator "k6": allowed on platform local: meshbench, oha, wrk2, vegeta, fortio`,
+		}},
+		// a capacity search runs the engine only
+		{"generator search", "axes:\n  generator: [meshbench, fortio]\nsearch: {slo: {p99: 5ms}, from: 100, to: 1000}\n", []string{
+			`p.yaml:2: axes.generator "fortio": a capacity search runs meshbench's own engine (it judges the engine's schedule lag); remove the generator or the search`,
 		}},
 		{"kube", "platform: kube\npss_every: 1\nreuse_topology: true\nworkers: 0\naxes:\n  mesh: [none, linkerd, consul]\n  gateway: [true, false]\n", []string{
 			`p.yaml:2: pss_every "1": only on platform local (the kube platform reads the working set from metrics.k8s.io)`,

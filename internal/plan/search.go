@@ -141,10 +141,6 @@ func (b *builder) search() {
 	if e := s.entries["axes.rate"]; e != nil {
 		s.bad("axes.rate", e.line, "", "a search chooses its rates ("+s.field("search.from")+" to "+s.field("search.to")+"); remove "+s.field("axes.rate"))
 	}
-	if p.Platform == PlatformKube {
-		s.bad("search.slo", s.lineOf("search.slo"), "", "only on platform local for now")
-		ok = false
-	}
 	if !ok {
 		return
 	}
@@ -216,7 +212,7 @@ func (p *Plan) Searches(seed int64) [][]SearchSpec {
 		if p.skipReason(t.o) != "" {
 			return
 		}
-		cfgs = append(cfgs, Cell{Config: configID(t.o, Rate{}), Mesh: t.o, TopologyKey: topologyKey(t.o)})
+		cfgs = append(cfgs, Cell{Config: configID(t.o, Rate{}, ""), Mesh: t.o, TopologyKey: topologyKey(t.o)})
 	})
 	rng := newOrderRNG(seed)
 	out := make([][]SearchSpec, p.Repetitions)

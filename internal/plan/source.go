@@ -28,6 +28,7 @@ var schema = []setting{
 	{key: "axes.protocol", flag: "protocol", axis: true},
 	{key: "axes.gateway", flag: "gateway", axis: true},
 	{key: "axes.mtls", flag: "mtls", axis: true},
+	{key: "axes.generator", flag: "generator", axis: true},
 	{key: "nodes", flag: "nodes"},
 	{key: "duration", flag: "duration"},
 	{key: "warmup", flag: "warmup"},
@@ -38,7 +39,7 @@ var schema = []setting{
 	{key: "reuse_topology", flag: "reuse-topology"},
 	{key: "substrate", flag: "substrate"},
 	{key: "workers", flag: "workers"},
-	{key: "generator", flag: "generator"},
+	{key: "generator", flag: "generator-one"}, // one value, as plans before axes.generator wrote it (files only)
 	{key: "baseline", flag: "baseline"},
 	{key: "compare", flag: "compare", axis: true},
 	{key: "thresholds.rate_shortfall", flag: "max-rate-shortfall"},

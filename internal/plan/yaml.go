@@ -48,6 +48,13 @@ func (p *Plan) YAML() []byte {
 	add(axes, "protocol", seq(strs(p.Axes.Protocol)))
 	add(axes, "gateway", seq(bools(p.Axes.Gateway)))
 	add(axes, "mtls", seq(bools(p.Axes.MTLS)))
+	// Written only when it is not the engine alone (kube: below, as the
+	// one-value key it was), so plans from before the axis read back the
+	// same.
+	oneGen := len(p.Axes.Generator) == 1
+	if !oneGen || (p.Platform != PlatformKube && p.Axes.Generator[0] != DefaultGenerator) {
+		add(axes, "generator", seq(p.Axes.Generator))
+	}
 	add(root, "axes", axes)
 	add(root, "nodes", plain(strconv.Itoa(p.Nodes)))
 	add(root, "duration", plain(dur(p.Duration)))
@@ -66,7 +73,9 @@ func (p *Plan) YAML() []byte {
 	}
 	if p.Platform == PlatformKube {
 		add(root, "workers", plain(strconv.Itoa(p.Workers)))
-		add(root, "generator", str(p.Generator))
+		if oneGen {
+			add(root, "generator", str(p.Axes.Generator[0]))
+		}
 	}
 	add(root, "baseline", str(string(p.Baseline)))
 	add(root, "compare", seq(p.Compare))

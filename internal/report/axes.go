@@ -4,7 +4,9 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/stats"
@@ -33,8 +35,10 @@ func axisSections(a *analysis.Analysis) []axisSection {
 			}
 		}
 		for _, in := range a.Interactions {
-			if in.Axis == axis {
-				s.Interactions = append(s.Interactions, in.Verdict())
+			// An interaction with no figure on both sides (every cell of
+			// one side invalid) says nothing: left out.
+			if v := in.Verdict(); in.Axis == axis && !strings.HasSuffix(v, ": nothing to compare") {
+				s.Interactions = append(s.Interactions, v)
 			}
 		}
 		out = append(out, s)
@@ -72,14 +76,17 @@ func writeAxesText(w io.Writer, a *analysis.Analysis) {
 func AxesCSV(w io.Writer, a *analysis.Analysis) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"kind", "axis", "mesh", "app", "rate", "replicas", "policies", "protocol", "gateway", "mtls",
-		"a", "b", "figure", "diff", "lo", "hi", "level", "n", "significant"})
+		"a", "b", "figure", "diff", "lo", "hi", "level", "n", "significant", "generator"})
 	row := func(kind, axis, mesh string, c analysis.Config, av, bv, fig string, iv stats.Interval) {
 		_ = cw.Write([]string{kind, axis, mesh, c.App, c.Rate, strconv.Itoa(c.Replicas), strconv.Itoa(c.Policies), c.Protocol,
 			strconv.FormatBool(c.Gateway), strconv.FormatBool(c.MTLS), av, bv, fig, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
-			num(iv.Level), strconv.Itoa(iv.N), strconv.FormatBool(iv.HasInterval() && iv.Significant())})
+			num(iv.Level), strconv.Itoa(iv.N), strconv.FormatBool(iv.HasInterval() && iv.Significant()), generatorName(c.Generator)})
 	}
 	for _, c := range a.AxisComparisons {
-		for _, f := range analysis.CompareFigures {
+		for _, f := range append(slices.Clone(analysis.CompareFigures), analysis.CPUPrefix+"load") {
+			if f == analysis.CPUPrefix+"load" && c.Axis != analysis.AxisGenerator {
+				continue // compared along the generator axis only
+			}
 			if iv, ok := c.Diffs[f]; ok {
 				row("axis", c.Axis, c.Base.Mesh, c.Base, c.BaseValue, c.OtherValue, f, iv)
 			}
@@ -91,7 +98,7 @@ func AxesCSV(w io.Writer, a *analysis.Analysis) error {
 			c     analysis.Comparison
 		}{{in.AValue, in.A}, {in.BValue, in.B}} {
 			s := side.c.Scenario
-			cfg := analysis.Config{App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies, Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS}
+			cfg := analysis.Config{App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies, Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator}
 			for _, f := range analysis.CompareFigures {
 				if iv, ok := side.c.Diffs[f]; ok {
 					row("interaction", in.Axis, in.Mesh+" vs "+in.Baseline, cfg, "", side.value, f, iv)
@@ -101,4 +108,13 @@ func AxesCSV(w io.Writer, a *analysis.Analysis) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// generatorName is a CSV's generator column: "meshbench" for the engine
+// (a config's empty generator).
+func generatorName(g string) string {
+	if g == "" {
+		return "meshbench"
+	}
+	return g
 }

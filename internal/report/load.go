@@ -141,7 +141,11 @@ func Headline(r *results.LoadResult) string {
 	if r.Model == results.ModelClosed {
 		b.WriteString("Load model: CLOSED loop (max throughput; latencies are queueing-dominated)")
 	} else {
-		fmt.Fprintf(&b, "Load model: open loop (throttled) at %s/s, latency from intended send time", fmtFloat(r.TargetRatePerSec))
+		from := "latency from intended send time"
+		if g := r.Generator; g != nil && g.LatencyFromActualSend {
+			from = "latency from actual send (" + g.Name + "'s timing; its own lateness unmeasured)"
+		}
+		fmt.Fprintf(&b, "Load model: open loop (throttled) at %s/s, %s", fmtFloat(r.TargetRatePerSec), from)
 	}
 	fmt.Fprintf(&b, "; %s; %d connection", r.Protocol, r.Connections)
 	if r.Connections != 1 {

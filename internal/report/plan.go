@@ -300,7 +300,7 @@ func NighthawkCSV(w io.Writer, a *analysis.Analysis) error {
 func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
-		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method"})
+		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method", "generator"})
 	for _, s := range a.Scenarios {
 		for _, mesh := range a.Meshes {
 			g := a.Group(mesh, s)
@@ -311,7 +311,7 @@ func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 				iv := g.Figures[f]
 				_ = cw.Write([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
 					strconv.FormatBool(s.Gateway), strconv.FormatBool(s.MTLS), mesh, f, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
-					num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method})
+					num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method, generatorName(s.Generator)})
 			}
 		}
 	}

@@ -163,7 +163,7 @@ type LoadResult struct {
 // command line, and how exact each figure is. A figure the tool does not
 // give is left at zero and named in Notes.
 type Generator struct {
-	Name    string `json:"name"`    // "oha" or "wrk2"
+	Name    string `json:"name"`    // "oha", "wrk2", "vegeta" or "fortio"
 	Version string `json:"version"` // as the tool reports it
 	// Commands is the measured run's command line, shell-quoted; one per
 	// worker in a merge.
@@ -179,6 +179,10 @@ type Generator struct {
 	// Notes lists what the tool does not report and how the other figures
 	// were derived, one sentence each.
 	Notes []string `json:"notes,omitempty"`
+	// LatencyFromActualSend: the tool times each request from when it
+	// was actually sent (vegeta, fortio), not from its intended send
+	// time, so its latency leaves out its own lateness. Added within v1.
+	LatencyFromActualSend bool `json:"latency_from_actual_send,omitempty"`
 }
 
 // IntervalHistograms is one interval of a load result: the answers that
@@ -714,4 +718,18 @@ func mergeGenerator(out, p *Generator, i int) error {
 		}
 	}
 	return nil
+}
+
+// LoadProgress is a load's running figures (`meshbench load
+// --progress-file`), rewritten every second: since the start of the
+// measured window (ElapsedNs negative during the warm-up).
+type LoadProgress struct {
+	ElapsedNs  int64   `json:"elapsed_ns"`
+	Sent       int64   `json:"sent"`
+	Completed  int64   `json:"completed"`
+	Errors     int64   `json:"errors"`
+	Dropped    int64   `json:"dropped"`
+	P50Ns      int64   `json:"p50_ns"`
+	P99Ns      int64   `json:"p99_ns"`
+	RatePerSec float64 `json:"rate_per_sec"`
 }

@@ -47,6 +47,10 @@ type CellSettings struct {
 	// Substrate is the local lab's network ("netns", "loopback"); empty
 	// on a cluster and in manifests written before substrates existed.
 	Substrate string `json:"substrate,omitempty"`
+	// Generator is the load generator that measured the cell (`--generator`:
+	// oha, wrk2, vegeta, fortio); empty for meshbench's own engine and in
+	// manifests written before the choice was recorded.
+	Generator string `json:"generator,omitempty"`
 }
 
 // Options returns s as the manifest's options map, with extra (a
@@ -60,6 +64,9 @@ func (s CellSettings) Options(extra map[string]any) map[string]any {
 	}
 	if s.Substrate != "" {
 		m["substrate"] = s.Substrate
+	}
+	if s.Generator != "" {
+		m["generator"] = s.Generator
 	}
 	for k, v := range extra {
 		if _, ok := m[k]; ok {

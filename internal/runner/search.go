@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/capacity"
 	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -21,6 +22,9 @@ type Search struct {
 	// Lab is the configuration's lab options; each probe sets Rate and
 	// OutDir.
 	Lab local.Options
+	// Kube, when set, runs every probe on a Kubernetes cluster instead
+	// (each probe sets its Rate and OutDir), as Cell.Kube does.
+	Kube *kube.Options
 }
 
 // SearchOptions is a plan of capacity searches.
@@ -45,6 +49,20 @@ type SearchOptions struct {
 
 	Version, EnvoyVersion string
 	Progress              func(ev Event)
+	// On runs the probes (tests); nil: the cluster when the searches
+	// carry Kube options, else the local lab.
+	On Platform
+}
+
+// platform is where o's probes run.
+func (o SearchOptions) platform() Platform {
+	switch {
+	case o.On != nil:
+		return o.On
+	case len(o.Rounds) > 0 && len(o.Rounds[0]) > 0 && o.Rounds[0][0].Kube != nil:
+		return kubePlatform{}
+	}
+	return &localPlatform{}
 }
 
 // errProbeFailed marks a probe that left nothing to judge.
@@ -61,8 +79,8 @@ func RunSearches(ctx context.Context, o SearchOptions) (map[string]capacity.Resu
 		return nil, nil, err
 	}
 	out := map[string]capacity.Result{}
-	labs := &labs{planDir: o.Dir, m: m}
-	defer labs.stop("")
+	on := o.platform()
+	defer on.Teardown("")
 	total := 0
 	for _, r := range o.Rounds {
 		total += len(r)
@@ -92,7 +110,7 @@ func RunSearches(ctx context.Context, o SearchOptions) (map[string]capacity.Resu
 					return out, m, err
 				}
 				index++
-				p, err := runProbe(ctx, o, m, labs, s, id, rate, index, total)
+				p, err := runProbe(ctx, o, m, on, s, id, rate, index, total)
 				if ctx.Err() != nil {
 					return out, m, ctx.Err()
 				}
@@ -144,7 +162,7 @@ func judgeStored(o SearchOptions, id string, st *results.CellStatus, rate float6
 }
 
 // runProbe runs one probe as a cell and judges it.
-func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, ls *labs, s Search, id string, rate float64,
+func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, on Platform, s Search, id string, rate float64,
 	index, total int) (capacity.Probe, error) {
 	c := Cell{ID: id, Lab: s.Lab}
 	r, rerr := loadgen.RateOf(rate)
@@ -152,6 +170,11 @@ func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, ls 
 		return capacity.Probe{}, fmt.Errorf("probe %s: %w", id, rerr)
 	}
 	c.Lab.Load = loadgen.OpenLoop(r)
+	if s.Kube != nil {
+		ko := *s.Kube
+		ko.Load = loadgen.OpenLoop(r)
+		c.Kube = &ko
+	}
 	st := &results.CellStatus{State: results.CellPending}
 	if old := m.Cells[id]; old == nil {
 		m.Order = append(m.Order, id)
@@ -166,14 +189,14 @@ func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, ls 
 		return capacity.Probe{}, err
 	}
 	st.Started = ev.Started.UTC()
-	lo := c.Lab
-	lo.OutDir = partial
-	// A fresh lab per probe: probes of different configurations alternate.
-	res, runErr := ls.run(ctx, Cell{ID: id, Lab: lo}, lo)
+	// A fresh lab per probe (no Topology: the lab is not kept), and on a
+	// cluster every probe deploys its app and deletes it: probes of
+	// different configurations alternate.
+	res, runErr := on.RunCell(ctx, CellRun{Cell: c, Dir: partial, PlanDir: o.Dir, Manifest: m})
 	if ctx.Err() != nil {
 		_ = os.RemoveAll(partial)
 		*st = results.CellStatus{State: results.CellPending}
-		ls.stop("interrupted")
+		on.Teardown("interrupted")
 		_ = save(o.Dir, m)
 		return capacity.Probe{}, ctx.Err()
 	}
@@ -257,7 +280,7 @@ func openSearch(o SearchOptions) (*results.PlanManifest, error) {
 		return nil, err
 	}
 	m := &results.PlanManifest{Schema: results.PlanSchema, MeshbenchVersion: o.Version, EnvoyVersion: o.EnvoyVersion,
-		Platform: "local", Seed: o.Seed, Created: time.Now().UTC(), Host: results.ReadHost(),
+		Platform: o.platform().Name(), Seed: o.Seed, Created: time.Now().UTC(), Host: results.ReadHost(),
 		Cells: map[string]*results.CellStatus{}}
 	return m, save(o.Dir, m)
 }

@@ -238,6 +238,33 @@ func (s *Sampler) addLocked(t Target) error {
 	return nil
 }
 
+// AddNow registers a process found while it runs (a load generator's
+// child, started between rounds) and reads its CPU ticks now as its
+// baseline, so that the next round charges it from this moment instead of
+// taking a baseline then and losing up to an interval of its CPU. It
+// refuses what Add refuses, and a process that cannot be read.
+func (s *Sampler) AddNow(t Target) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	s.roundMu.Lock() // the reading state belongs to rounds
+	defer s.roundMu.Unlock()
+	now := s.clock.Now()
+	ps, err := s.read(t.PID, false)
+	if err != nil {
+		return fmt.Errorf("sample target %q: %w", t.Name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.addLocked(t); err != nil {
+		return err
+	}
+	tr := s.byPID[t.PID]
+	tr.seen, tr.startTicks = true, ps.StartTicks
+	tr.base, tr.baseTicks, tr.baseTime = true, ps.CPUTicks, now
+	return nil
+}
+
 // Remove stops sampling pid (a planned stop: no gap is recorded) and
 // reports whether it was sampled.
 func (s *Sampler) Remove(pid int) bool {

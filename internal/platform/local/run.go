@@ -6,6 +6,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,7 +46,12 @@ type Options struct {
 	Duration    time.Duration // measured window
 	Warmup      time.Duration // load before the window, not counted
 	Connections int           // load generator connections (0: loadgen.DefaultConnections, at least one per target)
-	Timeout     time.Duration // per request (0: 10 s)
+	// Generator is the load generator (`meshbench load --generator`): ""
+	// or "meshbench" for meshbench's engine, else an external tool
+	// (extgen.LoadNames) that `meshbench load` runs as its child; the
+	// lab samples that child's processes as load too.
+	Generator string
+	Timeout   time.Duration // per request (0: 10 s)
 	// AppConcurrency and AppServiceTime bound every app replica
 	// (`meshbench serve --concurrency --service-time`, app.Config): at most
 	// AppConcurrency requests in service at once, each for AppServiceTime,
@@ -101,6 +107,10 @@ type Options struct {
 	// OnRound, when not nil, receives every sampling round as it is taken
 	// (sample.Sampler.OnRound), on the sampler's goroutine.
 	OnRound func(sample.Round)
+	// OnLoadProgress, when not nil, receives the load's running figures
+	// about every second while it runs (meshbench's engine only: `load
+	// --progress-file`), on the cell's goroutine.
+	OnLoadProgress func(results.LoadProgress)
 	// Version is meshbench's version for the manifest.
 	Version string
 }
@@ -560,6 +570,15 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	// proxies treat the traffic as opaque TCP, as Istio does for a port
 	// named tcp-*.
 	args = append(args, c.requestArgs()...)
+	external := c.opts.external()
+	if external {
+		args = append(args, "--generator", c.opts.Generator)
+	}
+	progressPath := ""
+	if c.opts.OnLoadProgress != nil && !external {
+		progressPath = filepath.Join(c.dir.Path, results.LogsDir, "load-progress.json")
+		args = append(args, "--progress-file", progressPath)
+	}
 	for _, t := range l.topo.LoadTargets {
 		args = append(args, t.URL)
 	}
@@ -579,8 +598,17 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 
 	// Watch for a process dying mid-run.
 	var died error
-	watch := time.NewTicker(100 * time.Millisecond)
+	// An external generator's processes are found while they run and
+	// sampled from then on; a short period keeps the CPU of their first
+	// moments (before a first reading) small.
+	period := 100 * time.Millisecond
+	if external {
+		period = 20 * time.Millisecond
+	}
+	watch := time.NewTicker(period)
 	defer watch.Stop()
+	adopted := map[int]bool{}
+	var progressRead time.Time
 loop:
 	for {
 		select {
@@ -591,6 +619,18 @@ loop:
 			<-lc.done
 			break loop
 		case <-watch.C:
+			if external {
+				c.adoptLoadChildren(lc.pid(), adopted)
+			}
+			if progressPath != "" && time.Since(progressRead) >= 500*time.Millisecond {
+				progressRead = time.Now()
+				if b, err := os.ReadFile(progressPath); err == nil {
+					var p results.LoadProgress
+					if json.Unmarshal(b, &p) == nil {
+						c.opts.OnLoadProgress(p)
+					}
+				}
+			}
 			if err := l.somethingDied(); err != nil {
 				died = err
 				_ = lc.cmd.Process.Signal(os.Interrupt)
@@ -615,6 +655,62 @@ loop:
 		return nil, measureFrom, measureTo, fmt.Errorf("load generator: %v%s", rerr, lc.tail())
 	}
 	return lr, measureFrom, measureTo, nil
+}
+
+// external reports whether the load runs an external generator.
+func (o Options) external() bool { return o.Generator != "" && o.Generator != "meshbench" }
+
+// adoptLoadChildren samples every descendant of the load process not yet
+// adopted (the external generator `meshbench load` runs, each of its
+// warm-up and measured runs a new process) as load: the tool's own CPU
+// and memory, beside the meshbench process that waits for it.
+func (c *cell) adoptLoadChildren(pid int, adopted map[int]bool) {
+	for _, child := range descendants(pid) {
+		if adopted[child] {
+			continue
+		}
+		// A process between fork and exec (or exiting) has no command
+		// line yet: it is looked at again on the next tick.
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		if len(cmdline) == 0 {
+			continue
+		}
+		adopted[child] = true
+		name := fmt.Sprintf("load %s %d", c.opts.Generator, len(adopted))
+		t := sample.Target{PID: child, Name: name, Component: "load", Category: sample.CategoryLoad}
+		if err := c.sampler.AddNow(t); err != nil {
+			continue // exited already: a process this short is not the measured run
+		}
+		c.mu.Lock()
+		c.manifest.Processes = append(c.manifest.Processes, results.ProcessInfo{Name: name, Component: "load", Category: sample.CategoryLoad,
+			PID: child, Command: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
+		c.mu.Unlock()
+	}
+}
+
+// descendants lists pid's children, their children and so on, from
+// /proc/PID/task/TID/children (Linux 3.5+ with CONFIG_PROC_CHILDREN).
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 && len(out) < 64 {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", p))
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, w := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(w); err == nil {
+					out = append(out, n)
+					queue = append(queue, n)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // collectStats scrapes every Envoy's admin /stats into the results: the
@@ -791,6 +887,15 @@ func bindPlan(t *mesh.Topology) []envoy.AddrOwner {
 	return out
 }
 
+// generatorName is the generator recorded in the manifest: "" for
+// meshbench's engine (as every manifest before the choice).
+func (o Options) generatorName() string {
+	if o.external() {
+		return o.Generator
+	}
+	return ""
+}
+
 func optionsMap(o Options, t *mesh.Topology) map[string]any {
 	m := t.Options
 	return results.CellSettings{
@@ -798,5 +903,6 @@ func optionsMap(o Options, t *mesh.Topology) map[string]any {
 		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
 		Rate: o.Load.RateText(), ClosedLoop: o.Load.Closed(), Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
 		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(), Substrate: o.substrateName(),
+		Generator: o.generatorName(),
 	}.Options(o.localOptions())
 }

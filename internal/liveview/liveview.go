@@ -1,0 +1,228 @@
+// Package liveview renders the live view the seed tool's users know (the
+// Great Sidecar Debate's tools/sequence.py): a state line (STARTING while
+// waiting for an idle lab, RUNNING, DRAINING) with the output path, node
+// lines on a cluster, then the categories and their sums, the four ratio
+// lines, and every component, each as "avg mC (min - max), avg MiB (min -
+// max)"; meshbench adds the running latency and rate of the load. It is a
+// pure function of sampling rounds, so both platforms show the same view.
+//
+// The sums are the seed tool's: mesh = data-plane + control-plane (+ the
+// ingress gateway, which the seed tool has not: meshbench counts it as
+// mesh), non-mesh = app + load, business = mesh + non-mesh, total =
+// business + overhead. Each sum is taken per sampling round first, then
+// its average, minimum and maximum over the rounds (so a sum's minimum is
+// the lowest round's sum, not the sum of minima). Mesh ratios are mesh /
+// non-mesh, data-plane ratios data-plane / non-mesh, of the averages.
+package liveview
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/sample"
+)
+
+// States of the state line, the seed tool's words.
+const (
+	Starting = "STARTING" // waiting for the lab to be idle (nothing recorded)
+	Running  = "RUNNING"  // the load runs (warm-up, measured window)
+	Draining = "DRAINING" // the load has ended; sampling the drain
+)
+
+// StateOf maps a lab or cluster phase (local.Options.Phase) to the state
+// line's state and its detail: prepare and idle are STARTING, warmup and
+// measure RUNNING, drain, collect and teardown DRAINING.
+func StateOf(phase string) (state, detail string) {
+	switch {
+	case phase == "" || strings.HasPrefix(phase, "prepare"):
+		return Starting, "bringing the lab up"
+	case phase == "idle":
+		return Starting, "waiting for idle"
+	case phase == "warmup":
+		return Running, "warm-up, not recorded"
+	case phase == "measure":
+		return Running, "measured window"
+	case phase == "drain":
+		return Draining, "sampling after the load"
+	}
+	return Draining, phase
+}
+
+// Load is the load generator's running figures in the measured window.
+type Load struct {
+	// Known is false when the generator reports nothing until it ends
+	// (an external tool); Generator names it then.
+	Known        bool
+	Generator    string
+	RatePerSec   float64
+	P50Ns, P99Ns int64
+	Sent, Errors int64
+}
+
+// Node is one cluster node's line: its usage as a share of what it can
+// allocate, and the usage itself over the rounds.
+type Node struct {
+	Name                 string
+	CPUShare, MemShare   float64 // fractions of allocatable
+	CPUMillicores, Bytes sample.Stats
+}
+
+// State is everything one frame shows.
+type State struct {
+	// Time is the frame's wall clock (the seed tool prints it first).
+	Time time.Time
+	// Phase is the current phase (StateOf); Output the results directory
+	// being written.
+	Phase  string
+	Output string
+	// Nodes are a cluster's node lines; MetricsSource says where the
+	// figures come from ("kubelet", "metrics-api", "/proc").
+	Nodes         []Node
+	MetricsSource string
+	// Rounds are the rounds recorded so far (the measured window and the
+	// drain; none while STARTING).
+	Rounds []sample.Round
+	// Memory is what memory figures show: "PSS" (the lab: PSS where read,
+	// else RSS) or "working set" (a cluster).
+	Memory string
+	// Load is the load's running figures; nil before the load starts.
+	Load *Load
+}
+
+// Render draws the frame as lines (no newline, no cursor codes; the
+// caller redraws them in place on a terminal or prints them as they are).
+func Render(s State) []string {
+	state, detail := StateOf(s.Phase)
+	// The detail before the path: a narrow terminal cuts the line's end.
+	head := s.Time.Format("2006-01-02 15:04:05") + " " + state + " (" + detail + ")"
+	if s.Output != "" {
+		head += " " + s.Output
+	}
+	out := []string{head, "--------", ""}
+	if s.MetricsSource != "" {
+		out = append(out, "metrics: "+s.MetricsSource, "")
+	}
+	for _, n := range s.Nodes {
+		out = append(out, fmt.Sprintf("Node %-14s %5.2f%% CPU, %5.2f%% mem: %s", short(n.Name, 14), n.CPUShare*100, n.MemShare*100, usage(n.CPUMillicores, n.Bytes)))
+	}
+	if len(s.Nodes) > 0 {
+		out = append(out, "")
+	}
+	if l := s.Load; l != nil {
+		if l.Known {
+			out = append(out, fmt.Sprintf("load: %.1f/s  p50 %s  p99 %s  sent %d  errors %d (running, measured window)",
+				l.RatePerSec, dur(l.P50Ns), dur(l.P99Ns), l.Sent, l.Errors))
+		} else {
+			out = append(out, "load: "+l.Generator+" reports its latency and rate when it ends")
+		}
+		out = append(out, "")
+	}
+	if len(s.Rounds) == 0 {
+		return append(out, "(resources from the load's start on; nothing recorded while STARTING)")
+	}
+	mem := s.Memory
+	if mem == "" {
+		mem = "PSS"
+	}
+	cat := func(names ...string) sample.Figures { return sumOf(s.Rounds, names) }
+	app, load := cat(sample.CategoryApp), cat(sample.CategoryLoad)
+	dp, cp, gw := cat(sample.CategoryDataPlane), cat(sample.CategoryControlPlane), cat(sample.CategoryGateway)
+	mesh := cat(sample.CategoryDataPlane, sample.CategoryControlPlane, sample.CategoryGateway)
+	nonMesh := cat(sample.CategoryApp, sample.CategoryLoad)
+	business := cat(sample.CategoryApp, sample.CategoryLoad, sample.CategoryDataPlane, sample.CategoryControlPlane, sample.CategoryGateway)
+	overhead := cat(sample.CategoryOverhead)
+	total := cat(sample.Categories...)
+	line := func(name string, f sample.Figures) string {
+		return fmt.Sprintf("%-30s %s", short(name, 30), figures(f))
+	}
+	out = append(out, line("app", app), line("load", load), "", line("data-plane", dp), line("control-plane", cp))
+	if gw.Rounds > 0 {
+		out = append(out, line("gateway", gw))
+	}
+	out = append(out, line("mesh", mesh), line("non-mesh", nonMesh), line("business", business), "",
+		line("overhead", overhead), line("total", total), "",
+		ratio("Mesh CPU ratio:", mesh.CPUMillicores.Avg, nonMesh.CPUMillicores.Avg),
+		ratio("Mesh memory ratio:", memAvg(mesh), memAvg(nonMesh)), "",
+		ratio("Data plane CPU ratio:", dp.CPUMillicores.Avg, nonMesh.CPUMillicores.Avg),
+		ratio("Data plane memory ratio:", memAvg(dp), memAvg(nonMesh)), "")
+	for _, c := range sample.Summarize(s.Rounds).Components {
+		out = append(out, line(c.Name, c.Figures))
+	}
+	return append(out, "", fmt.Sprintf("mC avg (min - max) over %d rounds; MiB: %s avg (min - max)", len(s.Rounds), mem))
+}
+
+// sumOf is the figures of the processes of the named categories summed in
+// every round, then taken over the rounds (sample.Summarize of rounds
+// relabelled into one category).
+func sumOf(rounds []sample.Round, cats []string) sample.Figures {
+	rel := make([]sample.Round, len(rounds))
+	for i, r := range rounds {
+		rr := sample.Round{Index: r.Index, Time: r.Time}
+		for _, x := range r.Samples {
+			if slices.Contains(cats, x.Category) {
+				x.Category, x.Component = "sum", "sum"
+				rr.Samples = append(rr.Samples, x)
+			}
+		}
+		rel[i] = rr
+	}
+	if g := sample.Summarize(rel).Category("sum"); g != nil {
+		return g.Figures
+	}
+	return sample.Figures{}
+}
+
+// memAvg is the average memory of f: PSS where read, else RSS (the
+// working set on a cluster comes as RSS).
+func memAvg(f sample.Figures) float64 {
+	if f.PSSRounds > 0 {
+		return f.PSSBytes.Avg
+	}
+	return f.RSSBytes.Avg
+}
+
+func figures(f sample.Figures) string {
+	if f.Rounds == 0 {
+		return "    - mC (    - -     -),    - MiB (   - -    -)"
+	}
+	m := f.RSSBytes
+	if f.PSSRounds > 0 {
+		m = f.PSSBytes
+	}
+	return usage(f.CPUMillicores, m)
+}
+
+func usage(cpu, mem sample.Stats) string {
+	const mib = 1 << 20
+	return fmt.Sprintf("%5.0f mC (%5.0f - %5.0f), %4.0f MiB (%4.0f - %4.0f)", cpu.Avg, cpu.Min, cpu.Max, mem.Avg/mib, mem.Min/mib, mem.Max/mib)
+}
+
+func ratio(label string, a, b float64) string {
+	if b <= 0 {
+		return fmt.Sprintf("%-26s %7s (no non-mesh usage yet)", label, "-")
+	}
+	return fmt.Sprintf("%-26s%7.2f%% (smaller is better)", label, a/b*100)
+}
+
+// short cuts s to n runes, keeping its end (node names differ at the end,
+// as the seed tool's "...abe7a33-0f80").
+func short(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "..." + string(r[len(r)-(n-3):])
+}
+
+func dur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.3gms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.3gµs", float64(d)/1e3)
+}
