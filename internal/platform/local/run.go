@@ -559,8 +559,7 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	loadPath := filepath.Join(c.dir.Path, results.LoadFile)
 	args := append([]string{"load"}, c.opts.Load.Flags()...)
 	args = append(args, "--duration", c.opts.Duration.String(), "--warmup", c.opts.Warmup.String(),
-		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath,
-		"--hlog", filepath.Join(c.dir.Path, results.HlogFile))
+		"--timeout", c.opts.Timeout.String(), "--quiet", "--output-format", "json", "-o", loadPath)
 	conns := max(c.opts.Connections, len(l.topo.LoadTargets))
 	args = append(args, "--connections", strconv.Itoa(conns))
 	if len(l.topo.LoadTargets) > 0 && strings.HasPrefix(l.topo.LoadTargets[0].URL, "https://") {
@@ -572,7 +571,10 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	args = append(args, c.requestArgs()...)
 	external := c.opts.external()
 	if external {
+		// The external tools report no per-second intervals: no .hlog.
 		args = append(args, "--generator", c.opts.Generator)
+	} else {
+		args = append(args, "--hlog", filepath.Join(c.dir.Path, results.HlogFile))
 	}
 	progressPath := ""
 	if c.opts.OnLoadProgress != nil && !external {

@@ -302,5 +302,8 @@ func (s *Substrate) supportsLinkerd(o mesh.Options) []error {
 	if o.Protocol == mesh.ProtocolTCP {
 		errs = append(errs, errors.New("mesh linkerd with protocol tcp: Linkerd in the lab carries HTTP (its opaque ports are not wired); use protocol http"))
 	}
+	if o.Gateway {
+		errs = append(errs, errors.New("mesh linkerd with the gateway: the lab's gateway is an Istio ingress Envoy, none is wired for Linkerd; leave the gateway off"))
+	}
 	return errs
 }
