@@ -215,6 +215,18 @@ func TestSearchConfirm(t *testing.T) {
 	if rate, done, _ := Next(c, probes); done || rate != 400 {
 		t.Errorf("after a noisy miss: next %v done %v, want 400 (growing on)", rate, done)
 	}
+	// The generator's limit is confirmed too: one stalled probe does not
+	// end the search; two at the same rate do.
+	probes = []Probe{{RatePerSec: 100, Met: true}, {RatePerSec: 200, GeneratorLimit: true, Reason: "schedule lag"}}
+	if rate, done, _ := Next(c, probes); done || rate != 200 {
+		t.Fatalf("after a generator limit: next %v done %v, want the same rate again", rate, done)
+	}
+	if rate, done, _ := Next(c, append(probes, Probe{RatePerSec: 200, Met: true})); done || rate != 400 {
+		t.Errorf("after a passing confirmation: next %v done %v, want 400 (growing on)", rate, done)
+	}
+	if _, done, res := Next(c, append(probes, Probe{RatePerSec: 200, GeneratorLimit: true, Reason: "schedule lag"})); !done || res.Kind != GenLimited || res.Capacity != 100 {
+		t.Errorf("after a confirmed generator limit: done %v, %+v; want the search ended at ≥ 100/s", done, res)
+	}
 	// Resume: the sequence depends on the probes only.
 	for stop := 0; stop < len(rates); stop++ {
 		var ps []Probe

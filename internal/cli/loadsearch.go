@@ -187,7 +187,7 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 	}
 	confirm := ""
 	if sc.Confirm {
-		confirm = ", a miss probed twice"
+		confirm = ", a miss or generator limit probed twice"
 	}
 	fmt.Fprintf(env.Stdout, "Capacity search: highest open-loop rate meeting %s, from %s/s to %s/s (×%g, then bisect to %s%s); %d connections, %s per probe after %s warm-up, timeout %s\n",
 		obj.Human(), capacity.FormatRate(sc.From), capacity.FormatRate(sc.To), sc.Growth, slo.FormatRatio(sc.Precision), confirm,
