@@ -169,6 +169,12 @@ type Config struct {
 	NodeIPs     []netip.Addr
 	PodCIDRs    []netip.Prefix
 	ClusterCIDR netip.Prefix
+	// ServiceCIDR (optional) is routed on-link in every node's namespace,
+	// as a real node's default route would: a node process dialling a
+	// ClusterIP (istio-cni's plugin, run by containerd, asks the API at
+	// the kubernetes Service) needs a route before kube-proxy's output
+	// DNAT. On-link, so a ClusterIP without endpoints goes nowhere.
+	ServiceCIDR netip.Prefix
 	// Kubeconfig (with context Context) is what kubelets, kube-proxies
 	// and CoreDNS use; its server must be reachable from the nodes'
 	// namespaces (an address on Bridge).
@@ -283,6 +289,11 @@ func (n *Nodes) start(ctx context.Context) error {
 		}
 	}
 	for i, nd := range n.Nodes {
+		if cfg.ServiceCIDR.IsValid() {
+			if err := nd.NS.Route("eth0", cfg.ServiceCIDR, netip.Addr{}); err != nil {
+				return err
+			}
+		}
 		for j, other := range n.Nodes {
 			if i != j {
 				if err := nd.NS.Route("eth0", other.PodCIDR, other.IP); err != nil {
@@ -354,7 +365,11 @@ func (n *Nodes) start(ctx context.Context) error {
 // mountScript bind-mounts a node's HostDirs (under dir) on their paths, in
 // the mount namespace of the shell running it; the netns directory is
 // made a shared mount, so the pods' netns files containerd mounts there
-// later propagate into a pod's HostToContainer volume of it.
+// later propagate into a pod's HostToContainer volume of it. And /proc/1
+// becomes the node's containerd: a node agent finds "the host" as PID 1's
+// network namespace (istio-cni reads /host/proc/1/ns/net and enters it
+// for its host rules), which must be the node's, never the machine's
+// (whose PID 1 is not even readable on these VMs).
 func mountScript(dir string) string {
 	var b strings.Builder
 	b.WriteString("set -e; ")
@@ -362,6 +377,10 @@ func mountScript(dir string) string {
 		fmt.Fprintf(&b, "mount --bind %s %s; ", shellQuote(filepath.Join(dir, d.Dir)), shellQuote(d.Path))
 	}
 	fmt.Fprintf(&b, "mount --make-shared %s; ", shellQuote(NodeNetnsDir))
+	// PID 1 of the node is the shell itself, which becomes containerd:
+	// a directory of links to its /proc entries is mounted on /proc/1.
+	p1 := shellQuote(filepath.Join(dir, "proc1"))
+	fmt.Fprintf(&b, `rm -rf %s; mkdir %s; for f in /proc/$$/*; do ln -s "../$$/${f##*/}" %s/; done; mount --bind %s /proc/1; `, p1, p1, p1, p1)
 	return b.String()
 }
 

@@ -83,8 +83,11 @@ func TestMountScript(t *testing.T) {
 			t.Errorf("script lacks %q:\n%s", want, got)
 		}
 	}
-	if !strings.HasSuffix(got, "mount --make-shared '"+NodeNetnsDir+"'; ") || !strings.HasPrefix(got, "set -e; ") {
-		t.Errorf("script does not stop on the first failure or end by sharing %s:\n%s", NodeNetnsDir, got)
+	if !strings.Contains(got, "mount --make-shared '"+NodeNetnsDir+"'; ") || !strings.HasPrefix(got, "set -e; ") {
+		t.Errorf("script does not stop on the first failure or does not share %s:\n%s", NodeNetnsDir, got)
+	}
+	if !strings.HasSuffix(got, "mount --bind '/n/node-0/proc1' /proc/1; ") {
+		t.Errorf("script does not end by making the node's PID 1:\n%s", got)
 	}
 	if q := shellQuote("/a'b"); q != `'/a'\''b'` {
 		t.Errorf("shellQuote(/a'b) = %s", q)
