@@ -28,6 +28,7 @@ import (
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // Options is one benchmark cell on a cluster.
@@ -422,6 +423,12 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	endIdle()
 
+	// ztunnel outlives the cells: its counters before the load, so the
+	// cell's mTLS check reads its own connections only.
+	var ztBase map[string]ztunnel.Counters
+	if isAmbient(mode) {
+		ztBase = c.ZtunnelCounters(ctx)
+	}
 	loadRes, loadErr := r.runLoad(ctx)
 
 	loadEnd := time.Now().UTC()
@@ -445,6 +452,15 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if err == nil && o.Log != nil {
 			fmt.Fprintf(o.Log, "mTLS verified from the sidecars' own counters on %d app pod(s)\n", len(checks))
+		}
+	}
+	if isAmbient(mode) {
+		checks, err := c.VerifyAmbientMTLS(ctx, ztBase)
+		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		if err != nil {
+			r.invalid("mTLS not verified: " + err.Error())
+		} else if o.Log != nil {
+			fmt.Fprintf(o.Log, "mTLS verified from ztunnel's own counters: %s\n", checks[len(checks)-1].Detail)
 		}
 	}
 	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
@@ -1102,4 +1118,10 @@ func (c *Cluster) unlabelNodes(ctx context.Context, runID string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isAmbient: mode runs on ztunnel (ambient, waypoint).
+func isAmbient(mode string) bool {
+	m, ok := meshes.Get(mode)
+	return ok && m.Kind == meshes.KindNodeProxy || mode == "waypoint"
 }
