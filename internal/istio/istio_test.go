@@ -261,6 +261,15 @@ func TestInstallRenders(t *testing.T) {
 	if err != nil || mi.Istioctl != b.Path("istioctl") || !strings.Contains(mi.Proxy, "upstream Envoy BUILD") || !slices.Contains(mi.Args, "tag="+Version) {
 		t.Errorf("Install: %v %+v", err, mi)
 	}
+	// The Gateway API CRDs (Gateway among them) before the EnvoyFilter.
+	var names []string
+	for _, o := range mi.Objects {
+		u := o.(*unstructured.Unstructured)
+		names = append(names, u.GetKind()+"/"+u.GetName())
+	}
+	if len(names) < 2 || names[len(names)-1] != "EnvoyFilter/"+u.GetName() || !slices.Contains(names, "CustomResourceDefinition/gateways.gateway.networking.k8s.io") {
+		t.Errorf("Install objects %v; want the Gateway API CRDs, then the EnvoyFilter", names)
+	}
 }
 
 // TestSyncTable: istiod's syncz (testdata/syncz-gateway.json: a real
