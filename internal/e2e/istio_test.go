@@ -56,9 +56,10 @@ func clusterState(t *testing.T, c *kube.Cluster) map[string][]string {
 }
 
 // uninstallIstio removes Istio as a user would (istioctl uninstall
-// --purge, then its namespace, waited for) plus the ConfigMaps istiod
-// copies into every namespace (istio-ca-root-cert, istio-ca-crl), which
-// the purge leaves behind.
+// --purge, then its namespace, waited for) plus what the purge leaves
+// behind: the Gateway API CRDs meshbench's install applied and the
+// ConfigMaps istiod copies into every namespace (istio-ca-root-cert,
+// istio-ca-crl).
 func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig string) time.Duration {
 	t.Helper()
 	t0 := time.Now()
@@ -72,6 +73,15 @@ func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig str
 		_, err := c.Core.CoreV1().Namespaces().Get(ctx, kube.IstioNamespace, metav1.GetOptions{})
 		return err != nil
 	})
+	// The Gateway API CRDs meshbench's install applied (istioctl leaves
+	// them: they are not Istio's).
+	if crds, err := istio.GatewayCRDs(b); err == nil {
+		for _, o := range crds {
+			name := o.(interface{ GetName() string }).GetName()
+			_ = c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+				Delete(ctx, name, metav1.DeleteOptions{})
+		}
+	}
 	// Only once istiod is gone: it writes them again while it runs.
 	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err == nil {
@@ -276,6 +286,35 @@ func TestIstioOnRealNodes(t *testing.T) {
 		t.Errorf("ambient: %d ztunnel and %d istio-cni pods seen, want one per node", len(w.Pods(kube.IstioNamespace, "ztunnel-")), len(w.Pods(kube.IstioNamespace, "istio-cni-node-")))
 	}
 	checkClean(t, c, "e2k-app", "e2k-load")
+
+	// A waypoint from the Gateway API (the install applied the CRDs) for
+	// the app's service: the traffic goes client ztunnel → waypoint (Envoy
+	// with istiod's config and the overlay) → server ztunnel. 200 rps for
+	// 20 s, for the CPU bound as above.
+	wout := filepath.Join(t.TempDir(), "waypoint")
+	w = watchPods(c, "e2w-app")
+	inv = meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2w",
+		"--mesh", "waypoint", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
+		"--replicas", "2", "--workers", "1", "--rate", "200", "--duration", "20s", "--out", wout)
+	w.Stop()
+	tWaypoint := inv.took
+	if inv.code != 0 {
+		t.Errorf("run --mesh waypoint: exit %d", inv.code)
+	} else {
+		if lr, err := results.ReadFile(filepath.Join(wout, results.LoadFile)); err != nil || lr.Sent != 4000 || lr.Success != 4000 {
+			t.Errorf("waypoint: %v; want 4000 sent and ok through the waypoint", err)
+		}
+		if mt, _ := os.ReadFile(filepath.Join(wout, "k8s", "mtls-checks.json")); strings.Contains(string(mt), `"ok": false`) || !strings.Contains(string(mt), `"ok": true`) {
+			t.Errorf("waypoint k8s/mtls-checks.json: %s; want every check passed", mt)
+		}
+		if cpu := rowCPU(inv.stdout, "waypoint"); cpu <= 0 {
+			t.Errorf("waypoint: its row's CPU_avg %v, want > 0 (traffic through it, classified as data plane)", cpu)
+		}
+		if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
+			t.Errorf("waypoint: stdout has unclassified pods")
+		}
+	}
+	checkClean(t, c, "e2w-app", "e2w-load")
 	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i", "--mesh", "sidecar,ambient")
 	if inv.code != 0 || strings.Contains(inv.stdout, "FAIL") || !strings.Contains(inv.stdout, "mesh ambient installed") {
 		t.Errorf("doctor --mesh sidecar,ambient: exit %d", inv.code)
@@ -335,6 +374,6 @@ sample_interval: 10s
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings: images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
-		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tBench.Seconds(), tUninstall.Seconds())
+	t.Logf("timings: images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
+		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tBench.Seconds(), tUninstall.Seconds())
 }

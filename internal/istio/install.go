@@ -96,9 +96,28 @@ func Install(b Build, hub, tag, envoyBuild string) (*kube.MeshInstall, error) {
 	}
 	objs = append(objs, efs...)
 	return &kube.MeshInstall{
-		Istioctl: b.Path("istioctl"),
-		Args:     InstallArgs(hub, tag),
-		Objects:  objs,
-		Proxy:    fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
+		Istioctl:        b.Path("istioctl"),
+		Args:            InstallArgs(hub, tag),
+		Objects:         objs,
+		WaypointObjects: WaypointEnvoyFilter,
+		Proxy:           fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
 	}, nil
+}
+
+// WaypointEnvoyFilter is the overlay's EnvoyFilter for one waypoint: the
+// same patches as the mesh-wide one, in the waypoint's namespace with
+// targetRefs naming its Gateway (Istio applies EnvoyFilters to waypoints
+// only that way; the mesh-wide one reaches sidecars only).
+func WaypointEnvoyFilter(namespace, gateway string) []runtime.Object {
+	objs, err := EnvoyFilters()
+	if err != nil || len(objs) == 0 {
+		return nil // envoyfilters.yaml is embedded: TestInstallRenders decodes it
+	}
+	u := objs[0].(*unstructured.Unstructured)
+	u.SetNamespace(namespace)
+	u.SetName(u.GetName() + "-" + gateway)
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+		"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway,
+	}}, "spec", "targetRefs")
+	return []runtime.Object{u}
 }

@@ -330,6 +330,9 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endApp := r.phase("prepare/app")
 	objs, err := AppObjects(o.Spec)
+	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && meshes.Is(mode, meshes.KindWaypoint) {
+		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
+	}
 	if err == nil {
 		err = r.writeObjects("app.yaml", objs)
 	}
