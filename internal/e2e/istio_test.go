@@ -73,13 +73,15 @@ func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig str
 		_, err := c.Core.CoreV1().Namespaces().Get(ctx, kube.IstioNamespace, metav1.GetOptions{})
 		return err != nil
 	})
-	// The Gateway API CRDs meshbench's install applied (istioctl leaves
-	// them: they are not Istio's).
-	if crds, err := istio.GatewayCRDs(b); err == nil {
-		for _, o := range crds {
-			name := o.(interface{ GetName() string }).GetName()
-			_ = c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
-				Delete(ctx, name, metav1.DeleteOptions{})
+	// The Gateway API CRDs (istioctl leaves them: they are not Istio's):
+	// those meshbench's install applied and udproutes, which appears
+	// beside them during the install.
+	crdRes := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if crds, err := crdRes.List(ctx, metav1.ListOptions{}); err == nil {
+		for _, crd := range crds.Items {
+			if strings.HasSuffix(crd.GetName(), ".gateway.networking.k8s.io") || strings.HasSuffix(crd.GetName(), ".gateway.networking.x-k8s.io") {
+				_ = crdRes.Delete(ctx, crd.GetName(), metav1.DeleteOptions{})
+			}
 		}
 	}
 	// Only once istiod is gone: it writes them again while it runs.
