@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meshbench/meshbench/internal/istio"
+	"github.com/meshbench/meshbench/internal/testutil"
 )
 
 // TestDoctorInstallMesh: without a cluster (the kubeconfig names a file
@@ -62,5 +65,38 @@ func TestDoctorInstallMesh(t *testing.T) {
 	}
 	if _, err := os.Stat(kubeconfig); err == nil {
 		t.Error("doctor created the kubeconfig")
+	}
+}
+
+// TestDoctorIstioBuild: `doctor --install-mesh --istio-build DIR` checks
+// the build's istioctl, not PATH's (PATH has none here); --istio-build
+// without --install-mesh, or naming a directory without a build, is a
+// usage error.
+func TestDoctorIstioBuild(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	kubeconfig := filepath.Join(t.TempDir(), "missing-kubeconfig")
+	inv := runCLI(t, nil, "doctor", "--kubeconfig", kubeconfig, "--mesh", "ambient", "--istio-build", t.TempDir())
+	if inv.code != ExitUsage || !strings.Contains(inv.stderr, "needs --install-mesh") {
+		t.Errorf("--istio-build without --install-mesh: exit %d, %q", inv.code, inv.stderr)
+	}
+	empty := t.TempDir()
+	inv = runCLI(t, nil, "doctor", "--kubeconfig", kubeconfig, "--mesh", "ambient", "--install-mesh", "--istio-build", empty)
+	if inv.code != ExitUsage || !strings.Contains(inv.stderr, "no Istio build in "+empty) {
+		t.Errorf("--istio-build of an empty dir: exit %d, %q", inv.code, inv.stderr)
+	}
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	inv = runCLI(t, nil, "doctor", "--kubeconfig", kubeconfig, "--mesh", "ambient", "--install-mesh", "--istio-build", b.Dir)
+	want := "istioctl (" + b.Path("istioctl") + ")  "
+	var line string
+	for _, l := range strings.Split(inv.stdout, "\n") {
+		if strings.HasPrefix(l, want) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, " ok ") || !strings.Contains(line, "version ") {
+		t.Errorf("the build's istioctl row: %q; want ok with its version\n%s", line, inv.stdout)
 	}
 }

@@ -317,9 +317,20 @@ possible). A mode not asked for only warns.`,
 					modes = append(modes, m)
 				}
 			}
+			var istioctl string
+			if f.kube.istioBuild != "" {
+				if !f.kube.installMesh {
+					return usagef("--istio-build %s: needs --install-mesh (as run: the build's istioctl installs Istio)", f.kube.istioBuild)
+				}
+				b, err := istio.Open(f.kube.istioBuild)
+				if err != nil {
+					return usagef("--istio-build: %v", err)
+				}
+				istioctl = b.Path("istioctl")
+			}
 			ns := []string{f.kube.namespacePrefix + "-app", f.kube.namespacePrefix + "-load"}
 			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: modes,
-				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns, MetricsSource: f.kube.metricsSource})
+				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns, MetricsSource: f.kube.metricsSource, Istioctl: istioctl})
 			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
 			failed := 0
@@ -350,6 +361,7 @@ possible). A mode not asked for only warns.`,
 	cmd.Flags().IntVar(&f.nodes, "nodes", 2, "ready nodes needed (2: load and app on different nodes)")
 	f.kube.add(cmd, kubeConnect)
 	cmd.Flags().BoolVar(&f.kube.installMesh, "install-mesh", false, "the run will install the meshes (as run --install-mesh): require their CLIs instead of verifying the installed meshes")
+	cmd.Flags().StringVar(&f.kube.istioBuild, "istio-build", "", "with --install-mesh: the run will install Istio from the build in DIR (as run --istio-build): its istioctl is checked, not PATH's")
 	return cmd
 }
 

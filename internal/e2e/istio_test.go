@@ -56,9 +56,10 @@ func clusterState(t *testing.T, c *kube.Cluster) map[string][]string {
 }
 
 // uninstallIstio removes Istio as a user would (istioctl uninstall
-// --purge, then its namespace, waited for) plus the ConfigMaps istiod
-// copies into every namespace (istio-ca-root-cert, istio-ca-crl), which
-// the purge leaves behind.
+// --purge, then its namespace, waited for) plus what the purge leaves
+// behind: the Gateway API CRDs meshbench's install applied and the
+// ConfigMaps istiod copies into every namespace (istio-ca-root-cert,
+// istio-ca-crl).
 func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig string) time.Duration {
 	t.Helper()
 	t0 := time.Now()
@@ -72,6 +73,17 @@ func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig str
 		_, err := c.Core.CoreV1().Namespaces().Get(ctx, kube.IstioNamespace, metav1.GetOptions{})
 		return err != nil
 	})
+	// The Gateway API CRDs (istioctl leaves them: they are not Istio's):
+	// those meshbench's install applied and udproutes, which appears
+	// beside them during the install.
+	crdRes := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if crds, err := crdRes.List(ctx, metav1.ListOptions{}); err == nil {
+		for _, crd := range crds.Items {
+			if strings.HasSuffix(crd.GetName(), ".gateway.networking.k8s.io") || strings.HasSuffix(crd.GetName(), ".gateway.networking.x-k8s.io") {
+				_ = crdRes.Delete(ctx, crd.GetName(), metav1.DeleteOptions{})
+			}
+		}
+	}
 	// Only once istiod is gone: it writes them again while it runs.
 	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err == nil {
@@ -92,9 +104,14 @@ func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig str
 // injects sidecars, applies the AuthorizationPolicies and measures; every
 // proxy ACKs istiod's config (its syncz, read mid-run); mTLS is verified
 // from the sidecars' own counters; every pod is classified; doctor is all
-// ok; a bench plan none/sidecar × 2 reuses the install and writes its
-// report; and the uninstall leaves the cluster as it was. One install for
-// all of it: the install is the slow part (about a minute).
+// ok. Then `run --mesh ambient` on the same install (istioctl upgrades it
+// to the ambient profile: istio-cni and ztunnel on the real nodes) with
+// mTLS verified from ztunnel's own counters and ztunnel, istio-cni and
+// istiod classified; doctor --mesh sidecar,ambient; a bench plan
+// none/sidecar/ambient × 2 reuses the install and writes its report; and
+// the uninstall leaves the cluster (and the nodes' CNI chains) as it was.
+// One install for all of it: the install is the slow part (about a
+// minute).
 func TestIstioOnRealNodes(t *testing.T) {
 	kc := kubetest.Require(t)
 	b, err := istio.Open(istio.DefaultDir())
@@ -220,14 +237,100 @@ func TestIstioOnRealNodes(t *testing.T) {
 		t.Errorf("doctor --mesh sidecar: exit %d", inv.code)
 	}
 
-	// A plan none/sidecar × 2 on the installed mesh (istioctl install
-	// again is a no-op upgrade), with its report.
+	// Ambient on the same cluster and install: istioctl upgrades it to
+	// the ambient profile (istio-cni and ztunnel DaemonSets on the real
+	// nodes, which give each node its own CNI dirs, netns dir, ztunnel
+	// socket dir and PID 1). 200 rps for 20 s: 4000 requests through two
+	// ztunnels each, so the data plane's CPU is hundreds of 10-ms ticks
+	// even on a fast quiet machine (at 40 rps a ztunnel showed 4–13 m,
+	// about 10 ticks in 20 s: too close to 0 to assert on).
+	aout := filepath.Join(t.TempDir(), "ambient")
+	w = watchPods(c, "e2k-app", kube.IstioNamespace)
+	inv = meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2k",
+		"--mesh", "ambient", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
+		"--replicas", "2", "--workers", "1", "--rate", "200", "--duration", "20s", "--out", aout)
+	w.Stop()
+	tAmbient := inv.took
+	if inv.code != 0 {
+		t.Fatalf("run --mesh ambient: exit %d", inv.code)
+	}
+	if lr, err := results.ReadFile(filepath.Join(aout, results.LoadFile)); err != nil || lr.Sent != 4000 || lr.Success != 4000 {
+		t.Errorf("ambient: %v; want 4000 sent and ok through ztunnel", err)
+	}
+	if app, _ := os.ReadFile(filepath.Join(aout, "k8s", "app.yaml")); strings.Count(string(app), "kind: AuthorizationPolicy") != 4 {
+		t.Errorf("ambient: k8s/app.yaml has %d AuthorizationPolicies, want 4", strings.Count(string(app), "kind: AuthorizationPolicy"))
+	}
+	// mTLS from ztunnel's own counters: every connection the ztunnels
+	// opened in the cell mutual TLS, the app's side among them.
+	if mt, _ := os.ReadFile(filepath.Join(aout, "k8s", "mtls-checks.json")); strings.Count(string(mt), `"ok": true`) < 2 || strings.Contains(string(mt), `"ok": false`) {
+		t.Errorf("ambient k8s/mtls-checks.json: %s; want every check passed", mt)
+	}
+	if !strings.Contains(inv.stderr, "mTLS verified from ztunnel's own counters") {
+		t.Error("ambient: stderr does not say mTLS was verified")
+	}
+	// ztunnel as the data plane (one row per node), istio-cni and
+	// istiod as the control plane; nothing unclassified.
+	if n := strings.Count(inv.stdout, "\nnode proxy "); n != len(kc.Real.Nodes) {
+		t.Errorf("ambient: %d node proxy rows, want %d (a ztunnel per node)", n, len(kc.Real.Nodes))
+	}
+	for _, row := range []string{"istio-cni-node", "istiod", "control-plane"} {
+		if !strings.Contains(inv.stdout, "\n"+row+" ") {
+			t.Errorf("ambient: no %s row", row)
+		}
+	}
+	if cpu := rowCPU(inv.stdout, "data-plane"); cpu <= 0 {
+		t.Errorf("ambient: data-plane CPU_avg %v, want > 0", cpu)
+	}
+	if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
+		t.Errorf("ambient: stdout has unclassified pods")
+	}
+	if len(w.Pods(kube.IstioNamespace, "ztunnel-")) != len(kc.Real.Nodes) || len(w.Pods(kube.IstioNamespace, "istio-cni-node-")) != len(kc.Real.Nodes) {
+		t.Errorf("ambient: %d ztunnel and %d istio-cni pods seen, want one per node", len(w.Pods(kube.IstioNamespace, "ztunnel-")), len(w.Pods(kube.IstioNamespace, "istio-cni-node-")))
+	}
+	checkClean(t, c, "e2k-app", "e2k-load")
+
+	// A waypoint from the Gateway API (the install applied the CRDs) for
+	// the app's service: the traffic goes client ztunnel → waypoint (Envoy
+	// with istiod's config and the overlay) → server ztunnel. 200 rps for
+	// 20 s, for the CPU bound as above.
+	wout := filepath.Join(t.TempDir(), "waypoint")
+	w = watchPods(c, "e2w-app")
+	inv = meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2w",
+		"--mesh", "waypoint", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
+		"--replicas", "2", "--workers", "1", "--rate", "200", "--duration", "20s", "--out", wout)
+	w.Stop()
+	tWaypoint := inv.took
+	if inv.code != 0 {
+		t.Errorf("run --mesh waypoint: exit %d", inv.code)
+	} else {
+		if lr, err := results.ReadFile(filepath.Join(wout, results.LoadFile)); err != nil || lr.Sent != 4000 || lr.Success != 4000 {
+			t.Errorf("waypoint: %v; want 4000 sent and ok through the waypoint", err)
+		}
+		if mt, _ := os.ReadFile(filepath.Join(wout, "k8s", "mtls-checks.json")); strings.Contains(string(mt), `"ok": false`) || !strings.Contains(string(mt), `"ok": true`) {
+			t.Errorf("waypoint k8s/mtls-checks.json: %s; want every check passed", mt)
+		}
+		if cpu := rowCPU(inv.stdout, "waypoint"); cpu <= 0 {
+			t.Errorf("waypoint: its row's CPU_avg %v, want > 0 (traffic through it, classified as data plane)", cpu)
+		}
+		if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
+			t.Errorf("waypoint: stdout has unclassified pods")
+		}
+	}
+	checkClean(t, c, "e2w-app", "e2w-load")
+	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i", "--mesh", "sidecar,ambient")
+	if inv.code != 0 || strings.Contains(inv.stdout, "FAIL") || !strings.Contains(inv.stdout, "mesh ambient installed") {
+		t.Errorf("doctor --mesh sidecar,ambient: exit %d", inv.code)
+	}
+
+	// A plan none/sidecar/ambient × 2 on the installed mesh (the ambient
+	// profile runs sidecars too: istioctl install again is a no-op
+	// upgrade), with its report.
 	dir := t.TempDir()
 	plan := filepath.Join(dir, "plan.yaml")
 	if err := os.WriteFile(plan, []byte(`platform: kube
 repetitions: 2
 axes:
-  mesh: [none, sidecar]
+  mesh: [none, sidecar, ambient]
   rate: [40]
 duration: 15s
 warmup: 1s
@@ -241,15 +344,17 @@ sample_interval: 10s
 	inv = meshbench(t, nil, "bench", plan, "--seed", "7", "--out", bout, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2j",
 		"--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path)
 	if inv.code != 0 {
-		t.Fatalf("bench none/sidecar: exit %d", inv.code)
+		t.Fatalf("bench none/sidecar/ambient: exit %d", inv.code)
 	}
 	report, err := os.ReadFile(filepath.Join(bout, "report", "report.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("bench none/sidecar × 2 on the test cluster, report.txt:\n%s", report)
-	if !strings.Contains(string(report), "sidecar") {
-		t.Error("the report has no sidecar row")
+	t.Logf("bench none/sidecar/ambient × 2 on the test cluster, report.txt:\n%s", report)
+	for _, m := range []string{"sidecar", "ambient"} {
+		if !strings.Contains(string(report), m) {
+			t.Errorf("the report has no %s row", m)
+		}
 	}
 	tBench := inv.took
 	checkClean(t, c, "e2j-app", "e2j-load")
@@ -263,5 +368,14 @@ sample_interval: 10s
 			t.Errorf("%s after the uninstall differ:\nbefore %v\nafter  %v", kind, names, after[kind])
 		}
 	}
-	t.Logf("timings: images %.1fs, run with install %.1fs, bench 4 cells %.1fs, uninstall %.1fs", tImages.Seconds(), tRun.Seconds(), tBench.Seconds(), tUninstall.Seconds())
+	// istio-cni took its plugin out of every node's CNI chain again.
+	for _, n := range kc.Real.Nodes {
+		conf, _ := os.ReadFile(filepath.Join(n.Dir, "cni", "10-pods.conflist"))
+		bins, _ := os.ReadDir(filepath.Join(n.Dir, "cni-bin"))
+		if strings.Contains(string(conf), "istio-cni") || len(bins) > 0 {
+			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
+		}
+	}
+	t.Logf("timings: images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
+		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tBench.Seconds(), tUninstall.Seconds())
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +31,22 @@ var OverlaySettings = []struct{ Set, Why string }{
 
 // EnvoyFilters are the overlay's mesh-wide EnvoyFilters (envoyfilters.yaml).
 func EnvoyFilters() ([]runtime.Object, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(envoyFiltersYAML), 4096)
+	return decodeObjects(envoyFiltersYAML, "envoyfilters.yaml")
+}
+
+// GatewayCRDs are the Gateway API CRDs the build's Istio pins (the
+// build's GatewayCRDsFile): waypoints are Gateways of class
+// istio-waypoint.
+func GatewayCRDs(b Build) ([]runtime.Object, error) {
+	data, err := os.ReadFile(b.Path(GatewayCRDsFile))
+	if err != nil {
+		return nil, err
+	}
+	return decodeObjects(data, b.Path(GatewayCRDsFile))
+}
+
+func decodeObjects(data []byte, name string) ([]runtime.Object, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []runtime.Object
 	for {
 		u := &unstructured.Unstructured{}
@@ -38,7 +54,7 @@ func EnvoyFilters() ([]runtime.Object, error) {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
-			return nil, fmt.Errorf("envoyfilters.yaml: %w", err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if len(u.Object) > 0 {
 			out = append(out, u)
@@ -64,17 +80,44 @@ func InstallArgs(hub, tag string) []string {
 
 // Install is how meshbench installs Istio built here: the build's istioctl,
 // the images Images made (hub and tag as given there; "" for the
-// defaults), the upstream-Envoy overlay, and envoyBuild (Envoy's build
+// defaults), the Gateway API CRDs of the build (GatewayCRDs), the
+// upstream-Envoy overlay, and envoyBuild (Envoy's build
 // string, `envoy --version`) as the proxy the run measures.
 func Install(b Build, hub, tag, envoyBuild string) (*kube.MeshInstall, error) {
-	objs, err := EnvoyFilters()
+	// The Gateway API CRDs first (a waypoint needs them; Apply creates
+	// them before the EnvoyFilter), then the overlay's EnvoyFilters.
+	objs, err := GatewayCRDs(b)
 	if err != nil {
 		return nil, err
 	}
+	efs, err := EnvoyFilters()
+	if err != nil {
+		return nil, err
+	}
+	objs = append(objs, efs...)
 	return &kube.MeshInstall{
-		Istioctl: b.Path("istioctl"),
-		Args:     InstallArgs(hub, tag),
-		Objects:  objs,
-		Proxy:    fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
+		Istioctl:        b.Path("istioctl"),
+		Args:            InstallArgs(hub, tag),
+		Objects:         objs,
+		WaypointObjects: WaypointEnvoyFilter,
+		Proxy:           fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
 	}, nil
+}
+
+// WaypointEnvoyFilter is the overlay's EnvoyFilter for one waypoint: the
+// same patches as the mesh-wide one, in the waypoint's namespace with
+// targetRefs naming its Gateway (Istio applies EnvoyFilters to waypoints
+// only that way; the mesh-wide one reaches sidecars only).
+func WaypointEnvoyFilter(namespace, gateway string) []runtime.Object {
+	objs, err := EnvoyFilters()
+	if err != nil || len(objs) == 0 {
+		return nil // envoyfilters.yaml is embedded: TestInstallRenders decodes it
+	}
+	u := objs[0].(*unstructured.Unstructured)
+	u.SetNamespace(namespace)
+	u.SetName(u.GetName() + "-" + gateway)
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+		"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway,
+	}}, "spec", "targetRefs")
+	return []runtime.Object{u}
 }

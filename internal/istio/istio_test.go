@@ -261,6 +261,27 @@ func TestInstallRenders(t *testing.T) {
 	if err != nil || mi.Istioctl != b.Path("istioctl") || !strings.Contains(mi.Proxy, "upstream Envoy BUILD") || !slices.Contains(mi.Args, "tag="+Version) {
 		t.Errorf("Install: %v %+v", err, mi)
 	}
+	// A waypoint's own copy of the EnvoyFilter: in its namespace, aimed
+	// at its Gateway.
+	wf := mi.WaypointObjects("demo", "waypoint")
+	if len(wf) != 1 {
+		t.Fatalf("WaypointObjects: %d objects", len(wf))
+	}
+	wu := wf[0].(*unstructured.Unstructured)
+	refs, _, _ := unstructured.NestedSlice(wu.Object, "spec", "targetRefs")
+	patches, _, _ := unstructured.NestedSlice(wu.Object, "spec", "configPatches")
+	if wu.GetNamespace() != "demo" || len(refs) != 1 || refs[0].(map[string]any)["name"] != "waypoint" || len(patches) != 3 {
+		t.Errorf("waypoint EnvoyFilter %s/%s, targetRefs %v, %d patches", wu.GetNamespace(), wu.GetName(), refs, len(patches))
+	}
+	// The Gateway API CRDs (Gateway among them) before the EnvoyFilter.
+	var names []string
+	for _, o := range mi.Objects {
+		u := o.(*unstructured.Unstructured)
+		names = append(names, u.GetKind()+"/"+u.GetName())
+	}
+	if len(names) < 2 || names[len(names)-1] != "EnvoyFilter/"+u.GetName() || !slices.Contains(names, "CustomResourceDefinition/gateways.gateway.networking.k8s.io") {
+		t.Errorf("Install objects %v; want the Gateway API CRDs, then the EnvoyFilter", names)
+	}
 }
 
 // TestSyncTable: istiod's syncz (testdata/syncz-gateway.json: a real

@@ -132,7 +132,8 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 		Prefix: c.net.prefix, Dir: filepath.Join(c.Dir, "nodes"), BinDir: c.nodesBin,
 		Net: c.net.sub, Bridge: c.net.bridge,
 		NodeIPs: c.net.nodeIPs, PodCIDRs: c.net.podCIDRs, ClusterCIDR: c.net.clusterCIDR,
-		Kubeconfig: c.Kubeconfig, Context: ContextCert,
+		ServiceCIDR: netip.MustParsePrefix(serviceCIDR),
+		Kubeconfig:  c.Kubeconfig, Context: ContextCert,
 		CAFile: c.pki.caCert, ServingCert: c.pki.servingCert, ServingKey: c.pki.servingKey,
 		Images: imgs, SandboxImage: PauseImage, Log: c.log,
 	})

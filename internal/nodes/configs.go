@@ -30,8 +30,12 @@ func (n *Nodes) writeConfigs(i int, nd *Node, gw netip.Addr) error {
 // containerdConfig is containerd's defaults with this node's paths and the
 // settings this machine needs (see the package doc): sandbox image pinned
 // (never pulled), Debian's runc with its own root, oom_score_adj
-// restricted, no AppArmor, pod netns files under the state dir, Debian's
-// CNI plugins, NRI on a socket of its own.
+// restricted, no AppArmor, NRI on a socket of its own. The CNI paths and
+// the pods' netns files are the well-known ones a real node has
+// (/etc/cni/net.d, /opt/cni/bin then Debian's plugins, /var/run/netns):
+// containerd runs in the node's own mount namespace, where they are the
+// node's directories (see HostDirs), so a CNI installer such as
+// istio-cni finds and changes this node's files only.
 func containerdConfig(dir, sandbox string) []byte {
 	q := strconv.Quote
 	p := func(name string) string { return q(filepath.Join(dir, name)) }
@@ -55,7 +59,7 @@ imports = []
   [plugins.'io.containerd.cri.v1.runtime']
     disable_apparmor = true
     restrict_oom_score_adj = true
-    netns_mounts_under_state_dir = true
+    netns_mounts_under_state_dir = false
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = 'runc'
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -64,7 +68,7 @@ imports = []
           BinaryName = %s
           Root = %s
     [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = [%s]
+      bin_dirs = [%s, %s]
       conf_dir = %s
 
   [plugins.'io.containerd.nri.v1.nri']
@@ -74,7 +78,7 @@ imports = []
   [plugins.'io.containerd.internal.v1.opt']
     path = %s
 `, p("containerd/root"), p("containerd/state"), p("containerd.sock"), p("containerd.sock.ttrpc"),
-		q(sandbox), q(RuncBin), p("runc"), q(CNIBinDir), p("cni"), p("nri.sock"), p("opt"))
+		q(sandbox), q(RuncBin), p("runc"), q(NodeCNIBinDir), q(CNIBinDir), q(NodeCNIConfDir), p("nri.sock"), p("opt"))
 }
 
 // cniConfig is one bridge network on the node's pod CIDR (host-local IPAM

@@ -62,6 +62,37 @@ const (
 	NftBin    = "/usr/sbin/nft"
 )
 
+// The well-known node paths a CNI installer and a node agent expect (an
+// istio-cni DaemonSet's hostPath volumes, ztunnel's socket), as containerd
+// and the kubelet see them in the node's own mount namespace.
+const (
+	NodeCNIConfDir = "/etc/cni/net.d"
+	NodeCNIBinDir  = "/opt/cni/bin"
+	NodeNetnsDir   = "/var/run/netns"
+)
+
+// HostDirs are the node's own directories (relative to Node.Dir) and the
+// well-known paths they are bind-mounted on in the node's mount
+// namespace: containerd and the kubelet start there, so a hostPath volume
+// of a pod (resolved by the kubelet, mounted by runc) names the node's
+// directory, as on a machine of its own, and two nodes' istio-cni agents
+// or ztunnels never see each other's files. The pods' netns files are
+// there too (containerd makes them under /var/run/netns), on a shared
+// mount, so a node agent's HostToContainer volume sees them appear.
+var HostDirs = []struct{ Dir, Path string }{
+	{"cni", NodeCNIConfDir},
+	{"cni-bin", NodeCNIBinDir},
+	{"netns", NodeNetnsDir},
+	{"ztunnel", "/var/run/ztunnel"},
+	{"istio-cni", "/var/run/istio-cni"},
+}
+
+// Unshare and Nsenter (util-linux) make and enter a node's mount namespace.
+const (
+	UnshareBin = "/usr/bin/unshare"
+	NsenterBin = "/usr/bin/nsenter"
+)
+
 // ErrMissing is returned (wrapped) by Check when a prerequisite is missing.
 var ErrMissing = errors.New("real nodes cannot run here")
 
@@ -105,6 +136,11 @@ func Check(binDir string) error {
 			miss = append(miss, f+" (Debian: runc containernetworking-plugins nftables)")
 		}
 	}
+	for _, f := range []string{UnshareBin, NsenterBin} {
+		if _, err := os.Stat(f); err != nil {
+			miss = append(miss, f+" (Debian: util-linux)")
+		}
+	}
 	for _, b := range Binaries {
 		if fi, err := os.Stat(filepath.Join(binDir, b)); err != nil || fi.Mode()&0o111 == 0 {
 			miss = append(miss, filepath.Join(binDir, b)+" (make k8s-tools)")
@@ -133,6 +169,12 @@ type Config struct {
 	NodeIPs     []netip.Addr
 	PodCIDRs    []netip.Prefix
 	ClusterCIDR netip.Prefix
+	// ServiceCIDR (optional) is routed on-link in every node's namespace,
+	// as a real node's default route would: a node process dialling a
+	// ClusterIP (istio-cni's plugin, run by containerd, asks the API at
+	// the kubernetes Service) needs a route before kube-proxy's output
+	// DNAT. On-link, so a ClusterIP without endpoints goes nowhere.
+	ServiceCIDR netip.Prefix
 	// Kubeconfig (with context Context) is what kubelets, kube-proxies
 	// and CoreDNS use; its server must be reachable from the nodes'
 	// namespaces (an address on Bridge).
@@ -214,8 +256,10 @@ func (n *Nodes) start(ctx context.Context) error {
 		}
 		nd.Socket = filepath.Join(nd.Dir, "containerd.sock")
 		n.Nodes = append(n.Nodes, nd)
-		if err := os.MkdirAll(filepath.Join(nd.Dir, "cni"), 0o755); err != nil {
-			return err
+		for _, d := range HostDirs {
+			if err := os.MkdirAll(filepath.Join(nd.Dir, d.Dir), 0o755); err != nil {
+				return err
+			}
 		}
 		if err := n.makeCgroups(i); err != nil {
 			return err
@@ -245,6 +289,11 @@ func (n *Nodes) start(ctx context.Context) error {
 		}
 	}
 	for i, nd := range n.Nodes {
+		if cfg.ServiceCIDR.IsValid() {
+			if err := nd.NS.Route("eth0", cfg.ServiceCIDR, netip.Addr{}); err != nil {
+				return err
+			}
+		}
 		for j, other := range n.Nodes {
 			if i != j {
 				if err := nd.NS.Route("eth0", other.PodCIDR, other.IP); err != nil {
@@ -265,8 +314,23 @@ func (n *Nodes) start(ctx context.Context) error {
 	n.coredns = dns
 	n.mu.Unlock()
 
+	// The well-known paths of HostDirs must exist on the host to be
+	// mount points: made here when missing (empty directories, as a real
+	// node has them) and left, because removing one would detach the
+	// mounts of another cluster's nodes using it at the same time.
+	for _, d := range HostDirs {
+		if err := os.MkdirAll(d.Path, 0o755); err != nil {
+			return fmt.Errorf("creating the mount point %s: %w", d.Path, err)
+		}
+	}
 	for i, nd := range n.Nodes {
-		p, err := startProc(nd.NS, fmt.Sprintf("containerd-%d", i), logDir, n.bin("containerd"), "--config", filepath.Join(nd.Dir, "containerd.toml"))
+		// containerd is born in a new mount namespace (a slave of the
+		// host's: the host's mounts still appear in it, its own never
+		// leave it) where the shell bind-mounts HostDirs and then
+		// becomes containerd (exec: the recorded PID is containerd's).
+		args := append([]string{"--mount", "--propagation", "slave", "--", "/bin/sh", "-c", mountScript(nd.Dir) + `exec "$0" "$@"`},
+			n.bin("containerd"), "--config", filepath.Join(nd.Dir, "containerd.toml"))
+		p, err := startProc(nd.NS, fmt.Sprintf("containerd-%d", i), logDir, UnshareBin, args...)
 		if err != nil {
 			return err
 		}
@@ -298,6 +362,31 @@ func (n *Nodes) start(ctx context.Context) error {
 	return nil
 }
 
+// mountScript bind-mounts a node's HostDirs (under dir) on their paths, in
+// the mount namespace of the shell running it; the netns directory is
+// made a shared mount, so the pods' netns files containerd mounts there
+// later propagate into a pod's HostToContainer volume of it. And /proc/1
+// becomes the node's containerd: a node agent finds "the host" as PID 1's
+// network namespace (istio-cni reads /host/proc/1/ns/net and enters it
+// for its host rules), which must be the node's, never the machine's
+// (whose PID 1 is not even readable on these VMs).
+func mountScript(dir string) string {
+	var b strings.Builder
+	b.WriteString("set -e; ")
+	for _, d := range HostDirs {
+		fmt.Fprintf(&b, "mount --bind %s %s; ", shellQuote(filepath.Join(dir, d.Dir)), shellQuote(d.Path))
+	}
+	fmt.Fprintf(&b, "mount --make-shared %s; ", shellQuote(NodeNetnsDir))
+	// PID 1 of the node is the shell itself, which becomes containerd:
+	// a directory of links to its /proc entries is mounted on /proc/1.
+	p1 := shellQuote(filepath.Join(dir, "proc1"))
+	fmt.Fprintf(&b, `rm -rf %s; mkdir %s; for f in /proc/$$/*; do ln -s "../$$/${f##*/}" %s/; done; mount --bind %s /proc/1; `, p1, p1, p1, p1)
+	return b.String()
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
 // startNodeAgents starts node i's kubelet and kube-proxy.
 func (n *Nodes) startNodeAgents(i int, nd *Node) error {
 	logDir := filepath.Join(n.cfg.Dir, "logs")
@@ -311,7 +400,11 @@ func (n *Nodes) startNodeAgents(i int, nd *Node) error {
 		return err
 	}
 	start := time.Now()
-	kl, err := startProc(nd.NS, fmt.Sprintf("kubelet-%d", i), logDir, n.bin("kubelet"),
+	// In containerd's mount namespace (nsenter execs the kubelet: the
+	// recorded PID is the kubelet's): the kubelet creates hostPath
+	// directories and its volumes where runc will look for them.
+	kl, err := startProc(nd.NS, fmt.Sprintf("kubelet-%d", i), logDir, NsenterBin,
+		fmt.Sprintf("--mount=/proc/%d/ns/mnt", nd.containerd.PID), "--", n.bin("kubelet"),
 		"--config="+filepath.Join(nd.Dir, "kubelet.yaml"), "--kubeconfig="+n.cfg.Kubeconfig,
 		"--root-dir="+filepath.Join(nd.Dir, "kubelet"), "--cert-dir="+filepath.Join(nd.Dir, "kubelet-pki"),
 		"--node-ip="+nd.IP.String(), "--hostname-override="+nd.Name, "--v=1")

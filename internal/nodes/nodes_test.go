@@ -71,3 +71,25 @@ func TestBinDirEnv(t *testing.T) {
 		t.Errorf("default BinDir() = %q", BinDir())
 	}
 }
+
+// TestMountScript: every HostDirs entry is bind-mounted from the node's
+// directory onto its well-known path, the netns directory made shared
+// (after its bind: a shared flag set before would be on the host's view),
+// and a quote in the node's directory cannot break out of the script.
+func TestMountScript(t *testing.T) {
+	got := mountScript("/n/node-0")
+	for _, d := range HostDirs {
+		if want := "mount --bind '/n/node-0/" + d.Dir + "' '" + d.Path + "'; "; !strings.Contains(got, want) {
+			t.Errorf("script lacks %q:\n%s", want, got)
+		}
+	}
+	if !strings.Contains(got, "mount --make-shared '"+NodeNetnsDir+"'; ") || !strings.HasPrefix(got, "set -e; ") {
+		t.Errorf("script does not stop on the first failure or does not share %s:\n%s", NodeNetnsDir, got)
+	}
+	if !strings.HasSuffix(got, "mount --bind '/n/node-0/proc1' /proc/1; ") {
+		t.Errorf("script does not end by making the node's PID 1:\n%s", got)
+	}
+	if q := shellQuote("/a'b"); q != `'/a'\''b'` {
+		t.Errorf("shellQuote(/a'b) = %s", q)
+	}
+}

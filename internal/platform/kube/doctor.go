@@ -33,6 +33,9 @@ type DoctorOptions struct {
 	Nodes int
 	// Namespaces are the namespaces meshbench would create.
 	Namespaces []string
+	// Istioctl, when set, is the istioctl Istio's modes are checked with
+	// (run's --istio-build: the build's own) instead of the one on PATH.
+	Istioctl string
 	// MetricsSource is the run's --metrics-source ("": auto): the doctor
 	// says which source a run will use (ChooseSource).
 	MetricsSource string
@@ -69,7 +72,7 @@ func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
 		for _, n := range []string{"metrics API", "resource source", "nodes", "namespaces free", "RBAC"} {
 			out = append(out, DoctorCheck{Name: n, Detail: "skipped: no API server"})
 		}
-		out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh)...)
+		out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh, o.Istioctl)...)
 		if !o.InstallMesh {
 			for _, m := range verifiedMeshes(o.Meshes) {
 				out = append(out, DoctorCheck{Name: meshCheckName(m), Detail: "skipped: no API server"})
@@ -88,7 +91,7 @@ func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
 	}
 	out = append(out, mc, sc)
 	out = append(out, nodesCheck(ctx, c, o.Nodes))
-	out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh)...)
+	out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh, o.Istioctl)...)
 	if !o.InstallMesh {
 		out = append(out, installedMeshChecks(ctx, c, o.Meshes)...)
 	}
@@ -185,8 +188,9 @@ func NodeReady(n *corev1.Node) bool {
 }
 
 // cliChecks looks for the mesh CLIs: required (fails) for a mesh asked
-// for when it is to be installed, optional (a warning) otherwise.
-func cliChecks(ctx context.Context, modes []string, install bool) []DoctorCheck {
+// for when it is to be installed, optional (a warning) otherwise;
+// istioctl, when set, is the istioctl to run instead of PATH's.
+func cliChecks(ctx context.Context, modes []string, install bool, istioctl string) []DoctorCheck {
 	want := map[string][]string{}
 	for _, m := range modes {
 		if cli := MeshCLI(m); cli != "" {
@@ -207,6 +211,10 @@ func cliChecks(ctx context.Context, modes []string, install bool) []DoctorCheck 
 	for _, probe := range probes {
 		chk := DoctorCheck{Name: probe.cli}
 		v, err := CLIVersion(ctx, probe.mode)
+		if probe.cli == "istioctl" && istioctl != "" {
+			chk.Name = "istioctl (" + istioctl + ")"
+			v, err = cliVersionAt(ctx, probe.mode, istioctl)
+		}
 		switch {
 		case err == nil:
 			chk.OK, chk.Detail = true, "version "+v

@@ -24,6 +24,11 @@ type MeshInstall struct {
 	// Proxy says which proxy build the run measures; recorded in the
 	// manifest's options as "mesh_proxy".
 	Proxy string
+	// WaypointObjects, when set, are objects for a waypoint Gateway
+	// (namespace, name) applied with the app's objects in waypoint mode
+	// (Istio applies EnvoyFilters to a waypoint only through targetRefs
+	// naming its Gateway); they go with the app's namespace.
+	WaypointObjects func(namespace, gateway string) []runtime.Object
 }
 
 // commands applies mi to Istio's install commands (others unchanged).

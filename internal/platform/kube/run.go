@@ -30,6 +30,7 @@ import (
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // Options is one benchmark cell on a cluster.
@@ -322,6 +323,9 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endApp := r.phase("prepare/app")
 	objs, err := AppObjects(o.Spec)
+	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && meshes.Is(mode, meshes.KindWaypoint) {
+		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
+	}
 	if err == nil {
 		err = r.writeObjects("app.yaml", objs)
 	}
@@ -415,6 +419,12 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	endIdle()
 
+	// ztunnel outlives the cells: its counters before the load, so the
+	// cell's mTLS check reads its own connections only.
+	var ztBase map[string]ztunnel.Counters
+	if isAmbient(mode) {
+		ztBase = c.ZtunnelCounters(ctx)
+	}
 	loadRes, loadErr := r.runLoad(ctx)
 
 	loadEnd := time.Now().UTC()
@@ -438,6 +448,15 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if err == nil && o.Log != nil {
 			fmt.Fprintf(o.Log, "mTLS verified from the sidecars' own counters on %d app pod(s)\n", len(checks))
+		}
+	}
+	if isAmbient(mode) {
+		checks, err := c.VerifyAmbientMTLS(ctx, ztBase)
+		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		if err != nil {
+			r.invalid("mTLS not verified: " + err.Error())
+		} else if o.Log != nil {
+			fmt.Fprintf(o.Log, "mTLS verified from ztunnel's own counters: %s\n", checks[len(checks)-1].Detail)
 		}
 	}
 	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
@@ -1104,4 +1123,10 @@ func (c *Cluster) unlabelNodes(ctx context.Context, runID string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isAmbient: mode runs on ztunnel (ambient, waypoint).
+func isAmbient(mode string) bool {
+	m, ok := meshes.Get(mode)
+	return ok && m.Kind == meshes.KindNodeProxy || mode == "waypoint"
 }
