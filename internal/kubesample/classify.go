@@ -159,7 +159,7 @@ func (c *Classifier) role(pod *corev1.Pod, container string) role {
 	switch {
 	case ns == c.ns.linkerd():
 		return roleLinkerdControl
-	case ns == c.ns.istio() && isZtunnel(pod):
+	case ns == c.ns.istio() && IsZtunnel(pod):
 		return roleZtunnel
 	case isWaypoint(pod):
 		return roleWaypoint
@@ -247,9 +247,9 @@ func (c *Classifier) Unexpected(pod *corev1.Pod, container string) string {
 	return fmt.Sprintf("%s in mode %s: %s/%s", what, c.mode, pod.Namespace, pod.Name)
 }
 
-// isZtunnel: a pod of the ztunnel DaemonSet (or labelled app=ztunnel when
+// IsZtunnel: a pod of the ztunnel DaemonSet (or labelled app=ztunnel when
 // it has no controller, e.g. a pod rebuilt from metrics alone).
-func isZtunnel(pod *corev1.Pod) bool {
+func IsZtunnel(pod *corev1.Pod) bool {
 	if ref := controllerOf(pod); ref != nil {
 		return ref.Kind == "DaemonSet" && ref.Name == ztunnelName
 	}
