@@ -151,57 +151,7 @@ func TestLinkerdRun(t *testing.T) {
 // control plane, namespace, link or identity file left.
 func TestLinkerdInterrupt(t *testing.T) {
 	bin := linkerdProxy(t)
-	mb := testutil.BuildMeshbench(t)
-	out := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(mb, "run", "--substrate", "netns", "--linkerd-proxy", bin, "--mesh", "linkerd", "--rate", "100",
-		"--duration", "60s", "--warmup", "1s", "--sample-interval", "250ms", "--out", out)
-	var stderr testutil.SyncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		select {
-		case <-done:
-		default:
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	// Generous: the proxies are ready in well under a second here; the
-	// bound is for a loaded 2-core machine.
-	deadline := time.After(90 * time.Second)
-	for !strings.Contains(stderr.String(), "phase measure") {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("meshbench run ended before its window (%v):\n%s", err, stderr.String())
-		case <-deadline:
-			t.Fatalf("no measured window after 90s:\n%s", stderr.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	time.Sleep(time.Second)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	select {
-	case err = <-done:
-		done <- err
-	case <-time.After(60 * time.Second):
-		t.Fatalf("meshbench run still running 60s after SIGINT:\n%s", stderr.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Errorf("exit %v, want 130\n%s", err, stderr.String())
-	}
-	m, rerr := results.ReadManifest(out)
-	if rerr != nil {
-		t.Fatalf("no manifest after the interrupt: %v", rerr)
-	}
+	m := interruptRun(t, "--linkerd-proxy", bin, "--mesh", "linkerd", "--rate", "100")
 	checkLinkerdGone(t, m)
 }
 

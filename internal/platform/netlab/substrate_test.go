@@ -243,57 +243,7 @@ func TestSubstrateUpFailsClean(t *testing.T) {
 // written, and no process, namespace or link left.
 func TestSubstrateInterrupt(t *testing.T) {
 	bin := requirements(t)
-	mb := testutil.BuildMeshbench(t)
-	out := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(mb, "run", "--substrate", "netns", "--ztunnel", bin, "--mesh", "ambient", "--rate", "50",
-		"--duration", "60s", "--warmup", "1s", "--sample-interval", "250ms", "--out", out)
-	var stderr testutil.SyncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		select {
-		case <-done:
-		default:
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	// Generous: two ztunnels and their first certificates on a loaded
-	// 2-core machine take seconds.
-	deadline := time.After(90 * time.Second)
-	for !strings.Contains(stderr.String(), "phase measure") {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("meshbench run ended before its window (%v):\n%s", err, stderr.String())
-		case <-deadline:
-			t.Fatalf("no measured window after 90s:\n%s", stderr.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	time.Sleep(time.Second)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	select {
-	case err = <-done:
-		done <- err
-	case <-time.After(60 * time.Second):
-		t.Fatalf("meshbench run still running 60s after SIGINT:\n%s", stderr.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Errorf("exit %v, want 130\n%s", err, stderr.String())
-	}
-	m, rerr := results.ReadManifest(out)
-	if rerr != nil {
-		t.Fatalf("no manifest after the interrupt: %v", rerr)
-	}
+	m := interruptRun(t, "--ztunnel", bin, "--mesh", "ambient", "--rate", "50")
 	prefix, subnet := netnsOf(t, m)
 	checkGone(t, m, prefix, subnet)
 }
@@ -408,4 +358,64 @@ func TestSubstrateTwoLabs(t *testing.T) {
 	if len(prefixes) != 2 {
 		t.Errorf("the two labs shared a prefix: %v", prefixes)
 	}
+}
+
+// interruptRun starts a real `meshbench run --substrate netns` with args
+// for 60 s, sends it SIGINT one second into its measured window, and
+// returns the manifest it wrote, after checking it exited 130 in bounded
+// time.
+func interruptRun(t *testing.T, args ...string) *results.RunManifest {
+	t.Helper()
+	mb := testutil.BuildMeshbench(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(mb, append(append([]string{"run", "--substrate", "netns"}, args...),
+		"--duration", "60s", "--warmup", "1s", "--sample-interval", "250ms", "--out", out)...)
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	// Generous: ztunnels and their first certificates, or the Linkerd
+	// proxies, take seconds on a loaded 2-core machine.
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(stderr.String(), "phase measure") {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("meshbench run ended before its window (%v):\n%s", err, stderr.String())
+		case <-deadline:
+			t.Fatalf("no measured window after 90s:\n%s", stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+		done <- err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("meshbench run still running 60s after SIGINT:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	m, rerr := results.ReadManifest(out)
+	if rerr != nil {
+		t.Fatalf("no manifest after the interrupt: %v", rerr)
+	}
+	return m
 }
