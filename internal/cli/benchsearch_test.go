@@ -100,28 +100,7 @@ func TestBenchSearchKnownCapacityAndResume(t *testing.T) {
 			t.Errorf("probe %s rewritten by the resume (%v)", id, err)
 		}
 	}
-	pd, err := analysis.ReadPlan(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Parse("search.yaml", pd.PlanYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := analysis.AnalyzeSearch(pd, searchAnalysisOptions(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(a.Groups) != 1 || len(a.Groups[0].Runs) != 1 {
-		t.Fatalf("groups %+v", a.Groups)
-	}
-	r := a.Groups[0].Runs[0]
-	if r.Unfinished || r.Result.Kind != "found" {
-		t.Fatalf("search %s: %+v", r.ID, r.Result)
-	}
-	if d := math.Abs(r.Result.Capacity-2000) / 2000; d > 0.05 {
-		t.Errorf("found %v/s, want within 5%% of 2000/s", r.Result.Capacity)
-	}
+	foundCapacity(t, out, 2000)
 	for _, f := range []string{"report.txt", "probes.csv", "report.html", "plots/load-curve-1.png", "plots/load-curve-1.svg"} {
 		if _, err := os.Stat(filepath.Join(out, ReportDir, f)); err != nil {
 			t.Errorf("report file %s: %v", f, err)
@@ -160,6 +139,13 @@ func TestBenchSearchSecondKnownCapacity(t *testing.T) {
 		t.Fatalf("bench: %v\n%s\n%s", err, so.String(), se.String())
 	}
 	t.Logf("%s\n%s", se.String(), so.String())
+	foundCapacity(t, out, 500)
+}
+
+// foundCapacity reads the plan in out back through analysis and checks
+// its one search found a capacity within the 5% precision of want.
+func foundCapacity(t *testing.T, out string, want float64) {
+	t.Helper()
 	pd, err := analysis.ReadPlan(out)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +165,7 @@ func TestBenchSearchSecondKnownCapacity(t *testing.T) {
 	if r.Unfinished || r.Result.Kind != "found" {
 		t.Fatalf("search %s: %+v", r.ID, r.Result)
 	}
-	if d := math.Abs(r.Result.Capacity-500) / 500; d > 0.05 {
-		t.Errorf("found %v/s, want within 5%% of 500/s", r.Result.Capacity)
+	if d := math.Abs(r.Result.Capacity-want) / want; d > 0.05 {
+		t.Errorf("found %v/s, want within 5%% of %v/s", r.Result.Capacity, want)
 	}
 }
