@@ -17,13 +17,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/plan"
-	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
@@ -202,260 +200,39 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			}
 		}
 	}
-	if !onKube {
-		// The lab's load generator runs here: its connections must fit
-		// this machine's open-file limit (checked as load checks it).
-		if err := loadgen.EnsureFileLimit(p.Connections); err != nil {
-			return &UsageError{Err: err}
-		}
-	}
-	cells := p.Order(*p.Seed, p.ReuseTopology)
-	var sub local.Substrate
-	substrate := ""
-	if !onKube {
-		opts := make([]mesh.Options, len(cells))
-		for i, c := range cells {
-			opts[i] = c.Mesh
-		}
-		var fellBack string
-		var err error
-		if sub, fellBack, err = chooseSubstrate(p.Substrate, f.ztunnelPath, f.linkerdProxyPath, opts); err != nil {
-			return err
-		}
-		if fellBack != "" {
-			fmt.Fprintln(env.Stderr, fellBack)
-		}
-		substrate = local.SubstrateLoopback
-		if sub != nil {
-			substrate = sub.Name()
-		}
-	}
-	needEnvoy := false
-	for _, c := range cells {
-		if !onKube && needsEnvoy(c.Mesh, sub) {
-			needEnvoy = true
-		}
-	}
-	var cluster *kube.Cluster
 	if onKube {
 		if errs := f.kube.checkSource(); len(errs) > 0 {
 			return &UsageError{Err: errors.Join(errs...)}
 		}
-		var err error
-		if cluster, err = kube.Connect(ctx, f.kube.connect()); err != nil {
-			return err
+	}
+	cfg := benchrun.Config{Plan: p, Dir: dir, Resume: f.resume != "", Version: Version, LoopbackNet: uint8(f.loopbackNet),
+		EnvoyFlag: f.envoyPath, ZtunnelFlag: f.ztunnelPath, LinkerdProxyFlag: f.linkerdProxyPath,
+		Kube: f.kube.bench(), FailOn: conds, Getenv: env.Getenv, Stdout: env.Stdout, Stderr: env.Stderr}
+	if !f.quiet {
+		cfg.Watch = func(s benchrun.Start) benchrun.Hooks { return benchWatch(env, s) }
+		started := time.Now()
+		cfg.SearchProgress = func(ev runner.Event) { searchProgress(env, p, started, ev) }
+	}
+	return benchrun.Run(ctx, cfg)
+}
+
+// benchWatch is how bench shows a running plan's progress: a live view
+// redrawn in place on a terminal; plain lines otherwise (a pipe, a dumb
+// terminal, NO_COLOR).
+func benchWatch(env *Env, s benchrun.Start) benchrun.Hooks {
+	if env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb" {
+		live := newLiveView(env, s.Cells, s.OnKube)
+		live.outDir = s.Dir
+		if s.OnKube {
+			live.st.MetricsSource = s.MetricsSource
 		}
-	}
-	var bin *envoy.Binary
-	if needEnvoy {
-		exe, _ := os.Executable()
-		wd, _ := os.Getwd()
-		var err error
-		if bin, err = envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv}); err != nil {
-			return err
-		}
-	}
-	if p.Search != nil {
-		return runBenchSearch(ctx, env, f, p, dir, bin, sub)
-	}
-	var istioInstall *kube.MeshInstall
-	if onKube {
-		var err error
-		if istioInstall, err = f.kube.istioInstall(ctx, env, f.envoyPath); err != nil {
-			return err
-		}
-	}
-	rcells := make([]runner.Cell, len(cells))
-	for i, c := range cells {
-		mo := c.Mesh
-		mo.LoopbackNet = uint8(f.loopbackNet)
-		lo := local.Options{Mesh: mo, Load: c.Rate.Load(), Duration: p.Duration, Warmup: p.Warmup,
-			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
-			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops,
-			Generator: c.Generator}
-		rcells[i] = runner.Cell{ID: c.ID, Lab: lo}
-		if p.ReuseTopology {
-			rcells[i].Topology = c.TopologyKey
-		}
-		if onKube {
-			ko := benchKubeOptions(p, c, &f.kube)
-			ko.IstioInstall = istioInstall
-			rcells[i].Kube = &ko
-		}
-	}
-	if onKube {
-		if err := planMeshInstalls(dir, f.resume != "", rcells, f.kube.installMesh); err != nil {
-			return err
-		}
-	}
-	est := p.Estimate(p.CellOverhead())
-	where := ""
-	if cluster != nil {
-		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", cluster.Server, cluster.Context, cluster.Version)
-	}
-	switch {
-	case substrate == local.SubstrateLoopback && planHasStandIn(cells):
-		where = " on the loopback substrate (ambient and waypoint: Envoy stand-in for ztunnel)"
-	case substrate != "":
-		where = " on the " + substrate + " substrate"
-	}
-	fmt.Fprintf(env.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
-		len(cells), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), dir)
-	ro := runner.Options{Dir: dir, Resume: f.resume != "", PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: Version, Platform: p.Platform, Substrate: substrate}
-	if bin != nil {
-		ro.EnvoyVersion = bin.Version
-	}
-	if f.resume != "" {
-		if m, err := results.ReadPlanManifest(dir); err == nil {
-			done, failed := 0, 0
-			for _, st := range m.Cells {
-				switch st.State {
-				case results.CellDone:
-					done++
-				case results.CellFailed:
-					failed++
-				}
-			}
-			fmt.Fprintf(env.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
-			if failed > 0 {
-				fmt.Fprintf(env.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
-			}
-			fmt.Fprintln(env.Stderr)
-		}
-	}
-	started := time.Now()
-	// Progress: a live view redrawn in place on a terminal; plain lines
-	// otherwise (a pipe, a dumb terminal, NO_COLOR); nothing with --quiet.
-	var live *liveView
-	var phase func(string)
-	var onRound func(sample.Round)
-	switch {
-	case f.quiet:
-	case env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb":
-		live = newLiveView(env, len(rcells), onKube)
-		live.outDir = dir
-		if onKube {
-			live.st.MetricsSource = f.kube.metricsSource
-		}
-		ro.Progress, phase, onRound = live.progress, live.phase, live.round
 		live.start()
-	default:
-		ro.Progress, phase, onRound = benchProgress(env, started, dir)
+		// The cluster's lines go above the frame, not through it.
+		return benchrun.Hooks{Progress: live.progress, Phase: live.phase, OnRound: live.round, OnLoadProgress: live.loadProgress,
+			Log: liveLog{live}, Finish: live.finish}
 	}
-	for i := range ro.Cells {
-		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
-		if live != nil {
-			ro.Cells[i].Lab.OnLoadProgress = live.loadProgress
-		}
-		if k := ro.Cells[i].Kube; k != nil {
-			k.Phase, k.OnRound = phase, onRound
-			switch {
-			case live != nil:
-				k.Log = liveLog{live} // above the frame, not through it
-			case !f.quiet:
-				k.Log = env.Stderr
-			}
-		}
-	}
-	_, runErr := runner.Run(ctx, ro)
-	if live != nil {
-		live.finish()
-	}
-	if runErr != nil && ctx.Err() == nil {
-		return runErr
-	}
-	pd, err := analysis.ReadPlan(dir)
-	if err != nil {
-		return err
-	}
-	a := analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed), Compare: p.Compare})
-	if len(pd.Cells) > 0 {
-		if err := writeReports(env, a, false); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(env.Stdout, "Plan took %s.\n", time.Since(started).Round(time.Second))
-	if ctx.Err() != nil {
-		fmt.Fprintf(env.Stderr, "meshbench bench: interrupted; resume with: meshbench bench --resume %s\n", dir)
-		return errInterrupted
-	}
-	var crossed []string
-	if len(conds) > 0 {
-		if crossed, err = threshold.PlanCrossed(a, conds); err != nil {
-			return err
-		}
-	}
-	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
-		// Invalid cells outrank thresholds (exit 1): the measurement
-		// itself is in doubt. The crossed conditions are still said.
-		msg := fmt.Sprintf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
-		if len(crossed) > 0 {
-			msg += "; --fail-on: " + strings.Join(crossed, "; ")
-		}
-		return errors.New(msg)
-	}
-	if err := partial(pd); err != nil {
-		return err
-	}
-	if len(crossed) > 0 {
-		return &ThresholdError{Crossed: crossed}
-	}
-	return nil
-}
-
-// benchKubeOptions are the options of plan p's cell c on a cluster.
-func benchKubeOptions(p *plan.Plan, c plan.Cell, k *kubeFlags) kube.Options {
-	o := kube.Options{Connect: k.connect(),
-		Spec: kube.Spec{AppNamespace: k.namespacePrefix + "-app", LoadNamespace: k.namespacePrefix + "-load",
-			Mesh: c.Mesh, Image: k.image, AppImage: k.appImage, FacesChart: k.facesChart && c.Mesh.App == mesh.AppFaces},
-		Load: c.Rate.Load(), Workers: p.Workers, Generator: c.Generator, Duration: p.Duration, Warmup: p.Warmup,
-		Connections: p.Connections, AllowForeign: k.allowForeign, Keep: k.keep,
-		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout,
-		MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval,
-		RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Version: Version}
-	return o
-}
-
-// planMeshInstalls, with install, has the first cell of each mesh to
-// install (Istio's modes share one install, Linkerd has its own) install
-// it with its CLI; the others verify it. On resume only the unfinished
-// cells count. When the plan holds ambient or waypoint cells, Istio is
-// installed with the ambient profile for every Istio mode: it runs
-// sidecars too, and switching profiles between cells would remove ztunnel.
-func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool) error {
-	finished := map[string]bool{}
-	if resume {
-		m, err := results.ReadPlanManifest(dir)
-		if err != nil {
-			return err
-		}
-		for id, st := range m.Cells {
-			finished[id] = st.Finished()
-		}
-	}
-	// Istio is installed once for the plan: with the ambient profile when
-	// any cell needs it (it runs sidecars too).
-	ambient := false
-	for _, c := range cells {
-		if m, ok := meshes.Get(string(c.Kube.Spec.Mesh.Mode)); ok && m.Cluster.IstioProfile == meshes.IstioProfileAmbient {
-			ambient = true
-		}
-	}
-	installed := map[string]bool{}
-	for _, c := range cells {
-		m, _ := meshes.Get(string(c.Kube.Spec.Mesh.Mode))
-		cli := kube.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
-		if m != nil && m.Product == meshes.Istio && ambient {
-			c.Kube.IstioProfile = meshes.IstioProfileAmbient
-		}
-		if !install || cli == "" || finished[c.ID] || installed[cli] {
-			continue
-		}
-		installed[cli] = true
-		c.Kube.InstallMesh = true
-	}
-	return nil
+	progress, phase, onRound := benchProgress(env, s.Started, s.Dir)
+	return benchrun.Hooks{Progress: progress, Phase: phase, OnRound: onRound, Log: env.Stderr}
 }
 
 // flagCount counts how many of names were set on the command line.

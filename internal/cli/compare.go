@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/threshold"
@@ -87,7 +88,7 @@ B's relative to A's with an interval.`,
 			if _, err = env.Stdout.Write(text.Bytes()); err != nil {
 				return err
 			}
-			if err := partial(a, b); err != nil {
+			if err := benchrun.Partial(a, b); err != nil {
 				return err
 			}
 			if margin >= 0 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/istio"
 	"github.com/meshbench/meshbench/internal/mesh"
@@ -141,7 +140,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 		o.Drain = f.drain
 	}
 	o.Generator = f.kube.generator
-	ii, err := f.kube.istioInstall(ctx, env, f.envoyPath)
+	ii, err := benchrun.IstioInstall(ctx, f.kube.istioBuild, f.kube.installMesh, f.envoyPath, env.Getenv)
 	if err != nil {
 		return err
 	}
@@ -368,27 +367,9 @@ possible). A mode not asked for only warns.`,
 // kubeModeList lists the kube platform's mesh modes for messages.
 func kubeModeList() string { return strings.Join(meshes.Names(false), ", ") }
 
-// istioInstall is how --install-mesh installs Istio with --istio-build
-// DIR: the build's istioctl, meshbench's images and the upstream-Envoy
-// overlay, recording the Envoy build (found as the lab finds it, the one
-// `meshbench image istio` packs) as the measured proxy. Nil without
-// --istio-build.
-func (k *kubeFlags) istioInstall(ctx context.Context, env *Env, envoyFlag string) (*kube.MeshInstall, error) {
-	if k.istioBuild == "" {
-		return nil, nil
-	}
-	if !k.installMesh {
-		return nil, usagef("--istio-build %s: needs --install-mesh (the overlay is applied only when meshbench installs its own Istio images)", k.istioBuild)
-	}
-	b, err := istio.Open(k.istioBuild)
-	if err != nil {
-		return nil, usagef("--istio-build: %v", err)
-	}
-	exe, _ := os.Executable()
-	wd, _ := os.Getwd()
-	bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: envoyFlag, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})
-	if err != nil {
-		return nil, err
-	}
-	return istio.Install(b, "", "", bin.Build)
+// bench is how a plan runs on the cluster the flags name.
+func (k *kubeFlags) bench() benchrun.Kube {
+	return benchrun.Kube{Connect: k.connect(), NamespacePrefix: k.namespacePrefix, Image: k.image, AppImage: k.appImage,
+		FacesChart: k.facesChart, AllowForeign: k.allowForeign, Keep: k.keep, InstallMesh: k.installMesh, IstioBuild: k.istioBuild,
+		IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout, MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval}
 }

@@ -8,16 +8,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/capacity"
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
-	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/slo"
 )
 
@@ -128,34 +127,8 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// probeTimeout is a probe's per-request timeout when --timeout is not
-// given: four times the objective's largest latency limit, at least 1 s
-// (a shared machine stalls a process for tens of ms, which must not count
-// as errors), at most 2 s. A saturated target then costs a probe at most
-// about that much beyond its window, and a request slower than the
-// timeout misses a latency objective anyway.
-func probeTimeout(o slo.Objective) time.Duration {
-	var m time.Duration
-	for _, b := range o.Latency {
-		m = max(m, b.Limit)
-	}
-	if m == 0 {
-		return 2 * time.Second
-	}
-	return min(max(4*m, time.Second), 2*time.Second)
-}
-
-// cpuTime is this process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // runLoadSearch runs a capacity search: probes chosen by capacity.Next,
-// each a full run of the engine, printed as it ends; -o gets every probe.
+// each a full run of the engine (benchrun.RunLoadSearch); -o gets every probe.
 func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, args []string) error {
 	obj, sc, serr := buildSearch(cmd, f)
 	cfg, _, err := buildLoadConfig(cmd, f, args)
@@ -168,7 +141,7 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 		return &UsageError{Err: errors.Join(errs...)}
 	}
 	if !cmd.Flags().Changed("timeout") {
-		cfg.Timeout = probeTimeout(obj)
+		cfg.Timeout = benchrun.ProbeTimeout(obj)
 	}
 	outFile, err := openOutputAndPreflight(ctx, f.output, cfg)
 	if err != nil {
@@ -181,102 +154,9 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 	if f.cpus > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(f.cpus))
 	}
-	doc := &capacity.LoadSearch{Schema: capacity.LoadSearchSchema, MeshbenchVersion: Version, Objective: obj.String(), Search: sc}
-	for _, t := range cfg.Targets {
-		doc.Targets = append(doc.Targets, t.Raw)
-	}
-	confirm := ""
-	if sc.Confirm {
-		confirm = ", a miss or generator limit probed twice"
-	}
-	fmt.Fprintf(env.Stdout, "Capacity search: highest open-loop rate meeting %s, from %s/s to %s/s (×%g, then bisect to %s%s); %d connections, %s per probe after %s warm-up, timeout %s\n",
-		obj.Human(), capacity.FormatRate(sc.From), capacity.FormatRate(sc.To), sc.Growth, slo.FormatRatio(sc.Precision), confirm,
-		cfg.Connections, report.Dur(cfg.Duration), report.Dur(cfg.Warmup), report.Dur(cfg.Timeout))
-	var probes []capacity.Probe
-	write := func() error {
-		if outFile == nil {
-			return nil
-		}
-		if _, err := outFile.Seek(0, 0); err != nil {
-			return err
-		}
-		if err := outFile.Truncate(0); err != nil {
-			return err
-		}
-		return doc.Write(outFile)
-	}
-	for {
-		rate, done, res := capacity.Next(sc, probes)
-		if done {
-			doc.Result = &res
-			break
-		}
-		pc := cfg
-		r, err := loadgen.RateOf(rate)
-		if err != nil {
-			return fmt.Errorf("probe rate %v: %w", rate, err)
-		}
-		pc.Rate = r
-		if f.maxQueue == -1 {
-			pc.MaxQueue = max(1000, int(math.Ceil(rate)))
-		}
-		cpu0, wall0 := cpuTime(), time.Now()
-		lr, interrupted, err := runGenerator(ctx, f, pc, nil)
-		if err != nil {
-			if errors.Is(err, errInterrupted) || ctx.Err() != nil {
-				doc.Interrupted = true
-				_ = write()
-				return errInterrupted
-			}
-			return fmt.Errorf("probe at %s/s: %w", capacity.FormatRate(rate), err)
-		}
-		loadCPU := (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds()
-		out := slo.Evaluate(obj, slo.Input{Load: lr, LoadCPU: loadCPU, LoadCPUMax: f.search.loadCPUMax})
-		p := capacity.ProbeOf(rate, out)
-		probes = append(probes, p)
-		doc.Probes = append(doc.Probes, capacity.ProbeRun{Index: len(probes), Probe: p, Outcome: out, LoadCPU: loadCPU, Load: lr})
-		fmt.Fprintln(env.Stdout, probeLine(len(probes), out, loadCPU))
-		if interrupted {
-			doc.Interrupted = true
-			_ = write()
-			return errInterrupted
-		}
-		if err := write(); err != nil {
-			return fmt.Errorf("writing %s: %w", f.output, err)
-		}
-	}
-	fmt.Fprintf(env.Stdout, "Capacity at %s: %s, %d probes\n", obj.Human(), doc.Result, doc.Result.Probes)
-	if err := write(); err != nil {
-		return fmt.Errorf("writing %s: %w", f.output, err)
-	}
-	if outFile != nil {
-		if err := outFile.Close(); err != nil {
-			return fmt.Errorf("writing %s: %w", f.output, err)
-		}
-	}
-	return nil
-}
-
-// probeLine is one printed probe: "probe  3  400/s  achieved 400.0/s  p99
-// 2.1ms ≤ 10ms  errors 0% ≤ 0.1%  dropped 0  cpu 12%  met".
-func probeLine(i int, o slo.Outcome, loadCPU float64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "probe %2d  %8s/s  achieved %9.1f/s  p50 %-8s", i, capacity.FormatRate(o.TargetRatePerSec), o.AchievedRatePerSec, slo.FmtNs(o.P50Ns))
-	for _, fg := range o.Figures {
-		if fg.Name == "errors" {
-			fmt.Fprintf(&b, "  errors %s ≤ %s", slo.FormatRatio(fg.Value), slo.FormatRatio(fg.Limit))
-			continue
-		}
-		fmt.Fprintf(&b, "  %s %s ≤ %s", fg.Name, slo.FmtNs(int64(fg.Value)), slo.FmtNs(int64(fg.Limit)))
-	}
-	fmt.Fprintf(&b, "  dropped %d  load cpu %.0f%%  ", o.Dropped, loadCPU*100)
-	switch {
-	case o.Met:
-		b.WriteString("met")
-	case o.GeneratorLimit:
-		b.WriteString("LOAD GENERATOR LIMIT: " + strings.Join(o.Reasons, "; "))
-	default:
-		b.WriteString("missed: " + strings.Join(o.Reasons, "; "))
-	}
-	return b.String()
+	return benchrun.RunLoadSearch(ctx, benchrun.LoadSearch{Objective: obj, Search: sc, Load: cfg, AutoQueue: f.maxQueue == -1,
+		LoadCPUMax: f.search.loadCPUMax, Output: outFile, OutputName: f.output, Version: Version, Stdout: env.Stdout,
+		Probe: func(ctx context.Context, pc loadgen.Config) (*results.LoadResult, bool, error) {
+			return runGenerator(ctx, f, pc, nil)
+		}})
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/meshbench/meshbench/internal/benchrun"
 )
 
 // Exit codes returned by Run.
@@ -54,10 +56,7 @@ type Env struct {
 var Version = "0.1.0-dev"
 
 // UsageError marks bad input; Run maps it to ExitUsage.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+type UsageError = benchrun.UsageError
 
 // usagef builds a UsageError from a format.
 func usagef(format string, a ...any) error {
@@ -66,23 +65,16 @@ func usagef(format string, a ...any) error {
 
 // PartialError says a report was written without some unreadable cells;
 // Run maps it to ExitPartial.
-type PartialError struct{ Err error }
-
-func (e *PartialError) Error() string { return e.Err.Error() }
-func (e *PartialError) Unwrap() error { return e.Err }
+type PartialError = benchrun.PartialError
 
 // ThresholdError lists the --fail-on conditions a finished run met (or
 // the regressions compare found); Run prints each and maps it to
 // ExitThresholds.
-type ThresholdError struct{ Crossed []string }
-
-func (e *ThresholdError) Error() string {
-	return "failed: " + strings.Join(e.Crossed, "; ")
-}
+type ThresholdError = benchrun.ThresholdError
 
 // errInterrupted is returned by commands that stopped because of a signal
 // after writing what they had measured.
-var errInterrupted = errors.New("interrupted")
+var errInterrupted = benchrun.ErrInterrupted
 
 // Run executes one meshbench invocation with args (without the program name)
 // and returns the process exit code. Errors are printed once, here.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/app"
-	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
@@ -178,26 +177,10 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if f.bodySize != app.DefaultBodySize {
 		o.BodySize = f.bodySize
 	}
-	sub, fellBack, err := chooseSubstrate(f.sub.substrate, f.sub.ztunnel, f.sub.linkerdProxy, []mesh.Options{mo})
-	if err != nil {
-		return err
-	}
-	if fellBack != "" {
-		fmt.Fprintln(env.Stderr, fellBack)
-	}
-	o.Substrate = sub
 	o.AppConcurrency, o.AppServiceTime, o.AppFaults = appCfg.Concurrency, appCfg.ServiceTime, appCfg.Faults
 	o.Hops = f.hops
-	if needsEnvoy(mo, sub) {
-		exe, _ := os.Executable()
-		wd, _ := os.Getwd()
-		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: f.envoyPath, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})
-		if err != nil {
-			return err
-		}
-		o.Envoy = bin
-	}
-	res, err := local.Run(ctx, o)
+	res, err := benchrun.RunCell(ctx, benchrun.Cell{Options: o, Substrate: f.sub.substrate, ZtunnelFlag: f.sub.ztunnel,
+		LinkerdProxyFlag: f.sub.linkerdProxy, EnvoyFlag: f.envoyPath, Getenv: env.Getenv, Stderr: env.Stderr})
 	if res != nil {
 		printRun(env, res)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/netns"
@@ -70,7 +71,7 @@ func TestChooseSubstrate(t *testing.T) {
 			if tc.needRoot && !root {
 				testutil.SkipOrFail(t, "needs root to make network namespaces")
 			}
-			sub, reason, err := chooseSubstrate(tc.choice, "", "", tc.opts)
+			sub, reason, err := benchrun.ChooseSubstrate(tc.choice, "", "", tc.opts)
 			var ue *UsageError
 			switch {
 			case tc.wantUsage != "":

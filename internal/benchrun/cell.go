@@ -1,0 +1,47 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/local"
+)
+
+// Cell is one `meshbench run` cell on the local lab: its options (the
+// substrate and Envoy left to RunCell) and how to find them.
+type Cell struct {
+	Options local.Options
+	// Substrate is --substrate (auto, netns, loopback); ZtunnelFlag,
+	// LinkerdProxyFlag and EnvoyFlag the binaries given ("": found as usual).
+	Substrate                                string
+	ZtunnelFlag, LinkerdProxyFlag, EnvoyFlag string
+	// Getenv reads the environment; Stderr gets the substrate's fall-back
+	// note.
+	Getenv func(string) string
+	Stderr io.Writer
+}
+
+// RunCell chooses c's substrate, finds Envoy when the cell runs one, and
+// runs the cell on the local lab. The result is returned whenever the lab
+// wrote one, with the error.
+func RunCell(ctx context.Context, c Cell) (*local.Result, error) {
+	o := c.Options
+	sub, fellBack, err := ChooseSubstrate(c.Substrate, c.ZtunnelFlag, c.LinkerdProxyFlag, []mesh.Options{o.Mesh})
+	if err != nil {
+		return nil, err
+	}
+	if fellBack != "" {
+		fmt.Fprintln(c.Stderr, fellBack)
+	}
+	o.Substrate = sub
+	if NeedsEnvoy(o.Mesh, sub) {
+		bin, err := FindEnvoy(ctx, c.EnvoyFlag, c.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		o.Envoy = bin
+	}
+	return local.Run(ctx, o)
+}
