@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/report"
@@ -18,82 +17,17 @@ import (
 )
 
 // The live view of `meshbench bench`: a frame of a few lines on stderr,
-// redrawn in place while a plan runs. renderLive is a pure function of a
-// liveState; liveView gathers the state from the runner's events, the
+// redrawn in place while a plan runs. report.LiveFrame is a pure function of a
+// report.LiveState; liveView gathers the state from the runner's events, the
 // lab's phases and the sampler's rounds; frameWriter redraws.
 
 // liveRedrawEvery is how often the live view is redrawn: at most 4 frames
 // a second.
 const liveRedrawEvery = 250 * time.Millisecond
 
-// liveMaxComponents is how many component rows the frame shows at most;
-// the others are counted on one line.
-const liveMaxComponents = 10
-
-// defaultWidth is the terminal width assumed when it is unknown, in
-// columns.
-const defaultWidth = 80
-
-// liveState is everything a frame shows.
-type liveState struct {
-	// Index is the current cell's position in the plan, from 1 (0: no cell
-	// started yet); Total the plan's cells.
-	Index, Total int
-	// Skipped is the number of cells finished before this run (resume).
-	Skipped int
-	// Done counts the cells that ended in this run; Invalid and Failed
-	// those of them that are invalid or failed.
-	Done, Invalid, Failed int
-	// Elapsed is the time since the plan started.
-	Elapsed time.Duration
-	// ETA is the time left, estimated from the mean duration of the cells
-	// that ended in this run; negative when unknown (none ended yet).
-	ETA time.Duration
-	// CellID and Phase are the current cell and its phase (lab phase
-	// names: prepare, prepare/apps, idle, warmup, measure, drain, collect,
-	// teardown); PhaseElapsed is the time spent in that phase so far.
-	CellID       string
-	Phase        string
-	PhaseElapsed time.Duration
-	// Rounds are the current cell's sampling rounds since its measured
-	// window started, the drain's included (the seed tool records those
-	// too); none yet while it starts.
-	Rounds []sample.Round
-	// Now is the frame's wall clock; Output the current cell's results
-	// directory; Load the load's running figures (nil before it runs).
-	Now    time.Time
-	Output string
-	Load   *liveview.Load
-	// MetricsSource says where a cluster's figures come from; "" on the
-	// lab (/proc).
-	MetricsSource string
-	// Last is the last cell that ended, nil before the first.
-	Last *liveLast
-	// Finished is true for the final frame: the plan has ended or was
-	// interrupted.
-	Finished bool
-	// WorkingSet: the rounds come from metrics.k8s.io (a cluster), whose
-	// one memory figure is the working set, not RSS and PSS.
-	WorkingSet bool
-}
-
-// liveLast is a finished cell's headline figures.
-type liveLast struct {
-	ID string
-	// Error is set for a failed cell; Invalid lists why a cell is invalid.
-	Error   string
-	Invalid []string
-	// HasLatency is false when the cell recorded no latency.
-	HasLatency   bool
-	P50Ns, P99Ns int64
-	// SuccessRatio is from 0 to 1.
-	SuccessRatio float64
-	RatePerSec   float64
-}
-
 // lastOf extracts a finished cell's figures from the runner's event.
-func lastOf(ev runner.Event) *liveLast {
-	l := &liveLast{ID: ev.Cell.ID}
+func lastOf(ev runner.Event) *report.LiveLast {
+	l := &report.LiveLast{ID: ev.Cell.ID}
 	if ev.Status != nil {
 		if ev.Status.State == "failed" {
 			l.Error = ev.Status.Error
@@ -112,123 +46,10 @@ func lastOf(ev runner.Event) *liveLast {
 	return l
 }
 
-// renderLive draws one frame of the live view, each line at most width-1
-// columns wide (width <= 0: defaultWidth), so that no line wraps and the
-// frame can be redrawn by moving the cursor up one row per line. Every
-// line ends with a newline.
-//
-//	cell 5/12  done 3 (1 invalid, 0 failed) +1 earlier  elapsed 1m2s  ETA 4m10s
-//	sidecar-static-r100-1  measure 4.2s
-//	  measured window (so far): 5 rounds
-//	  Component       CPU avg (min-max)       RSS avg    PSS avg
-//	  app static      19.8m (11-33m)           20.0Mi     16.0Mi
-//	  …
-//	  TOTAL           149.4m (83-249m)        272.0Mi    106.0Mi
-//	  data-plane/app: CPU 2.64x  PSS 3.62x
-//	last none-static-r50-1: 50.0/s  p50 845.884µs  p99 1.537ms  100.00% ok
-//
-// "ended: " starts the final frame's first line.
-func renderLive(s liveState, width int) string {
-	if width <= 0 {
-		width = defaultWidth
-	}
-	var lines []string
-	add := func(format string, a ...any) { lines = append(lines, fmt.Sprintf(format, a...)) }
-
-	head := ""
-	if s.Finished {
-		head = "ended: "
-	}
-	if s.Index > 0 {
-		head += fmt.Sprintf("cell %d/%d", s.Index, s.Total)
-	} else {
-		head += fmt.Sprintf("%d cells", s.Total)
-	}
-	head += fmt.Sprintf("  done %d (%d invalid, %d failed)", s.Done, s.Invalid, s.Failed)
-	if s.Skipped > 0 {
-		head += fmt.Sprintf(" +%d earlier", s.Skipped)
-	}
-	head += "  elapsed " + roundDur(s.Elapsed)
-	switch {
-	case s.Finished:
-	case s.ETA >= 0:
-		head += "  ETA " + roundDur(s.ETA)
-	default:
-		head += "  ETA -"
-	}
-	lines = append(lines, head)
-
-	if s.CellID != "" {
-		phase := s.Phase
-		if phase == "" {
-			phase = "starting"
-		}
-		if s.Finished {
-			add("%s  %s", s.CellID, phase)
-		} else {
-			add("%s  %s %.1fs", s.CellID, phase, s.PhaseElapsed.Seconds())
-		}
-		mem := "PSS"
-		if s.WorkingSet {
-			mem = "working set"
-		}
-		if !s.Finished || len(s.Rounds) > 0 {
-			lines = append(lines, liveview.Render(liveview.State{Time: s.Now, Phase: s.Phase, Output: s.Output, Rounds: s.Rounds,
-				Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource})...)
-		}
-	}
-
-	if l := s.Last; l != nil {
-		line := "last " + l.ID + ": "
-		switch {
-		case l.Error != "":
-			line += "FAILED: " + l.Error
-		default:
-			if l.HasLatency {
-				line += fmt.Sprintf("%.1f/s  p50 %s  p99 %s  %.2f%% ok", l.RatePerSec,
-					report.DurNs(l.P50Ns), report.DurNs(l.P99Ns), l.SuccessRatio*100)
-			} else {
-				line += "no latency recorded"
-			}
-			if len(l.Invalid) > 0 {
-				line += "  INVALID: " + strings.Join(l.Invalid, "; ")
-			}
-		}
-		lines = append(lines, line)
-	}
-
-	var b strings.Builder
-	for _, line := range lines {
-		b.WriteString(truncate(line, width-1))
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// roundDur formats a duration to the second (under a minute: tenths).
-func roundDur(d time.Duration) string {
-	if d < time.Minute {
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	}
-	return d.Round(time.Second).String()
-}
-
-// truncate cuts s to at most n runes, ending with "…" when cut.
-func truncate(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
-
 // frameWriter redraws a frame in place on a terminal: it moves the cursor
 // back up over the previous frame (ANSI cursor-up), rewrites each line and
 // clears what is left of it and below. Frames must not hold lines wider
-// than the terminal (renderLive sees to it).
+// than the terminal (report.LiveFrame sees to it).
 type frameWriter struct {
 	w     io.Writer
 	lines int // lines of the frame on screen
@@ -264,7 +85,7 @@ func (f *frameWriter) above(text, frame string) {
 	_, _ = io.WriteString(f.w, b.String())
 }
 
-// liveView gathers a liveState while a plan runs and redraws it every
+// liveView gathers a report.LiveState while a plan runs and redraws it every
 // liveRedrawEvery. Its methods are safe to call from any goroutine.
 type liveView struct {
 	now   func() time.Time
@@ -272,7 +93,7 @@ type liveView struct {
 
 	mu         sync.Mutex
 	fw         frameWriter
-	st         liveState
+	st         report.LiveState
 	started    time.Time // the plan
 	cellStart  time.Time
 	phaseStart time.Time
@@ -291,7 +112,7 @@ type liveView struct {
 func newLiveView(env *Env, total int, workingSet bool) *liveView {
 	v := &liveView{now: env.Now, width: func() int { return termWidth(env) }, fw: frameWriter{w: env.Stderr}}
 	v.started = v.now()
-	v.st = liveState{Total: total, ETA: -1, WorkingSet: workingSet}
+	v.st = report.LiveState{Total: total, ETA: -1, WorkingSet: workingSet}
 	return v
 }
 
@@ -305,7 +126,7 @@ func termWidth(env *Env) int {
 	if w, err := strconv.Atoi(env.Getenv("COLUMNS")); err == nil && w > 0 {
 		return w
 	}
-	return defaultWidth
+	return report.LiveDefaultWidth
 }
 
 // start draws the first frame and redraws every liveRedrawEvery until
@@ -346,17 +167,17 @@ func (v *liveView) redraw(text string) {
 	w := v.width()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.fw.above(text, renderLive(v.stateLocked(), w))
+	v.fw.above(text, report.LiveFrame(v.stateLocked(), w))
 }
 
 // state returns the state as of now.
-func (v *liveView) state() liveState {
+func (v *liveView) state() report.LiveState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.stateLocked()
 }
 
-func (v *liveView) stateLocked() liveState {
+func (v *liveView) stateLocked() report.LiveState {
 	now := v.now()
 	s := v.st
 	s.Now = now
