@@ -18,6 +18,7 @@ import (
 	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/nodes"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -170,7 +171,7 @@ func TestIstioOnRealNodes(t *testing.T) {
 		t.Fatalf("run --mesh sidecar: exit %d", inv.code)
 	}
 	var table strings.Builder
-	_ = istio.WriteSyncTable(&table, syncs)
+	_ = report.SyncTable(&table, istio.SyncRows(syncs))
 	t.Logf("istiod's ACK table mid-run:\n%s", table.String())
 	// The two app sidecars, the load sidecar and the ingress gateway,
 	// every type ACKed: upstream Envoy took all of istiod's config.

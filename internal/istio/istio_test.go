@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
@@ -314,7 +315,7 @@ func TestSyncTable(t *testing.T) {
 		t.Errorf("not ACKed %q; want LDS's NACK and RDS pending", bad)
 	}
 	var b bytes.Buffer
-	if err := WriteSyncTable(&b, append(ps, ps2...)); err != nil {
+	if err := report.SyncTable(&b, SyncRows(append(ps, ps2...))); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Golden(t, "sync-table.golden", b.Bytes())

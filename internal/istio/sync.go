@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"slices"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/meshbench/meshbench/internal/report"
 )
 
 // ProxySync is istiod's record of one connected proxy: for each xDS type
@@ -127,38 +127,24 @@ func sortedTypes(p ProxySync) []string {
 	return ts
 }
 
-// WriteSyncTable prints one row per proxy: its type, version, and for each
-// xDS type ACK (the last push ACKed), NACK or pending.
-func WriteSyncTable(w io.Writer, ps []ProxySync) error {
-	cols := map[string]bool{}
+// SyncRows are ps as the rows of report.SyncTable: each proxy's type,
+// version, and for each xDS type ACK (the last push ACKed), NACK or
+// pending.
+func SyncRows(ps []ProxySync) []report.SyncRow {
+	rows := make([]report.SyncRow, 0, len(ps))
 	for _, p := range ps {
-		for t := range p.Types {
-			cols[t] = true
-		}
-	}
-	var names []string
-	for t := range cols {
-		names = append(names, t)
-	}
-	slices.Sort(names)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "PROXY\tTYPE\tVERSION\t%s\n", strings.Join(names, "\t"))
-	for _, p := range ps {
-		var cells []string
-		for _, t := range names {
-			s, ok := p.Types[t]
+		r := report.SyncRow{Proxy: p.Proxy, Type: p.Type, Version: p.Version, States: map[string]string{}}
+		for t, s := range p.Types {
 			switch {
-			case !ok:
-				cells = append(cells, "-")
 			case s.ACKed():
-				cells = append(cells, "ACK")
+				r.States[t] = "ACK"
 			case s.Error != "":
-				cells = append(cells, "NACK")
+				r.States[t] = "NACK"
 			default:
-				cells = append(cells, "pending")
+				r.States[t] = "pending"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Proxy, p.Type, p.Version, strings.Join(cells, "\t"))
+		rows = append(rows, r)
 	}
-	return tw.Flush()
+	return rows
 }

@@ -1,0 +1,47 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// SyncRow is one proxy as istiod sees it: its name, type and Istio version,
+// and for each xDS type (CDS, LDS, …) its state: ACK (the last push
+// ACKed), NACK or pending.
+type SyncRow struct {
+	Proxy, Type, Version string
+	States               map[string]string
+}
+
+// SyncTable prints istiod's ACK table: one row per proxy, one column per
+// xDS type any proxy was sent ("-": not sent to this one).
+func SyncTable(w io.Writer, rows []SyncRow) error {
+	cols := map[string]bool{}
+	for _, r := range rows {
+		for t := range r.States {
+			cols[t] = true
+		}
+	}
+	var names []string
+	for t := range cols {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "PROXY\tTYPE\tVERSION\t%s\n", strings.Join(names, "\t"))
+	for _, r := range rows {
+		var cells []string
+		for _, t := range names {
+			s, ok := r.States[t]
+			if !ok {
+				s = "-"
+			}
+			cells = append(cells, s)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Proxy, r.Type, r.Version, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
