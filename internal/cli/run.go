@@ -233,7 +233,7 @@ func printRun(env *Env, res *local.Result) {
 	}
 	if len(res.EnvoyStats) > 0 {
 		fmt.Fprintln(w)
-		renderEnvoyStats(w, t, res.EnvoyStats)
+		report.EnvoyStats(w, t, res.EnvoyStats)
 	}
 	if len(res.NodeProxyStats) > 0 {
 		fmt.Fprintln(w)

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"fmt"
@@ -25,7 +25,8 @@ type envoyRow struct {
 	hasP99                          bool
 }
 
-func val(p *uint64) uint64 {
+// counter is a counter's value, 0 when Envoy did not report it.
+func counter(p *uint64) uint64 {
 	if p == nil {
 		return 0
 	}
@@ -35,17 +36,17 @@ func val(p *uint64) uint64 {
 // add adds one proxy's summary to the row.
 func (r *envoyRow) add(ps envoy.ProxyStats) {
 	if ps.Downstream != nil {
-		r.downRq += val(ps.Downstream.RqTotal)
+		r.downRq += counter(ps.Downstream.RqTotal)
 	}
 	if ps.DownstreamTLS != nil {
-		r.tlsHandshakes += val(ps.DownstreamTLS.Handshakes)
+		r.tlsHandshakes += counter(ps.DownstreamTLS.Handshakes)
 	}
 	if u := ps.Upstream; u != nil {
-		r.upRq += val(u.RqTotal)
-		r.retries += val(u.RqRetry)
-		r.connectFails += val(u.CxConnectFail)
+		r.upRq += counter(u.RqTotal)
+		r.retries += counter(u.RqRetry)
+		r.connectFails += counter(u.CxConnectFail)
 		if u.TLS != nil {
-			r.tlsHandshakes += val(u.TLS.Handshakes)
+			r.tlsHandshakes += counter(u.TLS.Handshakes)
 		}
 	}
 	for _, c := range ps.Clusters {
@@ -55,10 +56,10 @@ func (r *envoyRow) add(ps envoy.ProxyStats) {
 	}
 	if ps.RBAC != nil {
 		r.rbac = true
-		r.allowed += val(ps.RBAC.Allowed)
-		r.denied += val(ps.RBAC.Denied)
+		r.allowed += counter(ps.RBAC.Allowed)
+		r.denied += counter(ps.RBAC.Denied)
 	}
-	r.overflow += val(ps.Overflow.Total)
+	r.overflow += counter(ps.Overflow.Total)
 }
 
 // envoyRows makes the table's rows in the topology's proxy order: one per
@@ -97,8 +98,8 @@ func envoyRows(t *mesh.Topology, stats map[string]envoy.ProxyStats) []*envoyRow 
 	return rows
 }
 
-// renderEnvoyStats prints the Envoy stats table (under 100 columns).
-func renderEnvoyStats(w io.Writer, t *mesh.Topology, stats map[string]envoy.ProxyStats) {
+// EnvoyStats prints the Envoy stats table (under 100 columns).
+func EnvoyStats(w io.Writer, t *mesh.Topology, stats map[string]envoy.ProxyStats) {
 	rows := envoyRows(t, stats)
 	if len(rows) == 0 {
 		return

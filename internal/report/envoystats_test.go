@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ func TestRenderEnvoyStatsPerProxy(t *testing.T) {
 		"server-1-sidecar": sidecarSummary(126, 4.5, true),
 	}
 	var buf bytes.Buffer
-	renderEnvoyStats(&buf, topo, stats)
+	EnvoyStats(&buf, topo, stats)
 	want := `Envoy stats (admin /stats at the end, warm-up included; a tunnel is one request; ms are whole):
   proxy                 down rq    up rq up p99 ms TLS hs RBAC ok/deny retries overflow cx fail
   client-sidecar            250      251         -      2            -       1        3       1
@@ -82,7 +82,7 @@ func TestRenderEnvoyStatsByComponent(t *testing.T) {
 		stats[topo.Sidecar(pod.Name).Name] = sidecarSummary(100, float64(i)/4, i%2 == 0)
 	}
 	var buf bytes.Buffer
-	renderEnvoyStats(&buf, topo, stats)
+	EnvoyStats(&buf, topo, stats)
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 4 {
 		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
