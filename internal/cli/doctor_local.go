@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
@@ -84,18 +83,11 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 // printLocalDoctor prints the checks as doctor's table; an error when one
 // failed.
 func printLocalDoctor(env *Env, checks []localCheck) error {
-	var b strings.Builder
-	fmt.Fprintln(&b, "CHECK\tSTATUS\tDETAIL")
-	failed := 0
-	for _, c := range checks {
-		if c.Status == "FAIL" {
-			failed++
-		}
-		fmt.Fprintf(&b, "%s\t%s\t%s\n", c.Name, c.Status, c.Detail)
+	rows := make([]report.DoctorCheck, len(checks))
+	for i, c := range checks {
+		rows[i] = report.DoctorCheck{Name: c.Name, Status: c.Status, Detail: c.Detail}
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, b.String())
-	_ = tw.Flush()
+	failed, _ := report.DoctorTable(env.Stdout, rows)
 	if failed > 0 {
 		return fmt.Errorf("%d of %d checks failed", failed, len(checks))
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -330,10 +329,8 @@ possible). A mode not asked for only warns.`,
 			ns := []string{f.kube.namespacePrefix + "-app", f.kube.namespacePrefix + "-load"}
 			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: modes,
 				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns, MetricsSource: f.kube.metricsSource, Istioctl: istioctl})
-			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
-			failed := 0
-			for _, c := range checks {
+			rows := make([]report.DoctorCheck, len(checks))
+			for i, c := range checks {
 				st := "ok"
 				switch {
 				case c.OK:
@@ -341,11 +338,10 @@ possible). A mode not asked for only warns.`,
 					st = "warn"
 				default:
 					st = "FAIL"
-					failed++
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, st, c.Detail)
+				rows[i] = report.DoctorCheck{Name: c.Name, Status: st, Detail: c.Detail}
 			}
-			_ = tw.Flush()
+			failed, _ := report.DoctorTable(env.Stdout, rows)
 			if failed > 0 {
 				return fmt.Errorf("%d of %d checks failed", failed, len(checks))
 			}
