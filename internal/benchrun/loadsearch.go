@@ -94,7 +94,7 @@ func RunLoadSearch(ctx context.Context, s LoadSearch) error {
 		if err != nil {
 			return fmt.Errorf("probe rate %v: %w", rate, err)
 		}
-		pc.Rate = r
+		pc.Load = loadgen.OpenLoop(r)
 		if s.AutoQueue {
 			pc.MaxQueue = max(1000, int(math.Ceil(rate)))
 		}

@@ -168,7 +168,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.Config, string, error) {
 	var errs []error
 	cfg := loadgen.Config{
-		Closed: f.max, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout,
+		Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout,
 		Connections: f.connections, KeepAlive: f.keepAlive,
 	}
 	if len(args) == 0 {
@@ -187,8 +187,11 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%w", err))
 		}
-		cfg.Rate = r
-	} else if cmd.Flags().Changed("rate") {
+		cfg.Load = loadgen.OpenLoop(r)
+	} else {
+		cfg.Load = loadgen.ClosedLoop
+	}
+	if f.max && cmd.Flags().Changed("rate") {
 		errs = append(errs, errors.New("--rate and --max exclude each other: --max sends as fast as answers allow"))
 	}
 	if !cmd.Flags().Changed("connections") && len(cfg.Targets) > cfg.Connections {
@@ -201,7 +204,7 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	case f.maxQueue >= 0:
 		cfg.MaxQueue = f.maxQueue
 	case f.maxQueue == -1:
-		cfg.MaxQueue = max(1000, int(math.Ceil(cfg.Rate.PerSecond())))
+		cfg.MaxQueue = max(1000, int(math.Ceil(cfg.Load.PerSecond())))
 	default:
 		errs = append(errs, fmt.Errorf("--max-queue %d: allowed: 0 or more", f.maxQueue))
 	}
@@ -315,12 +318,12 @@ func splitForWorker(cmd *cobra.Command, f *loadFlags, cfg *loadgen.Config) error
 	if w == 1 {
 		return nil
 	}
-	if !cfg.Closed && cfg.Rate.Freq > 0 {
-		r, err := loadgen.WorkerRate(cfg.Rate, w, i)
+	if !cfg.Load.Closed() && cfg.Load.Rate().Freq > 0 {
+		r, err := loadgen.WorkerRate(cfg.Load.Rate(), w, i)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--rate %s over --workers %d: %v; use fewer workers", f.rate, w, err))
 		} else {
-			cfg.Rate = r
+			cfg.Load = loadgen.OpenLoop(r)
 		}
 	}
 	cfg.Connections = max(loadgen.WorkerConnections(cfg.Connections, w, i), len(cfg.Targets))

@@ -425,7 +425,7 @@ func TestLoadWorkerShare(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config(t, tt.envIndex, tt.args...)
-			if got := cfg.Rate.PerSecond(); got != tt.rate {
+			if got := cfg.Load.PerSecond(); got != tt.rate {
 				t.Errorf("rate %v/s, want %v/s", got, tt.rate)
 			}
 			if cfg.Connections != tt.conns {
@@ -435,18 +435,18 @@ func TestLoadWorkerShare(t *testing.T) {
 	}
 	// One worker keeps the parsed rate itself (333 per 10 s), not a
 	// rounded copy.
-	if r := config(t, "", "--rate", "33.3").Rate; r.Freq != 333 || r.Per != 10*time.Second {
+	if r := config(t, "", "--rate", "33.3").Load.Rate(); r.Freq != 333 || r.Per != 10*time.Second {
 		t.Errorf("one worker's rate %+v, want 333 per 10s", r)
 	}
 	// Closed loop: only the connections split.
-	if cfg := config(t, "", "--max", "-c", "10", "--workers", "4", "--worker-index", "1"); cfg.Connections != 3 || !cfg.Closed {
-		t.Errorf("closed loop worker: connections %d closed %v", cfg.Connections, cfg.Closed)
+	if cfg := config(t, "", "--max", "-c", "10", "--workers", "4", "--worker-index", "1"); cfg.Connections != 3 || !cfg.Load.Closed() {
+		t.Errorf("closed loop worker: connections %d closed %v", cfg.Connections, cfg.Load.Closed())
 	}
 	// The workers' shares add up to the total rate and connections.
 	sum, conns := 0.0, 0
 	for i := range 7 {
 		cfg := config(t, strconv.Itoa(i), "--rate", "1000", "-c", "16", "--workers", "7")
-		sum += cfg.Rate.PerSecond()
+		sum += cfg.Load.PerSecond()
 		conns += cfg.Connections
 	}
 	if math.Abs(sum-1000) > 1e-9 || conns != 16 {
@@ -521,8 +521,8 @@ func FuzzLoadFlags(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if cfg.Rate.PerSecond() <= 0 || cfg.Duration <= 0 || cfg.Connections < 1 {
-			t.Fatalf("accepted invalid config: rate %v duration %v connections %d", cfg.Rate, cfg.Duration, cfg.Connections)
+		if cfg.Load.PerSecond() <= 0 || cfg.Duration <= 0 || cfg.Connections < 1 {
+			t.Fatalf("accepted invalid config: rate %v duration %v connections %d", cfg.Load, cfg.Duration, cfg.Connections)
 		}
 	})
 }

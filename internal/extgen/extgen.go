@@ -410,11 +410,11 @@ func (c *Config) base() *results.LoadResult {
 	for _, t := range l.Targets {
 		r.Targets = append(r.Targets, t.Raw)
 	}
-	if l.Closed {
+	if l.Load.Closed() {
 		r.Model = results.ModelClosed
 	} else {
-		r.TargetRatePerSec = l.Rate.PerSecond()
-		r.Scheduled = int64(loadgen.Pacer{Rate: l.Rate, Duration: l.Duration}.Total())
+		r.TargetRatePerSec = l.Load.Rate().PerSecond()
+		r.Scheduled = int64(loadgen.Pacer{Rate: l.Load.Rate(), Duration: l.Duration}.Total())
 	}
 	return r
 }

@@ -78,10 +78,10 @@ func (f *fortio) args(phase string, d time.Duration) ([]string, error) {
 	a := []string{f.bin, "load", "-json", f.out(phase), "-t", durationArg(d), "-c", strconv.Itoa(l.Connections),
 		"-timeout", durationArg(l.Timeout), "-r", fortioResolution, "-p", "50,90,95,99,99.9",
 		"-gomaxprocs", strconv.Itoa(max(f.c.Threads, 1)), "-allow-initial-errors", "-logger-json=false", "-quiet"}
-	if l.Closed {
+	if l.Load.Closed() {
 		a = append(a, "-qps", "0")
 	} else {
-		a = append(a, "-qps", strconv.FormatFloat(l.Rate.PerSecond(), 'f', -1, 64), "-nocatchup", "-uniform")
+		a = append(a, "-qps", strconv.FormatFloat(l.Load.Rate().PerSecond(), 'f', -1, 64), "-nocatchup", "-uniform")
 	}
 	if !l.KeepAlive {
 		a = append(a, "-keepalive=false")
@@ -299,11 +299,11 @@ func fortioResult(c *Config, b []byte, anchor time.Time) (*results.LoadResult, e
 		r.BytesOut = n * r.Sent
 		g.Notes = append(g.Notes, "bytes_out: the request body's size times the requests sent (fortio does not count it)")
 	}
-	if !c.Load.Closed {
+	if !c.Load.Load.Closed() {
 		// fortio's own schedule is what it was asked to send; what it
 		// left out by its integer split is said, not counted as missed.
 		asked := r.Scheduled
-		r.Scheduled = fortioScheduled(c.Load.Rate.PerSecond(), c.Load.Duration, c.Load.Connections)
+		r.Scheduled = fortioScheduled(c.Load.Load.Rate().PerSecond(), c.Load.Duration, c.Load.Connections)
 		if asked != r.Scheduled {
 			g.Notes = append(g.Notes, fmt.Sprintf("schedule: fortio splits rate × duration (%d requests) among its %d connections by integer division and schedules %d; the %d left over are never scheduled, so the achieved rate is up to (connections − 1) / duration below the target",
 				asked, c.Load.Connections, r.Scheduled, asked-r.Scheduled))
@@ -328,7 +328,7 @@ func fortioResult(c *Config, b []byte, anchor time.Time) (*results.LoadResult, e
 	if socket > 0 {
 		g.Notes = append(g.Notes, fmt.Sprintf("the latency histogram includes the %d socket errors' durations (fortio keeps no separate histogram of answers)", socket))
 	}
-	if c.Load.Closed {
+	if c.Load.Load.Closed() {
 		g.Notes = append(g.Notes, "closed loop: -qps 0, each of -c connections sends when its last answer arrives")
 	}
 	if r.Latency, err = lat.Encode(); err != nil {

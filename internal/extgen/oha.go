@@ -60,8 +60,8 @@ func (o *oha) args(phase string, d time.Duration) ([]string, error) {
 	a := []string{o.bin, "--no-tui", "--output-format", "json", "--db-url", o.db(phase),
 		"-z", durationArg(d), "-c", strconv.Itoa(l.Connections), "-w", "-t", durationArg(l.Timeout),
 		"--worker-threads", strconv.Itoa(max(o.c.Threads, 1))}
-	if !l.Closed {
-		a = append(a, "-q", strconv.FormatFloat(l.Rate.PerSecond(), 'f', -1, 64), "--latency-correction")
+	if !l.Load.Closed() {
+		a = append(a, "-q", strconv.FormatFloat(l.Load.Rate().PerSecond(), 'f', -1, 64), "--latency-correction")
 	}
 	a = append(a, "-m", l.Request.Method)
 	a = append(a, headerArgs(l.Request.Headers)...)
@@ -206,7 +206,7 @@ func ohaResult(c *Config, summary []byte, db string, anchor time.Time) (*results
 			r.LastEndNs = anchor.Add(secondsDur(lastEnd)).UnixNano()
 			r.EndedAt = anchor.Add(secondsDur(lastEnd)).UTC()
 		}
-		if !c.Load.Closed && corrected != len(rows) {
+		if !c.Load.Load.Closed() && corrected != len(rows) {
 			return nil, fmt.Errorf("%d of %d records have no intended send time: was --latency-correction given?", len(rows)-corrected, len(rows))
 		}
 		g.Histograms = fmt.Sprintf("exact: from oha's %d per-request records (its SQLite output), to the nanosecond", len(rows))
@@ -227,7 +227,7 @@ func ohaResult(c *Config, summary []byte, db string, anchor time.Time) (*results
 	}
 	g.Notes = append(g.Notes, sendTimes,
 		"dropped: oha never drops; it queues without bound, and requests still queued at the end are never sent (they show as sent below scheduled)")
-	if c.Load.Closed {
+	if c.Load.Load.Closed() {
 		g.Notes = append(g.Notes, "closed loop: latency is answer time minus actual send time; no schedule lag")
 	} else {
 		g.Notes = append(g.Notes, "intended send time: when oha's ticker woke (tokio's millisecond timer), so the ticker's own lateness is in neither latency nor schedule lag")

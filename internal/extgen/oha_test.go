@@ -26,8 +26,8 @@ func testConfig(t *testing.T, gen, rate string, d time.Duration, conns int) Conf
 		Targets: []loadgen.Target{tg}, Duration: d, Warmup: time.Second, Timeout: 30 * time.Second,
 		Connections: conns, KeepAlive: true, Request: loadgen.RequestSpec{Method: "GET"}}}
 	if rate == "" {
-		c.Load.Closed = true
-	} else if c.Load.Rate, err = loadgen.ParseRate(rate); err != nil {
+		c.Load.Load = loadgen.ClosedLoop
+	} else if c.Load.Load, err = loadgen.ParseLoad(rate); err != nil {
 		t.Fatal(err)
 	}
 	return c

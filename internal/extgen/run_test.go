@@ -179,7 +179,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"oha open loop", Oha, func(*Config) {}, nil},
 		{"oha closed loop, fractional rate, sub-second times", Oha, func(c *Config) {
-			c.Load.Closed, c.Load.Duration = true, 1500*time.Millisecond
+			c.Load.Load, c.Load.Duration = loadgen.ClosedLoop, 1500*time.Millisecond
 		}, nil},
 		{"oha https with CA and client certificate", Oha, func(c *Config) {
 			c.Load.Targets = []loadgen.Target{target("https://127.0.0.1:8443/", false)}
@@ -196,7 +196,7 @@ func TestValidate(t *testing.T) {
 		{"server name", Oha, func(c *Config) { c.TLSFiles.ServerName = "x" }, []string{"--server-name"}},
 		{"wrk2 open loop", Wrk2, func(*Config) {}, nil},
 		{"wrk2 everything wrong", Wrk2, func(c *Config) {
-			c.Load.Rate, _ = loadgen.ParseRate("33.3")
+			c.Load.Load, _ = loadgen.ParseLoad("33.3")
 			c.Load.Duration, c.Load.Warmup, c.Load.Timeout = 1500*time.Millisecond, 500*time.Millisecond, 100*time.Millisecond
 			c.Threads, c.Load.Connections = 3, 8
 			c.Load.Targets = []loadgen.Target{target("https://127.0.0.1:8443/", false)}
@@ -205,7 +205,7 @@ func TestValidate(t *testing.T) {
 			"--timeout 100ms", "--cacert", "pass --insecure"}},
 		{"wrk2 rate not divided by its threads", Wrk2, func(c *Config) { c.Threads = 3; c.Load.Connections = 9 },
 			[]string{"--rate 100/s over 3 wrk2 threads"}},
-		{"wrk2 closed loop", Wrk2, func(c *Config) { c.Load.Closed = true }, []string{"--max: wrk2 has no closed loop"}},
+		{"wrk2 closed loop", Wrk2, func(c *Config) { c.Load.Load = loadgen.ClosedLoop }, []string{"--max: wrk2 has no closed loop"}},
 		{"unknown generator", "hey", func(*Config) {}, []string{`--generator "hey": allowed: meshbench, oha, wrk2, vegeta, fortio`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -80,10 +80,10 @@ func (v *vegeta) args(phase string, d time.Duration) ([]string, error) {
 	a := []string{v.bin, "attack", "-targets", targets, "-output", v.out(phase), "-duration", durationArg(d),
 		"-timeout", durationArg(l.Timeout), "-connections", n, "-max-connections", n,
 		"-keepalive=" + strconv.FormatBool(l.KeepAlive)}
-	if l.Closed {
+	if l.Load.Closed() {
 		a = append(a, "-rate", "0", "-max-workers", n)
 	} else {
-		a = append(a, "-rate", strconv.FormatFloat(l.Rate.PerSecond(), 'f', -1, 64)+"/1s", "-workers", n)
+		a = append(a, "-rate", strconv.FormatFloat(l.Load.Rate().PerSecond(), 'f', -1, 64)+"/1s", "-workers", n)
 	}
 	for _, h := range headerArgs(l.Request.Headers) {
 		if h != "-H" {
@@ -204,7 +204,7 @@ func vegetaResult(c *Config, in io.Reader, anchor time.Time) (*results.LoadResul
 	g.Notes = append(g.Notes,
 		"latency: vegeta's, from when the request was actually sent, not from its intended send time: the schedule lag is unknown, and when vegeta falls behind the wait is in neither (service time = latency here)",
 		"dropped: vegeta never drops; when every worker is busy it starts another (no bound), and a tick it could not serve in time is sent late")
-	if c.Load.Closed {
+	if c.Load.Load.Closed() {
 		g.Notes = append(g.Notes, "closed loop: -rate=0 with -max-workers = connections")
 	}
 	var err error

@@ -36,10 +36,10 @@ func (c *Config) validateWrk2() []error {
 	var errs []error
 	l := &c.Load
 	threads := max(c.Threads, 1)
-	if l.Closed {
+	if l.Load.Closed() {
 		errs = append(errs, errors.New("--max: wrk2 has no closed loop (its -R rate is required); use --generator oha or meshbench"))
 	} else {
-		per := l.Rate.PerSecond()
+		per := l.Load.Rate().PerSecond()
 		switch {
 		case per != math.Trunc(per) || per < 1:
 			errs = append(errs, fmt.Errorf("--rate %s/s: wrk2 takes whole requests per second; with --workers, use a rate the workers divide exactly", strconv.FormatFloat(per, 'f', -1, 64)))
@@ -93,7 +93,7 @@ func (w *wrk2) args(phase string, d time.Duration) ([]string, error) {
 	l := &w.c.Load
 	threads := max(w.c.Threads, 1)
 	a := []string{w.bin, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(l.Connections),
-		"-d", durationArg(d), "-R", strconv.FormatInt(int64(l.Rate.PerSecond()), 10),
+		"-d", durationArg(d), "-R", strconv.FormatInt(int64(l.Load.Rate().PerSecond()), 10),
 		"--latency", "--u_latency", "--timeout", durationArg(l.Timeout)}
 	a = append(a, headerArgs(l.Request.Headers)...)
 	if l.Request.Host != "" {

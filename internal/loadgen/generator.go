@@ -36,8 +36,7 @@ const DefaultConnections = 16
 // Config is one load run.
 type Config struct {
 	Targets     []Target      // at least one; all of one protocol; spread over connections round-robin
-	Rate        Rate          // open loop: the constant rate (ignored when Closed)
-	Closed      bool          // closed loop ("max"): each connection sends when its last answer arrives
+	Load        Load          // OpenLoop(rate), or ClosedLoop: each connection sends when its last answer arrives
 	Duration    time.Duration // measured window, > 0
 	Warmup      time.Duration // load before the measured window, not counted; >= 0
 	Timeout     time.Duration // per request, from its actual send; > 0
@@ -82,7 +81,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("target %q speaks %s but %q speaks %s: all targets must use one protocol", t.Raw, t.Protocol, c.Targets[0].Raw, c.Targets[0].Protocol))
 		}
 	}
-	if !c.Closed && (c.Rate.Freq == 0 || c.Rate.Per <= 0) {
+	if r := c.Load.Rate(); !c.Load.Closed() && (r.Freq == 0 || r.Per <= 0) {
 		errs = append(errs, errors.New("rate must be > 0 (or use closed-loop --max)"))
 	}
 	if c.Duration <= 0 {
@@ -278,13 +277,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var wg sync.WaitGroup
 	var queue chan ticket
 	var scheduled uint64
-	if !cfg.Closed {
+	if !cfg.Load.Closed() {
 		// Capacity for every connection plus the waiting room: a ticket is
 		// dropped only when `outstanding` (queued + in flight) reaches it.
 		limit := int64(cfg.MaxQueue + cfg.Connections)
 		queue = make(chan ticket, limit)
-		pacer := Pacer{Rate: cfg.Rate, Duration: measureEnd}
-		warmPacer := Pacer{Rate: cfg.Rate, Duration: warm}
+		pacer := Pacer{Rate: cfg.Load.Rate(), Duration: measureEnd}
+		warmPacer := Pacer{Rate: cfg.Load.Rate(), Duration: warm}
 		warmCount := warmPacer.Total()
 		if warm == 0 {
 			warmCount = 0

@@ -47,7 +47,7 @@ func targets(t *testing.T, http2 bool, raw ...string) []Target {
 }
 
 func baseConfig(ts []Target, rate uint64, d time.Duration) Config {
-	return Config{Targets: ts, Rate: Rate{Freq: rate, Per: time.Second}, Duration: d,
+	return Config{Targets: ts, Load: OpenLoop(Rate{Freq: rate, Per: time.Second}), Duration: d,
 		Timeout: 5 * time.Second, Connections: 2, MaxQueue: 1000, KeepAlive: true}
 }
 
@@ -207,7 +207,7 @@ func TestRunDropsWhenQueueFull(t *testing.T) {
 func TestRunClosedLoop(t *testing.T) {
 	static := startApp(t, app.Config{Kind: app.KindStatic})
 	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 1, 300*time.Millisecond)
-	cfg.Closed = true
+	cfg.Load = ClosedLoop
 	cfg.Warmup = 100 * time.Millisecond
 	res := mustRun(t, cfg)
 	if res.Sent < 100 || res.Success != res.Completed {

@@ -87,11 +87,6 @@ func (l Load) Flags() []string {
 	return []string{"--rate", l.RateText()}
 }
 
-// Configure sets c's Rate and Closed to l.
-func (l Load) Configure(c *Config) {
-	c.Rate, c.Closed = l.rate, l.closed
-}
-
 // Text renders r for ParseRate to read back exactly: requests per second
 // as a plain decimal ("100", "33.3") when that is exact, else
 // "FREQ/PERIOD" ("1/3s").

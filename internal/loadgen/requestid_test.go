@@ -73,7 +73,7 @@ func TestRequestIDs(t *testing.T) {
 			cfg.Request.Headers = http.Header{"X-Request-Id": {"user-set"}}
 			cfg.Request.Body = []byte("x")
 			if tc.closed {
-				cfg.Closed = true
+				cfg.Load = ClosedLoop
 			}
 			var rmu sync.Mutex
 			var recs []RequestRecord

@@ -31,7 +31,7 @@ type Cell struct {
 	Config string
 	// Mesh is the topology to run (LoopbackNet is left 0 for the runner).
 	Mesh mesh.Options
-	// Rate is the load: requests per second, or RateMax.
+	// Rate is the load: requests per second, or the closed loop.
 	Rate Rate
 	// Generator is the load generator (Axes.Generator): DefaultGenerator
 	// or an external tool. IDs of cells measured by meshbench's engine

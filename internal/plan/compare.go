@@ -3,6 +3,8 @@ package plan
 import (
 	"slices"
 	"strings"
+
+	"github.com/meshbench/meshbench/internal/loadgen"
 )
 
 // CompareAxes are the axes `compare:` can name: every pair of
@@ -17,37 +19,37 @@ const (
 	// LoadOpen is the open loop: a constant rate, the rate axis's rates.
 	LoadOpen = "open"
 	// LoadClosed is the closed loop: every connection sends when its last
-	// answer arrives (RateMax).
+	// answer arrives (loadgen.ClosedLoop).
 	LoadClosed = "closed"
 )
 
 // LoadModels are the plan's load models in canonical order: open when the
-// rate axis has a rate per second, closed when it has RateMax.
+// rate axis has a rate per second, closed when it has the closed loop.
 func (a Axes) LoadModels() []string {
 	var out []string
 	if slices.ContainsFunc(a.Rate, func(r Rate) bool { return !r.Closed() }) {
 		out = append(out, LoadOpen)
 	}
-	if slices.Contains(a.Rate, RateMax) {
+	if slices.ContainsFunc(a.Rate, Rate.Closed) {
 		out = append(out, LoadClosed)
 	}
 	return out
 }
 
-// OpenRates are the rate axis without RateMax.
+// OpenRates are the rate axis without the closed loop.
 func (a Axes) OpenRates() []Rate {
 	return slices.DeleteFunc(slices.Clone(a.Rate), func(r Rate) bool { return r.Closed() })
 }
 
 // loadModel reads axes.load_model: open keeps the rate axis's rates,
-// closed adds the closed loop once (as RateMax, last). Without the key, a
+// closed adds the closed loop once (last). Without the key, a
 // rate axis that lists max (as plans before load_model did) is read the
 // same way: max moves last.
 func (b *builder) loadModel() {
 	a := &b.p.Axes
 	e := b.s.entries["axes.load_model"]
-	if i := slices.Index(a.Rate, RateMax); i >= 0 && i < len(a.Rate)-1 {
-		a.Rate = append(slices.Delete(a.Rate, i, i+1), RateMax)
+	if i := slices.IndexFunc(a.Rate, Rate.Closed); i >= 0 && i < len(a.Rate)-1 {
+		a.Rate = append(slices.Delete(a.Rate, i, i+1), RateOf(loadgen.ClosedLoop))
 		lines := b.lines["axes.rate"]
 		if i < len(lines) {
 			b.lines["axes.rate"] = append(slices.Delete(lines, i, i+1), lines[i])
@@ -81,7 +83,7 @@ func (b *builder) loadModel() {
 		b.s.bad("axes.load_model", e.line, "", "a capacity search runs open loop at the rates it chooses; remove axes.load_model")
 		return
 	}
-	if slices.Contains(a.Rate, RateMax) {
+	if slices.ContainsFunc(a.Rate, Rate.Closed) {
 		b.s.bad("axes.rate", b.s.lineOf("axes.rate"), `"max"`, "with axes.load_model, the closed loop is load_model: closed; list only rates per second in axes.rate")
 		b.axisBad = true
 		return
@@ -95,7 +97,7 @@ func (b *builder) loadModel() {
 		a.Rate, b.lines["axes.rate"] = nil, nil
 	}
 	if closed {
-		a.Rate = append(a.Rate, RateMax)
+		a.Rate = append(a.Rate, RateOf(loadgen.ClosedLoop))
 		b.lines["axes.rate"] = append(b.lines["axes.rate"], closedLine)
 	}
 }

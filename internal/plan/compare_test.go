@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/meshbench/meshbench/internal/loadgen"
 )
 
 // TestLoadModel: axes.load_model makes the closed loop a value of its own
@@ -17,13 +19,13 @@ func TestLoadModel(t *testing.T) {
 		models     []string
 	}{
 		// Both models: the open rates, then the closed loop once.
-		{"open and closed", "axes:\n  rate: [300, 100]\n  load_model: [open, closed]\n", []Rate{RatePerSecond(300), RatePerSecond(100), RateMax}, []string{"open", "closed"}},
+		{"open and closed", "axes:\n  rate: [300, 100]\n  load_model: [open, closed]\n", []Rate{RatePerSecond(300), RatePerSecond(100), RateOf(loadgen.ClosedLoop)}, []string{"open", "closed"}},
 		// Closed alone: no rate per second (the default rate is dropped).
-		{"closed only", "axes:\n  load_model: [closed]\n", []Rate{RateMax}, []string{"closed"}},
+		{"closed only", "axes:\n  load_model: [closed]\n", []Rate{RateOf(loadgen.ClosedLoop)}, []string{"closed"}},
 		// Open alone: the rate axis as given.
 		{"open only", "axes:\n  rate: [50]\n  load_model: [open]\n", []Rate{RatePerSecond(50)}, []string{"open"}},
 		// An old plan with max first: max moves last, load_model is derived.
-		{"old rate max", "axes:\n  rate: [max, 300]\n", []Rate{RatePerSecond(300), RateMax}, []string{"open", "closed"}},
+		{"old rate max", "axes:\n  rate: [max, 300]\n", []Rate{RatePerSecond(300), RateOf(loadgen.ClosedLoop)}, []string{"open", "closed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustParse(t, "p.yaml", tc.yaml)
@@ -53,7 +55,7 @@ func TestCompareSetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(f.Compare, []string{"mesh", "policies"}) || !slices.Equal(f.Axes.Rate, []Rate{RatePerSecond(200), RateMax}) {
+	if !slices.Equal(f.Compare, []string{"mesh", "policies"}) || !slices.Equal(f.Axes.Rate, []Rate{RatePerSecond(200), RateOf(loadgen.ClosedLoop)}) {
 		t.Errorf("from flags: compare %v, rates %v", f.Compare, f.Axes.Rate)
 	}
 	if d := mustParse(t, "d.yaml", ""); !slices.Equal(d.Compare, []string{"mesh"}) {

@@ -226,16 +226,17 @@ func Defaults() *Plan {
 }
 
 // Rate is one value of the rate axis: the load a cell offers, an
-// open-loop rate or the closed loop (RateMax), parsed once from the plan
+// open-loop rate or the closed loop (loadgen.ClosedLoop), parsed once from the plan
 // or the flags and handed typed to the platforms (Load). String is its
 // canonical text, the "r…" of cell IDs and the scenario's rate ("50",
 // "33.3", "max"). The zero Rate stands for a capacity search's rate, which
 // its probes vary ("search" in configuration IDs).
 type Rate struct{ load loadgen.Load }
 
-// RateMax is the closed loop (loadgen.ClosedLoop): every connection sends
-// when its last answer arrives.
-var RateMax = Rate{loadgen.ClosedLoop}
+// RateOf is the rate axis's value offering l: RateOf(loadgen.ClosedLoop)
+// for the closed loop, where every connection sends when its last answer
+// arrives.
+func RateOf(l loadgen.Load) Rate { return Rate{l} }
 
 // RatePerSecond is the open-loop rate of n requests per second.
 func RatePerSecond(n uint64) Rate {
@@ -249,7 +250,7 @@ func (r Rate) Load() loadgen.Load { return r.load }
 func (r Rate) Closed() bool { return r.load.Closed() }
 
 // PerSecond returns the open-loop rate in requests per second, 0 for
-// RateMax.
+// the closed loop.
 func (r Rate) PerSecond() float64 { return r.load.PerSecond() }
 
 // String is r's canonical text: "max", the rate's shortest decimal, or

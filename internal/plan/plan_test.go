@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -96,7 +97,7 @@ func TestRates(t *testing.T) {
 			t.Errorf("parseRate(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
 		}
 	}
-	if !RateMax.Closed() || testRate(t, "50").Closed() || testRate(t, "33.3").PerSecond() != 33.3 || RateMax.PerSecond() != 0 {
+	if !RateOf(loadgen.ClosedLoop).Closed() || testRate(t, "50").Closed() || testRate(t, "33.3").PerSecond() != 33.3 || RateOf(loadgen.ClosedLoop).PerSecond() != 0 {
 		t.Error("Rate methods")
 	}
 }

@@ -20,9 +20,13 @@ func fixture(t *testing.T, closed bool, mod func(r *loadgen.Result)) *results.Lo
 	t.Helper()
 	tg, _ := loadgen.ParseTarget("http://127.0.0.1:8080/", false)
 	start := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	load := loadgen.OpenLoopPerSecond(20)
+	if closed {
+		load = loadgen.ClosedLoop
+	}
 	r := &loadgen.Result{
-		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Rate: loadgen.Rate{Freq: 20, Per: time.Second},
-			Duration: 5 * time.Minute, Warmup: time.Second, Timeout: 30 * time.Second, Connections: 16, MaxQueue: 1000, Closed: closed},
+		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Load: load,
+			Duration: 5 * time.Minute, Warmup: time.Second, Timeout: 30 * time.Second, Connections: 16, MaxQueue: 1000},
 		Start: start, Scheduled: 6000, Sent: 6000, Completed: 6000, Success: 6000, BytesIn: 3690000,
 		FirstSend: 0, LastSend: 5*time.Minute - 50*time.Millisecond, LastEnd: 5*time.Minute - 50*time.Millisecond + 706584*time.Nanosecond,
 		Codes: map[int]int64{200: 6000}, Errors: map[loadgen.ErrorKey]int64{},

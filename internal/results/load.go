@@ -241,11 +241,11 @@ func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 	if r.NotSent > 0 {
 		out.NotSentReason = loadgen.NotSentReason
 	}
-	if r.Config.Closed {
+	if r.Config.Load.Closed() {
 		out.Model = ModelClosed
 		out.MaxQueue = 0
 	} else {
-		out.TargetRatePerSec = r.Config.Rate.PerSecond()
+		out.TargetRatePerSec = r.Config.Load.PerSecond()
 	}
 	for _, t := range r.Config.Targets {
 		out.Targets = append(out.Targets, t.Raw)

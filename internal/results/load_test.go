@@ -23,7 +23,7 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	tg, _ := loadgen.ParseTarget("http://127.0.0.1:8080/", false)
 	r := &loadgen.Result{
-		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Rate: loadgen.Rate{Freq: 100, Per: time.Second},
+		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Load: loadgen.OpenLoopPerSecond(100),
 			Duration: time.Duration(n) * 10 * time.Millisecond, Timeout: time.Second, Connections: 2, MaxQueue: 100,
 			Interval: time.Second},
 		Start: start, End: start.Add(time.Duration(n) * 10 * time.Millisecond), Scheduled: uint64(n),

@@ -56,7 +56,7 @@ func TestParse(t *testing.T) {
 func result(t *testing.T) *results.LoadResult {
 	tg, _ := loadgen.ParseTarget("http://127.0.0.1:8080/", false)
 	r := &loadgen.Result{
-		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Rate: loadgen.Rate{Freq: 100, Per: time.Second}, Duration: 10 * time.Second},
+		Config: loadgen.Config{Targets: []loadgen.Target{tg}, Load: loadgen.OpenLoopPerSecond(100), Duration: 10 * time.Second},
 		Start:  time.Unix(0, 0), Scheduled: 1000, Sent: 1000, Completed: 1000, Success: 995, LastSend: 10 * time.Second,
 		Codes: map[int]int64{200: 995, 503: 5}, Errors: map[loadgen.ErrorKey]int64{},
 		Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder(),

@@ -858,13 +858,15 @@ func (ls LoadSpec) checkGenerator() error {
 	}
 	conns := cmp.Or(ls.Connections, loadgen.DefaultConnections)
 	for i := range ls.Workers {
-		c := extgen.Config{Generator: ls.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Closed: ls.Load.Closed(),
+		c := extgen.Config{Generator: ls.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Load: ls.Load,
 			Duration: ls.Duration, Warmup: ls.Warmup, Timeout: cmp.Or(ls.Timeout, 30*time.Second),
 			Connections: max(loadgen.WorkerConnections(conns, ls.Workers, i), 1)}}
 		if !ls.Load.Closed() {
-			if c.Load.Rate, err = loadgen.WorkerRate(ls.Load.Rate(), ls.Workers, i); err != nil {
+			r, err := loadgen.WorkerRate(ls.Load.Rate(), ls.Workers, i)
+			if err != nil {
 				return err
 			}
+			c.Load.Load = loadgen.OpenLoop(r)
 		}
 		if err := c.Validate(); err != nil {
 			return fmt.Errorf("worker %d of %d: %w", i, ls.Workers, err)
