@@ -1,0 +1,76 @@
+package benchrun
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/slo"
+)
+
+// TestProbeTimeout: four times the objective's largest latency limit,
+// within 1 s to 2 s.
+func TestProbeTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		slo  string
+		want time.Duration
+	}{
+		{"errors<=0.1%", 2 * time.Second},                  // no latency bound: the most
+		{"p99<=5ms", time.Second},                          // 20 ms is raised to the floor
+		{"p99<=300ms", 1200 * time.Millisecond},            // four times the limit
+		{"p50<=100ms,p99<=400ms", 1600 * time.Millisecond}, // the largest limit counts
+		{"p99<=2s", 2 * time.Second},                       // capped
+	} {
+		o, err := slo.Parse(tt.slo)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.slo, err)
+		}
+		if got := ProbeTimeout(o); got != tt.want {
+			t.Errorf("ProbeTimeout(%s) = %v; want %v", tt.slo, got, tt.want)
+		}
+	}
+}
+
+// TestNeedsEnvoy: which local cells run an Envoy on each substrate.
+func TestNeedsEnvoy(t *testing.T) {
+	netns := &netlab.Substrate{}
+	for _, tt := range []struct {
+		mode    mesh.Mode
+		gateway bool
+		netns   bool
+		want    bool
+	}{
+		{mesh.ModeNone, false, false, false},   // no mesh, no gateway: no proxy
+		{mesh.ModeNone, true, false, true},     // the gateway is an Envoy
+		{mesh.ModeSidecar, false, false, true}, // sidecars
+		{mesh.ModeAmbient, false, false, true}, // loopback: Envoy stands in for ztunnel
+		{mesh.ModeAmbient, false, true, false}, // netns: the real ztunnel
+		{mesh.ModeWaypoint, false, true, true}, // netns: the waypoint is an Envoy
+		{mesh.ModeLinkerd, false, true, false}, // linkerd2-proxy, no Envoy
+		{mesh.ModeLinkerd, true, true, true},   // but its gateway is one
+	} {
+		o := mesh.DefaultOptions()
+		o.Mode, o.Gateway = tt.mode, tt.gateway
+		var got bool
+		if tt.netns {
+			got = NeedsEnvoy(o, netns)
+		} else {
+			got = NeedsEnvoy(o, nil)
+		}
+		if got != tt.want {
+			t.Errorf("NeedsEnvoy(%s, gateway %v, netns %v) = %v; want %v", tt.mode, tt.gateway, tt.netns, got, tt.want)
+		}
+	}
+}
+
+// TestChooseSubstrateBadChoice: an unknown --substrate is a usage error
+// naming what is allowed, before anything is looked for.
+func TestChooseSubstrateBadChoice(t *testing.T) {
+	_, _, err := ChooseSubstrate("bridge", "", "", []mesh.Options{mesh.DefaultOptions()})
+	var ue *UsageError
+	if !errors.As(err, &ue) || err.Error() != `--substrate "bridge": allowed: auto, netns, loopback` {
+		t.Errorf("err %v; want a usage error naming auto, netns, loopback", err)
+	}
+}
