@@ -22,7 +22,6 @@ import (
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/plan"
-	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -329,7 +328,7 @@ func cellEndText(ev runner.Event) string {
 		}
 	}
 	if c := ev.Cell; c.Kube == nil && c.Lab.Substrate == nil {
-		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), local.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
+		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), benchrun.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
 			line += " [" + label + "]"
 		}
 	}
