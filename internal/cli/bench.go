@@ -20,7 +20,6 @@ import (
 	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
@@ -333,15 +332,4 @@ func cellEndText(ev runner.Event) string {
 		}
 	}
 	return line
-}
-
-// planHasStandIn reports whether a cell runs ambient or waypoint, whose
-// node proxy the loopback substrate has Envoy stand in for.
-func planHasStandIn(cells []plan.Cell) bool {
-	for _, c := range cells {
-		if c.Mesh.Mode == mesh.ModeAmbient || c.Mesh.Mode == mesh.ModeWaypoint {
-			return true
-		}
-	}
-	return false
 }
