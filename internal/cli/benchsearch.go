@@ -11,6 +11,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
 )
@@ -71,20 +72,7 @@ func compareCapacities(env *Env, a, b *analysis.Plan, sa, sb *plan.Plan, level f
 	}
 	sc := analysis.CompareCapacities(xa, xb, level, uint64(a.Manifest.Seed))
 	var text bytes.Buffer
-	obj := sa.Search.Objective.Human()
-	fmt.Fprintf(&text, "Capacity at %s: B (%s) vs A (%s)\n", obj, b.Dir, a.Dir)
-	if sc.Mismatch != "" {
-		fmt.Fprintf(&text, "WARNING: %s\n", sc.Mismatch)
-	}
-	for _, r := range sc.Rows {
-		fmt.Fprintf(&text, "  %s\n", r.Verdict)
-	}
-	for _, k := range sc.OnlyA {
-		fmt.Fprintf(&text, "  only in A: %s\n", k)
-	}
-	for _, k := range sc.OnlyB {
-		fmt.Fprintf(&text, "  only in B: %s\n", k)
-	}
+	_ = report.CapacityCompareText(&text, sc, sa.Search.Objective.Human(), a.Dir, b.Dir)
 	if _, err := env.Stdout.Write(text.Bytes()); err != nil {
 		return err
 	}

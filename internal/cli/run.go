@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -249,16 +248,8 @@ func printRun(env *Env, res *local.Result) {
 		fmt.Fprintln(w)
 		_ = report.HopsText(w, res.Hops)
 	}
-	if res.Manifest != nil && len(res.Manifest.Derived) > 0 {
-		fmt.Fprintln(w, "\nDerived:")
-		keys := make([]string, 0, len(res.Manifest.Derived))
-		for k := range res.Manifest.Derived {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %-45s %.2f\n", k, res.Manifest.Derived[k])
-		}
+	if res.Manifest != nil {
+		report.DerivedTable(w, res.Manifest.Derived)
 	}
 	printRunEnd(w, res.Manifest, res.Dir)
 }
