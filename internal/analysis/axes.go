@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/stats"
 )
@@ -34,7 +35,7 @@ var CompareAxes = []string{AxisMesh, AxisPolicies, AxisMTLS, AxisLoadModel, Axis
 // LoadModel is "closed" for a closed-loop config (Rate "max") and "open"
 // otherwise.
 func (c Config) LoadModel() string {
-	if c.Rate == "max" {
+	if c.Rate == loadgen.ClosedLoopText {
 		return "closed"
 	}
 	return "open"
@@ -56,7 +57,7 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 		return 0, c.App, r.Key()
 	case AxisRate:
 		r.Rate = ""
-		if c.Rate == "max" {
+		if c.Rate == loadgen.ClosedLoopText {
 			return math.Inf(1), "closed loop", r.Key()
 		}
 		return RateValue(c.Rate), c.Rate + " rps", r.Key()
@@ -84,7 +85,7 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 		return 0, "mTLS off", r.Key()
 	case AxisLoadModel:
 		r.Rate = ""
-		if c.Rate == "max" {
+		if c.Rate == loadgen.ClosedLoopText {
 			return 1, "closed loop", r.Key()
 		}
 		return 0, "open loop at " + c.Rate + " rps", r.Key()

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
@@ -74,7 +75,7 @@ func (s Scenario) Key() string {
 // String is a short human label: "static, 50 rps, 10 replicas, 4 policies".
 func (s Scenario) String() string {
 	out := s.App + ", "
-	if s.Rate == "max" {
+	if s.Rate == loadgen.ClosedLoopText {
 		out += "closed loop"
 	} else {
 		out += s.Rate + " rps"
@@ -261,7 +262,7 @@ func configOf(s results.CellSettings) Config {
 	c := Config{Mesh: MeshLabel(s.Mesh, s.Substrate), App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
 		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator}
 	if s.ClosedLoop {
-		c.Rate = "max"
+		c.Rate = loadgen.ClosedLoopText
 	}
 	return c
 }

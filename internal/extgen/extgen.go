@@ -401,7 +401,7 @@ func durationArg(d time.Duration) string {
 func (c *Config) base() *results.LoadResult {
 	l := &c.Load
 	r := &results.LoadResult{
-		Schema: results.LoadSchema, MeshbenchVersion: c.Version, Model: results.ModelOpen,
+		Schema: results.LoadSchema, MeshbenchVersion: c.Version, Model: results.ModelOf(l.Load),
 		Protocol: string(l.Targets[0].Protocol), Connections: l.Connections,
 		DurationNs: int64(l.Duration), WarmupNs: int64(l.Warmup), TimeoutNs: int64(l.Timeout),
 		Workers: 1, StatusCodes: map[string]int64{}, Errors: []results.ErrorCount{},
@@ -410,9 +410,7 @@ func (c *Config) base() *results.LoadResult {
 	for _, t := range l.Targets {
 		r.Targets = append(r.Targets, t.Raw)
 	}
-	if l.Load.Closed() {
-		r.Model = results.ModelClosed
-	} else {
+	if !l.Load.Closed() {
 		r.TargetRatePerSec = l.Load.Rate().PerSecond()
 		r.Scheduled = int64(loadgen.Pacer{Rate: l.Load.Rate(), Duration: l.Duration}.Total())
 	}

@@ -80,11 +80,20 @@ func (r *LoadResult) LocalErrors() int64 {
 	return n
 }
 
-// Load models.
+// Load models, the stored labels of LoadResult.Model.
 const (
 	ModelOpen   = "open"   // open loop at a constant rate (throttled)
-	ModelClosed = "closed" // closed loop, maximum throughput
+	ModelClosed = "closed" // closed loop (loadgen.ClosedLoop), maximum throughput
 )
+
+// ModelOf is the stored label of load l: ModelClosed for the closed loop,
+// else ModelOpen.
+func ModelOf(l loadgen.Load) string {
+	if l.Closed() {
+		return ModelClosed
+	}
+	return ModelOpen
+}
 
 // LoadResult is one load run (or the exact merge of several), as written by
 // `meshbench load --output-format json` and read by `meshbench merge`. The
@@ -229,7 +238,7 @@ type ErrorCount struct {
 // FromRun converts an engine result into the on-disk form.
 func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 	out := &LoadResult{
-		Schema: LoadSchema, MeshbenchVersion: version, Model: ModelOpen,
+		Schema: LoadSchema, MeshbenchVersion: version, Model: ModelOf(r.Config.Load),
 		Protocol: string(r.Config.Targets[0].Protocol), Connections: r.ConnectionsN,
 		DurationNs: int64(r.Config.Duration), WarmupNs: int64(r.Config.Warmup),
 		TimeoutNs: int64(r.Config.Timeout), MaxQueue: r.Config.MaxQueue, Workers: 1,
@@ -242,7 +251,6 @@ func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 		out.NotSentReason = loadgen.NotSentReason
 	}
 	if r.Config.Load.Closed() {
-		out.Model = ModelClosed
 		out.MaxQueue = 0
 	} else {
 		out.TargetRatePerSec = r.Config.Load.PerSecond()
