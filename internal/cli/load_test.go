@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -176,28 +177,60 @@ func TestLoadRateAccuracy(t *testing.T) {
 // 1600 requests (0.25%) — while the requests queued behind it are sent after
 // the stall and answered at once. So service-time p99 stays near the service
 // time, which is exactly the coordinated omission a closed-loop tool reports.
+//
+// On a loaded machine the engine's own schedule can fall behind (the
+// schedule lag it measures): that adds to every latency and can push the
+// figures past their bounds. The stalls' own queue gives 10% of the
+// requests a lag of up to 100 ms, so the machine's part is read at the
+// median, which those leave alone: tens of µs on a quiet machine. When a
+// run misses and its schedule lag p50 was above 1 ms (a busy machine),
+// the measurement is repeated once, and the test says so; the bounds stay
+// as they are.
 func TestCoordinatedOmission(t *testing.T) {
 	addr := testutil.StartServe(t, "static", "--stall-every", "1s", "--stall-for", "100ms")
+	const busyLagMs = 1
+	for attempt := 1; ; attempt++ {
+		misses, lagP50 := coordinatedOmissionRun(t, addr)
+		if len(misses) == 0 {
+			return
+		}
+		if attempt == 1 && lagP50 > busyLagMs {
+			t.Logf("attempt 1 missed (%s) with schedule lag p50 %.2f ms > %d ms, a busy machine: measuring once more",
+				strings.Join(misses, "; "), lagP50, busyLagMs)
+			continue
+		}
+		for _, m := range misses {
+			t.Error(m)
+		}
+		return
+	}
+}
+
+// coordinatedOmissionRun is one measurement of TestCoordinatedOmission: the
+// bounds it missed and the run's schedule lag p50 in ms.
+func coordinatedOmissionRun(t *testing.T, addr string) (misses []string, lagP50Ms float64) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "co.json")
 	inv := runCLI(t, nil, "load", "--rate", "400", "--duration", "4s", "--warmup", "0s", "-c", "1", "-o", out, "http://"+addr+"/")
 	if inv.code != 0 {
 		t.Fatalf("exit %d: %s", inv.code, inv.stderr)
 	}
 	r := readResult(t, out)
-	lat, svc, _, err := r.Histograms()
+	lat, svc, lag, err := r.Histograms()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Sent != 1600 || r.Success != 1600 || r.Dropped != 0 {
-		t.Fatalf("sent %d success %d dropped %d", r.Sent, r.Success, r.Dropped)
-	}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-	t.Logf("latency p50 %.2f p95 %.2f p99 %.2f p99.9 %.2f max %.2f ms; service p50 %.2f p99 %.2f max %.2f ms",
+	lagP50Ms = ms(lag.Percentile(50))
+	if r.Sent != 1600 || r.Success != 1600 || r.Dropped != 0 {
+		return []string{fmt.Sprintf("sent %d success %d dropped %d", r.Sent, r.Success, r.Dropped)}, lagP50Ms
+	}
+	t.Logf("latency p50 %.2f p95 %.2f p99 %.2f p99.9 %.2f max %.2f ms; service p50 %.2f p99 %.2f max %.2f ms; schedule lag p50 %.2f ms",
 		ms(lat.Percentile(50)), ms(lat.Percentile(95)), ms(lat.Percentile(99)), ms(lat.Percentile(99.9)), ms(lat.MaxNs()),
-		ms(svc.Percentile(50)), ms(svc.Percentile(99)), ms(svc.MaxNs()))
+		ms(svc.Percentile(50)), ms(svc.Percentile(99)), ms(svc.MaxNs()), lagP50Ms)
 	within := func(name string, got, want, tol float64) {
 		if got < want-tol || got > want+tol {
-			t.Errorf("%s = %.2f ms, want %.0f ± %.0f ms", name, got, want, tol)
+			misses = append(misses, fmt.Sprintf("%s = %.2f ms, want %.0f ± %.0f ms", name, got, want, tol))
 		}
 	}
 	within("latency p95", ms(lat.Percentile(95)), 50, 12)
@@ -205,14 +238,15 @@ func TestCoordinatedOmission(t *testing.T) {
 	within("latency p99.9", ms(lat.Percentile(99.9)), 99, 12)
 	within("latency max", ms(lat.MaxNs()), 100, 15)
 	if p50 := ms(lat.Percentile(50)); p50 > 10 {
-		t.Errorf("latency p50 = %.2f ms, want the service time (< 10 ms)", p50)
+		misses = append(misses, fmt.Sprintf("latency p50 = %.2f ms, want the service time (< 10 ms)", p50))
 	}
 	if p99 := ms(svc.Percentile(99)); p99 > 10 {
-		t.Errorf("service-time p99 = %.2f ms: the stall should not show there", p99)
+		misses = append(misses, fmt.Sprintf("service-time p99 = %.2f ms: the stall should not show there", p99))
 	}
 	if mx := ms(svc.MaxNs()); mx < 50 {
-		t.Errorf("service-time max = %.2f ms: the request in flight at a stall waits for it", mx)
+		misses = append(misses, fmt.Sprintf("service-time max = %.2f ms: the request in flight at a stall waits for it", mx))
 	}
+	return misses, lagP50Ms
 }
 
 // TestLoadInterrupted: Ctrl-C ends the run, the report of what was measured

@@ -2,13 +2,11 @@ package extgen
 
 import (
 	"context"
-	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -49,12 +47,12 @@ type fortio struct {
 // version reads the module version fortio was built as (go install
 // stamps it), else asks `fortio version`.
 func (f *fortio) version(ctx context.Context) (string, error) {
-	if bi, err := buildinfo.ReadFile(f.bin); err == nil && bi.Path == FortioModule && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return strings.TrimPrefix(bi.Main.Version, "v"), nil
+	if v, ok := builtVersion(f.bin, func(path, version string) bool {
+		return path == FortioModule && version != "" && version != "(devel)"
+	}); ok {
+		return v, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, f.bin, "version").CombinedOutput()
+	b, err := runVersion(ctx, f.bin, "version")
 	v := strings.TrimSpace(string(b))
 	if err != nil || v == "" || strings.ContainsAny(v, " \n") || v[0] < '0' || v[0] > '9' {
 		return "", fmt.Errorf("%s version printed %q: not fortio (%v)", f.bin, tail(b), err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -37,9 +36,7 @@ type oha struct {
 const ohaDeadline = "aborted due to deadline"
 
 func (o *oha) version(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, o.bin, "--version").CombinedOutput()
+	b, err := runVersion(ctx, o.bin, "--version")
 	if err != nil {
 		return "", fmt.Errorf("%s --version: %w: %s", o.bin, err, tail(b))
 	}

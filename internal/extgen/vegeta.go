@@ -3,7 +3,6 @@ package extgen
 import (
 	"bytes"
 	"context"
-	"debug/buildinfo"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -38,12 +37,12 @@ type vegeta struct {
 // github.com/tsenart/vegeta/v12@v12.12.0 stamps it in the build info;
 // `vegeta -version` prints it only when built with its own ldflags).
 func (v *vegeta) version(ctx context.Context) (string, error) {
-	if bi, err := buildinfo.ReadFile(v.bin); err == nil && strings.HasPrefix(bi.Path, "github.com/tsenart/vegeta") {
-		return strings.TrimPrefix(bi.Main.Version, "v"), nil
+	if version, ok := builtVersion(v.bin, func(path, _ string) bool {
+		return strings.HasPrefix(path, "github.com/tsenart/vegeta")
+	}); ok {
+		return version, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, v.bin, "-version").CombinedOutput()
+	b, err := runVersion(ctx, v.bin, "-version")
 	if err != nil || !bytes.HasPrefix(b, []byte("Version:")) {
 		return "", fmt.Errorf("%s -version printed %q: not vegeta (%v)", v.bin, tail(b), err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -72,10 +71,8 @@ func (c *Config) validateWrk2() []error {
 }
 
 func (w *wrk2) version(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	// wrk -v prints its version, then its usage (no URL given), exit 1.
-	b, _ := exec.CommandContext(ctx, w.bin, "-v").CombinedOutput()
+	b, _ := runVersion(ctx, w.bin, "-v")
 	first, _, _ := strings.Cut(string(b), "\n")
 	if !strings.HasPrefix(first, "wrk ") {
 		return "", fmt.Errorf("%s -v printed %q: not wrk2", w.bin, tail(b))

@@ -14,7 +14,7 @@ import (
 type LogInterval struct {
 	Start, End time.Time
 	Tag        string // no comma, space or line break
-	R          *Recorder
+	R          *Compact
 }
 
 // WriteIntervalLog writes HdrHistogram's interval log (.hlog, format 1.3)
@@ -45,11 +45,14 @@ func WriteIntervalLog(w io.Writer, start time.Time, comment string, ivs []LogInt
 		return err
 	}
 	for _, iv := range ivs {
-		h := iv.R.Histogram()
+		h, err := iv.R.Packed()
+		if err != nil {
+			return fmt.Errorf("interval log: %w", err)
+		}
 		h.SetTag(iv.Tag)
 		h.SetStartTimeMs(iv.Start.UnixMilli())
 		h.SetEndTimeMs(iv.End.UnixMilli())
-		if err := lw.OutputIntervalHistogram(h); err != nil {
+		if err := lw.OutputIntervalPackedHistogram(h); err != nil {
 			return fmt.Errorf("interval log: %w", err)
 		}
 	}

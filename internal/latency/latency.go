@@ -31,17 +31,29 @@ const (
 // Recorder accumulates durations. Besides the histogram it keeps the exact
 // count, sum, min and max so the mean and the extremes are not quantised.
 type Recorder struct {
-	h          *hdr.Histogram
+	h *hdr.Histogram
+	counters
+}
+
+// counters are the exact side counters a Recorder and a Compact keep beside
+// their histogram.
+type counters struct {
 	count      int64 // values recorded (in range)
 	sumNs      int64 // exact sum of recorded values, saturating
-	minNs      int64
+	minNs      int64 // math.MaxInt64 while count is 0
 	maxNs      int64
 	outOfRange int64 // values above HighestNs: counted at the top, not in the histogram
 }
 
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{h: hdr.New(LowestNs, HighestNs, SigFigs), minNs: math.MaxInt64}
+	return &Recorder{h: hdr.New(LowestNs, HighestNs, SigFigs), counters: counters{minNs: math.MaxInt64}}
+}
+
+// Reset empties r for reuse without giving back its memory.
+func (r *Recorder) Reset() {
+	r.h.Reset()
+	r.counters = counters{minNs: math.MaxInt64}
 }
 
 // Record adds one value in nanoseconds. A value above HighestNs saturates:
@@ -101,14 +113,14 @@ func (r *Recorder) RecordN(ns, n int64) {
 }
 
 // Count is the number of values recorded in range.
-func (r *Recorder) Count() int64 { return r.count }
+func (r *counters) Count() int64 { return r.count }
 
 // OutOfRange is the number of values above HighestNs (saturated).
-func (r *Recorder) OutOfRange() int64 { return r.outOfRange }
+func (r *counters) OutOfRange() int64 { return r.outOfRange }
 
 // MinNs is the exact smallest value, 0 when empty, HighestNs when every
 // value was above it.
-func (r *Recorder) MinNs() int64 {
+func (r *counters) MinNs() int64 {
 	if r.count == 0 {
 		if r.outOfRange > 0 {
 			return HighestNs
@@ -120,7 +132,7 @@ func (r *Recorder) MinNs() int64 {
 
 // MaxNs is the exact largest value, 0 when empty; HighestNs ("≥ 60s") when
 // a value was above it.
-func (r *Recorder) MaxNs() int64 {
+func (r *counters) MaxNs() int64 {
 	if r.outOfRange > 0 {
 		return max(r.maxNs, HighestNs)
 	}
@@ -128,10 +140,10 @@ func (r *Recorder) MaxNs() int64 {
 }
 
 // SumNs is the exact sum of recorded values (saturates at MaxInt64).
-func (r *Recorder) SumNs() int64 { return r.sumNs }
+func (r *counters) SumNs() int64 { return r.sumNs }
 
 // MeanNs is the exact mean, 0 when empty.
-func (r *Recorder) MeanNs() float64 {
+func (r *counters) MeanNs() float64 {
 	if r.count == 0 {
 		return 0
 	}
@@ -156,6 +168,11 @@ func Resolves(n int64, p float64) bool {
 // HighestNs rank at the top: a percentile among them is HighestNs, which
 // means "at least 60 s".
 func (r *Recorder) Percentile(p float64) int64 {
+	return r.percentile(p, r.h.ValueAtPercentile)
+}
+
+// percentile is Percentile over a histogram's valueAt (a percent, 0–100).
+func (r *counters) percentile(p float64, valueAt func(float64) int64) int64 {
 	total := r.count + r.outOfRange
 	if total == 0 {
 		return 0
@@ -169,7 +186,7 @@ func (r *Recorder) Percentile(p float64) int64 {
 		}
 		p = min(100*float64(rank)/float64(r.count), 100)
 	}
-	v := r.h.ValueAtPercentile(p)
+	v := valueAt(p)
 	if v > r.maxNs {
 		v = r.maxNs
 	}
@@ -188,6 +205,12 @@ func (r *Recorder) Merge(other *Recorder) error {
 	if dropped := r.h.Merge(other.h); dropped != 0 {
 		return fmt.Errorf("merging histograms: %d values did not fit", dropped)
 	}
+	r.merge(other.counters)
+	return nil
+}
+
+// merge adds other's counters to r's.
+func (r *counters) merge(other counters) {
 	r.count += other.count
 	r.outOfRange += other.outOfRange
 	if r.sumNs <= math.MaxInt64-other.sumNs {
@@ -199,7 +222,6 @@ func (r *Recorder) Merge(other *Recorder) error {
 		r.minNs = other.minNs
 	}
 	r.maxNs = max(r.maxNs, other.maxNs)
-	return nil
 }
 
 // Equal reports whether two recorders hold the same values and counters.
@@ -229,10 +251,14 @@ type Summary struct {
 
 // Summarize computes the reported statistics.
 func (r *Recorder) Summarize() Summary {
+	return r.summarize(r.Percentile)
+}
+
+func (r *counters) summarize(percentile func(float64) int64) Summary {
 	return Summary{
 		Count: r.count, OutOfRange: r.outOfRange, MinNs: r.MinNs(), MeanNs: r.MeanNs(),
-		P50Ns: r.Percentile(50), P90Ns: r.Percentile(90), P95Ns: r.Percentile(95),
-		P99Ns: r.Percentile(99), P999Ns: r.Percentile(99.9), MaxNs: r.MaxNs(), SumNs: r.sumNs,
+		P50Ns: percentile(50), P90Ns: percentile(90), P95Ns: percentile(95),
+		P99Ns: percentile(99), P999Ns: percentile(99.9), MaxNs: r.MaxNs(), SumNs: r.sumNs,
 	}
 }
 
@@ -257,10 +283,32 @@ func (r *Recorder) Encode() (Encoded, error) {
 // Decode rebuilds a recorder from its portable form. It checks that the
 // histogram's geometry is meshbench's and that its count matches the summary.
 func Decode(e Encoded) (*Recorder, error) {
+	h, err := decodeHDR(e, func(b []byte) (geometry, error) { return hdr.Decode(b) })
+	if err != nil {
+		return nil, err
+	}
+	r := &Recorder{h: hdr.New(LowestNs, HighestNs, SigFigs), counters: e.counters()}
+	if dropped := r.h.Merge(h.(*hdr.Histogram)); dropped != 0 {
+		return nil, fmt.Errorf("histogram has %d values outside meshbench's range", dropped)
+	}
+	return r, nil
+}
+
+// geometry is what decodeHDR checks of a decoded histogram, dense or packed.
+type geometry interface {
+	LowestTrackableValue() int64
+	HighestTrackableValue() int64
+	SignificantFigures() int64
+	TotalCount() int64
+}
+
+// decodeHDR decodes e's histogram with decode and checks it against
+// meshbench's geometry and e's summary.
+func decodeHDR(e Encoded, decode func([]byte) (geometry, error)) (geometry, error) {
 	if e.HDR == "" {
 		return nil, errors.New("histogram missing (field \"hdr\" is empty)")
 	}
-	h, err := hdr.Decode([]byte(e.HDR))
+	h, err := decode([]byte(e.HDR))
 	if err != nil {
 		return nil, fmt.Errorf("decoding histogram: %w", err)
 	}
@@ -274,16 +322,17 @@ func Decode(e Encoded) (*Recorder, error) {
 	if e.Count < 0 || e.OutOfRange < 0 || e.SumNs < 0 || e.MinNs < 0 || e.MaxNs < 0 {
 		return nil, errors.New("negative counters in histogram summary")
 	}
-	r := &Recorder{h: hdr.New(LowestNs, HighestNs, SigFigs), count: e.Count, sumNs: e.SumNs,
-		minNs: e.MinNs, maxNs: e.MaxNs, outOfRange: e.OutOfRange}
-	if dropped := r.h.Merge(h); dropped != 0 {
-		return nil, fmt.Errorf("histogram has %d values outside meshbench's range", dropped)
-	}
+	return h, nil
+}
+
+// counters are the side counters e's summary holds.
+func (e Encoded) counters() counters {
+	c := counters{count: e.Count, sumNs: e.SumNs, minNs: e.MinNs, maxNs: e.MaxNs, outOfRange: e.OutOfRange}
 	if e.Count == 0 {
-		r.minNs = math.MaxInt64
+		c.minNs = math.MaxInt64
 		if e.OutOfRange == 0 {
-			r.maxNs = 0
+			c.maxNs = 0
 		}
 	}
-	return r, nil
+	return c
 }

@@ -14,12 +14,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"net"
 	"net/http"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -157,7 +155,8 @@ type Result struct {
 	// Intervals holds, when Config.Interval > 0, the histograms of each
 	// interval of the measured window from its start to the last answer,
 	// in time order (merged over shards, exact); an interval in which
-	// nothing was answered is empty, not left out.
+	// nothing was answered is empty, not left out. They are compact (a
+	// few KB per interval), so an hour of seconds stays small.
 	Intervals []Interval
 }
 
@@ -165,7 +164,7 @@ type Result struct {
 // of the measured window.
 type Interval struct {
 	Start                             time.Duration // since the measured window opened
-	Latency, ServiceTime, ScheduleLag *latency.Recorder
+	Latency, ServiceTime, ScheduleLag *latency.Compact
 }
 
 // shard is one set of recorders; workers map onto shards so memory stays
@@ -180,10 +179,10 @@ type shard struct {
 	bytesIn, bytesOut   int64
 	firstSend, lastSend int64
 	lastEnd             int64
-	// interval histograms by index (end − warm-up) / interval; nil: none.
-	interval  time.Duration
-	warm      time.Duration
-	intervals map[int64]*Interval
+	// pending holds the measured answers the interval sealer has not taken
+	// yet, when Config.Interval > 0 (see intervals.go).
+	collect bool
+	pending []answer
 }
 
 func newShard() *shard {
@@ -238,9 +237,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	shards := make([]*shard, nShards)
 	for i := range shards {
 		shards[i] = newShard()
-		if cfg.Interval > 0 {
-			shards[i].interval, shards[i].warm, shards[i].intervals = cfg.Interval, cfg.Warmup, map[int64]*Interval{}
-		}
+		shards[i].collect = cfg.Interval > 0
 	}
 	conns := make([]conn, cfg.Connections)
 	for i := range conns {
@@ -273,6 +270,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	warm := cfg.Warmup
 	measureEnd := cfg.Warmup + cfg.Duration
 	since := func() time.Duration { return time.Since(startMono) }
+
+	var sealer *intervalSealer
+	sealerDone, sealerStopped := make(chan struct{}), make(chan struct{})
+	if cfg.Interval > 0 {
+		sealer = newIntervalSealer(cfg.Interval, warm)
+		go func() {
+			defer close(sealerStopped)
+			sealer.run(shards, since, sealerDone)
+		}()
+	} else {
+		close(sealerStopped)
+	}
 
 	var wg sync.WaitGroup
 	var queue chan ticket
@@ -335,6 +344,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Wait()
 	stopAbort()
 	close(progressDone)
+	close(sealerDone)
+	<-sealerStopped
 	for _, c := range conns {
 		c.Close()
 	}
@@ -364,8 +375,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Errors[k] += v
 		}
 	}
-	if err := mergeIntervals(res, shards); err != nil {
-		return nil, err
+	if sealer != nil {
+		var err error
+		if res.Intervals, err = sealer.finish(shards); err != nil {
+			return nil, err
+		}
 	}
 	if res.Sent > 0 {
 		res.FirstSend = time.Duration(first)
@@ -513,20 +527,12 @@ func record(ctx context.Context, s *shard, out Outcome, intended, actual, end ti
 	// A request sent a little before its intended time (the pacer's wake-up
 	// compensation) is timed from its actual send: latency is never
 	// shortened below the service time.
-	s.lat.Record(int64(end - min(intended, actual)))
-	s.svc.Record(int64(end - actual))
-	s.lag.Record(int64(max(actual-intended, 0)))
-	if s.interval > 0 {
-		i := int64(max(end-s.warm, 0) / s.interval)
-		iv := s.intervals[i]
-		if iv == nil {
-			iv = &Interval{Start: time.Duration(i) * s.interval, Latency: latency.NewRecorder(),
-				ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
-			s.intervals[i] = iv
-		}
-		iv.Latency.Record(int64(end - min(intended, actual)))
-		iv.ServiceTime.Record(int64(end - actual))
-		iv.ScheduleLag.Record(int64(max(actual-intended, 0)))
+	a := answer{end: int64(end), lat: int64(end - min(intended, actual)), svc: int64(end - actual), lag: int64(max(actual-intended, 0))}
+	s.lat.Record(a.lat)
+	s.svc.Record(a.svc)
+	s.lag.Record(a.lag)
+	if s.collect {
+		s.pending = append(s.pending, a)
 	}
 	s.bytesIn += out.BytesIn
 	s.bytesOut += out.BytesOut
@@ -609,37 +615,4 @@ func normalizeError(err error) string {
 		return msg
 	}
 	return err.Error()
-}
-
-// mergeIntervals merges the shards' interval histograms into res.Intervals,
-// in time order.
-func mergeIntervals(res *Result, shards []*shard) error {
-	byIdx := map[int64]*Interval{}
-	for _, s := range shards {
-		for i, iv := range s.intervals {
-			m := byIdx[i]
-			if m == nil {
-				m = &Interval{Start: iv.Start, Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
-				byIdx[i] = m
-			}
-			if err := errors.Join(m.Latency.Merge(iv.Latency), m.ServiceTime.Merge(iv.ServiceTime), m.ScheduleLag.Merge(iv.ScheduleLag)); err != nil {
-				return err
-			}
-		}
-	}
-	// Every interval up to the last answer, empty ones too: a second in
-	// which nothing was answered (a stall) is a line of count 0, not a gap.
-	keys := slices.Sorted(maps.Keys(byIdx))
-	if len(keys) == 0 {
-		return nil
-	}
-	for i := int64(0); i <= keys[len(keys)-1]; i++ {
-		iv := byIdx[i]
-		if iv == nil {
-			iv = &Interval{Start: time.Duration(i) * res.Config.Interval, Latency: latency.NewRecorder(),
-				ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()}
-		}
-		res.Intervals = append(res.Intervals, *iv)
-	}
-	return nil
 }

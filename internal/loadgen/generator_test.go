@@ -176,7 +176,10 @@ func TestRunRoundRobinTargets(t *testing.T) {
 	}
 	cfg := baseConfig(targets(t, false, urls...), 300, time.Second)
 	cfg.Connections = 3
-	cfg.MaxQueue = 0 // a free connection must always exist at this rate
+	// baseConfig's waiting room (1000 tickets): with none (MaxQueue 0) a
+	// loaded 2-core machine that stalls the three connections for a few
+	// ms dropped 10–83 of the 300 requests; round-robin is what this
+	// test checks, and every request must still be answered.
 	res := mustRun(t, cfg)
 	if res.Success != 300 {
 		t.Fatalf("success %d, sent %d, dropped %d, errors %v", res.Success, res.Sent, res.Dropped, res.Errors)

@@ -24,7 +24,7 @@ func Hlog(r *LoadResult) ([]byte, error) {
 	}
 	var ivs []latency.LogInterval
 	for _, iv := range r.Intervals {
-		lat, svc, lag, err := iv.Decode()
+		lat, svc, lag, err := iv.DecodeCompact()
 		if err != nil {
 			return nil, err
 		}

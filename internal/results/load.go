@@ -208,14 +208,25 @@ type IntervalHistograms struct {
 
 // Decode decodes the interval's three histograms.
 func (iv IntervalHistograms) Decode() (lat, svc, lag *latency.Recorder, err error) {
-	if lat, err = latency.Decode(iv.Latency); err != nil {
-		return nil, nil, nil, fmt.Errorf("interval at %v: latency: %w", time.Duration(iv.StartNs), err)
+	return decodeInterval(iv, latency.Decode)
+}
+
+// DecodeCompact decodes the interval's three histograms in compact form
+// (a few KB each instead of the full range's ~220 KB): for holding many.
+func (iv IntervalHistograms) DecodeCompact() (lat, svc, lag *latency.Compact, err error) {
+	return decodeInterval(iv, latency.DecodeCompact)
+}
+
+func decodeInterval[R any](iv IntervalHistograms, decode func(latency.Encoded) (R, error)) (lat, svc, lag R, err error) {
+	var zero R
+	if lat, err = decode(iv.Latency); err != nil {
+		return zero, zero, zero, fmt.Errorf("interval at %v: latency: %w", time.Duration(iv.StartNs), err)
 	}
-	if svc, err = latency.Decode(iv.ServiceTime); err != nil {
-		return nil, nil, nil, fmt.Errorf("interval at %v: service_time: %w", time.Duration(iv.StartNs), err)
+	if svc, err = decode(iv.ServiceTime); err != nil {
+		return zero, zero, zero, fmt.Errorf("interval at %v: service_time: %w", time.Duration(iv.StartNs), err)
 	}
-	if lag, err = latency.Decode(iv.ScheduleLag); err != nil {
-		return nil, nil, nil, fmt.Errorf("interval at %v: schedule_lag: %w", time.Duration(iv.StartNs), err)
+	if lag, err = decode(iv.ScheduleLag); err != nil {
+		return zero, zero, zero, fmt.Errorf("interval at %v: schedule_lag: %w", time.Duration(iv.StartNs), err)
 	}
 	return lat, svc, lag, nil
 }
@@ -478,7 +489,7 @@ func (r *LoadResult) checkIntervals() error {
 		if iv.LengthNs <= 0 || iv.LengthNs != length || iv.StartNs != int64(i)*length {
 			return fmt.Errorf("intervals[%d] starts at %d ns with length %d ns: intervals must be consecutive from 0, of one positive length", i, iv.StartNs, iv.LengthNs)
 		}
-		lat, _, _, err := iv.Decode()
+		lat, _, _, err := iv.DecodeCompact()
 		if err != nil {
 			return err
 		}
@@ -631,20 +642,22 @@ func mergeIntervals(parts []*LoadResult, start time.Time) ([]IntervalHistograms,
 			}
 		}
 	}
-	type recs struct{ lat, svc, lag *latency.Recorder }
+	// Compact histograms: an hour of one-second intervals stays a few MB
+	// (full-range recorders would hold 660 KB per interval).
+	type recs struct{ lat, svc, lag *latency.Compact }
 	byIdx := map[int64]recs{}
 	last := int64(0)
 	for i, p := range parts {
 		offset := int64(p.StartedAt.Sub(start))
 		for _, iv := range p.Intervals {
-			l, s, g, err := iv.Decode()
+			l, s, g, err := iv.DecodeCompact()
 			if err != nil {
 				return nil, fmt.Errorf("part %d: %w", i+1, err)
 			}
 			idx := max((offset+iv.StartNs+length/2)/length, 0)
 			m, ok := byIdx[idx]
 			if !ok {
-				m = recs{latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()}
+				m = recs{latency.NewCompact(), latency.NewCompact(), latency.NewCompact()}
 				byIdx[idx] = m
 			}
 			if err := errors.Join(m.lat.Merge(l), m.svc.Merge(s), m.lag.Merge(g)); err != nil {
@@ -657,7 +670,7 @@ func mergeIntervals(parts []*LoadResult, start time.Time) ([]IntervalHistograms,
 	for idx := int64(0); idx <= last; idx++ {
 		m, ok := byIdx[idx]
 		if !ok {
-			m = recs{latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()}
+			m = recs{latency.NewCompact(), latency.NewCompact(), latency.NewCompact()}
 		}
 		e := IntervalHistograms{StartNs: idx * length, LengthNs: length}
 		var err error

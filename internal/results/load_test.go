@@ -30,6 +30,7 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 		Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder(),
 		Codes: map[int]int64{}, Errors: map[loadgen.ErrorKey]int64{}, ConnectionsN: 2,
 	}
+	var ivs [][3]*latency.Recorder // the engine's intervals, before it compacts them
 	for i := 0; i < n; i++ {
 		svc := int64(50_000 + rng.ExpFloat64()*200_000)
 		lag := int64(rng.Float64() * 30_000)
@@ -37,14 +38,13 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 		r.ServiceTime.Record(svc)
 		r.ScheduleLag.Record(lag)
 		// One answer every 10 ms: 100 per one-second interval.
-		if k := i / 100; k == len(r.Intervals) {
-			r.Intervals = append(r.Intervals, loadgen.Interval{Start: time.Duration(k) * time.Second,
-				Latency: latency.NewRecorder(), ServiceTime: latency.NewRecorder(), ScheduleLag: latency.NewRecorder()})
+		if k := i / 100; k == len(ivs) {
+			ivs = append(ivs, [3]*latency.Recorder{latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()})
 		}
-		iv := r.Intervals[len(r.Intervals)-1]
-		iv.Latency.Record(svc + lag)
-		iv.ServiceTime.Record(svc)
-		iv.ScheduleLag.Record(lag)
+		iv := ivs[len(ivs)-1]
+		iv[0].Record(svc + lag)
+		iv[1].Record(svc)
+		iv[2].Record(lag)
 		r.Sent++
 		r.Completed++
 		if i%50 == 49 {
@@ -55,6 +55,17 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 			r.Success++
 			r.BytesIn += 615
 		}
+	}
+	for k, iv := range ivs {
+		var c [3]*latency.Compact
+		for j, r := range iv {
+			var err error
+			if c[j], err = r.Compact(); err != nil {
+				panic(err)
+			}
+		}
+		r.Intervals = append(r.Intervals, loadgen.Interval{Start: time.Duration(k) * time.Second,
+			Latency: c[0], ServiceTime: c[1], ScheduleLag: c[2]})
 	}
 	r.FirstSend = 0
 	r.LastSend = time.Duration(n-1) * 10 * time.Millisecond

@@ -2,7 +2,6 @@ package netlab
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,19 +43,9 @@ func TestSubstrateGateway(t *testing.T) {
 				mo.Policies = 4
 			}
 			out := filepath.Join(t.TempDir(), "run")
-			var log testutil.SyncBuffer
-			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
-				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
-				Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin, Log: &log}
-			res, err := local.Run(context.Background(), o)
-			if res == nil || res.Manifest == nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
-			prefix, subnet := netnsOf(t, res.Manifest)
-			defer checkGone(t, res.Manifest, prefix, subnet)
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
+			res, _ := runCell(t, local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
+				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin}, checkRunGone)
+			_, subnet := netnsOf(t, res.Manifest)
 			lr := res.Load
 			if lr.Completed < 100 || lr.Success != lr.Completed {
 				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)

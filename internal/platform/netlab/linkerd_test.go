@@ -1,7 +1,6 @@
 package netlab
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -84,21 +83,11 @@ func TestLinkerdRun(t *testing.T) {
 			mo := mesh.DefaultOptions()
 			mo.Mode, mo.Policies, mo.Replicas = mesh.ModeLinkerd, tc.policies, tc.replicas
 			out := filepath.Join(t.TempDir(), "run")
-			var log testutil.SyncBuffer
 			// 1000 rps for 3 s: each proxy carries 3000+ requests, tens
 			// of ms of CPU (≈0.13 vCPU per 1000 rps measured here), far
 			// above one 10-ms tick on a fast machine too.
-			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(1000), Duration: 3 * time.Second, Warmup: time.Second,
-				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
-				Substrate: &Substrate{LinkerdProxy: bin, Meshbench: mb}, Log: &log}
-			res, err := local.Run(context.Background(), o)
-			if res == nil || res.Manifest == nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
-			defer checkLinkerdGone(t, res.Manifest)
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
+			res, _ := runCell(t, local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(1000), Duration: 3 * time.Second,
+				OutDir: out, Meshbench: mb, Substrate: &Substrate{LinkerdProxy: bin, Meshbench: mb}}, checkLinkerdGone)
 			lr := res.Load
 			if lr.Completed < 3000 || lr.Success != lr.Completed {
 				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
@@ -248,22 +237,12 @@ func TestSubstrateFaces(t *testing.T) {
 			mo := mesh.DefaultOptions()
 			mo.Mode, mo.App, mo.Replicas, mo.Policies = tc.mode, mesh.AppFaces, 2, tc.policies
 			out := filepath.Join(t.TempDir(), "run")
-			var log testutil.SyncBuffer
-			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second, Warmup: time.Second,
-				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
-				Substrate: &Substrate{Ztunnel: zt, LinkerdProxy: bin, Meshbench: mb}, Log: &log}
+			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second,
+				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: zt, LinkerdProxy: bin, Meshbench: mb}}
 			if tc.mode == mesh.ModeSidecar {
 				o.Envoy = findEnvoy(t)
 			}
-			res, err := local.Run(context.Background(), o)
-			if res == nil || res.Manifest == nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
-			prefix, subnet := netnsOf(t, res.Manifest)
-			defer checkGone(t, res.Manifest, prefix, subnet)
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
+			res, _ := runCell(t, o, checkRunGone)
 			if lr := res.Load; lr.Completed < 200 || lr.Success != lr.Completed {
 				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
 			}

@@ -177,9 +177,21 @@ func exercise(t *testing.T, l *Lab) {
 	if got := mtlsConnections(t, l.Nodes[1].Ztunnel, "destination", id); got < n {
 		t.Errorf("node2's ztunnel counted %v mutual_tls inbound connections from %s, want ≥ %d", got, id, n)
 	}
+	// ztunnel writes its access log asynchronously (a non-blocking
+	// writer): on a loaded machine the lines land after the requests have
+	// returned, so the log is read until it holds both or 10 s pass — far
+	// more than a busy 2-core machine takes, and a log that never gets
+	// them still fails.
+	logged := func(b []byte) bool {
+		return strings.Contains(string(b), `src.identity="`+id+`"`) && strings.Contains(string(b), "policy rejection")
+	}
 	log, _ := os.ReadFile(l.Nodes[1].Log)
-	if !strings.Contains(string(log), `src.identity="`+id+`"`) || !strings.Contains(string(log), "policy rejection") {
-		t.Errorf("node2's access log lacks the client's identity or the attacker's rejection")
+	for deadline := time.Now().Add(10 * time.Second); !logged(log) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		log, _ = os.ReadFile(l.Nodes[1].Log)
+	}
+	if !logged(log) {
+		t.Errorf("node2's access log lacks the client's identity or the attacker's rejection (waited 10 s)")
 	}
 	for _, node := range l.Nodes {
 		rss, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", node.Ztunnel.PID()))

@@ -53,6 +53,33 @@ func netnsOf(t *testing.T, m *results.RunManifest) (string, netip.Prefix) {
 	return prefix, subnet
 }
 
+// runCell runs one cell (local.Run) on the netns substrate with o and
+// what every cell test here shares: a 1-s warm-up, 500-ms drain and
+// sampling, a log of its own (returned, for failure messages). A run that
+// fails fails the test with its log; after the test, gone (checkRunGone,
+// checkLinkerdGone) checks that the run left nothing.
+func runCell(t *testing.T, o local.Options, gone func(*testing.T, *results.RunManifest)) (*local.Result, *testutil.SyncBuffer) {
+	t.Helper()
+	log := &testutil.SyncBuffer{}
+	o.Warmup, o.Drain, o.SampleInterval, o.Log = time.Second, 500*time.Millisecond, 500*time.Millisecond, log
+	res, err := local.Run(context.Background(), o)
+	if res == nil || res.Manifest == nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() { gone(t, res.Manifest) })
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	return res, log
+}
+
+// checkRunGone is checkGone for the namespaces the run's manifest names.
+func checkRunGone(t *testing.T, m *results.RunManifest) {
+	t.Helper()
+	prefix, subnet := netnsOf(t, m)
+	checkGone(t, m, prefix, subnet)
+}
+
 // checkGone fails when a process of the run still exists or a namespace
 // or link of its prefix is left.
 func checkGone(t *testing.T, m *results.RunManifest, prefix string, subnet netip.Prefix) {
@@ -99,22 +126,13 @@ func TestSubstrateRun(t *testing.T) {
 			mo.Mode, mo.Policies, mo.Replicas = tc.mode, tc.policies, tc.replicas
 			sub := &Substrate{Ztunnel: bin}
 			out := filepath.Join(t.TempDir(), "run")
-			var log testutil.SyncBuffer
-			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
-				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb, Substrate: sub, Log: &log,
-				BodySize: tc.bodySize}
+			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
+				OutDir: out, Meshbench: mb, Substrate: sub, BodySize: tc.bodySize}
 			if tc.mode == mesh.ModeSidecar {
 				o.Envoy = findEnvoy(t)
 			}
-			res, err := local.Run(context.Background(), o)
-			if res == nil || res.Manifest == nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
-			prefix, subnet := netnsOf(t, res.Manifest)
-			defer checkGone(t, res.Manifest, prefix, subnet)
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
+			res, _ := runCell(t, o, checkRunGone)
+			_, subnet := netnsOf(t, res.Manifest)
 			lr := res.Load
 			if lr.Completed < 100 || lr.Success != lr.Completed {
 				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)

@@ -2,7 +2,6 @@ package netlab
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,22 +43,11 @@ func TestSubstrateWaypoint(t *testing.T) {
 			mo := mesh.DefaultOptions()
 			mo.Mode, mo.Policies, mo.Replicas = mesh.ModeWaypoint, tc.policies, tc.replicas
 			out := filepath.Join(t.TempDir(), "run")
-			var log testutil.SyncBuffer
-			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
-				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: out, Meshbench: mb,
-				Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin, Log: &log, Timeout: 3 * time.Second}
-			res, err := local.Run(context.Background(), o)
-			if res == nil || res.Manifest == nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
-			prefix, subnet := netnsOf(t, res.Manifest)
-			defer checkGone(t, res.Manifest, prefix, subnet)
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
+			res, log := runCell(t, local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
+				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin, Timeout: 3 * time.Second}, checkRunGone)
 			lr := res.Load
 			if lr == nil {
-				t.Fatalf("no load result: %v\n%s", err, log.String())
+				t.Fatalf("no load result\n%s", log.String())
 			}
 			if lr.Completed < 100 || lr.Success != lr.Completed {
 				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
