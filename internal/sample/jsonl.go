@@ -43,11 +43,11 @@ type gapLine struct {
 
 type roundLine struct {
 	Schema        string `json:"schema"`
-	TUnixNs       int64 `json:"t_unix_ns"`
-	Round         int   `json:"round"`
-	Processes     int   `json:"processes"`
-	SamplerCPUNs  int64 `json:"sampler_cpu_ns"`
-	SamplerWallNs int64 `json:"sampler_wall_ns"`
+	TUnixNs       int64  `json:"t_unix_ns"`
+	Round         int    `json:"round"`
+	Processes     int    `json:"processes"`
+	SamplerCPUNs  int64  `json:"sampler_cpu_ns"`
+	SamplerWallNs int64  `json:"sampler_wall_ns"`
 }
 
 // WriteRound writes r to w as JSON lines, in one Write call. This is the
