@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
 
@@ -38,9 +39,20 @@ func TestScaleFacesGUIAgainstCluster(t *testing.T) {
 	}
 	t.Cleanup(func() { deleteNamespace(t, cs, ns) })
 
-	// No GUI yet: nothing scaled, no error (the run notes it).
+	// No GUI yet: nothing scaled, no error; the run's step (after the
+	// chart's install) notes it in the manifest.
 	if names, err := ScaleFacesGUI(ctx, cs, ns, time.Minute); err != nil || len(names) != 0 {
 		t.Fatalf("no GUI Deployment: scaled %v, %v", names, err)
+	}
+	c, err := Connect(ctx, ConnectOptions{Kubeconfig: kc.Kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRun := func() *run {
+		return &run{o: Options{Spec: Spec{AppNamespace: ns}}, c: c, manifest: &results.RunManifest{Options: map[string]any{}}}
+	}
+	if r := newRun(); r.scaleFacesGUI(ctx) != nil || r.manifest.Options["faces_gui_scaled_to_one"] != "none labelled faces.buoyant.io/component=faces-gui" {
+		t.Fatalf("the run's step without a GUI: manifest says %v", r.manifest.Options["faces_gui_scaled_to_one"])
 	}
 
 	gui := testDeployment(ns, "faces-gui", 3, map[string]string{"app": "faces-gui", kubesample.LabelFacesComponent: kubesample.FacesGUIComponent}, "", "", "faces-gui", "istio-proxy")
@@ -73,9 +85,11 @@ func TestScaleFacesGUIAgainstCluster(t *testing.T) {
 	if d, err := cs.AppsV1().Deployments(ns).Get(ctx, "face", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 3 {
 		t.Fatalf("face: %v, %v; want its 3 replicas untouched", d.Spec.Replicas, err)
 	}
-	// Scaling again changes nothing.
-	if names, err := ScaleFacesGUI(ctx, cs, ns, time.Minute); err != nil || len(names) != 1 {
-		t.Fatalf("again: %v, %v", names, err)
+	// Scaling again changes nothing; the run's step (after the chart's
+	// install) records what it scaled in the manifest.
+	r := newRun()
+	if err := r.scaleFacesGUI(ctx); err != nil || r.manifest.Options["faces_gui_scaled_to_one"] != "faces-gui" {
+		t.Fatalf("the run's step: %v, manifest says %v", err, r.manifest.Options["faces_gui_scaled_to_one"])
 	}
 
 	// The real pods, classified.
