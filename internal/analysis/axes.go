@@ -140,6 +140,11 @@ type AxisComparison struct {
 	// (other/base − 1) with its interval; Ratios to median(other)/median(base).
 	Diffs  map[string]stats.Interval
 	Ratios map[string]float64
+	// Deltas maps a figure to median(other) − median(base) in its unit
+	// (ms, mCPU, MiB, rps); RatePerSec is the other side's median achieved
+	// rate (0: unknown), for CPU per 1000 rps.
+	Deltas     map[string]float64
+	RatePerSec float64
 }
 
 // Interaction is how a mesh's overhead against the baseline changes
@@ -189,10 +194,11 @@ func axisComparisons(a *Analysis, axis string, level float64, resamples int, rng
 					f := CPUPrefix + "load"
 					if ov, bv := values(o.g, f), values(b.g, f); len(ov) > 0 && len(bv) > 0 {
 						c.Diffs[f] = stats.RelativeDiffCI(ov, bv, level, resamples, rng)
+						c.Deltas[f] = stats.Median(ov) - stats.Median(bv)
 					}
 				}
 				out = append(out, AxisComparison{Axis: axis, Base: b.g.Config, Other: o.g.Config,
-					BaseValue: b.words, OtherValue: o.words, Diffs: c.Diffs, Ratios: c.Ratios})
+					BaseValue: b.words, OtherValue: o.words, Diffs: c.Diffs, Ratios: c.Ratios, Deltas: c.Deltas, RatePerSec: c.RatePerSec})
 			}
 		}
 	}
@@ -282,17 +288,28 @@ func (c AxisComparison) Label() string {
 }
 
 // Verdict is the comparison's line: "ambient (static, 300 rps, 1
-// replica): 4 policies vs 0 policies: p50 +1% [−2%, +3%] not significant;
-// data-plane CPU +3% [−2%, +8%] not significant".
+// replica): 4 policies vs 0 policies: p50 +1% [−2%, +3%] not significant
+// (+0.004 ms); data-plane CPU +3% [−2%, +8%] not significant (+2.1 mCPU,
+// +7 mCPU per 1000 rps)". Each part carries the absolute difference of
+// medians beside the relative one, as mesh verdicts do.
 func (c AxisComparison) Verdict() string {
 	head := c.Label() + ": " + c.OtherValue + " vs " + c.BaseValue
-	parts := diffParts(c.Diffs, []string{LatencyP50, LatencyP95, LatencyP99}, true)
+	rate := c.RatePerSec
+	switch c.Axis {
+	case AxisRate:
+		// Both sides carry load: the CPU the rate's increase adds, per
+		// 1000 rps of that increase (the marginal cost).
+		rate = c.Deltas[AchievedRate]
+	case AxisLoadModel:
+		rate = 0 // open and closed loop run at unrelated rates
+	}
+	parts := diffParts(c.Diffs, c.Deltas, rate, []string{LatencyP50, LatencyP95, LatencyP99}, true)
 	if c.Axis == AxisGenerator {
 		// "vegeta vs meshbench on sidecar (static, 100 rps, 1 replica):
 		// p50 …; load CPU …": the same cell measured by two tools.
 		head = c.OtherValue + " vs " + c.BaseValue + " on " + c.Label()
 		if iv, ok := c.Diffs[CPUPrefix+"load"]; ok {
-			parts = append(parts, "load generator CPU "+diffText(iv))
+			parts = append(parts, "load generator CPU "+diffText(iv)+deltaText(CPUPrefix+"load", c.Deltas, c.RatePerSec))
 		}
 	}
 	if len(parts) == 0 {
@@ -302,8 +319,9 @@ func (c AxisComparison) Verdict() string {
 }
 
 // Verdict is the interaction's line: "sidecar vs none (static, 1
-// replica): p95 +95% [+80%, +110%] under closed loop, +20% [+15%, +25%]
-// under open loop at 300 rps; …".
+// replica): p95 +95% [+80%, +110%] (+0.61 ms) under closed loop, +20%
+// [+15%, +25%] (+0.09 ms) under open loop at 300 rps; …", each side's
+// relative difference with its absolute one.
 func (in Interaction) Verdict() string {
 	s := in.AScenario
 	label := Config{Mesh: in.Mesh, App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies, Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS}
@@ -324,7 +342,9 @@ func (in Interaction) Verdict() string {
 		if !aok || !bok {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %s %s, %s %s %s", f.label, diffText(a), prep, in.AValue, diffText(b), prep, in.BValue))
+		parts = append(parts, fmt.Sprintf("%s %s%s %s %s, %s%s %s %s", f.label,
+			diffText(a), deltaText(f.fig, in.A.Deltas, in.A.RatePerSec), prep, in.AValue,
+			diffText(b), deltaText(f.fig, in.B.Deltas, in.B.RatePerSec), prep, in.BValue))
 	}
 	if len(parts) == 0 {
 		return head + ": nothing to compare"
@@ -334,12 +354,13 @@ func (in Interaction) Verdict() string {
 
 // diffParts words the differences of figs, then the data plane's CPU and
 // memory (the whole lab's when one side has no data plane): "p50 +3%
-// [−2%, +8%] not significant".
-func diffParts(diffs map[string]stats.Interval, figs []string, resources bool) []string {
+// [−2%, +8%] not significant (+0.01 ms)", with the absolute difference of
+// deltas (CPU also per 1000 rps of rate).
+func diffParts(diffs map[string]stats.Interval, deltas map[string]float64, rate float64, figs []string, resources bool) []string {
 	var parts []string
 	say := func(fig, label string) {
 		if iv, ok := diffs[fig]; ok {
-			parts = append(parts, label+" "+diffText(iv))
+			parts = append(parts, label+" "+diffText(iv)+deltaText(fig, deltas, rate))
 		}
 	}
 	for _, f := range figs {
@@ -356,6 +377,36 @@ func diffParts(diffs map[string]stats.Interval, figs []string, resources bool) [
 		say(AchievedRate, "achieved rate")
 	}
 	return parts
+}
+
+// deltaText is the absolute difference of fig's medians in its unit, in
+// parentheses after a space: " (+0.72 ms)", " (+35 mCPU, +70 mCPU per 1000
+// rps)" (per 1000 rps of rate, the compared side's achieved rate, when
+// known and above 0), " (+12.5 MiB)", " (−3 rps)"; "" when deltas has no finite value
+// for fig or its unit is unknown.
+func deltaText(fig string, deltas map[string]float64, rate float64) string {
+	d, ok := deltas[fig]
+	if !ok || math.IsNaN(d) || math.IsInf(d, 0) {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(fig, "latency_") && strings.HasSuffix(fig, "_ms"):
+		return " (" + signed(d) + " ms)"
+	case strings.HasPrefix(fig, CPUPrefix):
+		if rate > 0 && d != 0 {
+			return " (" + signed(d) + " mCPU, " + signed(d/rate*1000) + " mCPU per 1000 rps)"
+		}
+		return " (" + signed(d) + " mCPU)"
+	case strings.HasPrefix(fig, MemPrefix):
+		return " (" + signed(d) + " MiB)"
+	case fig == AchievedRate:
+		// To 0.1 rps: smaller differences are the schedule's rounding.
+		if r := math.Round(d*10) / 10; r != 0 {
+			return " (" + signed(r) + " rps)"
+		}
+		return " (0 rps)"
+	}
+	return ""
 }
 
 // diffText is "+3% [−2%, +8%] not significant", "+25% [+10%, +40%]", or

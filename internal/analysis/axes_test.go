@@ -76,8 +76,8 @@ func TestAxisComparisons(t *testing.T) {
 			t.Errorf("%s: p50 %+v, want 0 and not significant", c.Verdict(), iv)
 		}
 		v := c.Verdict()
-		if !strings.Contains(v, "4 policies vs 0 policies: p50 +0% [") || !strings.Contains(v, "not significant") {
-			t.Errorf("verdict %q does not say 4 vs 0, p50 +0%%, not significant", v)
+		if !strings.Contains(v, "4 policies vs 0 policies: p50 +0% [") || !strings.Contains(v, "not significant (0 ms)") {
+			t.Errorf("verdict %q does not say 4 vs 0, p50 +0%%, not significant, 0 ms added", v)
 		}
 	}
 	for _, c := range byAxis["load_model"] {
@@ -88,6 +88,14 @@ func TestAxisComparisons(t *testing.T) {
 		iv := c.Diffs[analysis.LatencyP95]
 		if math.Abs(iv.Estimate-want) > 1e-9 || !iv.Significant() || c.Other.Rate != "max" || c.Base.Rate != "300" {
 			t.Errorf("%s: p95 %+v, want %+v significant, closed vs open", c.Verdict(), iv, want)
+		}
+		// The absolute difference of medians beside the relative one:
+		// p95 is 2 ms × the multiplier (sidecar 2 → 4 ms, none 2 → 2.4 ms);
+		// CPU is the same on both sides, and open and closed loop run at
+		// unrelated rates, so no CPU per 1000 rps.
+		wantAbs := map[string]string{"sidecar": "(+2 ms)", "none": "(+0.4 ms)"}[c.Base.Mesh]
+		if v := c.Verdict(); !strings.Contains(v, "] "+wantAbs) || strings.Contains(v, "per 1000 rps") {
+			t.Errorf("verdict %q: want p95 %s and no CPU per 1000 rps", v, wantAbs)
 		}
 	}
 	// Interactions: sidecar vs none per policy count (load_model) and per
@@ -111,6 +119,11 @@ func TestAxisComparisons(t *testing.T) {
 		if !strings.HasPrefix(v, "sidecar vs none (static") || !strings.Contains(v, "p95 +67% [") || !strings.Contains(v, "under closed loop, +0% [") ||
 			!strings.Contains(v, "under open loop at 300 rps") {
 			t.Errorf("interaction verdict %q", v)
+		}
+		// Each side's absolute difference: closed loop 4 − 2.4 = +1.6 ms
+		// at p95, open loop 2 − 2 = 0.
+		if !strings.Contains(v, "] (+1.6 ms) under closed loop") || !strings.Contains(v, "(0 ms) under open loop") {
+			t.Errorf("interaction verdict %q: want +1.6 ms under closed loop and 0 ms under open loop at p95", v)
 		}
 	}
 }
@@ -173,6 +186,11 @@ func TestAxisGenerator(t *testing.T) {
 		}
 		if !strings.HasPrefix(v, c.OtherValue+" vs meshbench on "+c.Base.Mesh+" (static, 1000 rps, 1 replica): p50 ") || !strings.Contains(v, "load generator CPU +") {
 			t.Errorf("verdict %q", v)
+		}
+		// The tool's own CPU in mCPU beside the ratio: vegeta 150 − 50,
+		// fortio 100 − 50 (no achieved rate in these cells: no per 1000 rps).
+		if want := fmt.Sprintf("] (+%.0f mCPU)", cpu[c.Other.Generator]-50); !strings.Contains(v, want) {
+			t.Errorf("verdict %q: want load generator CPU %s", v, want)
 		}
 	}
 	// The meshes are compared within each generator's scenario.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/schemas"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
@@ -98,7 +99,7 @@ func TestBenchRunAndResume(t *testing.T) {
 	}
 	// Every JSON file of the plan's directory matches its schema.
 	checkSchemas(t, out, "plan-manifest.v1.schema.json", "run-manifest.v1.schema.json", "load-result.v1.schema.json",
-		"resources.v1.schema.json", "samples.v1.schema.json")
+		"resources.v1.schema.json", "samples.v1.schema.json", schemas.PlanFileSchema)
 	first, _ := results.ReadManifest(results.CellDir(out, m.Order[0]))
 
 	_, stderr = run("bench", "--resume", out)

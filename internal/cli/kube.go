@@ -64,7 +64,7 @@ func (k *kubeFlags) add(cmd *cobra.Command, which int) {
 		fl.IntVar(&k.workers, "workers", 1, "load generator pods; the rate and connections are split among them (kube platform)")
 	}
 	fl.BoolVar(&k.installMesh, "install-mesh", false, "install the mesh with its own CLI (istioctl, linkerd) first; default: verify the one installed (kube platform)")
-	fl.StringVar(&k.istioBuild, "istio-build", "", "with --install-mesh: install Istio's modes from the Istio built here in DIR (make istio-tools; images from `meshbench image istio`) with the upstream-Envoy overlay (kube platform)")
+	fl.StringVar(&k.istioBuild, "istio-build", "", "with --install-mesh: install Istio's modes from the Istio built here in `DIR` (make istio-tools; images from meshbench image istio) with the upstream-Envoy overlay (kube platform)")
 	fl.BoolVar(&k.allowForeign, "allow-foreign-workloads", false, "run even if the namespaces hold workloads meshbench did not create (kube platform)")
 	fl.BoolVar(&k.keep, "keep", false, "leave the namespaces after the run (kube platform)")
 	if which == kubeRun {

@@ -159,7 +159,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.IntVar(&f.workers, "workers", 1, "load generators sharing this load; this one sends its share of --rate and --connections")
 	fl.IntVar(&f.workerIndex, "worker-index", 0, "this generator's index among --workers, 0 to W-1 (default: $"+JobCompletionIndexEnv+" when set, else 0)")
 	fl.StringVar(&f.generator, "generator", extgen.Meshbench, "load generator: meshbench (this engine), oha, wrk2, vegeta or fortio (run as a subprocess, HTTP/1.1 only; same result format, with how exact each figure is)")
-	fl.StringVar(&f.generatorPath, "generator-path", "", "binary of --generator oha|wrk2|vegeta|fortio (default: vegeta and fortio from `make generators`, else each on $PATH; wrk2 then wrk)")
+	fl.StringVar(&f.generatorPath, "generator-path", "", "`PATH` of the --generator oha|wrk2|vegeta|fortio binary (default: vegeta and fortio from make generators, else each on $PATH; wrk2 then wrk)")
 	bindSearchFlags(fl, &f.search)
 }
 

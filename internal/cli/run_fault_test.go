@@ -156,7 +156,7 @@ func TestRunFrozenProcess(t *testing.T) {
 			// Every JSON file of a real sidecar run, invalid or not,
 			// matches its published schema.
 			checkSchemas(t, out, "run-manifest.v1.schema.json", "load-result.v1.schema.json", "resources.v1.schema.json",
-				"samples.v1.schema.json", "envoy-stats.v1.schema.json")
+				"samples.v1.schema.json", "envoy-stats.v1.schema.json", "envoy-admin-stats.v1.schema.json")
 		})
 	}
 }

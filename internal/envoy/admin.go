@@ -435,3 +435,26 @@ func parseListeners(raw []byte) ([]Listener, error) {
 	}
 	return out, nil
 }
+
+// AdminStatsSchema is the version of the envoy/NAME.stats.json files of a
+// results directory: Envoy's /stats?format=json body (Raw) with this
+// version added as its first key, "schema". Files written before the key
+// existed lack it and are otherwise the same.
+const AdminStatsSchema = "meshbench.envoy-admin-stats/v1"
+
+// Versioned is Raw with "schema": AdminStatsSchema added as the object's
+// first key, every other byte as Envoy wrote it; a body that is not a JSON
+// object (never seen from Envoy) is returned unchanged.
+func (s *StatsSnapshot) Versioned() []byte {
+	raw := bytes.TrimLeft(s.Raw, " \t\r\n")
+	if len(raw) == 0 || raw[0] != '{' {
+		return s.Raw
+	}
+	rest := bytes.TrimLeft(raw[1:], " \t\r\n")
+	out := make([]byte, 0, len(raw)+64)
+	out = append(out, `{"schema":"`+AdminStatsSchema+`"`...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}

@@ -3,6 +3,7 @@ package envoy
 import (
 	"context"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -113,5 +114,34 @@ func TestAdminRefusesNonLoopback(t *testing.T) {
 		if _, err := Listeners(context.Background(), addr); err == nil {
 			t.Errorf("Listeners(%s) accepted it", addr)
 		}
+	}
+}
+
+// TestVersioned: the stored /stats body gains its version as the first key
+// and keeps every other byte; it still parses as Envoy's body.
+func TestVersioned(t *testing.T) {
+	tests := []struct {
+		raw, want string
+	}{
+		// Envoy's body: the key goes first, the rest byte for byte
+		{`{"stats":[{"name":"a","value":1}]}`, `{"schema":"meshbench.envoy-admin-stats/v1","stats":[{"name":"a","value":1}]}`},
+		// leading white space and an empty object: no dangling comma
+		{" { }", `{"schema":"meshbench.envoy-admin-stats/v1"}`},
+		// not an object: left alone rather than made invalid
+		{`[1]`, `[1]`},
+	}
+	for _, tt := range tests {
+		got := (&StatsSnapshot{Raw: []byte(tt.raw)}).Versioned()
+		if string(got) != tt.want {
+			t.Errorf("Versioned(%q) = %s, want %s", tt.raw, got, tt.want)
+		}
+	}
+	snap, err := parseStats([]byte(statsFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := parseStats(snap.Versioned())
+	if err != nil || !reflect.DeepEqual(again.Counters, snap.Counters) || len(again.Histograms) != len(snap.Histograms) {
+		t.Errorf("the versioned body reads back differently: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package hops
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -233,4 +234,21 @@ func FuzzReadRequests(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJoinNoHTTPHops: a path without an HTTP proxy (ambient: L4 only) has
+// no hops; the result says so as an empty list, not null, as its schema
+// (hops.v1) wants.
+func TestJoinNoHTTPHops(t *testing.T) {
+	res, err := Join([]Request{{ID: "a", Measured: true, ServiceNs: 1_000_000}}, nil, Options{Entry: "server", L4: []string{"ztunnel-node1", "ztunnel-node2"}, Traversals: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hops) != 0 || !bytes.Contains(b, []byte(`"hops":[]`)) {
+		t.Errorf("hops %v in %s: want an empty list", res.Hops, b)
+	}
 }

@@ -181,6 +181,9 @@ func Join(reqs []Request, recs []Record, o Options) (*Result, error) {
 	if res.Hops, res.App, res.Missing, err = entry.stats(); err != nil {
 		return nil, err
 	}
+	if res.Hops == nil {
+		res.Hops = []Stat{} // a path without HTTP hops (ambient): [], as its schema says
+	}
 	if res.Untimed, err = stat(UntimedName, untimed); err != nil {
 		return nil, err
 	}
@@ -193,6 +196,9 @@ func Join(reqs []Request, recs []Record, o Options) (*Result, error) {
 		c := Call{Service: svc}
 		if c.Hops, c.App, c.Missing, err = calls[svc].stats(); err != nil {
 			return nil, err
+		}
+		if c.Hops == nil {
+			c.Hops = []Stat{}
 		}
 		res.Calls = append(res.Calls, c)
 	}

@@ -40,6 +40,18 @@ const (
 	ztunnelName   = "ztunnel"                     // Istio's ztunnel DaemonSet
 )
 
+// The Faces chart's GUI: its pods carry this component label. The GUI
+// serves the browser page, not the load, so it is no part of the app
+// under test.
+const (
+	LabelFacesComponent = "faces.buoyant.io/component"
+	FacesGUIComponent   = "faces-gui"
+	// ComponentFacesGUI is the component of the GUI's containers, its
+	// sidecars included: category overhead, so neither the app's nor the
+	// data plane's figures (sums, per replica, per 1000 rps) hold it.
+	ComponentFacesGUI = "faces-gui (not measured)"
+)
+
 // Namespaces names the namespaces the classification depends on.
 type Namespaces struct {
 	// App is the app's namespace (category app), Load the load
@@ -82,11 +94,16 @@ func cmpOr(s, def string) string {
 //  5. Everything else in Istio's namespace (istiod, istio-cni-node):
 //     control-plane, component = the pod's workload ("istiod").
 //  6. kube-* namespaces: overhead, "k8s".
-//  7. istio-proxy and linkerd-proxy containers anywhere else (sidecars,
-//     also as native sidecars): data-plane, "<service> sidecar".
-//  8. The app namespace: app, "app <service>".
-//  9. The load namespace: load, "load".
-//  10. Anything else: overhead, "other <namespace>".
+//  7. istio-proxy and linkerd-proxy containers anywhere else but the
+//     Faces GUI (sidecars, also as native sidecars): data-plane,
+//     "<service> sidecar".
+//  8. The Faces chart's GUI, pods of the app namespace labelled
+//     faces.buoyant.io/component=faces-gui, every container (its
+//     sidecars too): overhead, "faces-gui (not measured)" — shown, but
+//     out of the app's and the data plane's figures.
+//  9. The app namespace: app, "app <service>".
+//  10. The load namespace: load, "load".
+//  11. Anything else: overhead, "other <namespace>".
 //
 // The rules do not depend on the mode: a mesh component the mode does not
 // explain (a sidecar in a baseline run) is still counted as what it is, and
@@ -131,6 +148,7 @@ const (
 	roleK8s
 	roleIstioSidecar
 	roleLinkerdSidecar
+	roleFacesGUI
 	roleApp
 	roleLoad
 )
@@ -169,6 +187,8 @@ func (c *Classifier) role(pod *corev1.Pod, container string) role {
 		return roleIstioControl
 	case strings.HasPrefix(ns, "kube-"):
 		return roleK8s
+	case ns == c.ns.App && ns != "" && pod.Labels[LabelFacesComponent] == FacesGUIComponent:
+		return roleFacesGUI
 	case container == ContainerIstioProxy:
 		return roleIstioSidecar
 	case container == ContainerLinkerdProxy:
@@ -205,6 +225,8 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 		return name, "k8s", sample.CategoryOverhead
 	case roleIstioSidecar, roleLinkerdSidecar:
 		return name, serviceName(pod) + " sidecar", sample.CategoryDataPlane
+	case roleFacesGUI:
+		return name, ComponentFacesGUI, sample.CategoryOverhead
 	case roleApp:
 		return name, "app " + serviceName(pod), sample.CategoryApp
 	case roleLoad:
@@ -220,6 +242,14 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 // means for the run.
 func (c *Classifier) Unexpected(pod *corev1.Pod, container string) string {
 	r := c.role(pod, container)
+	if r == roleFacesGUI { // its sidecars are still sidecars the mode must explain
+		switch container {
+		case ContainerIstioProxy:
+			r = roleIstioSidecar
+		case ContainerLinkerdProxy:
+			r = roleLinkerdSidecar
+		}
+	}
 	var want []meshes.Component
 	if m, ok := meshes.Get(c.mode); ok {
 		want = m.Cluster.Components // none runs no mesh component (gateways run in mode none too: the local lab's --gateway)

@@ -125,6 +125,21 @@ func TestClassify(t *testing.T) {
 		// Proxies in Linkerd's extensions are data plane.
 		{"linkerd-viz proxy", nil, testPod("linkerd-viz", "web-5c-x", withLabels("app", "web")), "linkerd-proxy",
 			"web sidecar", sample.CategoryDataPlane},
+		// The Faces chart's GUI (its component label): out of the app's
+		// figures, by a component of its own …
+		{"faces gui", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui", "app", "faces-gui"), deployment("faces-gui", "6c")), "faces-gui",
+			"faces-gui (not measured)", sample.CategoryOverhead},
+		// … its sidecar too, out of the data plane's figures.
+		{"faces gui sidecar", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui")), "istio-proxy",
+			"faces-gui (not measured)", sample.CategoryOverhead},
+		{"faces gui linkerd proxy", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui")), "linkerd-proxy",
+			"faces-gui (not measured)", sample.CategoryOverhead},
+		// The chart's other components are the app under test.
+		{"faces face", nil, testPod("mb-app", "face-7d-x", withLabels("faces.buoyant.io/component", "face", "app", "face")), "face",
+			"app face", sample.CategoryApp},
+		// The label outside the app namespace means nothing to meshbench.
+		{"faces gui label elsewhere", nil, testPod("demo", "faces-gui-x", withLabels("faces.buoyant.io/component", "faces-gui")), "faces-gui",
+			"other demo", sample.CategoryOverhead},
 		// Kubernetes' own namespaces: overhead "k8s".
 		{"kube-system", nil, testPod("kube-system", "coredns-6d-x", withLabels("k8s-app", "kube-dns")), "coredns",
 			"k8s", sample.CategoryOverhead},
@@ -203,6 +218,7 @@ func TestUnexpected(t *testing.T) {
 	linkerd := testPod("linkerd", "linkerd-destination-x", ownedBy("Deployment", "linkerd-destination"))
 	gateway := testPod("istio-system", "gw-x", withLabels("istio", "ingressgateway"))
 	app := testPod("mb-app", "server-0", withLabels("app", "server"))
+	gui := testPod("mb-app", "faces-gui-x", withLabels("faces.buoyant.io/component", "faces-gui"))
 	for _, tt := range []struct {
 		mode      string
 		pod       *corev1.Pod
@@ -213,6 +229,10 @@ func TestUnexpected(t *testing.T) {
 		{"none", gateway, "istio-proxy", ""}, // a gateway runs in mode none too
 		{"none", sidecar, "istio-proxy", "istio-proxy sidecar in mode none"},
 		{"none", istiod, "discovery", "Istio control plane (istiod) in mode none"},
+		{"none", gui, "faces-gui", ""},
+		{"none", gui, "istio-proxy", "istio-proxy sidecar in mode none"}, // the GUI's sidecar is still one
+		{"sidecar", gui, "istio-proxy", ""},
+		{"linkerd", gui, "istio-proxy", "istio-proxy sidecar in mode linkerd"},
 		{"sidecar", sidecar, "istio-proxy", ""},
 		{"sidecar", istiod, "discovery", ""},
 		{"sidecar", ztunnel, "istio-proxy", "ztunnel in mode sidecar"},

@@ -77,6 +77,9 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (b *builder) scalars() {
 	p := b.p
+	if it, ok := b.one("schema"); ok && it.text != FileSchema {
+		b.s.badItem("schema", it, "allowed: "+FileSchema+" (the plan format this meshbench reads), or no schema key")
+	}
 	if it, ok := b.one("name"); ok {
 		if it.text != "" && !nameRE.MatchString(it.text) {
 			b.s.badItem("name", it, "allowed: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters")

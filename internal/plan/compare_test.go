@@ -136,3 +136,28 @@ func TestGeneratorAxis(t *testing.T) {
 		t.Errorf("generator: oha on kube: axis %q, config %s", k.Axes.Generator, k.Cells()[0].Config)
 	}
 }
+
+// TestSameYAML: a plan.yaml written before the version key resumes with
+// the same plan written now; another plan does not.
+func TestSameYAML(t *testing.T) {
+	now := Defaults().YAML()
+	old := []byte(strings.Replace(string(now), "schema: "+FileSchema+"\n", "", 1))
+	if string(old) == string(now) {
+		t.Fatalf("YAML writes no version line:\n%s", now)
+	}
+	other := mustParse(t, "o.yaml", "duration: 7s\n").YAML()
+	for _, tc := range []struct {
+		name string
+		a, b []byte
+		want bool
+	}{
+		{"same", now, now, true},              // written now, twice
+		{"old and now", old, now, true},       // before the key and after
+		{"other plan", now, other, false},     // a different duration
+		{"old other plan", old, other, false}, // the same, old form
+	} {
+		if got := SameYAML(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: SameYAML = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -118,6 +118,12 @@ type Thresholds struct {
 	LoadCPU float64
 }
 
+// FileSchema is the version of the plan file format: the value of a plan
+// file's optional "schema" key (YAML writes it first; schema/ holds the
+// format as a JSON Schema, plan-file.v1.schema.json, for editors). Files
+// without the key are read as this version.
+const FileSchema = "meshbench.plan-file/v1"
+
 // The local lab's substrates (Plan.Substrate).
 const (
 	// SubstrateAuto is netns where namespaces can be made and run every

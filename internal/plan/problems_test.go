@@ -19,8 +19,13 @@ func TestBadPlans(t *testing.T) {
 	}{
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
-			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
+			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
 			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls, generator`,
+		}},
+		// A plan file of another format version: named, with the one this
+		// meshbench reads (a file without the key is read as it).
+		{"schema version", "schema: meshbench.plan-file/v2\nduration: 5s\n", []string{
+			`p.yaml:1: schema "meshbench.plan-file/v2": allowed: meshbench.plan-file/v1 (the plan format this meshbench reads), or no schema key`,
 		}},
 		// Nothing like any key: no suggestion.
 		{"unknown key far", "thresholds:\n  latency_p99: 3\n", []string{
@@ -174,7 +179,7 @@ thresholds: 0.5
 			`p.yaml:2: duration: given twice (first on line 1)`,
 		}},
 		{"not a mapping", "- a\n- b\n", []string{
-			`p.yaml:1: a plan is a mapping of keys (name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops), not [...]`,
+			`p.yaml:1: a plan is a mapping of keys (schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops), not [...]`,
 		}},
 		// YAML syntax: the library's message and line. (yaml.v3 puts an
 		// unclosed flow list at the line where the list's key began.)

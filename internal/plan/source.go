@@ -15,6 +15,7 @@ type setting struct {
 // schema lists the plan's settings in the order the canonical YAML writes
 // them and problems of one line (or of flags) are sorted.
 var schema = []setting{
+	{key: "schema"}, // the file format's version (FileSchema); files only
 	{key: "name", flag: "name"},
 	{key: "platform", flag: "platform"},
 	{key: "seed", flag: "seed"},
@@ -75,7 +76,7 @@ func settingIndex(key string) int {
 		}
 	}
 	if key == keyAxes {
-		return 4 // with the first axis
+		return settingIndex("axes.mesh") // with the first axis
 	}
 	return -1
 }
@@ -182,4 +183,22 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Keys lists every key a plan file takes, as dotted paths ("duration",
+// "axes.rate", "search.slo"), in the order YAML writes them; Axis reports
+// whether key takes a list. The plan file's JSON Schema (internal/schemas)
+// is checked against them.
+func Keys() []string {
+	out := make([]string, len(schema))
+	for i, s := range schema {
+		out[i] = s.key
+	}
+	return out
+}
+
+// Axis reports whether key (one of Keys) takes a list of values.
+func Axis(key string) bool {
+	i := settingIndex(key)
+	return i >= 0 && schema[i].axis
 }

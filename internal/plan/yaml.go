@@ -11,7 +11,8 @@ import (
 )
 
 // YAML writes the plan in canonical form, every default filled in, keys
-// in schema order: the plan manifest of a results directory. Parse reads
+// in schema order, its version (FileSchema) first: the plan manifest of a
+// results directory. Parse reads
 // it back to an equal Plan. Name is written only when set, Seed only when
 // chosen (set it before writing, so the order can be replayed).
 func (p *Plan) YAML() []byte {
@@ -26,6 +27,7 @@ func (p *Plan) YAML() []byte {
 		}
 		return n
 	}
+	add(root, "schema", str(FileSchema))
 	if p.Name != "" {
 		add(root, "name", str(p.Name))
 	}
@@ -188,4 +190,20 @@ func rateStrs(rs []Rate) []string {
 		out[i] = r.String()
 	}
 	return out
+}
+
+// SameYAML reports whether a and b are the same canonical plan (YAML's
+// output), a written before the version key existed or not: a results
+// directory of an earlier meshbench resumes with the plan it holds.
+func SameYAML(a, b []byte) bool {
+	return bytes.Equal(withoutVersion(a), withoutVersion(b))
+}
+
+// withoutVersion drops the line YAML writes the version on.
+func withoutVersion(y []byte) []byte {
+	line := []byte("schema: " + FileSchema + "\n")
+	if i := bytes.Index(y, line); i >= 0 && (i == 0 || y[i-1] == '\n') {
+		return append(y[:i:i], y[i+len(line):]...)
+	}
+	return y
 }

@@ -19,7 +19,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
@@ -363,7 +363,7 @@ func reopen(o Options, order []string) (*results.PlanManifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(old, o.PlanYAML) {
+	if !plan.SameYAML(old, o.PlanYAML) {
 		return nil, fmt.Errorf("%s holds another plan than the one given: resume with the plan in it (meshbench bench --resume %s)", o.Dir, o.Dir)
 	}
 	if m.Seed != o.Seed || strings.Join(m.Order, ",") != strings.Join(order, ",") {

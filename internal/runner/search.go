@@ -10,6 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/capacity"
 	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
@@ -244,7 +245,7 @@ func openSearch(o SearchOptions) (*results.PlanManifest, error) {
 		if err != nil {
 			return nil, err
 		}
-		if string(old) != string(o.PlanYAML) {
+		if !plan.SameYAML(old, o.PlanYAML) {
 			return nil, fmt.Errorf("%s holds another plan than the one given: resume with the plan in it (meshbench bench --resume %s)", o.Dir, o.Dir)
 		}
 		if m.Seed != o.Seed {

@@ -10,7 +10,14 @@ import (
 	"time"
 )
 
+// SamplesSchema is the version every line of results.SamplesFile carries
+// in its "schema" key. Files written before the key existed (meshbench
+// 0.1.0-dev) lack it and have the same shape; ReadRounds reads both and
+// refuses a line of another version.
+const SamplesSchema = "meshbench.samples/v1"
+
 type sampleLine struct {
+	Schema        string  `json:"schema"`
 	TUnixNs       int64   `json:"t_unix_ns"`
 	PID           int     `json:"pid"`
 	Name          string  `json:"name"`
@@ -23,6 +30,7 @@ type sampleLine struct {
 }
 
 type gapLine struct {
+	Schema    string `json:"schema"`
 	TUnixNs   int64  `json:"t_unix_ns"`
 	PID       int    `json:"pid"`
 	Name      string `json:"name"`
@@ -34,20 +42,22 @@ type gapLine struct {
 }
 
 type roundLine struct {
-	TUnixNs       int64 `json:"t_unix_ns"`
-	Round         int   `json:"round"`
-	Processes     int   `json:"processes"`
-	SamplerCPUNs  int64 `json:"sampler_cpu_ns"`
-	SamplerWallNs int64 `json:"sampler_wall_ns"`
+	Schema        string `json:"schema"`
+	TUnixNs       int64  `json:"t_unix_ns"`
+	Round         int    `json:"round"`
+	Processes     int    `json:"processes"`
+	SamplerCPUNs  int64  `json:"sampler_cpu_ns"`
+	SamplerWallNs int64  `json:"sampler_wall_ns"`
 }
 
 // WriteRound writes r to w as JSON lines, in one Write call. This is the
 // format of results.SamplesFile: each round is consecutive lines of three
-// shapes, all carrying the round's index in "round":
+// shapes, all carrying the format's version in "schema" (SamplesSchema)
+// and the round's index in "round":
 //
-//	{"t_unix_ns":…,"pid":…,"name":…,"component":…,"category":…,"cpu_millicores":…,"rss_bytes":…,"pss_bytes":…,"round":…}
-//	{"t_unix_ns":…,"pid":…,"name":…,"component":…,"category":…,"gap":"exited","gone":true,"round":…}
-//	{"t_unix_ns":…,"round":…,"processes":…,"sampler_cpu_ns":…,"sampler_wall_ns":…}
+//	{"schema":…,"t_unix_ns":…,"pid":…,"name":…,"component":…,"category":…,"cpu_millicores":…,"rss_bytes":…,"pss_bytes":…,"round":…}
+//	{"schema":…,"t_unix_ns":…,"pid":…,"name":…,"component":…,"category":…,"gap":"exited","gone":true,"round":…}
+//	{"schema":…,"t_unix_ns":…,"round":…,"processes":…,"sampler_cpu_ns":…,"sampler_wall_ns":…}
 //
 // one sample line per process with a sample, one gap line per process
 // without one, then one line with the round's start time and overhead.
@@ -76,7 +86,7 @@ func appendRoundLines(buf []byte, r *Round) ([]byte, error) {
 			pss = &s.PSSBytes
 		}
 		buf, err = appendJSONLine(buf, sampleLine{
-			TUnixNs: s.Time.UnixNano(), PID: s.PID, Name: s.Name, Component: s.Component, Category: s.Category,
+			Schema: SamplesSchema, TUnixNs: s.Time.UnixNano(), PID: s.PID, Name: s.Name, Component: s.Component, Category: s.Category,
 			CPUMillicores: s.CPUMillicores, RSSBytes: s.RSSBytes, PSSBytes: pss, Round: r.Index,
 		})
 		if err != nil {
@@ -85,7 +95,7 @@ func appendRoundLines(buf []byte, r *Round) ([]byte, error) {
 	}
 	for _, g := range r.Gaps {
 		buf, err = appendJSONLine(buf, gapLine{
-			TUnixNs: g.Time.UnixNano(), PID: g.PID, Name: g.Name, Component: g.Component, Category: g.Category,
+			Schema: SamplesSchema, TUnixNs: g.Time.UnixNano(), PID: g.PID, Name: g.Name, Component: g.Component, Category: g.Category,
 			Gap: g.Reason, Gone: g.Gone, Round: r.Index,
 		})
 		if err != nil {
@@ -97,7 +107,7 @@ func appendRoundLines(buf []byte, r *Round) ([]byte, error) {
 
 func appendOverheadLine(buf []byte, r *Round) ([]byte, error) {
 	return appendJSONLine(buf, roundLine{
-		TUnixNs: r.Time.UnixNano(), Round: r.Index, Processes: r.Overhead.Processes,
+		Schema: SamplesSchema, TUnixNs: r.Time.UnixNano(), Round: r.Index, Processes: r.Overhead.Processes,
 		SamplerCPUNs: int64(r.Overhead.CPU), SamplerWallNs: int64(r.Overhead.Wall),
 	})
 }
@@ -114,6 +124,7 @@ func appendJSONLine(buf []byte, v any) ([]byte, error) {
 
 // line is the union of the three shapes, for reading.
 type line struct {
+	Schema        *string  `json:"schema"` // absent in files before the key
 	TUnixNs       *int64   `json:"t_unix_ns"`
 	Round         *int     `json:"round"`
 	PID           int      `json:"pid"`
@@ -158,6 +169,9 @@ func ReadRounds(r io.Reader) ([]Round, error) {
 		var l line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, fmt.Errorf("reading resource samples, line %d: %w", n, err)
+		}
+		if l.Schema != nil && *l.Schema != SamplesSchema {
+			return nil, fmt.Errorf("reading resource samples, line %d: schema %q, this meshbench reads %s (or lines without the key)", n, *l.Schema, SamplesSchema)
 		}
 		if l.TUnixNs == nil || l.Round == nil || *l.Round < 0 {
 			return nil, fmt.Errorf("reading resource samples, line %d: t_unix_ns and a round index >= 0 are required", n)

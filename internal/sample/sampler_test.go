@@ -457,6 +457,8 @@ func TestReadRoundsErrors(t *testing.T) {
 		{in: `{"t_unix_ns":1,"round":-1,"cpu_millicores":1}`, wantErr: "round index >= 0"},
 		{in: "\n" + `{"t_unix_ns":1,"round":0,"pid":3}`, wantErr: "line 2: neither a sample"},
 		{in: strings.Repeat("x", MaxLineBytes+1), wantErr: "longer than"},
+		// a line of a later version of the format is refused, named
+		{in: `{"schema":"meshbench.samples/v2","t_unix_ns":1,"round":0,"cpu_millicores":1}`, wantErr: `line 1: schema "meshbench.samples/v2"`},
 	}
 	for _, tt := range tests {
 		if _, err := ReadRounds(strings.NewReader(tt.in)); err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/hops"
+	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 )
@@ -44,6 +45,8 @@ type Format struct {
 	Files func(rel string) bool
 	// JSONLines: every line of a file is one document.
 	JSONLines bool
+	// YAML: the file is YAML, validated as the JSON it converts to.
+	YAML bool
 	// Generate builds the schema from the Go types; nil when it is written
 	// by hand in schema/.
 	Generate func() (*jsonschema.Schema, error)
@@ -72,9 +75,16 @@ var Formats = []Format{
 	{Schema: "hops.v1.schema.json", Files: base("hops.json"),
 		Unversioned: "written by the hop attribution as its result type; its shape is this schema's",
 		Generate:    plain(&hops.Result{}, "meshbench hop attribution, version 1", "A cell's per-hop latency attribution (run --hops).")},
-	{Schema: "samples.v1.schema.json", Files: base(results.SamplesFile), JSONLines: true,
-		Unversioned: "JSON lines appended as the run samples; each line's shape says what it is"},
+	{Schema: "samples.v1.schema.json", Version: sample.SamplesSchema, Files: base(results.SamplesFile), JSONLines: true},
+	{Schema: "envoy-admin-stats.v1.schema.json", Version: envoy.AdminStatsSchema, Files: envoyAdminStats},
+	{Schema: PlanFileSchema, Version: plan.FileSchema, Files: base(results.PlanFile), YAML: true, Generate: planFileSchema},
 	{Schema: "capacity-search.v1.schema.json", Version: "meshbench.capacity-search/v1", Files: base("capacity.json")},
+}
+
+// envoyAdminStats matches envoy/NAME.stats.json (Envoy's own configs,
+// envoy/NAME.json, are Envoy's bootstrap format and not meshbench's).
+func envoyAdminStats(rel string) bool {
+	return path.Base(path.Dir(rel)) == results.EnvoyDir && strings.HasSuffix(rel, ".stats.json")
 }
 
 func reflector() *jsonschema.Reflector {
@@ -162,7 +172,7 @@ type Validated struct {
 	Unknown  []string
 }
 
-// ValidateTree validates every .json and .jsonl file under root against
+// ValidateTree validates every .json and .jsonl file (and plan.yaml) under root against
 // the schema of its format, loading the schemas from schemaDir, and
 // returns what it checked; the error lists every file that fails.
 func ValidateTree(root, schemaDir string) (*Validated, error) {
@@ -200,7 +210,7 @@ func ValidateTree(root, schemaDir string) (*Validated, error) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if !strings.HasSuffix(p, ".json") && !strings.HasSuffix(p, ".jsonl") {
+		if !strings.HasSuffix(p, ".json") && !strings.HasSuffix(p, ".jsonl") && path.Base(p) != results.PlanFile {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, p)
@@ -216,7 +226,7 @@ func ValidateTree(root, schemaDir string) (*Validated, error) {
 			out.Unknown = append(out.Unknown, rel)
 			return nil
 		}
-		if err := validateFile(compiled[f.Schema], p, f.JSONLines); err != nil {
+		if err := validateFile(compiled[f.Schema], p, f); err != nil {
 			problems = append(problems, fmt.Sprintf("%s against %s: %v", rel, f.Schema, err))
 		}
 		out.BySchema[f.Schema] = append(out.BySchema[f.Schema], rel)
@@ -232,12 +242,17 @@ func ValidateTree(root, schemaDir string) (*Validated, error) {
 	return out, nil
 }
 
-func validateFile(sch *validator.Schema, p string, lines bool) error {
+func validateFile(sch *validator.Schema, p string, f *Format) error {
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return err
 	}
-	if !lines {
+	if f.YAML {
+		if b, err = PlanYAMLToJSON(b); err != nil {
+			return err
+		}
+	}
+	if !f.JSONLines {
 		doc, err := validator.UnmarshalJSON(bytes.NewReader(b))
 		if err != nil {
 			return err

@@ -6,6 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/meshbench/meshbench/internal/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated schemas in schema/")
@@ -69,5 +73,85 @@ func TestValidateTreeFixtures(t *testing.T) {
 	}
 	if _, err := ValidateTree(dir, schemaDir); err == nil || !bytes.Contains([]byte(err.Error()), []byte("plan-manifest.json against plan-manifest.v1.schema.json")) {
 		t.Errorf("an unknown key in a plan manifest: %v", err)
+	}
+}
+
+// TestPlanFiles: every example plan, the canonical plans the plan tests
+// keep, the default plan as written into results and the plans of the
+// analysis fixtures (written before the schema key) validate against the
+// plan file's schema; the parser takes each of them too. Plans the parser
+// refuses for a value's type are refused by the schema as well.
+func TestPlanFiles(t *testing.T) {
+	c := validator.NewCompiler()
+	b, err := os.ReadFile(filepath.Join(schemaDir, PlanFileSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := validator.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource(BaseURL+PlanFileSchema, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(BaseURL + PlanFileSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, data []byte) error {
+		js, err := PlanYAMLToJSON(data)
+		if err != nil {
+			return err
+		}
+		v, err := validator.UnmarshalJSON(bytes.NewReader(js))
+		if err != nil {
+			return err
+		}
+		return sch.Validate(v)
+	}
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	more, _ := filepath.Glob("../plan/testdata/*.canonical.yaml")
+	files = append(append(files, more...), "../plan/testdata/defaults.golden.yaml",
+		"../analysis/testdata/plan-small/plan.yaml", "../analysis/testdata/plan-invalid/plan.yaml")
+	if len(files) < 10 {
+		t.Fatalf("only %d plan files found: %v", len(files), files)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Parse(f, data)
+		if err != nil {
+			t.Errorf("%s: the parser refuses it: %v", f, err)
+			continue
+		}
+		if err := check(f, data); err != nil {
+			t.Errorf("%s against %s: %v", f, PlanFileSchema, err)
+		}
+		// What meshbench writes back (plan.yaml of the results).
+		if err := check(f, p.YAML()); err != nil {
+			t.Errorf("%s written back, against %s: %v\n%s", f, PlanFileSchema, err, p.YAML())
+		}
+	}
+	if err := check("empty", nil); err != nil {
+		t.Errorf("an empty plan (the defaults): %v", err)
+	}
+	for _, tc := range []struct{ name, yaml string }{
+		{"unknown key", "durtion: 5s\n"},                      // a typo
+		{"unknown axis", "axes:\n  rates: [20]\n"},            // a typo under axes
+		{"other version", "schema: meshbench.plan-file/v2\n"}, // a later format
+		{"duration without unit", "duration: 5\n"},            // time.ParseDuration needs a unit
+		{"percent", "thresholds:\n  errors: 10%\n"},           // a fraction, not a percentage
+		{"mesh", "axes:\n  mesh: [istio]\n"},                  // not a mode
+		{"rate", "axes:\n  rate: [-5]\n"},                     // not positive
+		{"platform", "platform: kubernetes\n"},                // kube
+	} {
+		if _, err := plan.Parse("p.yaml", []byte(tc.yaml)); err == nil {
+			t.Errorf("%s: the parser takes %q", tc.name, tc.yaml)
+		}
+		if err := check(tc.name, []byte(tc.yaml)); err == nil {
+			t.Errorf("%s: the schema takes %q", tc.name, tc.yaml)
+		}
 	}
 }

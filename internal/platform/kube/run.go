@@ -592,6 +592,26 @@ func (r *run) installFacesChart(ctx context.Context) error {
 	}
 	cmds, err := r.c.Install(ctx, []Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
 	_ = r.dir.WriteJSON(filepath.Join("k8s", "app-install.json"), cmds)
+	if err != nil {
+		return err
+	}
+	return r.scaleFacesGUI(ctx)
+}
+
+// scaleFacesGUI keeps the chart's GUI at one replica (ScaleFacesGUI) and
+// records which Deployments it scaled, or that none carried the label.
+func (r *run) scaleFacesGUI(ctx context.Context) error {
+	names, err := ScaleFacesGUI(ctx, r.c.Core, r.o.Spec.WithDefaults().AppNamespace, FacesGUIWait)
+	note := strings.Join(names, ",")
+	if len(names) == 0 {
+		note = "none labelled " + FacesGUISelector
+		r.logf("note: no Deployment labelled %s in the app namespace: no Faces GUI scaled to one replica", FacesGUISelector)
+	} else {
+		r.logf("Faces GUI at one replica, out of the app's figures: %s", note)
+	}
+	r.mu.Lock()
+	r.manifest.Options["faces_gui_scaled_to_one"] = note
+	r.mu.Unlock()
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/schemas"
 )
 
 // hopRun runs one cell with hop timing on real Envoys and returns its
@@ -38,6 +39,12 @@ func hopRun(t *testing.T, o Options) *hops.Result {
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, HopsFile)); err != nil {
 		t.Errorf("%s: %v", HopsFile, err)
+	}
+	// hops.json and the run's other files match their schemas.
+	if v, err := schemas.ValidateTree(res.Dir, "../../../schema"); err != nil {
+		t.Error(err)
+	} else if len(v.BySchema["hops.v1.schema.json"]) != 1 || len(v.BySchema["envoy-admin-stats.v1.schema.json"]) == 0 {
+		t.Errorf("validated %v: want hops.json and the Envoys' stats among them", v.BySchema)
 	}
 	if h.Requests != res.Load.Sent || h.Requests == 0 {
 		t.Errorf("the load logged %d measured requests, its result says %d sent", h.Requests, res.Load.Sent)

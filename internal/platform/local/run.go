@@ -770,7 +770,7 @@ func (c *cell) collectStats(ctx context.Context) {
 			c.logf("stats of %s: %v", p.Name, err)
 			continue
 		}
-		_ = c.dir.WriteFile(filepath.Join(results.EnvoyDir, p.Name+".stats.json"), st.Raw)
+		_ = c.dir.WriteFile(filepath.Join(results.EnvoyDir, p.Name+".stats.json"), st.Versioned())
 		summaries[p.Name] = envoy.Summarize(st)
 	}
 	if len(c.lab.procs) == 0 {

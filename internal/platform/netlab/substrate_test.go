@@ -23,6 +23,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/schemas"
 	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
@@ -321,6 +322,20 @@ func TestSubstrateBench(t *testing.T) {
 		if s.MTLSOpened() < 16 || s.MTLSOpened() > 24 || s.PlaintextOpened() != 0 {
 			t.Errorf("cell %s: server node ztunnel %+v, want 16 to 24 mutual TLS connections (the cell's own)", id, s)
 		}
+	}
+	// Every file of a netns plan matches its published schema, the node
+	// proxies' own counters (only netns runs write them) included.
+	v, err := schemas.ValidateTree(out, "../../../schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sch := range []string{"node-proxy-stats.v1.schema.json", "run-manifest.v1.schema.json", "samples.v1.schema.json", schemas.PlanFileSchema} {
+		if len(v.BySchema[sch]) == 0 {
+			t.Errorf("no file validated against %s: %v", sch, v.BySchema)
+		}
+	}
+	for sch, files := range v.BySchema {
+		t.Logf("%s: %d file(s), e.g. %s", sch, len(files), files[0])
 	}
 }
 
