@@ -37,6 +37,7 @@ type benchFlags struct {
 	ztunnelPath            string
 	linkerdProxyPath       string
 	quiet                  bool
+	components             bool // --components: the whole frame after each cell in a log
 	loopbackNet            int
 	kube                   kubeFlags
 	// failOn is --fail-on: conditions judged per configuration on the
@@ -120,6 +121,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	addLinkerdProxyFlag(fl, &f.linkerdProxyPath)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
+	fl.BoolVar(&f.components, "components", false, "stderr not a terminal: print every component's row in the view after each cell (default: the state line, the sums and the ratios)")
 	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the plan with exit 99 after its report, judged per configuration on the median of its valid runs, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
 	_ = fl.MarkHidden("loopback-net")
@@ -341,7 +343,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		ro.Progress, phase, onRound = live.progress, live.phase, live.round
 		live.start()
 	default:
-		ro.Progress, phase, onRound = benchProgress(env, started, dir)
+		ro.Progress, phase, onRound = benchProgress(env, started, dir, f.components)
 	}
 	for i := range ro.Cells {
 		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
@@ -475,8 +477,10 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 // as prepare/apps left out) and a hook keeping the sampling rounds of the
 // measured window and the drain: when the drain ends, the seed tool's view
 // of them (internal/liveview) is printed as plain lines, the live view's
-// content without cursor codes.
-func benchProgress(env *Env, started time.Time, dir string) (func(runner.Event), func(string), func(sample.Round)) {
+// content without cursor codes: its compact form (state line, sums,
+// ratios; about 10 lines a cell in a long CI or demo log), or the whole
+// frame with every component when components is set (--components).
+func benchProgress(env *Env, started time.Time, dir string, components bool) (func(runner.Event), func(string), func(sample.Round)) {
 	var mu sync.Mutex // phases start on the lab's goroutines
 	ran := 0
 	var cur runner.Event
@@ -512,13 +516,16 @@ func benchProgress(env *Env, started time.Time, dir string) (func(runner.Event),
 		case "drain":
 		default:
 			if recording && len(rounds) > 0 {
-				lines := liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
-					Rounds: rounds, Memory: "PSS"})
+				st := liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
+					Rounds: rounds, Memory: "PSS"}
 				if cur.Cell.Kube != nil {
-					lines = liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
-						Rounds: rounds, Memory: "working set", MetricsSource: cur.Cell.Kube.MetricsSource})
+					st.Memory, st.MetricsSource = "working set", cur.Cell.Kube.MetricsSource
 				}
-				fmt.Fprintln(env.Stderr, strings.Join(lines, "\n"))
+				render := liveview.Compact
+				if components {
+					render = liveview.Render
+				}
+				fmt.Fprintln(env.Stderr, strings.Join(render(st), "\n"))
 			}
 			recording, rounds = false, nil
 		}

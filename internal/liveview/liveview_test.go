@@ -14,7 +14,12 @@ const mib = 1 << 20
 
 // sidecarRounds are three rounds of a sidecar lab: the app, the load, two
 // sidecars and meshbench itself, each with CPU (m) and PSS (MiB) per round.
-func sidecarRounds() []sample.Round {
+func sidecarRounds() []sample.Round { return rounds(true) }
+
+// noneRounds are the same rounds without the sidecars: a none cell.
+func noneRounds() []sample.Round { return rounds(false) }
+
+func rounds(sidecars bool) []sample.Round {
 	t0 := time.Date(2026, 11, 24, 14, 0, 0, 0, time.UTC)
 	procs := []struct {
 		pid             int
@@ -31,6 +36,9 @@ func sidecarRounds() []sample.Round {
 	for i := range 3 {
 		r := sample.Round{Index: i, Time: t0.Add(time.Duration(i) * time.Second)}
 		for _, p := range procs {
+			if !sidecars && p.cat == sample.CategoryDataPlane {
+				continue
+			}
 			r.Samples = append(r.Samples, sample.Sample{Target: sample.Target{PID: p.pid, Name: p.name, Component: p.comp, Category: p.cat},
 				Time: r.Time, CPUMillicores: p.cpu[i], RSSBytes: uint64(p.mem[i]+10) * mib, PSSBytes: uint64(p.mem[i]) * mib, HasPSS: true})
 		}
@@ -56,10 +64,49 @@ func TestRender(t *testing.T) {
 		{"cluster", State{Time: at, Phase: "measure", Output: "results/bench-k/cells/sidecar-rep1.partial", MetricsSource: "kubelet (/metrics/resource)",
 			Memory: "working set", Rounds: sidecarRounds(),
 			Nodes: []Node{{Name: "meshbench-node-abe7a33-0f80", CPUShare: 0.0571, MemShare: 0.0268, CPUMillicores: sample.Stats{Min: 24, Max: 245, Avg: 224}, Bytes: sample.Stats{Min: 333 * mib, Max: 361 * mib, Avg: 356 * mib}}}}},
+		// A none cell: no mesh, no data plane: its ratio lines say "-"
+		// and why, not 0.00%.
+		{"none", State{Time: at, Phase: "measure", Output: "results/run", Rounds: noneRounds()}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			testutil.Golden(t, "frame-"+tt.name+".golden", []byte(strings.Join(Render(tt.s), "\n")+"\n"))
+			// The compact frame (a log): the same head, sums and ratios,
+			// no component rows.
+			testutil.Golden(t, "compact-"+tt.name+".golden", []byte(strings.Join(Compact(tt.s), "\n")+"\n"))
 		})
+	}
+}
+
+// TestRatiosWithoutMesh: a cell without a mesh shows "-" (no mesh) on
+// every ratio line, never 0.00%; one with a data plane shows numbers.
+func TestRatiosWithoutMesh(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		rounds        []sample.Round
+		want, compact []string // in Render's frame, in Compact's
+	}{
+		// none: nothing of the mesh was sampled.
+		{"none", noneRounds(), []string{"Mesh CPU ratio:                  - (no mesh)", "Data plane memory ratio:         - (no data plane)"},
+			[]string{"mesh ratio:        CPU - (no mesh), memory - (no mesh)", "data plane ratio:  CPU - (no data plane)"}},
+		// sidecar: 1030 mC of mesh over 700 of non-mesh.
+		{"sidecar", sidecarRounds(), []string{"Mesh CPU ratio:            147.14%", "Data plane CPU ratio:      147.14%"},
+			[]string{"mesh ratio:        CPU 147.14%", "data plane ratio:  CPU 147.14%"}},
+	} {
+		for i, frame := range [][]string{Render(State{Phase: "measure", Rounds: tt.rounds}), Compact(State{Phase: "measure", Rounds: tt.rounds})} {
+			text := strings.Join(frame, "\n")
+			want := tt.want
+			if i == 1 {
+				want = tt.compact
+			}
+			for _, w := range want {
+				if !strings.Contains(text, w) {
+					t.Errorf("%s: frame lacks %q:\n%s", tt.name, w, text)
+				}
+			}
+			if strings.Contains(text, "0.00%") {
+				t.Errorf("%s: frame has a 0.00%% ratio:\n%s", tt.name, text)
+			}
+		}
 	}
 }
 
