@@ -332,6 +332,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	var live *liveView
 	var phase func(string)
 	var onRound func(sample.Round)
+	var onNodeRound func(sample.NodeRound)
 	switch {
 	case f.quiet:
 	case env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb":
@@ -340,10 +341,10 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		if onKube {
 			live.st.MetricsSource = f.kube.metricsSource
 		}
-		ro.Progress, phase, onRound = live.progress, live.phase, live.round
+		ro.Progress, phase, onRound, onNodeRound = live.progress, live.phase, live.round, live.nodeRound
 		live.start()
 	default:
-		ro.Progress, phase, onRound = benchProgress(env, started, dir, f.components)
+		ro.Progress, phase, onRound, onNodeRound = benchProgress(env, started, dir, f.components)
 	}
 	for i := range ro.Cells {
 		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = phase, onRound
@@ -351,9 +352,10 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			ro.Cells[i].Lab.OnLoadProgress = live.loadProgress
 		}
 		if k := ro.Cells[i].Kube; k != nil {
-			k.Phase, k.OnRound = phase, onRound
+			k.Phase, k.OnRound, k.OnNodeRound = phase, onRound, onNodeRound
 			switch {
 			case live != nil:
+				k.OnLoadProgress = live.loadProgress
 				k.Log = liveLog{live} // above the frame, not through it
 			case !f.quiet:
 				k.Log = env.Stderr
@@ -480,11 +482,12 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 // content without cursor codes: its compact form (state line, sums,
 // ratios; about 10 lines a cell in a long CI or demo log), or the whole
 // frame with every component when components is set (--components).
-func benchProgress(env *Env, started time.Time, dir string, components bool) (func(runner.Event), func(string), func(sample.Round)) {
+func benchProgress(env *Env, started time.Time, dir string, components bool) (func(runner.Event), func(string), func(sample.Round), func(sample.NodeRound)) {
 	var mu sync.Mutex // phases start on the lab's goroutines
 	ran := 0
 	var cur runner.Event
 	var rounds []sample.Round
+	var nodes []sample.NodeRound // a cluster cell's
 	recording := false
 	progress := func(ev runner.Event) {
 		mu.Lock()
@@ -512,7 +515,7 @@ func benchProgress(env *Env, started time.Time, dir string, components bool) (fu
 		fmt.Fprintf(env.Stderr, "[%d/%d] %s: phase %s\n", cur.Index, cur.Total, cur.Cell.ID, name)
 		switch name {
 		case "measure":
-			recording, rounds = true, nil
+			recording, rounds, nodes = true, nil, nil
 		case "drain":
 		default:
 			if recording && len(rounds) > 0 {
@@ -520,6 +523,7 @@ func benchProgress(env *Env, started time.Time, dir string, components bool) (fu
 					Rounds: rounds, Memory: "PSS"}
 				if cur.Cell.Kube != nil {
 					st.Memory, st.MetricsSource = "working set", cur.Cell.Kube.MetricsSource
+					st.Nodes = liveview.NodesOf(nodes)
 				}
 				render := liveview.Compact
 				if components {
@@ -527,7 +531,7 @@ func benchProgress(env *Env, started time.Time, dir string, components bool) (fu
 				}
 				fmt.Fprintln(env.Stderr, strings.Join(render(st), "\n"))
 			}
-			recording, rounds = false, nil
+			recording, rounds, nodes = false, nil, nil
 		}
 	}
 	onRound := func(r sample.Round) {
@@ -537,7 +541,14 @@ func benchProgress(env *Env, started time.Time, dir string, components bool) (fu
 			rounds = append(rounds, r)
 		}
 	}
-	return progress, phase, onRound
+	onNodeRound := func(r sample.NodeRound) {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording {
+			nodes = append(nodes, r)
+		}
+	}
+	return progress, phase, onRound, onNodeRound
 }
 
 // cellEndText is how a cell ended: its rate, p50, p99 and success, or why

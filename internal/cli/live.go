@@ -72,6 +72,8 @@ type liveState struct {
 	// Finished is true for the final frame: the plan has ended or was
 	// interrupted.
 	Finished bool
+	// Nodes are a cluster's node lines (metrics.k8s.io) over Rounds' span.
+	Nodes []liveview.Node
 	// WorkingSet: the rounds come from metrics.k8s.io (a cluster), whose
 	// one memory figure is the working set, not RSS and PSS.
 	WorkingSet bool
@@ -174,7 +176,7 @@ func renderLive(s liveState, width int) string {
 		}
 		if !s.Finished || len(s.Rounds) > 0 {
 			lines = append(lines, liveview.Render(liveview.State{Time: s.Now, Phase: s.Phase, Output: s.Output, Rounds: s.Rounds,
-				Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource})...)
+				Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource, Nodes: s.Nodes})...)
 		}
 	}
 
@@ -278,7 +280,8 @@ type liveView struct {
 	phaseStart time.Time
 	ranTotal   time.Duration // summed durations of the cells ended in this run
 	measuring  bool
-	rounds     []sample.Round // the current cell's measured window and drain so far
+	rounds     []sample.Round     // the current cell's measured window and drain so far
+	nodes      []sample.NodeRound // a cluster cell's node rounds, the same span
 	// outDir is the plan's results directory (the state line names the
 	// cell's directory in it).
 	outDir string
@@ -361,6 +364,9 @@ func (v *liveView) stateLocked() liveState {
 	s := v.st
 	s.Now = now
 	s.Rounds = v.rounds
+	if len(v.nodes) > 0 {
+		s.Nodes = liveview.NodesOf(v.nodes)
+	}
 	s.Elapsed = now.Sub(v.started)
 	if s.CellID != "" {
 		s.PhaseElapsed = now.Sub(v.phaseStart)
@@ -394,7 +400,7 @@ func (v *liveView) progress(ev runner.Event) {
 			v.st.Output = filepath.Join(v.outDir, results.CellsDir, ev.Cell.ID+".partial")
 		}
 		v.cellStart, v.phaseStart = now, now
-		v.measuring, v.rounds = false, nil
+		v.measuring, v.rounds, v.nodes = false, nil, nil
 		v.mu.Unlock()
 		v.redraw("")
 		return
@@ -423,7 +429,7 @@ func (v *liveView) phase(name string) {
 	v.st.Phase, v.phaseStart = name, v.now()
 	switch name {
 	case "measure":
-		v.measuring, v.rounds = true, nil
+		v.measuring, v.rounds, v.nodes = true, nil, nil
 	case "drain":
 		// the seed tool records the drain too: keep sampling
 	default:
@@ -439,7 +445,16 @@ func (v *liveView) loadProgress(p results.LoadProgress) {
 	if p.ElapsedNs <= 0 {
 		return // the warm-up: the measured window's figures only
 	}
-	v.st.Load = &liveview.Load{Known: true, RatePerSec: p.RatePerSec, P50Ns: p.P50Ns, P99Ns: p.P99Ns, Sent: p.Sent, Errors: p.Errors}
+	v.st.Load = &liveview.Load{Known: true, RatePerSec: p.RatePerSec, P50Ns: p.P50Ns, P99Ns: p.P99Ns, Sent: p.Sent, Errors: p.Errors, Workers: p.Workers}
+}
+
+// nodeRound is kube.Options.OnNodeRound: a cluster cell's node samples.
+func (v *liveView) nodeRound(r sample.NodeRound) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.measuring {
+		v.nodes = append(v.nodes, r)
+	}
 }
 
 // round is local.Options.OnRound: a sampling round of the current cell.

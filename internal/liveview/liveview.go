@@ -59,10 +59,16 @@ type Load struct {
 	RatePerSec   float64
 	P50Ns, P99Ns int64
 	Sent, Errors int64
+	// Workers is how many load workers' figures are merged (a cluster's
+	// load pods, results.MergeProgress): the rate and counts are their
+	// sums, p50 and p99 the highest worker's (an upper bound of the
+	// merged ones). 0 or 1: one worker's own figures.
+	Workers int
 }
 
 // Node is one cluster node's line: its usage as a share of what it can
-// allocate, and the usage itself over the rounds.
+// allocate (0: unknown, shown as "-"), and the usage itself over the
+// rounds.
 type Node struct {
 	Name                 string
 	CPUShare, MemShare   float64 // fractions of allocatable
@@ -171,16 +177,20 @@ func head(s State) []string {
 		out = append(out, "metrics: "+s.MetricsSource, "")
 	}
 	for _, n := range s.Nodes {
-		out = append(out, fmt.Sprintf("Node %-14s %5.2f%% CPU, %5.2f%% mem: %s", short(n.Name, 14), n.CPUShare*100, n.MemShare*100, usage(n.CPUMillicores, n.Bytes)))
+		out = append(out, fmt.Sprintf("Node %-14s %s CPU, %s mem: %s", short(n.Name, 14), share(n.CPUShare), share(n.MemShare), usage(n.CPUMillicores, n.Bytes)))
 	}
 	if len(s.Nodes) > 0 {
 		out = append(out, "")
 	}
 	if l := s.Load; l != nil {
-		if l.Known {
+		switch {
+		case l.Known && l.Workers > 1:
+			out = append(out, fmt.Sprintf("load: %.1f/s  p50 ≤%s  p99 ≤%s  sent %d  errors %d (running, measured window; %d workers: rate and counts summed, p50/p99 the slowest worker's)",
+				l.RatePerSec, dur(l.P50Ns), dur(l.P99Ns), l.Sent, l.Errors, l.Workers))
+		case l.Known:
 			out = append(out, fmt.Sprintf("load: %.1f/s  p50 %s  p99 %s  sent %d  errors %d (running, measured window)",
 				l.RatePerSec, dur(l.P50Ns), dur(l.P99Ns), l.Sent, l.Errors))
-		} else {
+		default:
 			out = append(out, "load: "+l.Generator+" reports its latency and rate when it ends")
 		}
 		out = append(out, "")
@@ -224,6 +234,27 @@ func (s sums) ratios() [4]string {
 		ratio("Data plane CPU ratio:", s.dp, s.nonMesh, "data plane", func(f sample.Figures) float64 { return f.CPUMillicores.Avg }),
 		ratio("Data plane memory ratio:", s.dp, s.nonMesh, "data plane", memAvg),
 	}
+}
+
+// NodesOf is the node lines of a cluster's node rounds (metrics.k8s.io's
+// node samples, sample.NodeRound): each node's CPU and working set over
+// the rounds, and their averages as shares of what it can allocate (0
+// when that is unknown), in name order.
+func NodesOf(rounds []sample.NodeRound) []Node {
+	sums := sample.SummarizeNodes(rounds)
+	out := make([]Node, 0, len(sums))
+	for _, n := range sums {
+		l := Node{Name: n.Name, CPUMillicores: n.CPUMillicores, Bytes: n.MemoryBytes}
+		if n.AllocatableCPUMillicores > 0 {
+			l.CPUShare = n.CPUMillicores.Avg / n.AllocatableCPUMillicores
+		}
+		if n.AllocatableMemoryBytes > 0 {
+			l.MemShare = n.MemoryBytes.Avg / float64(n.AllocatableMemoryBytes)
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // sumOf is the figures of the processes of the named categories summed in
@@ -280,6 +311,15 @@ func ratio(label string, part, of sample.Figures, partName string, fig func(samp
 		return fmt.Sprintf("%-26s %7s (no non-mesh usage yet)", label, "-")
 	}
 	return fmt.Sprintf("%-26s%7.2f%% (smaller is better)", label, fig(part)/fig(of)*100)
+}
+
+// share is a node's usage as a share of its allocatable, "-" when that is
+// unknown (0).
+func share(f float64) string {
+	if f <= 0 {
+		return "    - "
+	}
+	return fmt.Sprintf("%5.2f%%", f*100)
 }
 
 // short cuts s to n runes, keeping its end (node names differ at the end,

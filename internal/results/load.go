@@ -732,4 +732,7 @@ type LoadProgress struct {
 	P50Ns      int64   `json:"p50_ns"`
 	P99Ns      int64   `json:"p99_ns"`
 	RatePerSec float64 `json:"rate_per_sec"`
+	// Workers is how many workers' figures MergeProgress merged (0: one
+	// worker's own figures).
+	Workers int `json:"workers,omitempty"`
 }

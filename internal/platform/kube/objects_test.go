@@ -622,7 +622,7 @@ func TestLoadJob(t *testing.T) {
 				}
 
 				c := pod.Containers[0]
-				want := fmt.Sprintf("load --rate 100 --workers %d --worker-index $(JOB_COMPLETION_INDEX) --duration 10s --warmup 2s --connections 16 --output-format json --quiet http://static.meshbench-app.svc.cluster.local:8080/", w)
+				want := fmt.Sprintf("load --rate 100 --workers %d --worker-index $(JOB_COMPLETION_INDEX) --duration 10s --warmup 2s --connections 16 --progress-log --output-format json --quiet http://static.meshbench-app.svc.cluster.local:8080/", w)
 				if got := strings.Join(c.Args, " "); got != want || c.Name != LoadContainer || c.Image != DefaultImage {
 					t.Errorf("worker %s %s:\n%s\nwant\n%s", c.Name, c.Image, got, want)
 				}
