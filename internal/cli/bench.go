@@ -106,7 +106,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Connections, "connections", "", fmt.Sprintf("load generator connections (default %d)", loadgen.DefaultConnections))
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
-	fl.StringVar(&f.Generator, "generator", "", "load generators, an axis: meshbench (default); on the local lab also oha, wrk2, vegeta, fortio (their processes sampled as load); on a cluster oha, wrk2")
+	fl.StringVar(&f.Generator, "generator", "", "load generators, an axis: meshbench (default), oha, wrk2, vegeta, fortio (on the local lab their processes sampled as load; on a cluster from meshbench's image: vegeta and fortio by default, oha and wrk2 with meshbench image --extra)")
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Compare, "compare", "", "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (default mesh)")
