@@ -708,7 +708,11 @@ func mergeGenerator(out, p *Generator, i int) error {
 		return nil
 	}
 	out.Commands = append(out.Commands, p.Commands...)
-	if !slices.Contains(strings.Split(out.Histograms, "; "), p.Histograms) {
+	// Each distinct description once. They hold "; " themselves
+	// (vegeta's), so a description is looked for whole, between the
+	// separators, not by splitting at them.
+	if h := out.Histograms; h != p.Histograms && !strings.HasPrefix(h, p.Histograms+"; ") &&
+		!strings.Contains(h, "; "+p.Histograms+"; ") && !strings.HasSuffix(h, "; "+p.Histograms) {
 		out.Histograms += "; " + p.Histograms
 	}
 	out.PartialHistograms = out.PartialHistograms || p.PartialHistograms
