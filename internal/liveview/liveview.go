@@ -173,7 +173,10 @@ func head(s State) []string {
 		h += " " + s.Output
 	}
 	out := []string{h, "--------", ""}
-	if s.MetricsSource != "" {
+	switch {
+	case s.MetricsSource != "" && len(s.Nodes) > 0:
+		out = append(out, "metrics: "+s.MetricsSource+"; nodes: metrics.k8s.io", "")
+	case s.MetricsSource != "":
 		out = append(out, "metrics: "+s.MetricsSource, "")
 	}
 	for _, n := range s.Nodes {
