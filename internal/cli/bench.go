@@ -355,7 +355,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			k.Phase, k.OnRound, k.OnNodeRound = phase, onRound, onNodeRound
 			switch {
 			case live != nil:
-				k.OnLoadProgress = live.loadProgress
+				k.OnLoadProgress, k.OnMetricsSource = live.loadProgress, live.metricsSource
 				k.Log = liveLog{live} // above the frame, not through it
 			case !f.quiet:
 				k.Log = env.Stderr

@@ -448,6 +448,14 @@ func (v *liveView) loadProgress(p results.LoadProgress) {
 	v.st.Load = &liveview.Load{Known: true, RatePerSec: p.RatePerSec, P50Ns: p.P50Ns, P99Ns: p.P99Ns, Sent: p.Sent, Errors: p.Errors, Workers: p.Workers}
 }
 
+// metricsSource is kube.Options.OnMetricsSource: the source a cluster
+// cell chose (for --metrics-source auto, which one).
+func (v *liveView) metricsSource(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.st.MetricsSource = name
+}
+
 // nodeRound is kube.Options.OnNodeRound: a cluster cell's node samples.
 func (v *liveView) nodeRound(r sample.NodeRound) {
 	v.mu.Lock()

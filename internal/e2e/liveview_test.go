@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,8 +37,9 @@ func TestLiveViewOnRealNodes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if !strings.Contains(stderr, "metrics: ") {
-		t.Error("no metrics source line in the view")
+	// The source the cell chose (auto), and the node lines' own.
+	if !regexp.MustCompile(`\nmetrics: (kubelet \(/metrics/resource\)|metrics\.k8s\.io); nodes: metrics\.k8s\.io`).MatchString(stderr) {
+		t.Error("no metrics source line naming the source chosen and the nodes' in the view")
 	}
 	// Real nodes report their allocatable: a share in % on each line.
 	if !regexp.MustCompile(`\nNode \S+ +[0-9.]+% CPU, +[0-9.]+% mem: +\d+ mC`).MatchString(stderr) {

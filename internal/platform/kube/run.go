@@ -107,7 +107,11 @@ type Options struct {
 	// figures merged (followLoadProgress), on a log follower's goroutine.
 	OnNodeRound    func(sample.NodeRound)
 	OnLoadProgress func(results.LoadProgress)
-	Version        string
+	// OnMetricsSource, when set, gets the pods' metrics source the run
+	// chose (ChooseSource), in a few words: "kubelet (/metrics/resource)"
+	// or "metrics.k8s.io" (the live view's metrics line).
+	OnMetricsSource func(string)
+	Version         string
 }
 
 // Result is what a run wrote and measured.
@@ -269,6 +273,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}}
 	r.manifest.Options["metrics_source"], r.manifest.Options["metrics_source_reason"] = source, why
 	r.logf("resources from %s (%s)", sourceName(source), why)
+	if o.OnMetricsSource != nil {
+		o.OnMetricsSource(shortSourceName(source))
+	}
 	res, runErr := r.run(ctx)
 	// Teardown always runs, with a fresh context: an interrupt must not
 	// leave the run's namespaces behind.
