@@ -188,7 +188,7 @@ clean:
 IMAGE     ?= ghcr.io/meshbench/meshbench:dev
 IMAGE_TAR ?= bin/meshbench-image.tar
 .PHONY: image image-docker
-image:
+image: generators
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/meshbench-static ./cmd/meshbench
 	bin/meshbench-static image --tag $(IMAGE) -o $(IMAGE_TAR) --revision "$$(git rev-parse HEAD 2>/dev/null)" $(if $(LOAD),--load $(LOAD)) $(if $(PUSH),--push $(PUSH))
 

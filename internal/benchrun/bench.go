@@ -98,6 +98,10 @@ type Hooks struct {
 	Phase          func(string)
 	OnRound        func(sample.Round)
 	OnLoadProgress func(results.LoadProgress)
+	// OnNodeRound gets a cluster cell's node samples; OnMetricsSource the
+	// metrics source a cluster cell chose (kube.Options' hooks).
+	OnNodeRound     func(sample.NodeRound)
+	OnMetricsSource func(string)
 	// Log gets the cluster's progress lines (nil: none).
 	Log io.Writer
 	// Finish is called when the cells have run, before the reports.
@@ -239,7 +243,8 @@ func Run(ctx context.Context, cfg Config) error {
 		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = hooks.Phase, hooks.OnRound
 		ro.Cells[i].Lab.OnLoadProgress = hooks.OnLoadProgress
 		if k := ro.Cells[i].Kube; k != nil {
-			k.Phase, k.OnRound = hooks.Phase, hooks.OnRound
+			k.Phase, k.OnRound, k.OnNodeRound = hooks.Phase, hooks.OnRound, hooks.OnNodeRound
+			k.OnLoadProgress, k.OnMetricsSource = hooks.OnLoadProgress, hooks.OnMetricsSource
 			if hooks.Log != nil {
 				k.Log = hooks.Log
 			}

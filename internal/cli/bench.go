@@ -33,6 +33,7 @@ type benchFlags struct {
 	ztunnelPath            string
 	linkerdProxyPath       string
 	quiet                  bool
+	components             bool // --components: the whole frame after each cell in a log
 	loopbackNet            int
 	kube                   kubeFlags
 	// failOn is --fail-on: conditions judged per configuration on the
@@ -101,7 +102,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Connections, "connections", "", fmt.Sprintf("load generator connections (default %d)", loadgen.DefaultConnections))
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
-	fl.StringVar(&f.Generator, "generator", "", "load generators, an axis: meshbench (default); on the local lab also oha, wrk2, vegeta, fortio (their processes sampled as load); on a cluster oha, wrk2")
+	fl.StringVar(&f.Generator, "generator", "", "load generators, an axis: meshbench (default), oha, wrk2, vegeta, fortio (on the local lab their processes sampled as load; on a cluster from meshbench's image: vegeta and fortio by default, oha and wrk2 with meshbench image --extra)")
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
 	fl.StringVar(&f.Compare, "compare", "", "axes to compare along: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app (default mesh)")
@@ -116,6 +117,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	addLinkerdProxyFlag(fl, &f.linkerdProxyPath)
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no per-cell progress lines")
+	fl.BoolVar(&f.components, "components", false, "stderr not a terminal: print every component's row in the view after each cell (default: the state line, the sums and the ratios)")
 	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the plan with exit 99 after its report, judged per configuration on the median of its valid runs, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.loopbackNet, "loopback-net", 0, "second octet of the lab's addresses, 127.N.x.y (for tests)")
 	_ = fl.MarkHidden("loopback-net")
@@ -207,7 +209,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		EnvoyFlag: f.envoyPath, ZtunnelFlag: f.ztunnelPath, LinkerdProxyFlag: f.linkerdProxyPath,
 		Kube: f.kube.bench(), FailOn: conds, Getenv: env.Getenv, Stdout: env.Stdout, Stderr: env.Stderr}
 	if !f.quiet {
-		cfg.Watch = func(s benchrun.Start) benchrun.Hooks { return benchWatch(env, s) }
+		cfg.Watch = func(s benchrun.Start) benchrun.Hooks { return benchWatch(env, s, f.components) }
 		started := time.Now()
 		cfg.SearchProgress = func(ev runner.Event) { searchProgress(env, p, started, ev) }
 	}
@@ -217,7 +219,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 // benchWatch is how bench shows a running plan's progress: a live view
 // redrawn in place on a terminal; plain lines otherwise (a pipe, a dumb
 // terminal, NO_COLOR).
-func benchWatch(env *Env, s benchrun.Start) benchrun.Hooks {
+func benchWatch(env *Env, s benchrun.Start, components bool) benchrun.Hooks {
 	if env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb" {
 		live := newLiveView(env, s.Cells, s.OnKube)
 		live.outDir = s.Dir
@@ -227,10 +229,10 @@ func benchWatch(env *Env, s benchrun.Start) benchrun.Hooks {
 		live.start()
 		// The cluster's lines go above the frame, not through it.
 		return benchrun.Hooks{Progress: live.progress, Phase: live.phase, OnRound: live.round, OnLoadProgress: live.loadProgress,
-			Log: liveLog{live}, Finish: live.finish}
+			OnNodeRound: live.nodeRound, OnMetricsSource: live.metricsSource, Log: liveLog{live}, Finish: live.finish}
 	}
-	progress, phase, onRound := benchProgress(env, s.Started, s.Dir)
-	return benchrun.Hooks{Progress: progress, Phase: phase, OnRound: onRound, Log: env.Stderr}
+	progress, phase, onRound, onNodeRound := benchProgress(env, s.Started, s.Dir, components)
+	return benchrun.Hooks{Progress: progress, Phase: phase, OnRound: onRound, OnNodeRound: onNodeRound, Log: env.Stderr}
 }
 
 // flagCount counts how many of names were set on the command line.
@@ -250,12 +252,15 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 // as prepare/apps left out) and a hook keeping the sampling rounds of the
 // measured window and the drain: when the drain ends, the seed tool's view
 // of them (internal/liveview) is printed as plain lines, the live view's
-// content without cursor codes.
-func benchProgress(env *Env, started time.Time, dir string) (func(runner.Event), func(string), func(sample.Round)) {
+// content without cursor codes: its compact form (state line, sums,
+// ratios; about 10 lines a cell in a long CI or demo log), or the whole
+// frame with every component when components is set (--components).
+func benchProgress(env *Env, started time.Time, dir string, components bool) (func(runner.Event), func(string), func(sample.Round), func(sample.NodeRound)) {
 	var mu sync.Mutex // phases start on the lab's goroutines
 	ran := 0
 	var cur runner.Event
 	var rounds []sample.Round
+	var nodes []sample.NodeRound // a cluster cell's
 	recording := false
 	progress := func(ev runner.Event) {
 		mu.Lock()
@@ -283,19 +288,23 @@ func benchProgress(env *Env, started time.Time, dir string) (func(runner.Event),
 		fmt.Fprintf(env.Stderr, "[%d/%d] %s: phase %s\n", cur.Index, cur.Total, cur.Cell.ID, name)
 		switch name {
 		case "measure":
-			recording, rounds = true, nil
+			recording, rounds, nodes = true, nil, nil
 		case "drain":
 		default:
 			if recording && len(rounds) > 0 {
-				lines := liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
-					Rounds: rounds, Memory: "PSS"})
+				st := liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
+					Rounds: rounds, Memory: "PSS"}
 				if cur.Cell.Kube != nil {
-					lines = liveview.Render(liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
-						Rounds: rounds, Memory: "working set", MetricsSource: cur.Cell.Kube.MetricsSource})
+					st.Memory, st.MetricsSource = "working set", cur.Cell.Kube.MetricsSource
+					st.Nodes = liveview.NodesOf(nodes)
 				}
-				fmt.Fprintln(env.Stderr, strings.Join(lines, "\n"))
+				render := liveview.Compact
+				if components {
+					render = liveview.Render
+				}
+				fmt.Fprintln(env.Stderr, strings.Join(render(st), "\n"))
 			}
-			recording, rounds = false, nil
+			recording, rounds, nodes = false, nil, nil
 		}
 	}
 	onRound := func(r sample.Round) {
@@ -305,7 +314,14 @@ func benchProgress(env *Env, started time.Time, dir string) (func(runner.Event),
 			rounds = append(rounds, r)
 		}
 	}
-	return progress, phase, onRound
+	onNodeRound := func(r sample.NodeRound) {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording {
+			nodes = append(nodes, r)
+		}
+	}
+	return progress, phase, onRound, onNodeRound
 }
 
 // cellEndText is how a cell ended: its rate, p50, p99 and success, or why

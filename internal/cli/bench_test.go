@@ -68,6 +68,17 @@ func TestBenchRunAndResume(t *testing.T) {
 	if !strings.Contains(stderr, "[2/2] none-static-r") || !strings.Contains(stderr, "seed 3") {
 		t.Errorf("progress lines missing:\n%s", stderr)
 	}
+	// stderr is not a terminal: after each cell the compact view (state
+	// line, sums, ratios), whose ratios say "-" for a cell without a mesh
+	// rather than 0.00%, and no component rows (--components has them).
+	for _, want := range []string{"DRAINING (sampling after the load)", "  non-mesh ", "mesh ratio:        CPU - (no mesh), memory - (no mesh)"} {
+		if strings.Count(stderr, want) != 2 {
+			t.Errorf("stderr has not 2 × %q (one per cell):\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "CPU 0.00%") || strings.Contains(stderr, "memory 0.00%") || strings.Contains(stderr, "\napp static ") {
+		t.Errorf("the compact view has a 0.00%% ratio or component rows:\n%s", stderr)
+	}
 	for _, f := range []string{"report.txt", "report.html", "latency.csv", "figures.csv"} {
 		if _, err := os.Stat(filepath.Join(out, ReportDir, f)); err != nil {
 			t.Errorf("report file %s: %v", f, err)
@@ -95,6 +106,14 @@ func TestBenchRunAndResume(t *testing.T) {
 	for _, f := range []string{"cell-1-latency-over-time.svg", "cell-2-rate-over-time.png"} {
 		if _, err := os.Stat(filepath.Join(out, ReportDir, "plots", f)); err != nil {
 			t.Errorf("plot %s: %v", f, err)
+		}
+	}
+	// --components: the whole frame, every component's row.
+	_, stderr = run("bench", "--mesh", "none", "--rate", "50", "--repetitions", "1", "--duration", "1s",
+		"--warmup", "200ms", "--drain", "200ms", "--out", filepath.Join(t.TempDir(), "components"), "--loopback-net", "62", "--components")
+	for _, want := range []string{"\napp static ", "\nMesh CPU ratio:                  - (no mesh)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--components: stderr lacks %q:\n%s", want, stderr)
 		}
 	}
 	// Every JSON file of the plan's directory matches its schema.

@@ -53,7 +53,7 @@ func TestRunGeneratorFlag(t *testing.T) {
 		want string
 	}{
 		{"local lab, unknown", []string{"run", "--generator", "hey"}, `--generator "hey": allowed on the local lab: meshbench, oha, wrk2, vegeta, fortio`},
-		{"unknown on kube", []string{"run", "--platform", "kube", "--generator", "hey"}, `--generator "hey": allowed: meshbench, oha, wrk2`},
+		{"unknown on kube", []string{"run", "--platform", "kube", "--generator", "hey"}, `--generator "hey": allowed: meshbench, oha, wrk2, vegeta, fortio`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			inv := runCLI(t, nil, tt.args...)

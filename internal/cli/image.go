@@ -6,26 +6,32 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/image"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 )
 
 type imageFlags struct {
-	tag      string
-	binary   string
-	extra    []string
-	output   string
-	push     string
-	load     []string
-	ctr      string
-	version  string
-	revision string
-	source   string
+	tag    string
+	binary string
+	extra  []string
+	// generators: put the install step's vegeta and fortio in the image
+	// (extgen.ImageBinaries).
+	generators bool
+	output     string
+	push       string
+	load       []string
+	ctr        string
+	version    string
+	revision   string
+	source     string
 }
 
 func newImageCmd(env *Env) *cobra.Command {
@@ -35,7 +41,9 @@ func newImageCmd(env *Env) *cobra.Command {
 		Short: "Build the image the kube platform runs, without Docker: to a tarball, a registry or a cluster's nodes",
 		Long: `Build meshbench's image in-process (no Docker engine): one layer with a
 static meshbench binary (CGO_ENABLED=0; by default this very executable),
-any --extra binaries beside it in /usr/local/bin, user 65532:65532,
+vegeta and fortio as the install step built them (make generators;
+--generators=false leaves them out) and any --extra binaries beside it in
+/usr/local/bin, user 65532:65532,
 entrypoint meshbench, OCI annotations (source, revision, version, created)
 from the binary's build information. The same inputs give the same digest.
 
@@ -83,7 +91,20 @@ printed on stdout.`,
 					return fmt.Errorf("finding meshbench's own executable: %w (give --binary)", err)
 				}
 			}
-			for _, b := range append([]string{bin}, f.extra...) {
+			extra := f.extra
+			if f.generators {
+				paths, missing := extgen.ImageBinaries()
+				for _, p := range paths {
+					if !slices.ContainsFunc(extra, func(e string) bool { return filepath.Base(e) == filepath.Base(p) }) {
+						extra = append(extra, p)
+					}
+				}
+				if len(missing) > 0 {
+					fmt.Fprintf(env.Stderr, "meshbench: no %s in %s (make generators builds them): the image runs --generator %s only where --extra adds it\n",
+						strings.Join(missing, " or "), extgen.InstallDir(), strings.Join(missing, ", "))
+				}
+			}
+			for _, b := range append([]string{bin}, extra...) {
 				if fi, err := os.Stat(b); err != nil || fi.IsDir() {
 					return usagef("binary %s: not a file", b)
 				}
@@ -95,7 +116,7 @@ printed on stdout.`,
 			if version == "" {
 				version = binaryVersion(cmd.Context(), bin)
 			}
-			img, err := image.Build(image.Spec{Binary: bin, Name: "meshbench", Extra: f.extra, Version: version, Revision: f.revision, Source: f.source})
+			img, err := image.Build(image.Spec{Binary: bin, Name: "meshbench", Extra: extra, Version: version, Revision: f.revision, Source: f.source})
 			if err != nil {
 				return err
 			}
@@ -134,6 +155,7 @@ printed on stdout.`,
 	fl.StringVar(&f.tag, "tag", kube.DefaultImage, "the image's name (what --image of run and bench names)")
 	fl.StringVar(&f.binary, "binary", "", "the static meshbench binary to pack (default: this executable)")
 	fl.StringSliceVar(&f.extra, "extra", nil, "more binaries for /usr/local/bin, e.g. static oha and wrk2 builds (repeatable)")
+	fl.BoolVar(&f.generators, "generators", true, "put vegeta and fortio from `make generators` (MESHBENCH_GENERATORS_BIN) in /usr/local/bin, for --generator vegeta|fortio on a cluster; false: leave them out")
 	fl.StringVarP(&f.output, "output", "o", "", "write the image archive to this file")
 	fl.StringVar(&f.push, "push", "", "push to this registry reference")
 	fl.StringArrayVar(&f.load, "load", nil, "load into kind:CLUSTER, k3d:CLUSTER or containerd:SOCKET (repeatable)")

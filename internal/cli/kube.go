@@ -69,7 +69,7 @@ func (k *kubeFlags) add(cmd *cobra.Command, which int) {
 	fl.BoolVar(&k.keep, "keep", false, "leave the namespaces after the run (kube platform)")
 	if which == kubeRun {
 		fl.DurationVar(&k.kubeSampleInterval, "metrics-interval", 10*time.Second, "metrics.k8s.io polling period (kube platform)")
-		fl.StringVar(&k.generator, "generator", extgen.Meshbench, "load generator: meshbench; on a cluster (the workers' image) also oha or wrk2; on the local lab also oha, wrk2, vegeta or fortio, their own processes sampled as load (HTTP/1.1)")
+		fl.StringVar(&k.generator, "generator", extgen.Meshbench, "load generator: meshbench, oha, wrk2, vegeta or fortio (HTTP/1.1; on the local lab their own processes sampled as load; on a cluster from the workers' image: vegeta and fortio by default, oha and wrk2 with meshbench image --extra)")
 	}
 	fl.DurationVar(&k.idleTimeout, "idle-timeout", 2*time.Minute, "longest wait for the app to be idle before the load (kube platform)")
 	fl.DurationVar(&k.timeout, "ready-timeout", 5*time.Minute, "longest wait for the app and the load Job (kube platform)")

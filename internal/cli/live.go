@@ -99,7 +99,8 @@ type liveView struct {
 	phaseStart time.Time
 	ranTotal   time.Duration // summed durations of the cells ended in this run
 	measuring  bool
-	rounds     []sample.Round // the current cell's measured window and drain so far
+	rounds     []sample.Round     // the current cell's measured window and drain so far
+	nodes      []sample.NodeRound // a cluster cell's node rounds, the same span
 	// outDir is the plan's results directory (the state line names the
 	// cell's directory in it).
 	outDir string
@@ -182,6 +183,9 @@ func (v *liveView) stateLocked() report.LiveState {
 	s := v.st
 	s.Now = now
 	s.Rounds = v.rounds
+	if len(v.nodes) > 0 {
+		s.Nodes = liveview.NodesOf(v.nodes)
+	}
 	s.Elapsed = now.Sub(v.started)
 	if s.CellID != "" {
 		s.PhaseElapsed = now.Sub(v.phaseStart)
@@ -215,7 +219,7 @@ func (v *liveView) progress(ev runner.Event) {
 			v.st.Output = filepath.Join(v.outDir, results.CellsDir, ev.Cell.ID+".partial")
 		}
 		v.cellStart, v.phaseStart = now, now
-		v.measuring, v.rounds = false, nil
+		v.measuring, v.rounds, v.nodes = false, nil, nil
 		v.mu.Unlock()
 		v.redraw("")
 		return
@@ -244,7 +248,7 @@ func (v *liveView) phase(name string) {
 	v.st.Phase, v.phaseStart = name, v.now()
 	switch name {
 	case "measure":
-		v.measuring, v.rounds = true, nil
+		v.measuring, v.rounds, v.nodes = true, nil, nil
 	case "drain":
 		// the seed tool records the drain too: keep sampling
 	default:
@@ -260,7 +264,24 @@ func (v *liveView) loadProgress(p results.LoadProgress) {
 	if p.ElapsedNs <= 0 {
 		return // the warm-up: the measured window's figures only
 	}
-	v.st.Load = &liveview.Load{Known: true, RatePerSec: p.RatePerSec, P50Ns: p.P50Ns, P99Ns: p.P99Ns, Sent: p.Sent, Errors: p.Errors}
+	v.st.Load = &liveview.Load{Known: true, RatePerSec: p.RatePerSec, P50Ns: p.P50Ns, P99Ns: p.P99Ns, Sent: p.Sent, Errors: p.Errors, Workers: p.Workers}
+}
+
+// metricsSource is kube.Options.OnMetricsSource: the source a cluster
+// cell chose (for --metrics-source auto, which one).
+func (v *liveView) metricsSource(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.st.MetricsSource = name
+}
+
+// nodeRound is kube.Options.OnNodeRound: a cluster cell's node samples.
+func (v *liveView) nodeRound(r sample.NodeRound) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.measuring {
+		v.nodes = append(v.nodes, r)
+	}
 }
 
 // round is local.Options.OnRound: a sampling round of the current cell.

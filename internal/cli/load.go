@@ -56,6 +56,10 @@ type loadFlags struct {
 	// progressFile, when set, is rewritten every second with the running
 	// figures (results.LoadProgress), for the lab's live view.
 	progressFile string
+	// progressLog: print the running figures to stderr every second as
+	// results.ProgressLine (a cluster's load workers; the platform
+	// follows their logs for the live view).
+	progressLog bool
 	// failOn is --fail-on, parsed into conditions by buildLoadConfig.
 	failOn     string
 	conditions []threshold.Condition
@@ -150,6 +154,8 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no live progress line")
 	fl.StringVar(&f.progressFile, "progress-file", "", "rewrite `FILE` every second with the running figures as JSON (meshbench's engine; the lab's live view reads it)")
 	_ = fl.MarkHidden("progress-file")
+	fl.BoolVar(&f.progressLog, "progress-log", false, "print the running figures to stderr every second as a line \""+strings.TrimSpace(results.ProgressLinePrefix)+" JSON\" (meshbench's engine; a cluster's live view follows the workers' logs)")
+	_ = fl.MarkHidden("progress-log")
 	fl.StringVar(&f.hlog, "hlog", "", "also write latency, service time and schedule lag per second of the window as HdrHistogram's interval log (.hlog) to `FILE`")
 	f.requests.add(fl)
 	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the run with exit 99 after its report, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
@@ -380,6 +386,16 @@ func runLoad(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, ar
 			writeProgressFile(path, pr)
 		}
 	}
+	if f.progressLog && f.generator == extgen.Meshbench {
+		show := cfg.Progress
+		w := env.Stderr
+		cfg.Progress = func(pr loadgen.Progress) {
+			if show != nil {
+				show(pr)
+			}
+			fmt.Fprintf(w, "%s\n", results.ProgressLine(loadProgressOf(pr)))
+		}
+	}
 	finishRequests, err := f.requests.open(&cfg)
 	if err != nil {
 		return err
@@ -526,15 +542,20 @@ func openOutputAndPreflight(ctx context.Context, output string, cfg loadgen.Conf
 	return outFile, nil
 }
 
-// writeProgressFile rewrites path (temporary file + rename) with pr as
-// results.LoadProgress; a failure is ignored (the live view is a view).
-func writeProgressFile(path string, pr loadgen.Progress) {
+// loadProgressOf is the engine's running figures as results.LoadProgress.
+func loadProgressOf(pr loadgen.Progress) results.LoadProgress {
 	rate := 0.0
 	if pr.Elapsed > 0 {
 		rate = float64(pr.Sent) / pr.Elapsed.Seconds()
 	}
-	b, err := json.Marshal(results.LoadProgress{ElapsedNs: int64(pr.Elapsed), Sent: pr.Sent, Completed: pr.Completed, Errors: pr.Errors,
-		Dropped: pr.Dropped, P50Ns: pr.P50Ns, P99Ns: pr.P99Ns, RatePerSec: rate})
+	return results.LoadProgress{ElapsedNs: int64(pr.Elapsed), Sent: pr.Sent, Completed: pr.Completed, Errors: pr.Errors,
+		Dropped: pr.Dropped, P50Ns: pr.P50Ns, P99Ns: pr.P99Ns, RatePerSec: rate}
+}
+
+// writeProgressFile rewrites path (temporary file + rename) with pr as
+// results.LoadProgress; a failure is ignored (the live view is a view).
+func writeProgressFile(path string, pr loadgen.Progress) {
+	b, err := json.Marshal(loadProgressOf(pr))
 	if err == nil {
 		_ = results.WriteFileAtomic(path, b, 0o644)
 	}

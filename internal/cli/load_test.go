@@ -312,6 +312,42 @@ func TestLoadProgress(t *testing.T) {
 	}
 }
 
+// TestLoadProgressLog: --progress-log (what a cluster's load workers run
+// with, their pods' logs followed for the live view) prints a progress
+// line to stderr about every second, also with -q, each one readable,
+// counts growing; stdout stays exactly the JSON result.
+func TestLoadProgressLog(t *testing.T) {
+	addr := testutil.StartServe(t, "static")
+	inv := runCLI(t, nil, "load", "-q", "--progress-log", "--rate", "100", "--duration", "3s", "--warmup", "0s", "--output-format", "json", "http://"+addr+"/")
+	if inv.code != 0 {
+		t.Fatalf("exit %d: %s", inv.code, inv.stderr)
+	}
+	var ps []results.LoadProgress
+	for _, line := range strings.Split(strings.TrimSpace(inv.stderr), "\n") {
+		p, ok, err := results.ParseProgressLine([]byte(line))
+		if !ok || err != nil {
+			t.Fatalf("stderr line %q is no progress line (%v)", line, err)
+		}
+		ps = append(ps, p)
+	}
+	// A 3-s window: 2 to 4 lines (one a second; the engine's ticks need
+	// not line up with the window's ends).
+	if len(ps) < 2 || len(ps) > 4 {
+		t.Fatalf("%d progress lines in 3 s, want 2 to 4:\n%s", len(ps), inv.stderr)
+	}
+	for i := 1; i < len(ps); i++ {
+		if ps[i].Sent < ps[i-1].Sent || ps[i].ElapsedNs <= ps[i-1].ElapsedNs {
+			t.Errorf("progress went back: %+v then %+v", ps[i-1], ps[i])
+		}
+	}
+	if last := ps[len(ps)-1]; last.Sent < 100 || last.P50Ns <= 0 || last.RatePerSec < 50 {
+		t.Errorf("last progress %+v: want ≥ 100 sent at about 100/s with a p50", last)
+	}
+	if lr, err := results.Read(strings.NewReader(inv.stdout)); err != nil || lr.Sent < 250 {
+		t.Errorf("stdout is not the whole JSON result: %v", err)
+	}
+}
+
 func TestLoadOutputFormats(t *testing.T) {
 	addr := testutil.StartServe(t, "static")
 	url := "http://" + addr + "/"

@@ -49,14 +49,15 @@ const (
 	Fortio    = "fortio"    // fortio.org/fortio, -qps with -nocatchup, Istio's benchmark tool
 )
 
-// Names lists the generators meshbench's image holds (the kube platform's
-// choice), the default first.
-var Names = []string{Meshbench, Oha, Wrk2}
+// Names lists the generators meshbench's image can hold (the kube
+// platform's choice), the default first: vegeta and fortio go in by
+// default when the install step built them (ImageBinaries), oha and wrk2
+// with `meshbench image --extra`.
+var Names = []string{Meshbench, Oha, Wrk2, Vegeta, Fortio}
 
 // LoadNames lists the generators `meshbench load` and the local lab run
-// on this machine: Names, vegeta and fortio (built by the install step,
-// not in the image yet).
-var LoadNames = []string{Meshbench, Oha, Wrk2, Vegeta, Fortio}
+// on this machine: the same as Names.
+var LoadNames = Names
 
 // OhaVersion is the oha release meshbench is written and tested against
 // (its command line, JSON summary and SQLite table); the image installs
@@ -183,6 +184,22 @@ func InstallDir() string {
 		home = os.TempDir()
 	}
 	return filepath.Join(home, ".cache", "meshbench", "generators", "vegeta-"+VegetaVersion+"-fortio-"+FortioVersion)
+}
+
+// ImageBinaries are the pinned vegeta and fortio the install step built
+// into InstallDir (static: CGO_ENABLED=0), which `meshbench image` and
+// the test clusters' image put beside meshbench; missing lists those not
+// there.
+func ImageBinaries() (paths, missing []string) {
+	for _, name := range []string{Vegeta, Fortio} {
+		p := filepath.Join(InstallDir(), name)
+		if isExecutable(p) {
+			paths = append(paths, p)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	return paths, missing
 }
 
 func isExecutable(p string) bool {

@@ -52,6 +52,10 @@ type MetricsOptions struct {
 	// OnRound, when not nil, is called with every round after it is kept,
 	// on the goroutine that took it; it must not modify the round.
 	OnRound func(sample.Round)
+	// OnNodeRound, when not nil, is called with every round's fresh node
+	// samples after OnRound, on the same goroutine (the live view's node
+	// lines); it must not modify them.
+	OnNodeRound func(sample.NodeRound)
 }
 
 // RoundError is an API error of one round: the round went on without what
@@ -267,10 +271,14 @@ func (s *MetricsSampler) SampleNow(ctx context.Context) (sample.Round, error) {
 	s.state.add(recs)
 	s.records = append(s.records, recs)
 	r := s.state.rounds[len(s.state.rounds)-1]
+	nr := s.state.nodes[len(s.state.nodes)-1]
 	s.mu.Unlock()
 	s.roundMu.Unlock()
 	if s.o.OnRound != nil {
 		s.o.OnRound(r)
+	}
+	if s.o.OnNodeRound != nil {
+		s.o.OnNodeRound(nr)
 	}
 	return r, nil
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/image"
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/nodes"
@@ -101,12 +102,18 @@ func buildImages(dir, nodesBin, meshbench string) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, im := range []struct{ ref, bin string }{{PauseImage, filepath.Join(nodesBin, "pause")}, {MeshbenchImage, meshbench}} {
+	// meshbench's image holds the install step's vegeta and fortio, as
+	// `meshbench image` puts them in, when they are built.
+	gens, _ := extgen.ImageBinaries()
+	for _, im := range []struct {
+		ref, bin string
+		extra    []string
+	}{{PauseImage, filepath.Join(nodesBin, "pause"), nil}, {MeshbenchImage, meshbench, gens}} {
 		ref, err := image.ParseRef(im.ref)
 		if err != nil {
 			return nil, err
 		}
-		img, err := image.Build(image.Spec{Binary: im.bin})
+		img, err := image.Build(image.Spec{Binary: im.bin, Extra: im.extra})
 		if err != nil {
 			return nil, fmt.Errorf("building %s: %w", im.ref, err)
 		}

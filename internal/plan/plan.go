@@ -99,9 +99,10 @@ type Axes struct {
 	MTLS     []bool
 	// Generator lists the load generators every configuration is
 	// measured by (`meshbench load --generator`): meshbench (its own
-	// engine, the default) and, on PlatformLocal, oha, wrk2, vegeta and
-	// fortio (LocalGenerators); on PlatformKube those of meshbench's
-	// image (Generators). Like the rate, it does not change the topology.
+	// engine, the default), oha, wrk2, vegeta and fortio: on PlatformLocal
+	// LocalGenerators, on PlatformKube those meshbench's image can hold
+	// (Generators: vegeta and fortio by default, oha and wrk2 with
+	// --extra). Like the rate, it does not change the topology.
 	Generator []string
 }
 

@@ -57,6 +57,8 @@ type LiveState struct {
 	// Finished is true for the final frame: the plan has ended or was
 	// interrupted.
 	Finished bool
+	// Nodes are a cluster's node lines (metrics.k8s.io) over Rounds' span.
+	Nodes []liveview.Node
 	// WorkingSet: the rounds come from metrics.k8s.io (a cluster), whose
 	// one memory figure is the working set, not RSS and PSS.
 	WorkingSet bool
@@ -138,7 +140,7 @@ func LiveFrame(s LiveState, width int) string {
 		}
 		if !s.Finished || len(s.Rounds) > 0 {
 			lines = append(lines, liveview.Render(liveview.State{Time: s.Now, Phase: s.Phase, Output: s.Output, Rounds: s.Rounds,
-				Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource})...)
+				Memory: mem, Load: s.Load, MetricsSource: s.MetricsSource, Nodes: s.Nodes})...)
 		}
 	}
 

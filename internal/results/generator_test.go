@@ -59,6 +59,19 @@ func TestMergeGenerators(t *testing.T) {
 	if a.Generator.Commands[0] != "oha -q 10 http://x/" || len(a.Generator.Commands) != 1 {
 		t.Errorf("merge changed its part: %+v", a.Generator)
 	}
+	// Descriptions holding "; " (vegeta's) are listed once each, not
+	// once per worker; a different one is added.
+	vegeta := "exact: from vegeta's 10 per-request results (vegeta encode --to csv), to the nanosecond; answered requests only"
+	parts := []*LoadResult{external(t, 1, "vegeta"), external(t, 2, "vegeta"), external(t, 3, "vegeta")}
+	for _, p := range parts[:2] {
+		p.Generator.Histograms = vegeta
+	}
+	parts[2].Generator.Histograms = "exact: from vegeta's 9 per-request results"
+	if m, err := Merge(parts); err != nil {
+		t.Error(err)
+	} else if m.Generator.Histograms != vegeta+"; exact: from vegeta's 9 per-request results" {
+		t.Errorf("merged histograms description %q, want each once", m.Generator.Histograms)
+	}
 	for _, tt := range []struct {
 		name  string
 		parts []*LoadResult

@@ -729,7 +729,11 @@ func mergeGenerator(out, p *Generator, i int) error {
 		return nil
 	}
 	out.Commands = append(out.Commands, p.Commands...)
-	if !slices.Contains(strings.Split(out.Histograms, "; "), p.Histograms) {
+	// Each distinct description once. They hold "; " themselves
+	// (vegeta's), so a description is looked for whole, between the
+	// separators, not by splitting at them.
+	if h := out.Histograms; h != p.Histograms && !strings.HasPrefix(h, p.Histograms+"; ") &&
+		!strings.Contains(h, "; "+p.Histograms+"; ") && !strings.HasSuffix(h, "; "+p.Histograms) {
 		out.Histograms += "; " + p.Histograms
 	}
 	out.PartialHistograms = out.PartialHistograms || p.PartialHistograms
@@ -753,4 +757,7 @@ type LoadProgress struct {
 	P50Ns      int64   `json:"p50_ns"`
 	P99Ns      int64   `json:"p99_ns"`
 	RatePerSec float64 `json:"rate_per_sec"`
+	// Workers is how many workers' figures MergeProgress merged (0: one
+	// worker's own figures).
+	Workers int `json:"workers,omitempty"`
 }

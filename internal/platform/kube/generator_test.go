@@ -22,7 +22,10 @@ func TestOptionsGenerator(t *testing.T) {
 		{"oha, fractional shares", "oha", "100", 3, ""},
 		{"wrk2, whole shares", "wrk2", "100", 4, ""},
 		{"wrk2, fractional shares", "wrk2", "100", 3, "worker 0 of 3: --rate 33.333334/s: wrk2 takes whole requests per second"},
-		{"unknown", "hey", "100", 1, "generator hey: allowed: meshbench, oha, wrk2"},
+		// The seeds' tools, in meshbench's image by default.
+		{"vegeta", "vegeta", "100", 2, ""},
+		{"fortio", "fortio", "100", 2, ""},
+		{"unknown", "hey", "100", 1, "generator hey: allowed: meshbench, oha, wrk2, vegeta, fortio"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := Options{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0), Load: testLoad(t, tt.rate), Workers: tt.workers,

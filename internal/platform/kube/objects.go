@@ -878,7 +878,9 @@ func (ls LoadSpec) checkGenerator() error {
 // LoadArgs are the arguments of worker index's `meshbench load` (index
 // "$(JOB_COMPLETION_INDEX)" in the Job, which Kubernetes expands from the
 // container's environment). Its stdout, the pod's log, is exactly the
-// JSON result (--output-format json --quiet).
+// JSON result (--output-format json --quiet); meshbench's engine also
+// prints its running figures to stderr every second (--progress-log),
+// which the platform follows for the live view (followLoadProgress).
 func LoadArgs(ls LoadSpec, index string) []string {
 	ls.Spec = ls.Spec.WithDefaults()
 	args := append([]string{"load"}, ls.Load.Flags()...)
@@ -892,6 +894,8 @@ func LoadArgs(ls LoadSpec, index string) []string {
 	}
 	if ls.external() {
 		args = append(args, "--generator", ls.Generator)
+	} else {
+		args = append(args, "--progress-log")
 	}
 	return append(args, "--output-format", "json", "--quiet", cmp.Or(ls.Target, LoadTarget(ls.Spec)))
 }

@@ -622,7 +622,7 @@ func TestLoadJob(t *testing.T) {
 				}
 
 				c := pod.Containers[0]
-				want := fmt.Sprintf("load --rate 100 --workers %d --worker-index $(JOB_COMPLETION_INDEX) --duration 10s --warmup 2s --connections 16 --output-format json --quiet http://static.meshbench-app.svc.cluster.local:8080/", w)
+				want := fmt.Sprintf("load --rate 100 --workers %d --worker-index $(JOB_COMPLETION_INDEX) --duration 10s --warmup 2s --connections 16 --progress-log --output-format json --quiet http://static.meshbench-app.svc.cluster.local:8080/", w)
 				if got := strings.Join(c.Args, " "); got != want || c.Name != LoadContainer || c.Image != DefaultImage {
 					t.Errorf("worker %s %s:\n%s\nwant\n%s", c.Name, c.Image, got, want)
 				}
@@ -672,7 +672,7 @@ func TestLoadJobInvalid(t *testing.T) {
 		{"no rate", LoadSpec{Spec: s, Workers: 1, Duration: time.Second}, []string{`rate ""`}},
 		{"rate too low to split", LoadSpec{Spec: s, Load: testLoad(t, "0.000002"), Workers: 3, Duration: time.Second}, []string{"too low to split over 3 workers"}},
 		{"unknown generator", LoadSpec{Spec: s, Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, Generator: "hey"},
-			[]string{"generator hey: allowed: meshbench, oha, wrk2"}},
+			[]string{"generator hey: allowed: meshbench, oha, wrk2, vegeta, fortio"}},
 		// wrk2 takes whole requests per second: 100/s over 3 workers is not.
 		{"wrk2 worker share not whole", LoadSpec{Spec: s, Load: testLoad(t, "100"), Workers: 3, Duration: time.Second, Generator: "wrk2"},
 			[]string{"worker 0 of 3: --rate 33.333334/s: wrk2 takes whole requests per second"}},

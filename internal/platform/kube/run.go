@@ -101,7 +101,17 @@ type Options struct {
 	// OnRound, when set, gets every metrics round as it is taken (the
 	// live view), on the sampler's goroutine.
 	OnRound func(sample.Round)
-	Version string
+	// OnNodeRound, when set, gets every round's node samples from
+	// metrics.k8s.io as they are taken (the live view's node lines), on
+	// the sampler's goroutine; OnLoadProgress the load workers' running
+	// figures merged (followLoadProgress), on a log follower's goroutine.
+	OnNodeRound    func(sample.NodeRound)
+	OnLoadProgress func(results.LoadProgress)
+	// OnMetricsSource, when set, gets the pods' metrics source the run
+	// chose (ChooseSource), in a few words: "kubelet (/metrics/resource)"
+	// or "metrics.k8s.io" (the live view's metrics line).
+	OnMetricsSource func(string)
+	Version         string
 }
 
 // Result is what a run wrote and measured.
@@ -263,6 +273,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}}
 	r.manifest.Options["metrics_source"], r.manifest.Options["metrics_source_reason"] = source, why
 	r.logf("resources from %s (%s)", sourceName(source), why)
+	if o.OnMetricsSource != nil {
+		o.OnMetricsSource(shortSourceName(source))
+	}
 	res, runErr := r.run(ctx)
 	// Teardown always runs, with a fresh context: an interrupt must not
 	// leave the run's namespaces behind.
@@ -365,7 +378,8 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if kubelet {
 		apiOnRound = nil // the live view shows the counters
 	}
-	sampler, err := kubesample.NewMetricsSampler(c.Metrics, c.Core, kubesample.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound})
+	sampler, err := kubesample.NewMetricsSampler(c.Metrics, c.Core, kubesample.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
+		OnNodeRound: o.OnNodeRound})
 	if err != nil {
 		return nil, err
 	}
@@ -827,6 +841,10 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	if err := c.Apply(ctx, []runtime.Object{job}); err != nil {
 		endWarm()
 		return nil, err
+	}
+	if o.OnLoadProgress != nil {
+		stopFollowing := c.followLoadProgress(ctx, o.Spec.LoadNamespace, job.Name, o.OnLoadProgress)
+		defer stopFollowing()
 	}
 	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.enter("measure") })
 	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)

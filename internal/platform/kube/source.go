@@ -172,6 +172,14 @@ func sourceName(source string) string {
 	return "metrics.k8s.io"
 }
 
+// shortSourceName is source in a few words, for the live view.
+func shortSourceName(source string) string {
+	if source == SourceKubelet {
+		return "kubelet (/metrics/resource)"
+	}
+	return "metrics.k8s.io"
+}
+
 // MetricsAPIReport is what metrics.k8s.io said over a run measured by the
 // kubelet's counters: its own window summary (by its rule: samples whose
 // whole window lies inside the measured window), and how many of its pod

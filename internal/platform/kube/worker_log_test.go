@@ -26,6 +26,10 @@ func TestParseWorkerLog(t *testing.T) {
 	for name, log := range map[string]string{
 		"bare":          string(js),
 		"after warning": "WARNING: target rate not reached\n" + string(js),
+		// The engine's running figures (--progress-log, stderr) precede
+		// the result in the pod's log.
+		"after progress lines": string(results.ProgressLine(results.LoadProgress{ElapsedNs: -5e8})) + "\n" +
+			string(results.ProgressLine(results.LoadProgress{ElapsedNs: 1e9, Sent: 50})) + "\n" + string(js),
 	} {
 		lr, err := parseWorkerLog([]byte(log))
 		if err != nil {
