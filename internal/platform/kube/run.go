@@ -293,13 +293,13 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endMesh := r.phase("prepare/mesh")
 	if o.InstallMesh && meshes.HasProxies(mode) {
-		if v, err := o.IstioInstall.cliVersion(ctx, mode); err == nil {
+		if v, err := o.IstioInstall.CLIVersion(ctx, mode); err == nil {
 			r.manifest.Options["mesh_cli_version"] = v
 		} else {
 			endMesh()
 			return nil, err
 		}
-		cmds, err := c.Install(ctx, o.IstioInstall.commands(withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
+		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
 		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
 		if err == nil && o.IstioInstall != nil && MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
 			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {

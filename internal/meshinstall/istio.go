@@ -1,4 +1,4 @@
-package kube
+package meshinstall
 
 import (
 	"context"
@@ -31,8 +31,8 @@ type MeshInstall struct {
 	WaypointObjects func(namespace, gateway string) []runtime.Object
 }
 
-// commands applies mi to Istio's install commands (others unchanged).
-func (mi *MeshInstall) commands(cmds []Command) []Command {
+// Commands applies mi to Istio's install commands (others unchanged).
+func (mi *MeshInstall) Commands(cmds []Command) []Command {
 	if mi == nil {
 		return cmds
 	}
@@ -50,10 +50,10 @@ func (mi *MeshInstall) commands(cmds []Command) []Command {
 	return out
 }
 
-// cliVersion is CLIVersion with mi's istioctl for Istio's modes.
-func (mi *MeshInstall) cliVersion(ctx context.Context, mode string) (string, error) {
+// CLIVersion is CLIVersion with mi's istioctl for Istio's modes.
+func (mi *MeshInstall) CLIVersion(ctx context.Context, mode string) (string, error) {
 	if mi == nil || mi.Istioctl == "" || MeshCLI(mode) != "istioctl" {
 		return CLIVersion(ctx, mode)
 	}
-	return cliVersionAt(ctx, mode, mi.Istioctl)
+	return CLIVersionAt(ctx, mode, mi.Istioctl)
 }
