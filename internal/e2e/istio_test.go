@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,45 +54,17 @@ func clusterState(t *testing.T, c *kube.Cluster) map[string][]string {
 	return st
 }
 
-// uninstallIstio removes Istio as a user would (istioctl uninstall
-// --purge, then its namespace, waited for) plus what the purge leaves
-// behind: the Gateway API CRDs meshbench's install applied and the
-// ConfigMaps istiod copies into every namespace (istio-ca-root-cert,
-// istio-ca-crl).
-func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig string) time.Duration {
+// uninstallIstio is `meshbench mesh uninstall`: istioctl uninstall
+// --purge, the namespace waited for, the Gateway API CRDs meshbench's
+// install applied (from its record) and the ConfigMaps istiod copied into
+// every namespace.
+func uninstallIstio(t *testing.T, b istio.Build, kubeconfig string) (time.Duration, string) {
 	t.Helper()
-	t0 := time.Now()
-	ctx := context.Background()
-	out, err := exec.CommandContext(ctx, b.Path("istioctl"), "uninstall", "--purge", "-y", "--kubeconfig", kubeconfig).CombinedOutput()
-	if err != nil {
-		t.Errorf("istioctl uninstall --purge: %v\n%s", err, out)
+	inv := meshbench(t, nil, "mesh", "uninstall", "--platform", "kube", "--mesh", "sidecar,ambient", "--istio-build", b.Dir, "--kubeconfig", kubeconfig)
+	if inv.code != 0 {
+		t.Errorf("meshbench mesh uninstall: exit %d\n%s", inv.code, inv.stdout)
 	}
-	_ = c.Core.CoreV1().Namespaces().Delete(ctx, kube.IstioNamespace, metav1.DeleteOptions{})
-	waitFor(t, 2*time.Minute, "namespace istio-system to go", func() bool {
-		_, err := c.Core.CoreV1().Namespaces().Get(ctx, kube.IstioNamespace, metav1.GetOptions{})
-		return err != nil
-	})
-	// The Gateway API CRDs (istioctl leaves them: they are not Istio's):
-	// those meshbench's install applied and udproutes, which appears
-	// beside them during the install.
-	crdRes := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	if crds, err := crdRes.List(ctx, metav1.ListOptions{}); err == nil {
-		for _, crd := range crds.Items {
-			if strings.HasSuffix(crd.GetName(), ".gateway.networking.k8s.io") || strings.HasSuffix(crd.GetName(), ".gateway.networking.x-k8s.io") {
-				_ = crdRes.Delete(ctx, crd.GetName(), metav1.DeleteOptions{})
-			}
-		}
-	}
-	// Only once istiod is gone: it writes them again while it runs.
-	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	if err == nil {
-		for _, ns := range nss.Items {
-			for _, cm := range []string{"istio-ca-root-cert", "istio-ca-crl"} {
-				_ = c.Core.CoreV1().ConfigMaps(ns.Name).Delete(ctx, cm, metav1.DeleteOptions{})
-			}
-		}
-	}
-	return time.Since(t0)
+	return inv.took, inv.stdout
 }
 
 // TestIstioOnRealNodes is Istio built here on real pods, as a new user
@@ -128,7 +99,7 @@ func TestIstioOnRealNodes(t *testing.T) {
 	installed := false
 	t.Cleanup(func() {
 		if installed {
-			uninstallIstio(t, c, b, kc.Kubeconfig)
+			uninstallIstio(t, b, kc.Kubeconfig)
 		}
 	})
 
@@ -360,8 +331,14 @@ sample_interval: 10s
 	checkClean(t, c, "e2j-app", "e2j-load")
 
 	// Uninstall: the cluster as it was.
-	tUninstall := uninstallIstio(t, c, b, kc.Kubeconfig)
+	tUninstall, unout := uninstallIstio(t, b, kc.Kubeconfig)
 	installed = false
+	t.Logf("meshbench mesh uninstall:\n%s", unout)
+	// The record named the Gateway API CRDs the install applied (none
+	// existed before here) and the overlay's EnvoyFilter.
+	if !strings.Contains(unout, "CRDs meshbench applied: ") || strings.Contains(unout, "CRDs meshbench applied: 0 deleted") || strings.Contains(unout, "FAIL") {
+		t.Errorf("mesh uninstall did not delete the Gateway API CRDs from its record, or a step failed")
+	}
 	after := clusterState(t, c)
 	for kind, names := range before {
 		if !slices.Equal(names, after[kind]) {

@@ -28,6 +28,7 @@ import (
 	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/ztunnel"
@@ -299,12 +300,29 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			endMesh()
 			return nil, err
 		}
+		// What the cluster had before, for meshinstall's record (what
+		// `meshbench mesh uninstall` removes).
+		var crdsBefore []string
+		if MeshCLI(mode) == "istioctl" {
+			var err error
+			if crdsBefore, err = meshinstall.CRDNames(ctx, c.Client); err != nil {
+				endMesh()
+				return nil, err
+			}
+		}
 		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
 		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
 		if err == nil && o.IstioInstall != nil && MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
 			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
 				err = c.Apply(ctx, o.IstioInstall.Objects)
 			}
+		}
+		if err == nil && MeshCLI(mode) == "istioctl" {
+			var applied []runtime.Object
+			if o.IstioInstall != nil {
+				applied = o.IstioInstall.Objects
+			}
+			err = meshinstall.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
 		}
 		if err != nil {
 			endMesh()
