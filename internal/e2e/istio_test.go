@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,7 +95,6 @@ func TestIstioOnRealNodes(t *testing.T) {
 		testutil.SkipOrFail(t, err.Error())
 	}
 	c := connect(t, kc)
-	ctx := context.Background()
 	before := clusterState(t, c)
 	installed := false
 	t.Cleanup(func() {
@@ -114,45 +114,25 @@ func TestIstioOnRealNodes(t *testing.T) {
 	}
 	tImages := inv.took
 
-	// One sidecar cell that installs Istio; istiod's ACK table read
-	// while the load runs (the app and load sidecars exist only then).
+	// One sidecar cell that installs Istio; the run reads istiod's ACK
+	// table in its measured window (the app and load sidecars exist only
+	// then) and keeps it in k8s/istiod-syncz.json.
 	installed = true
 	out := filepath.Join(t.TempDir(), "run")
 	w := watchPods(c, "e2i-app", "e2i-load", kube.IstioNamespace)
-	done := make(chan invocation, 1)
-	var stderr testutil.SyncBuffer
-	go func() {
-		done <- meshbenchTo(t, &stderr, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i",
-			"--mesh", "sidecar", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
-			"--replicas", "2", "--workers", "1", "--rate", "40", "--duration", "25s", "--out", out)
-	}()
-	var syncs []istio.ProxySync
-	deadline := time.Now().Add(10 * time.Minute)
-	for !strings.Contains(stderr.String(), "phase measure") && time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
-	}
-	if syncs, err = istio.SyncStatus(ctx, b, kc.Kubeconfig, ""); err != nil {
-		t.Errorf("istiod's sync status: %v", err)
-	}
-	inv = <-done
+	inv = meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i",
+		"--mesh", "sidecar", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
+		"--replicas", "2", "--workers", "1", "--rate", "40", "--duration", "25s", "--out", out)
 	tRun := inv.took
 	w.Stop()
 	if inv.code != 0 {
 		t.Fatalf("run --mesh sidecar: exit %d", inv.code)
 	}
-	var table strings.Builder
-	_ = istio.WriteSyncTable(&table, syncs)
-	t.Logf("istiod's ACK table mid-run:\n%s", table.String())
 	// The two app sidecars, the load sidecar and the ingress gateway,
 	// every type ACKed: upstream Envoy took all of istiod's config.
-	sidecars := 0
-	for _, p := range syncs {
-		if p.Type == "sidecar" {
-			sidecars++
-		}
-	}
-	if sidecars < 3 || len(istio.NotACKed(syncs)) > 0 {
-		t.Errorf("%d sidecars in istiod's syncz, not ACKed: %v; want 3 (2 app, 1 load) all ACKed", sidecars, istio.NotACKed(syncs))
+	syncs := ackTable(t, "sidecar", out, inv.stderr)
+	if n := countType(syncs, "sidecar"); n < 3 {
+		t.Errorf("%d sidecars in istiod's syncz; want 3 (2 app, 1 load)", n)
 	}
 	lr, err := results.ReadFile(filepath.Join(out, results.LoadFile))
 	if err != nil {
@@ -255,6 +235,10 @@ func TestIstioOnRealNodes(t *testing.T) {
 	if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
 		t.Errorf("ambient: stdout has unclassified pods")
 	}
+	// istiod's ACK table: ztunnel on every node (its WDS types) ACKed.
+	if n := countType(ackTable(t, "ambient", aout, inv.stderr), "ztunnel"); n != len(kc.Real.Nodes) {
+		t.Errorf("ambient: %d ztunnels in istiod's ACK table, want %d", n, len(kc.Real.Nodes))
+	}
 	if len(w.Pods(kube.IstioNamespace, "ztunnel-")) != len(kc.Real.Nodes) || len(w.Pods(kube.IstioNamespace, "istio-cni-node-")) != len(kc.Real.Nodes) {
 		t.Errorf("ambient: %d ztunnel and %d istio-cni pods seen, want one per node", len(w.Pods(kube.IstioNamespace, "ztunnel-")), len(w.Pods(kube.IstioNamespace, "istio-cni-node-")))
 	}
@@ -285,6 +269,11 @@ func TestIstioOnRealNodes(t *testing.T) {
 		}
 		if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
 			t.Errorf("waypoint: stdout has unclassified pods")
+		}
+		// istiod's ACK table: the waypoint (a router) and the ztunnels.
+		syncs := ackTable(t, "waypoint", wout, inv.stderr)
+		if countType(syncs, "ztunnel") != len(kc.Real.Nodes) || !slices.ContainsFunc(syncs, func(p istio.ProxySync) bool { return strings.Contains(p.Proxy, "waypoint") }) {
+			t.Errorf("waypoint: istiod's ACK table lacks the waypoint or a ztunnel")
 		}
 	}
 	checkClean(t, c, "e2w-app", "e2w-load")
@@ -328,6 +317,39 @@ sample_interval: 10s
 		}
 	}
 	tBench := inv.took
+	t.Logf("bench stdout:\n%s", inv.stdout)
+	// The none and sidecar cells run on the ambient profile's install:
+	// ztunnel runs on every node but serves none of their pods, so it is
+	// mesh-idle there (shown), not their data plane; in the ambient cells
+	// it is the data plane.
+	cells, _ := filepath.Glob(filepath.Join(bout, "cells", "*", "resources.json"))
+	checked := map[string]int{}
+	for _, f := range cells {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cell := filepath.Base(filepath.Dir(f))
+		mode := strings.SplitN(cell, "-", 2)[0]
+		idle, dpZtunnel := strings.Contains(string(data), `"idle node proxy `), strings.Contains(string(data), `"node proxy `)
+		switch mode {
+		case "none", "sidecar":
+			if !idle || dpZtunnel {
+				t.Errorf("%s: ztunnel idle %v, as data plane %v; want mesh-idle only", cell, idle, dpZtunnel)
+			}
+			if mode == "none" && strings.Contains(string(data), `"name": "data-plane"`) {
+				t.Errorf("%s: a data-plane category in a none cell", cell)
+			}
+		case "ambient":
+			if idle || !dpZtunnel {
+				t.Errorf("%s: ztunnel idle %v, as data plane %v; want data plane", cell, idle, dpZtunnel)
+			}
+		}
+		checked[mode]++
+	}
+	if checked["none"] != 2 || checked["ambient"] != 2 {
+		t.Errorf("bench cells checked: %v; want 2 none and 2 ambient", checked)
+	}
 	checkClean(t, c, "e2j-app", "e2j-load")
 
 	// Uninstall: the cluster as it was.
@@ -353,6 +375,40 @@ sample_interval: 10s
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings: images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
 		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tBench.Seconds(), tUninstall.Seconds())
+}
+
+// ackTable reads istiod's ACK table a run kept (k8s/istiod-syncz.json),
+// checks the run printed it, and that every proxy ACKed every type.
+func ackTable(t *testing.T, what, out, stderr string) []istio.ProxySync {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, "k8s", "istiod-syncz.json"))
+	if err != nil {
+		t.Errorf("%s: no ACK table in the results: %v", what, err)
+		return nil
+	}
+	var ps []istio.ProxySync
+	if err := json.Unmarshal(data, &ps); err != nil {
+		t.Errorf("%s: k8s/istiod-syncz.json: %v", what, err)
+	}
+	table, _ := os.ReadFile(filepath.Join(out, "k8s", "istiod-acks.txt"))
+	t.Logf("%s: istiod's ACK table in the measured window:\n%s", what, table)
+	if !strings.Contains(stderr, "istiod's ACK table (") {
+		t.Errorf("%s: the run did not print istiod's ACK table", what)
+	}
+	if bad := istio.NotACKed(ps); len(bad) > 0 || len(ps) == 0 {
+		t.Errorf("%s: %d proxies in istiod's ACK table, not ACKed: %v; want every proxy's every type ACKed", what, len(ps), bad)
+	}
+	return ps
+}
+
+func countType(ps []istio.ProxySync, typ string) int {
+	n := 0
+	for _, p := range ps {
+		if p.Type == typ {
+			n++
+		}
+	}
+	return n
 }

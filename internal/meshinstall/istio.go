@@ -29,6 +29,23 @@ type MeshInstall struct {
 	// (Istio applies EnvoyFilters to a waypoint only through targetRefs
 	// naming its Gateway); they go with the app's namespace.
 	WaypointObjects func(namespace, gateway string) []runtime.Object
+	// Syncz, when set, reads istiod's ACK table (every connected proxy,
+	// each xDS type ACKed, NACKed or pending) from the cluster of
+	// kubeconfig/context; a run calls it once the measured window began,
+	// when every proxy of the cell is connected.
+	Syncz func(ctx context.Context, kubeconfig, kubecontext string) (*SyncReport, error)
+}
+
+// SyncReport is istiod's ACK table as a run keeps it.
+type SyncReport struct {
+	// Proxies is the table as data (written as k8s/istiod-syncz.json).
+	Proxies any
+	// Table is the table as printed (k8s/istiod-acks.txt and the log).
+	Table string
+	// Proxy names the number of proxies; NotACKed lists "proxy TYPE:
+	// why" for every type a proxy has not ACKed.
+	Count    int
+	NotACKed []string
 }
 
 // Commands applies mi to Istio's install commands (others unchanged).

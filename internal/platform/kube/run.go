@@ -826,10 +826,32 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		endWarm()
 		return nil, err
 	}
-	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.enter("measure") })
+	syncDone := make(chan struct{})
+	var sync *meshinstall.SyncReport
+	var syncErr error
+	warmTimer := time.AfterFunc(o.Warmup, func() {
+		endWarm()
+		r.enter("measure")
+		// istiod's ACK table, read once the window began: every proxy
+		// of the cell (the app's and the load's, ztunnel, the waypoint)
+		// is connected then.
+		if syncz := r.syncz(); syncz != nil {
+			go func() {
+				defer close(syncDone)
+				sctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				sync, syncErr = syncz(sctx, o.Connect.Kubeconfig, o.Connect.Context)
+			}()
+			return
+		}
+		close(syncDone)
+	})
 	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
+	} else {
+		<-syncDone
+		r.writeSync(sync, syncErr)
 	}
 	parts, logErr := r.collectWorkerLogs(context.WithoutCancel(ctx), job)
 	if jobErr != nil && len(parts) == 0 {
@@ -849,6 +871,44 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		return nil, err
 	}
 	return merged, jobErr
+}
+
+// syncz is the install's reader of istiod's ACK table when this run's
+// mesh is Istio installed by meshbench with one (nil otherwise).
+func (r *run) syncz() func(context.Context, string, string) (*meshinstall.SyncReport, error) {
+	mi := r.o.IstioInstall
+	if mi == nil || mi.Syncz == nil || MeshCLI(string(r.o.Spec.Mesh.Mode)) != "istioctl" {
+		return nil
+	}
+	return mi.Syncz
+}
+
+// writeSync keeps istiod's ACK table in the results (k8s/istiod-acks.txt,
+// k8s/istiod-syncz.json), prints it, and records in the manifest how many
+// proxies there were and which types were not ACKed.
+func (r *run) writeSync(s *meshinstall.SyncReport, err error) {
+	if err != nil {
+		r.logf("istiod's ACK table: %v", err)
+		r.mu.Lock()
+		r.manifest.Options["istiod_syncz_error"] = err.Error()
+		r.mu.Unlock()
+		return
+	}
+	if s == nil {
+		return
+	}
+	_ = r.dir.WriteJSON(filepath.Join("k8s", "istiod-syncz.json"), s.Proxies)
+	_ = r.dir.WriteFile(filepath.Join("k8s", "istiod-acks.txt"), []byte(s.Table))
+	r.logf("istiod's ACK table (%d proxies, read in the measured window):\n%s", s.Count, strings.TrimRight(s.Table, "\n"))
+	r.mu.Lock()
+	r.manifest.Options["istiod_proxies"] = s.Count
+	if len(s.NotACKed) > 0 {
+		r.manifest.Options["istiod_not_acked"] = s.NotACKed
+	}
+	r.mu.Unlock()
+	if len(s.NotACKed) > 0 {
+		r.logf("warning: istiod's config not ACKed: %s", strings.Join(s.NotACKed, "; "))
+	}
 }
 
 func (r *run) enter(name string) {
