@@ -9,7 +9,8 @@
 // The sums are the seed tool's: mesh = data-plane + control-plane (+ the
 // ingress gateway, which the seed tool has not: meshbench counts it as
 // mesh), non-mesh = app + load, business = mesh + non-mesh, total =
-// business + overhead. Each sum is taken per sampling round first, then
+// business + overhead (+ mesh-idle: mesh infrastructure that serves none of
+// the cell's pods, shown apart when there is any). Each sum is taken per sampling round first, then
 // its average, minimum and maximum over the rounds (so a sum's minimum is
 // the lowest round's sum, not the sum of minima). Mesh ratios are mesh /
 // non-mesh, data-plane ratios data-plane / non-mesh, of the averages.
@@ -141,8 +142,13 @@ func Render(s State) []string {
 	if gw.Rounds > 0 {
 		out = append(out, line("gateway", gw))
 	}
-	out = append(out, line("mesh", mesh), line("non-mesh", nonMesh), line("business", business), "",
-		line("overhead", overhead), line("total", total), "",
+	out = append(out, line("mesh", mesh), line("non-mesh", nonMesh), line("business", business), "", line("overhead", overhead))
+	if idle := cat(sample.CategoryMeshIdle); idle.Rounds > 0 {
+		// Mesh infrastructure serving none of the cell's pods (ztunnel in
+		// a none cell): in the total, not in the mesh's sums.
+		out = append(out, line("mesh-idle", idle))
+	}
+	out = append(out, line("total", total), "",
 		ratio("Mesh CPU ratio:", mesh.CPUMillicores.Avg, nonMesh.CPUMillicores.Avg),
 		ratio("Mesh memory ratio:", memAvg(mesh), memAvg(nonMesh)), "",
 		ratio("Data plane CPU ratio:", dp.CPUMillicores.Avg, nonMesh.CPUMillicores.Avg),
