@@ -253,8 +253,10 @@ func UninstallIstio(ctx context.Context, c *kubeclient.Client, o UninstallOption
 	// The CRDs meshbench applied and the cluster did not have before.
 	var gone []string
 	var crdErrs []error
+	kept := 0
 	for _, name := range crds {
 		if slices.Contains(crdsBefore, name) {
+			kept++
 			continue
 		}
 		err := c.Dynamic.Resource(crdGVR).Delete(ctx, name, metav1.DeleteOptions{})
@@ -264,8 +266,25 @@ func UninstallIstio(ctx context.Context, c *kubeclient.Client, o UninstallOption
 		}
 		gone = append(gone, name)
 	}
+	// A CRD goes once the API server removed its objects (its
+	// finalizer): wait, so that the cluster is as it was when this returns.
+	if len(gone) > 0 {
+		var left []string
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			left = left[:0]
+			for _, name := range gone {
+				if _, err := c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					left = append(left, name)
+				}
+			}
+			return len(left) == 0, nil
+		})
+		if err != nil {
+			crdErrs = append(crdErrs, fmt.Errorf("still there after %s: %s", timeout, strings.Join(left, ", ")))
+		}
+	}
 	if haveRecord {
-		step("CRDs meshbench applied", fmt.Sprintf("%d deleted (%d it applied existed before and stay)", len(gone), len(crds)-len(gone)-len(crdErrs)), errors.Join(crdErrs...))
+		step("CRDs meshbench applied", fmt.Sprintf("%d deleted (%d it applied existed before and stay)", len(gone), kept), errors.Join(crdErrs...))
 	}
 
 	// istiod's ConfigMaps in every namespace.

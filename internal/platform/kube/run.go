@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/internal/kubeclient"
@@ -832,14 +833,18 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	warmTimer := time.AfterFunc(o.Warmup, func() {
 		endWarm()
 		r.enter("measure")
-		// istiod's ACK table, read once the window began: every proxy
-		// of the cell (the app's and the load's, ztunnel, the waypoint)
-		// is connected then.
+		// istiod's ACK table, read in the window once the load's pods
+		// are ready: every proxy of the cell (the app's and the load's,
+		// ztunnel, the waypoint) is connected then. (The warm-up counts
+		// from the Job's creation: its pods may still be starting.)
 		if syncz := r.syncz(); syncz != nil {
 			go func() {
 				defer close(syncDone)
-				sctx, cancel := context.WithTimeout(ctx, time.Minute)
+				sctx, cancel := context.WithTimeout(ctx, time.Minute+o.Duration)
 				defer cancel()
+				if err := c.waitPodsReady(sctx, o.Spec.LoadNamespace, o.Duration/2); err != nil {
+					r.logf("istiod's ACK table: %v; read anyway", err)
+				}
 				sync, syncErr = syncz(sctx, o.Connect.Kubeconfig, o.Connect.Context)
 			}()
 			return
@@ -871,6 +876,31 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		return nil, err
 	}
 	return merged, jobErr
+}
+
+// waitPodsReady waits up to timeout until ns has pods and every one is
+// ready.
+func (c *Cluster) waitPodsReady(ctx context.Context, ns string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for i := range pods.Items {
+			if PodReady(&pods.Items[i]) {
+				ready++
+			}
+		}
+		last = fmt.Sprintf("%d of %d pods ready in %s", ready, len(pods.Items), ns)
+		return len(pods.Items) > 0 && ready == len(pods.Items), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s after %s", last, timeout)
+	}
+	return nil
 }
 
 // syncz is the install's reader of istiod's ACK table when this run's
