@@ -56,8 +56,17 @@ func TestLabVsClusterIstio(t *testing.T) {
 	if out == "" {
 		out = filepath.Join(t.TempDir(), "out")
 	}
-	inv := meshbench(t, nil, "bench", filepath.Join("..", "..", "examples", "lab-vs-cluster-istio.yaml"), "--platform", "kube",
-		"--seed", "7", "--out", out, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2v",
+	// The same plan, its platform kube (a plan's axes and the flags do
+	// not mix, so the copy says it).
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "lab-vs-cluster-istio.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(plan, []byte(strings.Replace(string(src), "\nplatform: local\n", "\nplatform: kube\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv := meshbench(t, nil, "bench", plan, "--seed", "7", "--out", out, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2v",
 		"--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path)
 	if inv.code != 0 {
 		t.Errorf("bench on the cluster: exit %d", inv.code)

@@ -248,7 +248,7 @@ func UninstallIstio(ctx context.Context, c *kubeclient.Client, o UninstallOption
 			err = fmt.Errorf("still there after %s: %w", timeout, err)
 		}
 	}
-	step("namespace "+ns+" deleted", fmt.Sprintf("gone after %.1f s (istio-cni's pods took their plugin out of the nodes' CNI chains as they stopped)", time.Since(start).Seconds()), err)
+	step("namespace "+ns+" deleted", fmt.Sprintf("gone after %.1f s", time.Since(start).Seconds()), err)
 
 	// The CRDs meshbench applied and the cluster did not have before.
 	var gone []string
