@@ -56,14 +56,14 @@ func TestLabVsClusterIstio(t *testing.T) {
 	if out == "" {
 		out = filepath.Join(t.TempDir(), "out")
 	}
-	// The same plan, its platform kube (a plan's axes and the flags do
-	// not mix, so the copy says it).
+	// The same plan, its platform kube and no substrate (a plan's axes
+	// and the flags do not mix, so the copy says it).
 	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "lab-vs-cluster-istio.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	plan := filepath.Join(t.TempDir(), "plan.yaml")
-	if err := os.WriteFile(plan, []byte(strings.Replace(string(src), "\nplatform: local\n", "\nplatform: kube\n", 1)), 0o644); err != nil {
+	if err := os.WriteFile(plan, []byte(strings.NewReplacer("\nplatform: local\n", "\nplatform: kube\n", "\nsubstrate: netns\n", "\n").Replace(string(src))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	inv := meshbench(t, nil, "bench", plan, "--seed", "7", "--out", out, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2v",
