@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +18,6 @@ import (
 	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/nodes"
 	"github.com/meshbench/meshbench/internal/platform/kube"
-	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -56,45 +55,17 @@ func clusterState(t *testing.T, c *kube.Cluster) map[string][]string {
 	return st
 }
 
-// uninstallIstio removes Istio as a user would (istioctl uninstall
-// --purge, then its namespace, waited for) plus what the purge leaves
-// behind: the Gateway API CRDs meshbench's install applied and the
-// ConfigMaps istiod copies into every namespace (istio-ca-root-cert,
-// istio-ca-crl).
-func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig string) time.Duration {
+// uninstallIstio is `meshbench mesh uninstall`: istioctl uninstall
+// --purge, the namespace waited for, the Gateway API CRDs meshbench's
+// install applied (from its record) and the ConfigMaps istiod copied into
+// every namespace.
+func uninstallIstio(t *testing.T, b istio.Build, kubeconfig string) (time.Duration, string) {
 	t.Helper()
-	t0 := time.Now()
-	ctx := context.Background()
-	out, err := exec.CommandContext(ctx, b.Path("istioctl"), "uninstall", "--purge", "-y", "--kubeconfig", kubeconfig).CombinedOutput()
-	if err != nil {
-		t.Errorf("istioctl uninstall --purge: %v\n%s", err, out)
+	inv := meshbench(t, nil, "mesh", "uninstall", "--platform", "kube", "--mesh", "sidecar,ambient", "--istio-build", b.Dir, "--kubeconfig", kubeconfig)
+	if inv.code != 0 {
+		t.Errorf("meshbench mesh uninstall: exit %d\n%s", inv.code, inv.stdout)
 	}
-	_ = c.Core.CoreV1().Namespaces().Delete(ctx, kube.IstioNamespace, metav1.DeleteOptions{})
-	waitFor(t, 2*time.Minute, "namespace istio-system to go", func() bool {
-		_, err := c.Core.CoreV1().Namespaces().Get(ctx, kube.IstioNamespace, metav1.GetOptions{})
-		return err != nil
-	})
-	// The Gateway API CRDs (istioctl leaves them: they are not Istio's):
-	// those meshbench's install applied and udproutes, which appears
-	// beside them during the install.
-	crdRes := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	if crds, err := crdRes.List(ctx, metav1.ListOptions{}); err == nil {
-		for _, crd := range crds.Items {
-			if strings.HasSuffix(crd.GetName(), ".gateway.networking.k8s.io") || strings.HasSuffix(crd.GetName(), ".gateway.networking.x-k8s.io") {
-				_ = crdRes.Delete(ctx, crd.GetName(), metav1.DeleteOptions{})
-			}
-		}
-	}
-	// Only once istiod is gone: it writes them again while it runs.
-	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	if err == nil {
-		for _, ns := range nss.Items {
-			for _, cm := range []string{"istio-ca-root-cert", "istio-ca-crl"} {
-				_ = c.Core.CoreV1().ConfigMaps(ns.Name).Delete(ctx, cm, metav1.DeleteOptions{})
-			}
-		}
-	}
-	return time.Since(t0)
+	return inv.took, inv.stdout
 }
 
 // TestIstioOnRealNodes is Istio built here on real pods, as a new user
@@ -109,8 +80,11 @@ func uninstallIstio(t *testing.T, c *kube.Cluster, b istio.Build, kubeconfig str
 // to the ambient profile: istio-cni and ztunnel on the real nodes) with
 // mTLS verified from ztunnel's own counters and ztunnel, istio-cni and
 // istiod classified; doctor --mesh sidecar,ambient; a bench plan
-// none/sidecar/ambient × 2 reuses the install and writes its report; and
-// the uninstall leaves the cluster (and the nodes' CNI chains) as it was.
+// none/sidecar/ambient × 2 reuses the install and writes its report (ztunnel
+// mesh-idle in its none and sidecar cells, the data plane in its ambient
+// cells); istiod's ACK table, kept by every run, has every proxy ACKed;
+// and `meshbench mesh uninstall` leaves the cluster (and the nodes' CNI
+// chains) as it was.
 // One install for all of it: the install is the slow part (about a
 // minute).
 func TestIstioOnRealNodes(t *testing.T) {
@@ -124,12 +98,11 @@ func TestIstioOnRealNodes(t *testing.T) {
 		testutil.SkipOrFail(t, err.Error())
 	}
 	c := connect(t, kc)
-	ctx := context.Background()
 	before := clusterState(t, c)
 	installed := false
 	t.Cleanup(func() {
 		if installed {
-			uninstallIstio(t, c, b, kc.Kubeconfig)
+			uninstallIstio(t, b, kc.Kubeconfig)
 		}
 	})
 
@@ -144,45 +117,25 @@ func TestIstioOnRealNodes(t *testing.T) {
 	}
 	tImages := inv.took
 
-	// One sidecar cell that installs Istio; istiod's ACK table read
-	// while the load runs (the app and load sidecars exist only then).
+	// One sidecar cell that installs Istio; the run reads istiod's ACK
+	// table in its measured window (the app and load sidecars exist only
+	// then) and keeps it in k8s/istiod-syncz.json.
 	installed = true
 	out := filepath.Join(t.TempDir(), "run")
 	w := watchPods(c, "e2i-app", "e2i-load", kube.IstioNamespace)
-	done := make(chan invocation, 1)
-	var stderr testutil.SyncBuffer
-	go func() {
-		done <- meshbenchTo(t, &stderr, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i",
-			"--mesh", "sidecar", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
-			"--replicas", "2", "--workers", "1", "--rate", "40", "--duration", "25s", "--out", out)
-	}()
-	var syncs []istio.ProxySync
-	deadline := time.Now().Add(10 * time.Minute)
-	for !strings.Contains(stderr.String(), "phase measure") && time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
-	}
-	if syncs, err = istio.SyncStatus(ctx, b, kc.Kubeconfig, ""); err != nil {
-		t.Errorf("istiod's sync status: %v", err)
-	}
-	inv = <-done
+	inv = meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i",
+		"--mesh", "sidecar", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
+		"--replicas", "2", "--workers", "1", "--rate", "40", "--duration", "25s", "--out", out)
 	tRun := inv.took
 	w.Stop()
 	if inv.code != 0 {
 		t.Fatalf("run --mesh sidecar: exit %d", inv.code)
 	}
-	var table strings.Builder
-	_ = report.SyncTable(&table, istio.SyncRows(syncs))
-	t.Logf("istiod's ACK table mid-run:\n%s", table.String())
 	// The two app sidecars, the load sidecar and the ingress gateway,
 	// every type ACKed: upstream Envoy took all of istiod's config.
-	sidecars := 0
-	for _, p := range syncs {
-		if p.Type == "sidecar" {
-			sidecars++
-		}
-	}
-	if sidecars < 3 || len(istio.NotACKed(syncs)) > 0 {
-		t.Errorf("%d sidecars in istiod's syncz, not ACKed: %v; want 3 (2 app, 1 load) all ACKed", sidecars, istio.NotACKed(syncs))
+	syncs := ackTable(t, "sidecar", out, inv.stderr)
+	if n := countType(syncs, "sidecar"); n < 3 {
+		t.Errorf("%d sidecars in istiod's syncz; want 3 (2 app, 1 load)", n)
 	}
 	lr, err := results.ReadFile(filepath.Join(out, results.LoadFile))
 	if err != nil {
@@ -285,6 +238,10 @@ func TestIstioOnRealNodes(t *testing.T) {
 	if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
 		t.Errorf("ambient: stdout has unclassified pods")
 	}
+	// istiod's ACK table: ztunnel on every node (its WDS types) ACKed.
+	if n := countType(ackTable(t, "ambient", aout, inv.stderr), "ztunnel"); n != len(kc.Real.Nodes) {
+		t.Errorf("ambient: %d ztunnels in istiod's ACK table, want %d", n, len(kc.Real.Nodes))
+	}
 	if len(w.Pods(kube.IstioNamespace, "ztunnel-")) != len(kc.Real.Nodes) || len(w.Pods(kube.IstioNamespace, "istio-cni-node-")) != len(kc.Real.Nodes) {
 		t.Errorf("ambient: %d ztunnel and %d istio-cni pods seen, want one per node", len(w.Pods(kube.IstioNamespace, "ztunnel-")), len(w.Pods(kube.IstioNamespace, "istio-cni-node-")))
 	}
@@ -315,6 +272,11 @@ func TestIstioOnRealNodes(t *testing.T) {
 		}
 		if strings.Contains(inv.stdout, "unclassified") || strings.Contains(inv.stdout, "other ") {
 			t.Errorf("waypoint: stdout has unclassified pods")
+		}
+		// istiod's ACK table: the waypoint (a router) and the ztunnels.
+		syncs := ackTable(t, "waypoint", wout, inv.stderr)
+		if countType(syncs, "ztunnel") != len(kc.Real.Nodes) || !slices.ContainsFunc(syncs, func(p istio.ProxySync) bool { return strings.Contains(p.Proxy, "waypoint") }) {
+			t.Errorf("waypoint: istiod's ACK table lacks the waypoint or a ztunnel")
 		}
 	}
 	checkClean(t, c, "e2w-app", "e2w-load")
@@ -358,11 +320,50 @@ sample_interval: 10s
 		}
 	}
 	tBench := inv.took
+	t.Logf("bench stdout:\n%s", inv.stdout)
+	// The none and sidecar cells run on the ambient profile's install:
+	// ztunnel runs on every node but serves none of their pods, so it is
+	// mesh-idle there (shown), not their data plane; in the ambient cells
+	// it is the data plane.
+	cells, _ := filepath.Glob(filepath.Join(bout, "cells", "*", "resources.json"))
+	checked := map[string]int{}
+	for _, f := range cells {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cell := filepath.Base(filepath.Dir(f))
+		mode := strings.SplitN(cell, "-", 2)[0]
+		idle, dpZtunnel := strings.Contains(string(data), `"idle node proxy `), strings.Contains(string(data), `"node proxy `)
+		switch mode {
+		case "none", "sidecar":
+			if !idle || dpZtunnel {
+				t.Errorf("%s: ztunnel idle %v, as data plane %v; want mesh-idle only", cell, idle, dpZtunnel)
+			}
+			if mode == "none" && strings.Contains(string(data), `"name": "data-plane"`) {
+				t.Errorf("%s: a data-plane category in a none cell", cell)
+			}
+		case "ambient":
+			if idle || !dpZtunnel {
+				t.Errorf("%s: ztunnel idle %v, as data plane %v; want data plane", cell, idle, dpZtunnel)
+			}
+		}
+		checked[mode]++
+	}
+	if checked["none"] != 2 || checked["ambient"] != 2 {
+		t.Errorf("bench cells checked: %v; want 2 none and 2 ambient", checked)
+	}
 	checkClean(t, c, "e2j-app", "e2j-load")
 
 	// Uninstall: the cluster as it was.
-	tUninstall := uninstallIstio(t, c, b, kc.Kubeconfig)
+	tUninstall, unout := uninstallIstio(t, b, kc.Kubeconfig)
 	installed = false
+	t.Logf("meshbench mesh uninstall:\n%s", unout)
+	// The record named the Gateway API CRDs the install applied (none
+	// existed before here) and the overlay's EnvoyFilter.
+	if !strings.Contains(unout, "CRDs meshbench applied: ") || strings.Contains(unout, "CRDs meshbench applied: 0 deleted") || strings.Contains(unout, "FAIL") {
+		t.Errorf("mesh uninstall did not delete the Gateway API CRDs from its record, or a step failed")
+	}
 	after := clusterState(t, c)
 	for kind, names := range before {
 		if !slices.Equal(names, after[kind]) {
@@ -377,6 +378,40 @@ sample_interval: 10s
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings: images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
 		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tBench.Seconds(), tUninstall.Seconds())
+}
+
+// ackTable reads istiod's ACK table a run kept (k8s/istiod-syncz.json),
+// checks the run printed it, and that every proxy ACKed every type.
+func ackTable(t *testing.T, what, out, stderr string) []istio.ProxySync {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, "k8s", "istiod-syncz.json"))
+	if err != nil {
+		t.Errorf("%s: no ACK table in the results: %v", what, err)
+		return nil
+	}
+	var ps []istio.ProxySync
+	if err := json.Unmarshal(data, &ps); err != nil {
+		t.Errorf("%s: k8s/istiod-syncz.json: %v", what, err)
+	}
+	table, _ := os.ReadFile(filepath.Join(out, "k8s", "istiod-acks.txt"))
+	t.Logf("%s: istiod's ACK table in the measured window:\n%s", what, table)
+	if !strings.Contains(stderr, "istiod's ACK table (") {
+		t.Errorf("%s: the run did not print istiod's ACK table", what)
+	}
+	if bad := istio.NotACKed(ps); len(bad) > 0 || len(ps) == 0 {
+		t.Errorf("%s: %d proxies in istiod's ACK table, not ACKed: %v; want every proxy's every type ACKed", what, len(ps), bad)
+	}
+	return ps
+}
+
+func countType(ps []istio.ProxySync, typ string) int {
+	n := 0
+	for _, p := range ps {
+		if p.Type == typ {
+			n++
+		}
+	}
+	return n
 }

@@ -2,17 +2,19 @@ package istio
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/meshbench/meshbench/internal/meshinstall"
+	"github.com/meshbench/meshbench/internal/report"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-
-	"github.com/meshbench/meshbench/internal/platform/kube"
 )
 
 //go:embed envoyfilters.yaml
@@ -83,7 +85,7 @@ func InstallArgs(hub, tag string) []string {
 // defaults), the Gateway API CRDs of the build (GatewayCRDs), the
 // upstream-Envoy overlay, and envoyBuild (Envoy's build
 // string, `envoy --version`) as the proxy the run measures.
-func Install(b Build, hub, tag, envoyBuild string) (*kube.MeshInstall, error) {
+func Install(b Build, hub, tag, envoyBuild string) (*meshinstall.MeshInstall, error) {
 	// The Gateway API CRDs first (a waypoint needs them; Apply creates
 	// them before the EnvoyFilter), then the overlay's EnvoyFilters.
 	objs, err := GatewayCRDs(b)
@@ -95,12 +97,21 @@ func Install(b Build, hub, tag, envoyBuild string) (*kube.MeshInstall, error) {
 		return nil, err
 	}
 	objs = append(objs, efs...)
-	return &kube.MeshInstall{
+	return &meshinstall.MeshInstall{
 		Istioctl:        b.Path("istioctl"),
 		Args:            InstallArgs(hub, tag),
 		Objects:         objs,
 		WaypointObjects: WaypointEnvoyFilter,
-		Proxy:           fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
+		Syncz: func(ctx context.Context, kubeconfig, kubecontext string) (*meshinstall.SyncReport, error) {
+			ps, err := SyncStatus(ctx, b, kubeconfig, kubecontext)
+			if err != nil {
+				return nil, err
+			}
+			var tb strings.Builder
+			_ = report.SyncTable(&tb, SyncRows(ps))
+			return &meshinstall.SyncReport{Proxies: ps, Table: tb.String(), Count: len(ps), NotACKed: NotACKed(ps)}, nil
+		},
+		Proxy: fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
 	}, nil
 }
 

@@ -84,7 +84,11 @@ func cmpOr(s, def string) string {
 //     ("linkerd-destination").
 //  2. ztunnel, the pods of the DaemonSet "ztunnel" in Istio's namespace
 //     (or, when the pod has no owner, labelled app=ztunnel there):
-//     data-plane, component "node proxy <node>".
+//     data-plane, component "node proxy <node>", in the modes that run
+//     ztunnel (ambient, waypoint); in the others (none, sidecar: the
+//     ambient profile installed, the cell's namespaces not enrolled)
+//     mesh-idle, "idle node proxy <node>": shown, not the cell's data
+//     plane.
 //  3. Waypoints, pods labelled gateway.networking.k8s.io/gateway-class-name
 //     = istio-waypoint or gateway.istio.io/managed =
 //     istio.io-mesh-controller, in any namespace: data-plane, "waypoint".
@@ -105,9 +109,9 @@ func cmpOr(s, def string) string {
 //  10. The load namespace: load, "load".
 //  11. Anything else: overhead, "other <namespace>".
 //
-// The rules do not depend on the mode: a mesh component the mode does not
-// explain (a sidecar in a baseline run) is still counted as what it is, and
-// Unexpected says so. <service> is the pod's app label, else its
+// Apart from ztunnel's rule the rules do not depend on the mode: a mesh
+// component the mode does not explain (a sidecar in a baseline run) is
+// still counted as what it is, and Unexpected says so. <service> is the pod's app label, else its
 // app.kubernetes.io/name label, else its workload. A workload is the
 // pod's controller: a Deployment's name (the ReplicaSet's without its
 // pod-template-hash), a DaemonSet's, a StatefulSet's, a Job's; the pod's
@@ -211,10 +215,16 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 	case roleLinkerdControl:
 		return name, workloadName(pod), sample.CategoryControlPlane
 	case roleZtunnel:
-		if pod.Spec.NodeName == "" {
-			return name, "node proxy", sample.CategoryDataPlane
+		comp, cat := "node proxy", sample.CategoryDataPlane
+		if !c.runs(meshes.Ztunnel) {
+			// The cell's namespaces are not ambient-enrolled: ztunnel
+			// serves none of its pods, so it is not the cell's data plane.
+			comp, cat = "idle node proxy", sample.CategoryMeshIdle
 		}
-		return name, "node proxy " + pod.Spec.NodeName, sample.CategoryDataPlane
+		if pod.Spec.NodeName == "" {
+			return name, comp, cat
+		}
+		return name, comp + " " + pod.Spec.NodeName, cat
 	case roleWaypoint:
 		return name, "waypoint", sample.CategoryDataPlane
 	case roleGateway:
@@ -233,6 +243,12 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 		return name, "load", sample.CategoryLoad
 	}
 	return name, "other " + pod.Namespace, sample.CategoryOverhead
+}
+
+// runs reports whether the classifier's mode runs mesh component m.
+func (c *Classifier) runs(m meshes.Component) bool {
+	mm, ok := meshes.Get(c.mode)
+	return ok && slices.Contains(mm.Cluster.Components, m)
 }
 
 // Unexpected returns why container in pod is a mesh component the

@@ -80,12 +80,13 @@ func TestClassify(t *testing.T) {
 		// The load's sidecar: data-plane, named after the Job without an app label.
 		{"load sidecar", nil, testPod("mb-load", "load-0-x7k2p", ownedBy("Job", "meshbench-load")), "istio-proxy",
 			"meshbench-load sidecar", sample.CategoryDataPlane},
-		// ztunnel: the DaemonSet's pods in istio-system, one component per node.
+		// ztunnel: the DaemonSet's pods in istio-system, one component per node;
+		// in mode sidecar (this table's) idle infrastructure, not data plane.
 		{"ztunnel", nil, testPod("istio-system", "ztunnel-abcde", withLabels("app", "ztunnel"), ownedBy("DaemonSet", "ztunnel"), onNode("kwok-node-1")), "istio-proxy",
-			"node proxy kwok-node-1", sample.CategoryDataPlane},
+			"idle node proxy kwok-node-1", sample.CategoryMeshIdle},
 		// A ztunnel pod known from its metrics only (no owner, no node).
 		{"ztunnel from metrics", nil, testPod("istio-system", "ztunnel-abcde", withLabels("app", "ztunnel")), "istio-proxy",
-			"node proxy", sample.CategoryDataPlane},
+			"idle node proxy", sample.CategoryMeshIdle},
 		// Another DaemonSet of istio-system is control plane, even labelled app=ztunnel.
 		{"not ztunnel", nil, testPod("istio-system", "istio-cni-node-x", withLabels("app", "ztunnel"), ownedBy("DaemonSet", "istio-cni-node")), "install-cni",
 			"istio-cni-node", sample.CategoryControlPlane},
@@ -153,7 +154,7 @@ func TestClassify(t *testing.T) {
 			"other mb-app", sample.CategoryOverhead},
 		// A custom Istio namespace: ztunnel there …
 		{"custom istio namespace", &Namespaces{Istio: "istio-custom"}, testPod("istio-custom", "ztunnel-x", ownedBy("DaemonSet", "ztunnel"), onNode("n1")), "istio-proxy",
-			"node proxy n1", sample.CategoryDataPlane},
+			"idle node proxy n1", sample.CategoryMeshIdle},
 		// … and istio-system is then just another namespace.
 		{"istio-system not istio's", &Namespaces{Istio: "istio-custom"}, testPod("istio-system", "istiod-x"), "discovery",
 			"other istio-system", sample.CategoryOverhead},
@@ -184,14 +185,37 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestClassifyModeIndependent: the mode never changes a container's labels.
+// TestClassifyZtunnelByMode: ztunnel is the data plane of the modes that
+// enrol the cell's namespaces in ambient, and idle mesh infrastructure in
+// the others (a none or sidecar cell on a cluster with the ambient
+// profile installed: the baseline skew ztunnel's 2 m and 25 MiB were).
+func TestClassifyZtunnelByMode(t *testing.T) {
+	ztunnel := testPod("istio-system", "ztunnel-x", ownedBy("DaemonSet", "ztunnel"), onNode("n"))
+	for _, tc := range []struct{ mode, component, category string }{
+		{"none", "idle node proxy n", sample.CategoryMeshIdle},    // the baseline: no mesh serves the cell
+		{"sidecar", "idle node proxy n", sample.CategoryMeshIdle}, // sidecars, the namespace not ambient
+		{"linkerd", "idle node proxy n", sample.CategoryMeshIdle}, // another mesh
+		{"ambient", "node proxy n", sample.CategoryDataPlane},     // ztunnel carries the cell's traffic
+		{"waypoint", "node proxy n", sample.CategoryDataPlane},    // ztunnel on both ends of the waypoint
+	} {
+		c, err := NewClassifier(tc.mode, testNamespaces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, comp, cat := c.Classify(ztunnel, "istio-proxy"); comp != tc.component || cat != tc.category {
+			t.Errorf("mode %s: ztunnel is %q (%s), want %q (%s)", tc.mode, comp, cat, tc.component, tc.category)
+		}
+	}
+}
+
+// TestClassifyModeIndependent: apart from ztunnel (above) the mode never
+// changes a container's labels.
 func TestClassifyModeIndependent(t *testing.T) {
 	pods := []struct {
 		pod       *corev1.Pod
 		container string
 	}{
 		{testPod("mb-app", "server-0", withLabels("app", "server")), "istio-proxy"},
-		{testPod("istio-system", "ztunnel-x", ownedBy("DaemonSet", "ztunnel"), onNode("n")), "istio-proxy"},
 		{testPod("linkerd", "linkerd-destination-x", ownedBy("Deployment", "linkerd-destination")), "destination"},
 	}
 	base, _ := NewClassifier("none", testNamespaces)

@@ -9,7 +9,8 @@
 // The sums are the seed tool's: mesh = data-plane + control-plane (+ the
 // ingress gateway, which the seed tool has not: meshbench counts it as
 // mesh), non-mesh = app + load, business = mesh + non-mesh, total =
-// business + overhead. Each sum is taken per sampling round first, then
+// business + overhead (+ mesh-idle: mesh infrastructure that serves none of
+// the cell's pods, shown apart when there is any). Each sum is taken per sampling round first, then
 // its average, minimum and maximum over the rounds (so a sum's minimum is
 // the lowest round's sum, not the sum of minima). Mesh ratios are mesh /
 // non-mesh, data-plane ratios data-plane / non-mesh, of the averages.
@@ -113,7 +114,13 @@ func Render(s State) []string {
 		out = append(out, line("gateway", sums.gw))
 	}
 	out = append(out, line("mesh", sums.mesh), line("non-mesh", sums.nonMesh), line("business", sums.business), "",
-		line("overhead", sums.overhead), line("total", sums.total), "")
+		line("overhead", sums.overhead))
+	if sums.idle.Rounds > 0 {
+		// Mesh infrastructure serving none of the cell's pods (ztunnel in
+		// a none cell): in the total, not in the mesh's sums.
+		out = append(out, line("mesh-idle", sums.idle))
+	}
+	out = append(out, line("total", sums.total), "")
 	r := sums.ratios()
 	out = append(out, r[0], r[1], "", r[2], r[3], "")
 	for _, c := range sample.Summarize(s.Rounds).Components {
@@ -143,7 +150,11 @@ func Compact(s State) []string {
 		return fmt.Sprintf("  %-12s %s", name, figures(f))
 	}
 	out = append(out, line("data-plane", sums.dp), line("mesh", sums.mesh), line("non-mesh", sums.nonMesh),
-		line("business", sums.business), line("overhead", sums.overhead), line("total", sums.total))
+		line("business", sums.business), line("overhead", sums.overhead))
+	if sums.idle.Rounds > 0 {
+		out = append(out, line("mesh-idle", sums.idle))
+	}
+	out = append(out, line("total", sums.total))
 	cpu := func(f sample.Figures) float64 { return f.CPUMillicores.Avg }
 	pair := func(label string, part sample.Figures, partName string) string {
 		return fmt.Sprintf("  %-18s CPU %s, memory %s", label, shortRatio(part, sums.nonMesh, partName, cpu), shortRatio(part, sums.nonMesh, partName, memAvg))
@@ -211,7 +222,7 @@ func footer(s State) string {
 
 // sums are the categories and the seed tool's sums over a frame's rounds.
 type sums struct {
-	app, load, dp, cp, gw, mesh, nonMesh, business, overhead, total sample.Figures
+	app, load, dp, cp, gw, mesh, nonMesh, business, overhead, idle, total sample.Figures
 }
 
 func sumsOf(rounds []sample.Round) sums {
@@ -223,6 +234,7 @@ func sumsOf(rounds []sample.Round) sums {
 		nonMesh:  cat(sample.CategoryApp, sample.CategoryLoad),
 		business: cat(sample.CategoryApp, sample.CategoryLoad, sample.CategoryDataPlane, sample.CategoryControlPlane, sample.CategoryGateway),
 		overhead: cat(sample.CategoryOverhead),
+		idle:     cat(sample.CategoryMeshIdle),
 		total:    cat(sample.Categories...),
 	}
 }

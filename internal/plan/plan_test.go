@@ -141,6 +141,8 @@ func TestExamples(t *testing.T) {
 		{"nighthawk-four-meshes.yaml", 24, 24 * 10 * time.Second},
 		{"sidecar-debate.yaml", 36, 36 * 10 * time.Second},
 		{"throttled-vs-unthrottled.yaml", 20, 20 * 10 * time.Second},
+		// The seed-002 shape for the lab-vs-cluster table: 4 modes × 2 repetitions.
+		{"lab-vs-cluster-istio.yaml", 8, 8 * (2 + 20 + 2 + 3) * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {

@@ -38,10 +38,15 @@ const (
 	CategoryControlPlane = "control-plane" // istiod and the like
 	CategoryGateway      = "gateway"       // ingress/egress gateways
 	CategoryOverhead     = "overhead"      // meshbench itself and other helpers
+	// CategoryMeshIdle is mesh infrastructure that runs but serves no
+	// workload of the cell (ztunnel on a cluster with the ambient profile,
+	// in a none or sidecar cell whose namespace is not enrolled): shown,
+	// never in the data plane's sums.
+	CategoryMeshIdle = "mesh-idle"
 )
 
 // Categories lists every category in report order.
-var Categories = []string{CategoryApp, CategoryLoad, CategoryDataPlane, CategoryControlPlane, CategoryGateway, CategoryOverhead}
+var Categories = []string{CategoryApp, CategoryLoad, CategoryDataPlane, CategoryControlPlane, CategoryGateway, CategoryMeshIdle, CategoryOverhead}
 
 // ValidCategory reports whether c is one of Categories.
 func ValidCategory(c string) bool { return slices.Contains(Categories, c) }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/meshinstall"
 )
 
 // DoctorOptions is what a preflight checks for.
@@ -213,7 +214,7 @@ func cliChecks(ctx context.Context, modes []string, install bool, istioctl strin
 		v, err := CLIVersion(ctx, probe.mode)
 		if probe.cli == "istioctl" && istioctl != "" {
 			chk.Name = "istioctl (" + istioctl + ")"
-			v, err = cliVersionAt(ctx, probe.mode, istioctl)
+			v, err = meshinstall.CLIVersionAt(ctx, probe.mode, istioctl)
 		}
 		switch {
 		case err == nil:

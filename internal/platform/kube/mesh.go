@@ -1,25 +1,20 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/meshinstall"
 )
 
 // Namespaces the meshes install themselves into.
@@ -28,106 +23,22 @@ const (
 	LinkerdNamespace = meshes.LinkerdNamespace
 )
 
-// Command is one command meshbench runs (or would run) to install a mesh,
-// kept in the results with its output.
-type Command struct {
-	Args []string `json:"args"`
-	// ApplyOutput: the command prints manifests that meshbench applies
-	// itself (what `CMD | kubectl apply -f -` does), instead of running
-	// them through kubectl.
-	ApplyOutput bool    `json:"apply_output,omitempty"`
-	Output      string  `json:"output,omitempty"`
-	Err         string  `json:"error,omitempty"`
-	Seconds     float64 `json:"seconds,omitempty"`
-}
+// The installers live in package meshinstall; these names keep the kube
+// platform's callers as they were.
+type (
+	// Command is meshinstall.Command.
+	Command = meshinstall.Command
+	// MeshInstall is meshinstall.MeshInstall.
+	MeshInstall = meshinstall.MeshInstall
+)
 
-// String is the command as a user would type it.
-func (c Command) String() string {
-	s := shellJoin(c.Args)
-	if c.ApplyOutput {
-		s += " | kubectl apply -f -"
-	}
-	return s
-}
-
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\"'$|&;<>()*?[]{}\\") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
-}
-
-// MeshCLI is the CLI that installs mode's mesh ("" for none or an
-// unknown mode).
-func MeshCLI(mode string) string {
-	if m, ok := meshes.Get(mode); ok {
-		return m.Cluster.CLI
-	}
-	return ""
-}
-
-// InstallCommands are the commands that install mode's mesh with mTLS
-// strict where the mesh has the choice (meshbench's PeerAuthentication
-// and Linkerd's all-authenticated default policy do the rest), for the
-// cluster of kubeconfig/context (either may be empty: the CLI's defaults).
-func InstallCommands(mode, kubeconfig, context string) []Command {
-	m, ok := meshes.Get(mode)
-	if !ok {
-		return nil
-	}
-	var conn []string
-	if kubeconfig != "" {
-		conn = append(conn, "--kubeconfig", kubeconfig)
-	}
-	if context != "" {
-		conn = append(conn, "--context", context)
-	}
-	var out []Command
-	for _, c := range m.Cluster.Install {
-		out = append(out, Command{Args: append(slices.Clone(c.Args), conn...), ApplyOutput: c.ApplyOutput})
-	}
-	return out
-}
-
-// VersionCommand prints the version of mode's CLI.
-func VersionCommand(mode string) []string {
-	if m, ok := meshes.Get(mode); ok {
-		return slices.Clone(m.Cluster.VersionArgs)
-	}
-	return nil
-}
-
-// CLIVersion runs mode's CLI for its version; "" and an error naming the
-// CLI when it is not on PATH or fails.
-func CLIVersion(ctx context.Context, mode string) (string, error) {
-	return cliVersionAt(ctx, mode, "")
-}
-
-// cliVersionAt is CLIVersion running bin ("": the CLI on PATH).
-func cliVersionAt(ctx context.Context, mode, bin string) (string, error) {
-	args := VersionCommand(mode)
-	if args == nil {
-		return "", nil
-	}
-	if bin != "" {
-		args[0] = bin
-	}
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		return "", fmt.Errorf("%s not found on PATH (needed to install the %s mesh; or install the mesh yourself and pass --install-mesh=false)", args[0], mode)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(cctx, path, args[1:]...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%s: %v: %s", shellJoin(args), err, oneLine(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
+// Functions of package meshinstall, by their old names here.
+var (
+	MeshCLI         = meshinstall.MeshCLI
+	InstallCommands = meshinstall.InstallCommands
+	VersionCommand  = meshinstall.VersionCommand
+	CLIVersion      = meshinstall.CLIVersion
+)
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -137,60 +48,9 @@ func oneLine(s string) string {
 	return s
 }
 
-// Install runs mode's install commands against c, applying the output of
-// those that print manifests. It returns every command with its output,
-// also when one fails (the failing one last).
+// Install runs mode's install commands against c (meshinstall.Run).
 func (c *Cluster) Install(ctx context.Context, cmds []Command, log io.Writer) ([]Command, error) {
-	var done []Command
-	for _, cmd := range cmds {
-		if log != nil {
-			fmt.Fprintf(log, "$ %s\n", cmd)
-		}
-		start := time.Now()
-		var stdout, stderr bytes.Buffer
-		x := exec.CommandContext(ctx, cmd.Args[0], cmd.Args[1:]...)
-		x.Stdout, x.Stderr = &stdout, &stderr
-		err := x.Run()
-		cmd.Seconds = time.Since(start).Seconds()
-		if cmd.ApplyOutput {
-			cmd.Output = stderr.String()
-			if err == nil {
-				objs, derr := decodeManifests(stdout.Bytes())
-				if derr == nil {
-					derr = c.Apply(ctx, objs)
-				}
-				err = derr
-			}
-		} else {
-			cmd.Output = stdout.String() + stderr.String()
-		}
-		if err != nil {
-			cmd.Err = err.Error()
-			done = append(done, cmd)
-			return done, fmt.Errorf("%s: %v: %s", cmd, err, oneLine(cmd.Output))
-		}
-		done = append(done, cmd)
-	}
-	return done, nil
-}
-
-// decodeManifests reads a multi-document YAML stream into objects.
-func decodeManifests(data []byte) ([]runtime.Object, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []runtime.Object
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("reading manifests: %w", err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		out = append(out, u)
-	}
+	return meshinstall.Run(ctx, c, cmds, log)
 }
 
 // Check is one verified fact about an installed mesh.

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/internal/kubeclient"
@@ -28,6 +29,7 @@ import (
 	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/ztunnel"
@@ -306,18 +308,35 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endMesh := r.phase("prepare/mesh")
 	if o.InstallMesh && meshes.HasProxies(mode) {
-		if v, err := o.IstioInstall.cliVersion(ctx, mode); err == nil {
+		if v, err := o.IstioInstall.CLIVersion(ctx, mode); err == nil {
 			r.manifest.Options["mesh_cli_version"] = v
 		} else {
 			endMesh()
 			return nil, err
 		}
-		cmds, err := c.Install(ctx, o.IstioInstall.commands(withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
+		// What the cluster had before, for meshinstall's record (what
+		// `meshbench mesh uninstall` removes).
+		var crdsBefore []string
+		if MeshCLI(mode) == "istioctl" {
+			var err error
+			if crdsBefore, err = meshinstall.CRDNames(ctx, c.Client); err != nil {
+				endMesh()
+				return nil, err
+			}
+		}
+		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
 		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
 		if err == nil && o.IstioInstall != nil && MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
 			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
 				err = c.Apply(ctx, o.IstioInstall.Objects)
 			}
+		}
+		if err == nil && MeshCLI(mode) == "istioctl" {
+			var applied []runtime.Object
+			if o.IstioInstall != nil {
+				applied = o.IstioInstall.Objects
+			}
+			err = meshinstall.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
 		}
 		if err != nil {
 			endMesh()
@@ -846,10 +865,36 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		stopFollowing := c.followLoadProgress(ctx, o.Spec.LoadNamespace, job.Name, o.OnLoadProgress)
 		defer stopFollowing()
 	}
-	warmTimer := time.AfterFunc(o.Warmup, func() { endWarm(); r.enter("measure") })
+	syncDone := make(chan struct{})
+	var sync *meshinstall.SyncReport
+	var syncErr error
+	warmTimer := time.AfterFunc(o.Warmup, func() {
+		endWarm()
+		r.enter("measure")
+		// istiod's ACK table, read in the window once the load's pods
+		// are ready: every proxy of the cell (the app's and the load's,
+		// ztunnel, the waypoint) is connected then. (The warm-up counts
+		// from the Job's creation: its pods may still be starting.)
+		if syncz := r.syncz(); syncz != nil {
+			go func() {
+				defer close(syncDone)
+				sctx, cancel := context.WithTimeout(ctx, time.Minute+o.Duration)
+				defer cancel()
+				if err := c.waitPodsReady(sctx, o.Spec.LoadNamespace, o.Duration/2); err != nil {
+					r.logf("istiod's ACK table: %v; read anyway", err)
+				}
+				sync, syncErr = syncz(sctx, o.Connect.Kubeconfig, o.Connect.Context)
+			}()
+			return
+		}
+		close(syncDone)
+	})
 	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
+	} else {
+		<-syncDone
+		r.writeSync(sync, syncErr)
 	}
 	parts, logErr := r.collectWorkerLogs(context.WithoutCancel(ctx), job)
 	if jobErr != nil && len(parts) == 0 {
@@ -869,6 +914,69 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		return nil, err
 	}
 	return merged, jobErr
+}
+
+// waitPodsReady waits up to timeout until ns has pods and every one is
+// ready.
+func (c *Cluster) waitPodsReady(ctx context.Context, ns string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for i := range pods.Items {
+			if PodReady(&pods.Items[i]) {
+				ready++
+			}
+		}
+		last = fmt.Sprintf("%d of %d pods ready in %s", ready, len(pods.Items), ns)
+		return len(pods.Items) > 0 && ready == len(pods.Items), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s after %s", last, timeout)
+	}
+	return nil
+}
+
+// syncz is the install's reader of istiod's ACK table when this run's
+// mesh is Istio installed by meshbench with one (nil otherwise).
+func (r *run) syncz() func(context.Context, string, string) (*meshinstall.SyncReport, error) {
+	mi := r.o.IstioInstall
+	if mi == nil || mi.Syncz == nil || MeshCLI(string(r.o.Spec.Mesh.Mode)) != "istioctl" {
+		return nil
+	}
+	return mi.Syncz
+}
+
+// writeSync keeps istiod's ACK table in the results (k8s/istiod-acks.txt,
+// k8s/istiod-syncz.json), prints it, and records in the manifest how many
+// proxies there were and which types were not ACKed.
+func (r *run) writeSync(s *meshinstall.SyncReport, err error) {
+	if err != nil {
+		r.logf("istiod's ACK table: %v", err)
+		r.mu.Lock()
+		r.manifest.Options["istiod_syncz_error"] = err.Error()
+		r.mu.Unlock()
+		return
+	}
+	if s == nil {
+		return
+	}
+	_ = r.dir.WriteJSON(filepath.Join("k8s", "istiod-syncz.json"), s.Proxies)
+	_ = r.dir.WriteFile(filepath.Join("k8s", "istiod-acks.txt"), []byte(s.Table))
+	r.logf("istiod's ACK table (%d proxies, read in the measured window):\n%s", s.Count, strings.TrimRight(s.Table, "\n"))
+	r.mu.Lock()
+	r.manifest.Options["istiod_proxies"] = s.Count
+	if len(s.NotACKed) > 0 {
+		r.manifest.Options["istiod_not_acked"] = s.NotACKed
+	}
+	r.mu.Unlock()
+	if len(s.NotACKed) > 0 {
+		r.logf("warning: istiod's config not ACKed: %s", strings.Join(s.NotACKed, "; "))
+	}
 }
 
 func (r *run) enter(name string) {

@@ -1,4 +1,4 @@
-package kube
+package meshinstall
 
 import (
 	"context"
@@ -29,10 +29,27 @@ type MeshInstall struct {
 	// (Istio applies EnvoyFilters to a waypoint only through targetRefs
 	// naming its Gateway); they go with the app's namespace.
 	WaypointObjects func(namespace, gateway string) []runtime.Object
+	// Syncz, when set, reads istiod's ACK table (every connected proxy,
+	// each xDS type ACKed, NACKed or pending) from the cluster of
+	// kubeconfig/context; a run calls it once the measured window began,
+	// when every proxy of the cell is connected.
+	Syncz func(ctx context.Context, kubeconfig, kubecontext string) (*SyncReport, error)
 }
 
-// commands applies mi to Istio's install commands (others unchanged).
-func (mi *MeshInstall) commands(cmds []Command) []Command {
+// SyncReport is istiod's ACK table as a run keeps it.
+type SyncReport struct {
+	// Proxies is the table as data (written as k8s/istiod-syncz.json).
+	Proxies any
+	// Table is the table as printed (k8s/istiod-acks.txt and the log).
+	Table string
+	// Proxy names the number of proxies; NotACKed lists "proxy TYPE:
+	// why" for every type a proxy has not ACKed.
+	Count    int
+	NotACKed []string
+}
+
+// Commands applies mi to Istio's install commands (others unchanged).
+func (mi *MeshInstall) Commands(cmds []Command) []Command {
 	if mi == nil {
 		return cmds
 	}
@@ -50,10 +67,10 @@ func (mi *MeshInstall) commands(cmds []Command) []Command {
 	return out
 }
 
-// cliVersion is CLIVersion with mi's istioctl for Istio's modes.
-func (mi *MeshInstall) cliVersion(ctx context.Context, mode string) (string, error) {
+// CLIVersion is CLIVersion with mi's istioctl for Istio's modes.
+func (mi *MeshInstall) CLIVersion(ctx context.Context, mode string) (string, error) {
 	if mi == nil || mi.Istioctl == "" || MeshCLI(mode) != "istioctl" {
 		return CLIVersion(ctx, mode)
 	}
-	return cliVersionAt(ctx, mode, mi.Istioctl)
+	return CLIVersionAt(ctx, mode, mi.Istioctl)
 }

@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/istio"
+	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/nodes"
+	"github.com/meshbench/meshbench/internal/testutil"
+)
+
+// TestLabVsClusterIstio runs examples/lab-vs-cluster-istio.yaml (the
+// seed-002 shape: none/sidecar/ambient/waypoint at 200 rps, 2
+// repetitions) on the test nodes with Istio built here, for the README's
+// lab-vs-cluster table; the lab's half is the same plan with `bench
+// --substrate netns` (under the lab lock). About 15 minutes on two cores,
+// so out of `make test`: it runs only with MESHBENCH_LAB_VS_CLUSTER=1
+// (MESHBENCH_LAB_VS_CLUSTER_OUT=DIR keeps the results there).
+func TestLabVsClusterIstio(t *testing.T) {
+	if os.Getenv("MESHBENCH_LAB_VS_CLUSTER") != "1" {
+		t.Skip("set MESHBENCH_LAB_VS_CLUSTER=1 to run the lab-vs-cluster plan on the test nodes (about 15 minutes)")
+	}
+	kc := kubetest.Require(t)
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	env, err := envoy.Find(envoy.FindOptions{ProjectDir: "../.."})
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	c := connect(t, kc)
+	before := clusterState(t, c)
+	args := []string{"image", "istio", "--istio-build", b.Dir, "--envoy", env.Path, "--ctr", filepath.Join(nodes.BinDir(), "ctr")}
+	for _, n := range kc.Real.Nodes {
+		args = append(args, "--load", "containerd:"+n.Socket)
+	}
+	if inv := meshbench(t, nil, args...); inv.code != 0 {
+		t.Fatalf("meshbench image istio: exit %d", inv.code)
+	}
+	t.Cleanup(func() {
+		uninstallIstio(t, b, kc.Kubeconfig)
+		after := clusterState(t, c)
+		for kind, names := range before {
+			if !slices.Equal(names, after[kind]) {
+				t.Errorf("%s after the uninstall differ:\nbefore %v\nafter  %v", kind, names, after[kind])
+			}
+		}
+	})
+	out := os.Getenv("MESHBENCH_LAB_VS_CLUSTER_OUT")
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "out")
+	}
+	// The same plan, its platform kube and no substrate (a plan's axes
+	// and the flags do not mix, so the copy says it).
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "lab-vs-cluster-istio.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(plan, []byte(strings.NewReplacer("\nplatform: local\n", "\nplatform: kube\n", "\nsubstrate: netns\n", "\n").Replace(string(src))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv := meshbench(t, nil, "bench", plan, "--seed", "7", "--out", out, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2v",
+		"--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path)
+	if inv.code != 0 {
+		t.Errorf("bench on the cluster: exit %d", inv.code)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report", "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the cluster's report.txt:\n%s", report)
+	for _, m := range []string{"sidecar", "ambient", "waypoint"} {
+		if !strings.Contains(string(report), m) {
+			t.Errorf("the report has no %s row", m)
+		}
+	}
+}
