@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/kubeclient"
+
 	authv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/meshes"
@@ -164,7 +165,7 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 	}
 	ready := 0
 	for _, n := range nodes.Items {
-		if NodeReady(&n) && !n.Spec.Unschedulable {
+		if kubeclient.NodeReady(&n) && !n.Spec.Unschedulable {
 			ready++
 		}
 	}
@@ -174,17 +175,6 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 		chk.Detail += fmt.Sprintf(", %d needed (load and app on different nodes)", need)
 	}
 	return chk
-}
-
-// NodeReady reports whether n's Ready condition is True (false when it has
-// none). It says nothing about whether pods may be scheduled on n.
-func NodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // cliChecks looks for the mesh CLIs: required (fails) for a mesh asked

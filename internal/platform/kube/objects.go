@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/kubeload"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
@@ -78,7 +79,7 @@ const (
 	// AppContainer and LoadContainer name the containers of app pods and
 	// load workers (a mesh adds its own beside them).
 	AppContainer  = "app"
-	LoadContainer = "load"
+	LoadContainer = kubeload.Container
 	// LoadJobName is the load Job's name; LoadServiceAccount its pods'
 	// service account, the identity the ALLOW rules call the client
 	// (mesh.IdentityClient).
@@ -765,10 +766,10 @@ func (s Spec) deployment(svc appService) *appsv1.Deployment {
 	}
 }
 
-// LoadSpec is the load of one cell: W workers (the pods of an Indexed Job)
-// that each run `meshbench load` with their share of the rate and the
-// connections (loadgen.WorkerShare, loadgen.WorkerConnections), so the W
-// results merged are the whole load.
+// LoadSpec is the load of one cell on this platform: the load
+// (kubeload.Spec: W workers, the pods of an Indexed Job, that each run
+// `meshbench load` with their share of the rate and the connections) and
+// the Spec it runs against.
 type LoadSpec struct {
 	Spec
 	// Load is the total load: an open-loop rate, split among the workers,
@@ -791,6 +792,19 @@ type LoadSpec struct {
 	Generator string
 }
 
+// load is ls's load as kubeload's, Target as given.
+func (ls LoadSpec) load() kubeload.Spec {
+	return kubeload.Spec{Load: ls.Load, Workers: ls.Workers, Duration: ls.Duration, Warmup: ls.Warmup,
+		Timeout: ls.Timeout, Connections: ls.Connections, Target: ls.Target, Generator: ls.Generator}
+}
+
+// resolved is ls's load with its Target defaulted to LoadTarget(Spec).
+func (ls LoadSpec) resolved() kubeload.Spec {
+	l := ls.load()
+	l.Target = cmp.Or(l.Target, LoadTarget(ls.Spec))
+	return l
+}
+
 // Validate reports every problem with ls at once (Spec's included), each
 // on one line, or nil.
 func (ls LoadSpec) Validate() error {
@@ -798,117 +812,29 @@ func (ls LoadSpec) Validate() error {
 	if err := ls.Spec.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	bad := func(field, value, want string) {
-		errs = append(errs, &mesh.OptionError{Field: field, Value: value, Want: want})
-	}
-	if ls.Workers < 1 {
-		bad("workers", strconv.Itoa(ls.Workers), "allowed: 1 or more")
-	}
-	switch {
-	case ls.Load.IsZero():
-		bad("rate", `""`, "required: a rate per second or the closed loop")
-	case !ls.Load.Closed():
-		if _, err := loadgen.WorkerRate(ls.Load.Rate(), ls.Workers, ls.Workers-1); ls.Workers >= 1 && err != nil {
-			bad("rate", ls.Load.String(), fmt.Sprintf("too low to split over %d workers (each needs at least %g per second)", ls.Workers, loadgen.WorkerShareStep))
-		}
-	}
-	if ls.Duration <= 0 {
-		bad("duration", ls.Duration.String(), "allowed: more than 0")
-	}
-	if ls.Warmup < 0 {
-		bad("warmup", ls.Warmup.String(), "allowed: 0 or more")
-	}
-	if ls.Timeout < 0 {
-		bad("timeout", ls.Timeout.String(), "allowed: 0 (default) or more")
-	}
-	if ls.Connections < 0 {
-		bad("connections", strconv.Itoa(ls.Connections), "allowed: 0 (default) or more")
-	}
-	if ls.Target != "" {
-		if _, err := loadgen.ParseTarget(ls.Target, false); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, ls.load().Problems()...)
 	if len(errs) == 0 {
-		if err := ls.checkGenerator(); err != nil {
+		if err := ls.resolved().CheckGenerator(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// external reports whether the workers run an external generator.
-func (ls LoadSpec) external() bool {
-	return ls.Generator != "" && ls.Generator != extgen.Meshbench
-}
-
-// checkGenerator checks, worker by worker, that the generator can run
-// its share (wrk2 takes whole requests per second, HTTP/1.1 only…), so a
-// run is refused before any pod starts rather than failing in them.
-func (ls LoadSpec) checkGenerator() error {
-	if !slices.Contains(extgen.Names, cmp.Or(ls.Generator, extgen.Meshbench)) {
-		return &mesh.OptionError{Field: "generator", Value: ls.Generator, Want: "allowed: " + strings.Join(extgen.Names, ", ")}
-	}
-	if !ls.external() {
-		return nil
-	}
-	t, err := loadgen.ParseTarget(cmp.Or(ls.Target, LoadTarget(ls.Spec)), false)
-	if err != nil {
-		return err
-	}
-	conns := cmp.Or(ls.Connections, loadgen.DefaultConnections)
-	for i := range ls.Workers {
-		c := extgen.Config{Generator: ls.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Closed: ls.Load.Closed(),
-			Duration: ls.Duration, Warmup: ls.Warmup, Timeout: cmp.Or(ls.Timeout, 30*time.Second),
-			Connections: max(loadgen.WorkerConnections(conns, ls.Workers, i), 1)}}
-		if !ls.Load.Closed() {
-			if c.Load.Rate, err = loadgen.WorkerRate(ls.Load.Rate(), ls.Workers, i); err != nil {
-				return err
-			}
-		}
-		if err := c.Validate(); err != nil {
-			return fmt.Errorf("worker %d of %d: %w", i, ls.Workers, err)
-		}
-	}
-	return nil
-}
-
-// LoadArgs are the arguments of worker index's `meshbench load` (index
-// "$(JOB_COMPLETION_INDEX)" in the Job, which Kubernetes expands from the
-// container's environment). Its stdout, the pod's log, is exactly the
-// JSON result (--output-format json --quiet).
+// LoadArgs are the arguments of worker index's `meshbench load`
+// (kubeload.Args, the target defaulted).
 func LoadArgs(ls LoadSpec, index string) []string {
 	ls.Spec = ls.Spec.WithDefaults()
-	args := append([]string{"load"}, ls.Load.Flags()...)
-	args = append(args, "--workers", strconv.Itoa(ls.Workers), "--worker-index", index,
-		"--duration", ls.Duration.String(), "--warmup", ls.Warmup.String())
-	if ls.Timeout > 0 {
-		args = append(args, "--timeout", ls.Timeout.String())
-	}
-	if ls.Connections > 0 {
-		args = append(args, "--connections", strconv.Itoa(ls.Connections))
-	}
-	if ls.external() {
-		args = append(args, "--generator", ls.Generator)
-	}
-	return append(args, "--output-format", "json", "--quiet", cmp.Or(ls.Target, LoadTarget(ls.Spec)))
+	return kubeload.Args(ls.resolved(), index)
 }
 
-// jobCompletionIndexEnv is the variable an Indexed Job's pods hold their
-// index in (`meshbench load` reads it too).
-const jobCompletionIndexEnv = "JOB_COMPLETION_INDEX"
-
-// LoadJob returns the load Job of ls, in the load namespace: an Indexed
-// Job of Workers pods (parallelism = completions = Workers), no retries
-// (backoffLimit 0, restartPolicy Never: a failed worker is a failed run,
-// never a silently repeated one), no TTL (the pods' logs are the results;
-// deleting the namespace removes it). Worker I runs LoadArgs with I from
-// its completion index. Placement: workers prefer distinct nodes, and
-// from AntiAffinityMinNodes nodes must avoid app pods' nodes; from
-// NodeSelectorMinNodes they run only on nodes labelled
-// LabelNodeRole=RoleLoad. With sidecar meshes the proxy runs as a native
-// sidecar (Kubernetes 1.29+), so the Job completes when the load ends:
-// Istio's sidecar.istio.io/nativeSidecar, Linkerd's
+// LoadJob returns the load Job of ls, in the load namespace
+// (kubeload.Job: an Indexed Job of Workers pods, no retries, no TTL).
+// Placement: workers prefer distinct nodes, and from AntiAffinityMinNodes
+// nodes must avoid app pods' nodes; from NodeSelectorMinNodes they run
+// only on nodes labelled LabelNodeRole=RoleLoad. With sidecar meshes the
+// proxy runs as a native sidecar (Kubernetes 1.29+), so the Job completes
+// when the load ends: Istio's sidecar.istio.io/nativeSidecar, Linkerd's
 // proxy-enable-native-sidecar (2.15+; Linkerd stable 2.14's proxy would
 // keep the pod running).
 func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
@@ -917,50 +843,21 @@ func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
 		return nil, err
 	}
 	s := ls.Spec
-	c := corev1.Container{
-		Name: LoadContainer, Image: s.Image, Args: LoadArgs(ls, "$("+jobCompletionIndexEnv+")"),
-		// Declared so that $(JOB_COMPLETION_INDEX) expands on every
-		// Kubernetes version; the Job controller adds the same otherwise.
-		Env: []corev1.EnvVar{{Name: jobCompletionIndexEnv, ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + batchv1.JobCompletionIndexAnnotation + "']"}}}},
-		Resources:       requests(),
-		SecurityContext: restricted(),
-	}
-	pod := corev1.PodSpec{
-		ServiceAccountName: LoadServiceAccount,
-		RestartPolicy:      corev1.RestartPolicyNever,
-		Containers:         []corev1.Container{c},
+	p := kubeload.Pod{
+		Namespace: s.LoadNamespace, Name: LoadJobName, Labels: s.labels(),
+		PodLabels: s.podLabels(RoleLoad, LoadJobName), PodAnnotations: maps.Clone(s.desc().Cluster.LoadPodAnnotations),
+		Image: s.Image, ServiceAccount: LoadServiceAccount,
+		Resources: requests(), SecurityContext: restricted(),
 		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 				Weight: 100, PodAffinityTerm: antiAffinity(RoleLoad, s.LoadNamespace)}},
 		}},
 	}
 	if s.NodeCount >= AntiAffinityMinNodes {
-		pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)}
+		p.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)}
 	}
 	if s.NodeCount >= NodeSelectorMinNodes {
-		pod.NodeSelector = map[string]string{LabelNodeRole: RoleLoad}
+		p.NodeSelector = map[string]string{LabelNodeRole: RoleLoad}
 	}
-	if ls.external() {
-		// The tools' files (oha's per-request database) go to /tmp: the
-		// root filesystem is read-only.
-		pod.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-		pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
-	}
-	ann := maps.Clone(s.desc().Cluster.LoadPodAnnotations)
-	w := int32(ls.Workers)
-	return &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: LoadJobName, Namespace: s.LoadNamespace, Labels: s.labels()},
-		Spec: batchv1.JobSpec{
-			Parallelism:    new(w),
-			Completions:    new(w),
-			CompletionMode: new(batchv1.IndexedCompletion),
-			BackoffLimit:   new(int32(0)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: s.podLabels(RoleLoad, LoadJobName), Annotations: ann},
-				Spec:       pod,
-			},
-		},
-	}, nil
+	return kubeload.Job(ls.resolved(), p), nil
 }
