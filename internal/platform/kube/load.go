@@ -4,50 +4,25 @@ import (
 	"cmp"
 	"errors"
 	"maps"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/meshbench/meshbench/internal/kubeload"
-	"github.com/meshbench/meshbench/internal/loadgen"
 )
 
-// LoadSpec is the load of one cell on this platform: the load
+// LoadSpec is the load of one cell on this platform: the workers' load
 // (kubeload.Spec: W workers, the pods of an Indexed Job, that each run
 // `meshbench load` with their share of the rate and the connections) and
-// the Spec it runs against.
+// the Spec it runs against. Work.Target "" is LoadTarget(Spec).
 type LoadSpec struct {
 	Spec
-	// Load is the total load: an open-loop rate, split among the workers,
-	// or loadgen.ClosedLoop; required.
-	Load loadgen.Load
-	// Workers is the number of load pods, 1 or more.
-	Workers int
-	// Duration is the measured window (required), Warmup the load sent
-	// before it (0: none), Timeout the per-request timeout (0: the CLI's
-	// default, 30 s).
-	Duration, Warmup, Timeout time.Duration
-	// Connections is the total number of connections (0: the CLI's
-	// default, 16 per worker).
-	Connections int
-	// Target is the URL to load (default LoadTarget(Spec)).
-	Target string
-	// Generator is the load generator the workers run (`meshbench load
-	// --generator`): "" or extgen.Meshbench for meshbench's engine,
-	// extgen.Oha or extgen.Wrk2 (in the image beside meshbench).
-	Generator string
-}
-
-// load is ls's load as kubeload's, Target as given.
-func (ls LoadSpec) load() kubeload.Spec {
-	return kubeload.Spec{Load: ls.Load, Workers: ls.Workers, Duration: ls.Duration, Warmup: ls.Warmup,
-		Timeout: ls.Timeout, Connections: ls.Connections, Target: ls.Target, Generator: ls.Generator}
+	Work kubeload.Spec
 }
 
 // resolved is ls's load with its Target defaulted to LoadTarget(Spec).
 func (ls LoadSpec) resolved() kubeload.Spec {
-	l := ls.load()
+	l := ls.Work
 	l.Target = cmp.Or(l.Target, LoadTarget(ls.Spec))
 	return l
 }
@@ -59,7 +34,7 @@ func (ls LoadSpec) Validate() error {
 	if err := ls.Spec.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, ls.load().Problems()...)
+	errs = append(errs, ls.Work.Problems()...)
 	if len(errs) == 0 {
 		if err := ls.resolved().CheckGenerator(); err != nil {
 			errs = append(errs, err)

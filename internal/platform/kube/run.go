@@ -214,8 +214,8 @@ func (o *Options) defaults() error {
 		errs = append(errs, err)
 	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
 		// What the generator cannot do, before anything is deployed.
-		ls := LoadSpec{Spec: o.Spec, Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}
+		ls := LoadSpec{Spec: o.Spec, Work: kubeload.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}}
 		if err := ls.Validate(); err != nil {
 			errs = append(errs, err)
 		}
@@ -794,8 +794,8 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
-	job, err := LoadJob(LoadSpec{Spec: o.Spec, Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator})
+	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: kubeload.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator}})
 	if err != nil {
 		endWarm()
 		return nil, err
