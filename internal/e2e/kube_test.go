@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
@@ -558,7 +559,7 @@ func TestNodeStoppedOnRealNodes(t *testing.T) {
 	ctx := context.Background()
 	waitFor(t, 2*time.Minute, "node "+node+" NotReady", func() bool {
 		n, err := c.Core.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		return err == nil && !kube.NodeReady(n)
+		return err == nil && !kubeclient.NodeReady(n)
 	})
 	// Give the run a few polls to see it, then bring the node back.
 	time.Sleep(5 * time.Second)
@@ -579,6 +580,6 @@ func TestNodeStoppedOnRealNodes(t *testing.T) {
 	checkClean(t, c, "e2n-app", "e2n-load")
 	waitFor(t, time.Minute, "node "+node+" Ready again", func() bool {
 		n, err := c.Core.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		return err == nil && kube.NodeReady(n)
+		return err == nil && kubeclient.NodeReady(n)
 	})
 }

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
+	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 )
 
@@ -70,7 +71,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("got %d kwok nodes, want 2", len(nodes.Items))
 		}
 		for _, n := range nodes.Items {
-			if !kube.NodeReady(&n) {
+			if !kubeclient.NodeReady(&n) {
 				t.Errorf("node %s is not Ready", n.Name)
 			}
 		}

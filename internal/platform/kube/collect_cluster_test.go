@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/kubeload"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,9 @@ import (
 	"github.com/meshbench/meshbench/internal/results"
 )
 
-// TestCollectWorkerLogsAgainstCluster: the results of a real Indexed Job's
+// TestCollectWorkerLogsAgainstCluster: kubeload.Collect, here beside the
+// package's shared test cluster (a second package would start its own):
+// the results of a real Indexed Job's
 // two pods, read through the pods/log API, are taken by the worker index
 // each result reports; the pod's completion index is checked against it.
 // Logs swapped between the pods, or a result of a differently split load,
@@ -95,8 +99,7 @@ func TestCollectWorkerLogsAgainstCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &run{o: Options{Workers: 2}, c: c, dir: dir}
-		return r.collectWorkerLogs(ctx, job)
+		return kubeload.Collect(ctx, c.Core, job, 2, dir)
 	}
 
 	// Each pod's own share: both taken, and each log kept.

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/preflight"
+
 	authv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 )
@@ -47,18 +49,105 @@ type DoctorOptions struct {
 }
 
 // DoctorCheck is one line of the preflight table.
-type DoctorCheck struct {
-	Name   string
-	OK     bool
-	Warn   bool // not fatal: shown, but does not fail the preflight
-	Detail string
+type DoctorCheck = preflight.Result
+
+// doctor is what the checks share: the options, and the cluster and the
+// resource source once found.
+type doctor struct {
+	o DoctorOptions
+	c *Cluster
+	// src and srcCheck are sourceCheck's, run once (the metrics check
+	// asks it too).
+	src      string
+	srcCheck *DoctorCheck
 }
 
-// Doctor runs the preflight checks: API reachable, metrics API available
-// and fresh, enough nodes, mesh CLIs and versions, the installed meshes
-// (unless they are to be installed), namespaces free, RBAC.
-// It returns every check it could run; the cluster is nil when the API
-// could not be reached (the later checks are then skipped, and say so).
+// source runs sourceCheck once.
+func (d *doctor) source(ctx context.Context) (DoctorCheck, string) {
+	if d.srcCheck == nil {
+		chk, src := sourceCheck(ctx, d.c, d.o.MetricsSource)
+		d.srcCheck, d.src = &chk, src
+	}
+	return *d.srcCheck, d.src
+}
+
+// doctorChecks is the kube platform's preflight, in the order doctor
+// prints it. Without an API server every check that needs one is a
+// failed row "skipped: no API server".
+var doctorChecks = []preflight.Check[*doctor]{
+	{Category: "cluster", Name: "API server reachable", Fatal: true, SkipReason: "no API server",
+		Description: "the kubeconfig's API server answers (its URL, Kubernetes version and context)",
+		Run: preflight.One(func(ctx context.Context, d *doctor) DoctorCheck {
+			c, err := Connect(ctx, d.o.Connect)
+			if err != nil {
+				return DoctorCheck{Name: "API server reachable", Detail: err.Error()}
+			}
+			d.c = c
+			return DoctorCheck{Name: "API server reachable", OK: true,
+				Detail: fmt.Sprintf("%s, Kubernetes %s, context %q", c.Server, c.Version, c.Context)}
+		})},
+	{Category: "cluster", Name: "metrics API (metrics.k8s.io)",
+		Description: "metrics.k8s.io serves node metrics, newer than DoctorOptions.MetricsMaxAge (only a warning when runs read the kubelet's counters)",
+		Run: preflight.One(func(ctx context.Context, d *doctor) DoctorCheck {
+			mc := metricsCheck(ctx, d.c, d.o)
+			if _, src := d.source(ctx); src == SourceKubelet && !mc.OK && !mc.Warn {
+				// The run reads the kubelet's counters; metrics.k8s.io is
+				// only its cross-check.
+				mc.Warn, mc.Detail = true, mc.Detail+"; only the cross-check: runs use the kubelet's counters"
+			}
+			return mc
+		})},
+	{Category: "cluster", Name: "resource source",
+		Description: "where a run's CPU and memory will come from (ChooseSource): the kubelet's counters, or metrics.k8s.io (a warning)",
+		Run: preflight.One(func(ctx context.Context, d *doctor) DoctorCheck {
+			chk, _ := d.source(ctx)
+			return chk
+		})},
+	{Category: "cluster", Name: "nodes", Hint: "add nodes, or lower --nodes",
+		Description: "enough nodes are ready and schedulable for the placement (DoctorOptions.Nodes)",
+		Run:         preflight.One(func(ctx context.Context, d *doctor) DoctorCheck { return nodesCheck(ctx, d.c, d.o.Nodes) })},
+	{Category: "meshes", Name: "mesh CLIs", Independent: true,
+		Description: "one row per mesh CLI (istioctl, linkerd): found and its version; required only for meshes to be installed",
+		Run: func(ctx context.Context, d *doctor) []DoctorCheck {
+			return cliChecks(ctx, d.o.Meshes, d.o.InstallMesh, d.o.Istioctl)
+		}},
+	{Category: "meshes", Name: "mesh installed", Hint: "install it, or run with --install-mesh",
+		Description: "one row per mesh asked for, unless the run installs them: it runs on the cluster as a run needs it (VerifyMesh)",
+		Rows: func(d *doctor) []string {
+			var out []string
+			if !d.o.InstallMesh {
+				for _, m := range verifiedMeshes(d.o.Meshes) {
+					out = append(out, meshCheckName(m))
+				}
+			}
+			return out
+		},
+		Run: func(ctx context.Context, d *doctor) []DoctorCheck {
+			if d.o.InstallMesh {
+				return nil
+			}
+			return installedMeshChecks(ctx, d.c, d.o.Meshes)
+		}},
+	{Category: "run", Name: "namespaces free",
+		Description: "the namespaces a run creates do not exist yet (CheckNamespaces)",
+		Run: preflight.One(func(ctx context.Context, d *doctor) DoctorCheck {
+			chk := DoctorCheck{Name: "namespaces free", OK: true, Detail: strings.Join(d.o.Namespaces, ", ") + ": free"}
+			if err := d.c.CheckNamespaces(ctx, d.o.Namespaces); err != nil {
+				chk.OK, chk.Detail = false, err.Error()
+			}
+			return chk
+		})},
+	{Category: "run", Name: "RBAC", Hint: "grant them to the kubeconfig's user",
+		Description: "the kubeconfig's user may do what a run does (SelfSubjectAccessReviews of rbacVerbs)",
+		Run:         preflight.One(func(ctx context.Context, d *doctor) DoctorCheck { return rbacCheck(ctx, d.c) })},
+}
+
+// Doctor runs the preflight checks (doctorChecks): API reachable, metrics
+// API available and fresh, enough nodes, mesh CLIs and versions, the
+// installed meshes (unless they are to be installed), namespaces free,
+// RBAC. It returns a row for every check; the cluster is nil when the API
+// could not be reached (the checks that need it are then skipped, and
+// say so).
 func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
 	if o.MetricsMaxAge == 0 {
 		o.MetricsMaxAge = 2 * time.Minute
@@ -66,43 +155,8 @@ func Doctor(ctx context.Context, o DoctorOptions) ([]DoctorCheck, *Cluster) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	var out []DoctorCheck
-	c, err := Connect(ctx, o.Connect)
-	if err != nil {
-		out = append(out, DoctorCheck{Name: "API server reachable", Detail: err.Error()})
-		for _, n := range []string{"metrics API", "resource source", "nodes", "namespaces free", "RBAC"} {
-			out = append(out, DoctorCheck{Name: n, Detail: "skipped: no API server"})
-		}
-		out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh, o.Istioctl)...)
-		if !o.InstallMesh {
-			for _, m := range verifiedMeshes(o.Meshes) {
-				out = append(out, DoctorCheck{Name: meshCheckName(m), Detail: "skipped: no API server"})
-			}
-		}
-		return out, nil
-	}
-	out = append(out, DoctorCheck{Name: "API server reachable", OK: true,
-		Detail: fmt.Sprintf("%s, Kubernetes %s, context %q", c.Server, c.Version, c.Context)})
-	mc := metricsCheck(ctx, c, o)
-	sc, src := sourceCheck(ctx, c, o.MetricsSource)
-	if src == SourceKubelet && !mc.OK && !mc.Warn {
-		// The run reads the kubelet's counters; metrics.k8s.io is only
-		// its cross-check.
-		mc.Warn, mc.Detail = true, mc.Detail+"; only the cross-check: runs use the kubelet's counters"
-	}
-	out = append(out, mc, sc)
-	out = append(out, nodesCheck(ctx, c, o.Nodes))
-	out = append(out, cliChecks(ctx, o.Meshes, o.InstallMesh, o.Istioctl)...)
-	if !o.InstallMesh {
-		out = append(out, installedMeshChecks(ctx, c, o.Meshes)...)
-	}
-	nsCheck := DoctorCheck{Name: "namespaces free", OK: true, Detail: strings.Join(o.Namespaces, ", ") + ": free"}
-	if err := c.CheckNamespaces(ctx, o.Namespaces); err != nil {
-		nsCheck.OK, nsCheck.Detail = false, err.Error()
-	}
-	out = append(out, nsCheck)
-	out = append(out, rbacCheck(ctx, c))
-	return out, c
+	d := &doctor{o: o}
+	return preflight.Run(ctx, doctorChecks, d), d.c
 }
 
 func metricsCheck(ctx context.Context, c *Cluster, o DoctorOptions) DoctorCheck {
@@ -165,7 +219,7 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 	}
 	ready := 0
 	for _, n := range nodes.Items {
-		if NodeReady(&n) && !n.Spec.Unschedulable {
+		if kubeclient.NodeReady(&n) && !n.Spec.Unschedulable {
 			ready++
 		}
 	}
@@ -175,17 +229,6 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 		chk.Detail += fmt.Sprintf(", %d needed (load and app on different nodes)", need)
 	}
 	return chk
-}
-
-// NodeReady reports whether n's Ready condition is True (false when it has
-// none). It says nothing about whether pods may be scheduled on n.
-func NodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // cliChecks looks for the mesh CLIs: required (fails) for a mesh asked
@@ -259,7 +302,7 @@ func installedMeshChecks(ctx context.Context, c *Cluster, meshes []string) []Doc
 		chk := DoctorCheck{Name: meshCheckName(m)}
 		checks, err := c.VerifyMesh(ctx, m)
 		if err != nil {
-			chk.Detail = oneLine(err.Error()) + " (install it, or run with --install-mesh)"
+			chk.Detail = oneLine(err.Error())
 		} else {
 			var found []string
 			for _, x := range checks {

@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
+	"github.com/meshbench/meshbench/internal/kubeload"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -226,8 +226,8 @@ func (o *Options) defaults() error {
 		errs = append(errs, err)
 	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
 		// What the generator cannot do, before anything is deployed.
-		ls := LoadSpec{Spec: o.Spec, Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}
+		ls := LoadSpec{Spec: o.Spec, Work: kubeload.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}}
 		if err := ls.Validate(); err != nil {
 			errs = append(errs, err)
 		}
@@ -847,8 +847,8 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
-	job, err := LoadJob(LoadSpec{Spec: o.Spec, Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator})
+	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: kubeload.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator}})
 	if err != nil {
 		endWarm()
 		return nil, err
@@ -889,14 +889,14 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		}
 		close(syncDone)
 	})
-	jobErr := c.waitJob(ctx, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	jobErr := kubeload.Wait(ctx, c.Client, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
 	} else {
 		<-syncDone
 		r.writeSync(sync, syncErr)
 	}
-	parts, logErr := r.collectWorkerLogs(context.WithoutCancel(ctx), job)
+	parts, logErr := kubeload.Collect(context.WithoutCancel(ctx), c.Core, job, o.Workers, r.dir)
 	if jobErr != nil && len(parts) == 0 {
 		return nil, errors.Join(jobErr, logErr)
 	}
@@ -910,7 +910,7 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	r.mu.Lock()
 	r.manifest.Phases = append(r.manifest.Phases, results.Phase{Name: "measure", Started: merged.StartedAt, Ended: merged.EndedAt})
 	r.mu.Unlock()
-	if err := writeLoad(r.dir, merged); err != nil {
+	if err := kubeload.WriteResult(r.dir, merged); err != nil {
 		return nil, err
 	}
 	return merged, jobErr
@@ -987,110 +987,6 @@ func (r *run) enter(name string) {
 	}
 }
 
-func writeLoad(dir *results.RunDir, lr *results.LoadResult) error {
-	var b bytes.Buffer
-	if err := lr.Write(&b); err != nil {
-		return err
-	}
-	if err := dir.WriteFile(results.LoadFile, b.Bytes()); err != nil {
-		return err
-	}
-	// Latency over time as HdrHistogram's interval log, from the
-	// workers' merged intervals.
-	hl, err := results.Hlog(lr)
-	if err != nil || hl == nil {
-		return err
-	}
-	return dir.WriteFile(results.HlogFile, hl)
-}
-
-// collectWorkerLogs reads the log of every pod of the Job: each is one
-// worker's JSON result, which says which worker it is (workerIndex; the
-// pod's completion index must agree). Every log is kept under logs/ as it
-// was read.
-func (r *run) collectWorkerLogs(ctx context.Context, job *batchv1.Job) ([]*results.LoadResult, error) {
-	pods, err := r.c.Core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	var parts []*results.LoadResult
-	var errs []error
-	seen := map[int]string{} // worker index -> pod
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodSucceeded {
-			continue
-		}
-		body, err := r.c.Core.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: LoadContainer}).DoRaw(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
-			continue
-		}
-		_ = r.dir.WriteFile(filepath.Join(results.LogsDir, "load-"+p.Name+".log"), body)
-		lr, err := parseWorkerLog(body)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
-			continue
-		}
-		idx, err := workerIndex(lr, &p, r.o.Workers)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("load worker %s: %w", p.Name, err))
-			continue
-		}
-		if other, dup := seen[idx]; dup {
-			errs = append(errs, fmt.Errorf("load workers %s and %s both report worker index %d", other, p.Name, idx))
-			continue
-		}
-		seen[idx] = p.Name
-		parts = append(parts, lr)
-	}
-	if len(parts) != r.o.Workers {
-		errs = append(errs, fmt.Errorf("%d of %d load workers left a result", len(parts), r.o.Workers))
-	}
-	return parts, errors.Join(errs...)
-}
-
-// workerIndex is the worker index a load worker's result reports
-// (results.LoadResult.Worker; an unsplit result is worker 0 of 1), checked
-// against the run's worker count and, as a cross-check, against the
-// pod's Job completion index, which must be the same.
-func workerIndex(lr *results.LoadResult, pod *corev1.Pod, workers int) (int, error) {
-	share := results.WorkerShare{Index: 0, Count: 1}
-	if lr.Worker != nil {
-		share = *lr.Worker
-	}
-	if share.Count != workers {
-		if lr.Worker == nil {
-			return 0, fmt.Errorf("its result says no worker index, but the load is split among %d workers (is the image's meshbench older than this one?)", workers)
-		}
-		return 0, fmt.Errorf("its result is worker %d of %d, but the load is split among %d workers", share.Index, share.Count, workers)
-	}
-	ann, ok := pod.Annotations[batchv1.JobCompletionIndexAnnotation]
-	if !ok {
-		return 0, fmt.Errorf("no completion index (annotation %s): not a pod of an Indexed Job", batchv1.JobCompletionIndexAnnotation)
-	}
-	if ci, err := strconv.Atoi(ann); err != nil || ci != share.Index {
-		return 0, fmt.Errorf("its completion index is %q but its result is worker %d of %d", ann, share.Index, share.Count)
-	}
-	return share.Index, nil
-}
-
-// parseWorkerLog reads the JSON result in a worker's log: the document
-// that starts at the first line beginning with '{' (a log may hold
-// warnings before it; `meshbench load --output-format json` prints one
-// indented document).
-func parseWorkerLog(body []byte) (*results.LoadResult, error) {
-	start := 0
-	if !bytes.HasPrefix(body, []byte("{")) {
-		i := bytes.Index(body, []byte("\n{"))
-		if i < 0 {
-			return nil, fmt.Errorf("no JSON result in %d bytes of log", len(body))
-		}
-		start = i + 1
-	}
-	return results.Read(bytes.NewReader(body[start:]))
-}
-
 func (r *run) checkValidity(lr *results.LoadResult) {
 	if lr == nil {
 		return
@@ -1143,7 +1039,7 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 		}
 		// A pod whose image cannot be pulled or that keeps crashing will
 		// not get ready: say so now, not after the timeout.
-		if p, err := c.podProblem(ctx, ns, ""); err != nil {
+		if p, err := c.PodProblem(ctx, ns, ""); err != nil {
 			return err
 		} else if p != nil {
 			return fmt.Errorf("app not ready: %w", p)
@@ -1155,52 +1051,6 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// waitJob waits until the Job completes (every worker succeeded) or fails.
-// Pods of appNS (when not "") that stop being able to run fail it too.
-func (c *Cluster) waitJob(ctx context.Context, ns, name, appNS string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		j, err := c.Core.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, cond := range j.Status.Conditions {
-			if cond.Status != corev1.ConditionTrue {
-				continue
-			}
-			switch cond.Type {
-			case batchv1.JobComplete:
-				return nil
-			case batchv1.JobFailed:
-				return fmt.Errorf("load Job %s/%s failed: %s: %s%s", ns, name, cond.Reason, cond.Message, c.failedWorkers(ctx, ns, name))
-			}
-		}
-		if p, err := c.podProblem(ctx, ns, "job-name="+name); err != nil {
-			return err
-		} else if p != nil {
-			return fmt.Errorf("load Job %s/%s cannot run: %w", ns, name, p)
-		}
-		// The app's pods too: a node of theirs that stops reporting
-		// makes the measurement meaningless.
-		if appNS != "" {
-			if p, err := c.podProblem(ctx, appNS, ""); err != nil {
-				return err
-			} else if p != nil {
-				return fmt.Errorf("app broke while the load Job %s/%s ran: %w", ns, name, p)
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("load Job %s/%s not finished after %v (%d active, %d succeeded, %d failed)",
-				ns, name, timeout, j.Status.Active, j.Status.Succeeded, j.Status.Failed)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
 		}
 	}
 }
@@ -1231,7 +1081,7 @@ func (c *Cluster) placeNodes(ctx context.Context, runID string) (int, error) {
 	}
 	var ready []corev1.Node
 	for _, n := range nodes.Items {
-		if NodeReady(&n) && !n.Spec.Unschedulable {
+		if kubeclient.NodeReady(&n) && !n.Spec.Unschedulable {
 			ready = append(ready, n)
 		}
 	}

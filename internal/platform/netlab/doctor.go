@@ -3,17 +3,15 @@ package netlab
 import (
 	"os"
 	"strings"
+
+	"github.com/meshbench/meshbench/internal/preflight"
 )
 
 // Check is one line of the local lab's preflight table (meshbench doctor
 // --platform local): LabsCheck and UserNamespacesCheck are the netns
-// substrate's rows beyond namespaces, iptables and ztunnel.
-type Check struct {
-	Name   string
-	OK     bool
-	Warn   bool // not fatal: shown, but does not fail the preflight
-	Detail string
-}
+// substrate's rows beyond namespaces, iptables and ztunnel. It is a row
+// of a preflight table, as the kube platform's checks give.
+type Check = preflight.Result
 
 // LabsCheck lists the labs on the host: live ones, ones of a dead
 // meshbench (removed by the next netns lab) and namespaces named like a

@@ -1,4 +1,4 @@
-package kube
+package kubeclient
 
 import (
 	"context"
@@ -55,10 +55,10 @@ func (p *NodeProblem) Error() string {
 	return fmt.Sprintf("node %s is not Ready (%s: %s) with pod %s/%s on it", p.Node, p.Reason, strings.TrimSpace(p.Message), p.Namespace, p.Pod)
 }
 
-// podProblem returns the first pod in ns (matching selector) that cannot
+// PodProblem returns the first pod in ns (matching selector) that cannot
 // become ready or whose node is not Ready, nil when none is stuck (still
 // starting is not stuck).
-func (c *Cluster) podProblem(ctx context.Context, ns, selector string) (problem, err error) {
+func (c *Client) PodProblem(ctx context.Context, ns, selector string) (problem, err error) {
 	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
@@ -127,29 +127,13 @@ func stuckPod(pod *corev1.Pod) *PodProblem {
 	return nil
 }
 
-// failedWorkers describes the failed pods of load Job name ("" when none
-// is found): which worker, and how its container ended (exit code 137 is
-// SIGKILL: the OOM killer, or someone).
-func (c *Cluster) failedWorkers(ctx context.Context, ns, name string) string {
-	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
-	if err != nil {
-		return ""
-	}
-	var parts []string
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodFailed {
-			continue
+// NodeReady reports whether n's Ready condition is True (false when it has
+// none). It says nothing about whether pods may be scheduled on n.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
 		}
-		desc := "pod " + p.Name
-		for _, st := range p.Status.ContainerStatuses {
-			if t := st.State.Terminated; t != nil {
-				desc += fmt.Sprintf(" (container %s: exit code %d, %s)", st.Name, t.ExitCode, t.Reason)
-			}
-		}
-		parts = append(parts, desc)
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; failed: " + strings.Join(parts, ", ")
+	return false
 }

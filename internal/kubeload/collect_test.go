@@ -1,4 +1,4 @@
-package kube
+package kubeload
 
 import (
 	"os"
@@ -15,7 +15,7 @@ import (
 // TestParseWorkerLog: a worker's log is its indented JSON result, possibly
 // after warning lines; a log without one is an error saying so.
 func TestParseWorkerLog(t *testing.T) {
-	js, err := os.ReadFile(filepath.Join("..", "..", "analysis", "testdata", "plan-invalid", "cells",
+	js, err := os.ReadFile(filepath.Join("..", "analysis", "testdata", "plan-invalid", "cells",
 		"none-static-r50-x1-p0-http-pod-mtls-rep2", "load.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,85 @@
+package kube
+
+import (
+	"cmp"
+	"errors"
+	"maps"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/meshbench/meshbench/internal/kubeload"
+)
+
+// LoadSpec is the load of one cell on this platform: the workers' load
+// (kubeload.Spec: W workers, the pods of an Indexed Job, that each run
+// `meshbench load` with their share of the rate and the connections) and
+// the Spec it runs against. Work.Target "" is LoadTarget(Spec).
+type LoadSpec struct {
+	Spec
+	Work kubeload.Spec
+}
+
+// resolved is ls's load with its Target defaulted to LoadTarget(Spec).
+func (ls LoadSpec) resolved() kubeload.Spec {
+	l := ls.Work
+	l.Target = cmp.Or(l.Target, LoadTarget(ls.Spec))
+	return l
+}
+
+// Validate reports every problem with ls at once (Spec's included), each
+// on one line, or nil.
+func (ls LoadSpec) Validate() error {
+	var errs []error
+	if err := ls.Spec.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, ls.Work.Problems()...)
+	if len(errs) == 0 {
+		if err := ls.resolved().CheckGenerator(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadArgs are the arguments of worker index's `meshbench load`
+// (kubeload.Args, the target defaulted).
+func LoadArgs(ls LoadSpec, index string) []string {
+	ls.Spec = ls.Spec.WithDefaults()
+	return kubeload.Args(ls.resolved(), index)
+}
+
+// LoadJob returns the load Job of ls, in the load namespace
+// (kubeload.Job: an Indexed Job of Workers pods, no retries, no TTL).
+// Placement: workers prefer distinct nodes, and from AntiAffinityMinNodes
+// nodes must avoid app pods' nodes; from NodeSelectorMinNodes they run
+// only on nodes labelled LabelNodeRole=RoleLoad. With sidecar meshes the
+// proxy runs as a native sidecar (Kubernetes 1.29+), so the Job completes
+// when the load ends: Istio's sidecar.istio.io/nativeSidecar, Linkerd's
+// proxy-enable-native-sidecar (2.15+; Linkerd stable 2.14's proxy would
+// keep the pod running).
+func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
+	ls.Spec = ls.Spec.WithDefaults()
+	if err := ls.Validate(); err != nil {
+		return nil, err
+	}
+	s := ls.Spec
+	p := kubeload.Pod{
+		Namespace: s.LoadNamespace, Name: LoadJobName, Labels: s.labels(),
+		PodLabels: s.podLabels(RoleLoad, LoadJobName), PodAnnotations: maps.Clone(s.desc().Cluster.LoadPodAnnotations),
+		Image: s.Image, ServiceAccount: LoadServiceAccount,
+		Resources: requests(), SecurityContext: restricted(),
+		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 100, PodAffinityTerm: antiAffinity(RoleLoad, s.LoadNamespace)}},
+		}},
+	}
+	if s.NodeCount >= AntiAffinityMinNodes {
+		p.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)}
+	}
+	if s.NodeCount >= NodeSelectorMinNodes {
+		p.NodeSelector = map[string]string{LabelNodeRole: RoleLoad}
+	}
+	return kubeload.Job(ls.resolved(), p), nil
+}
