@@ -155,7 +155,7 @@ printed on stdout.`,
 	fl.StringVar(&f.tag, "tag", kube.DefaultImage, "the image's name (what --image of run and bench names)")
 	fl.StringVar(&f.binary, "binary", "", "the static meshbench binary to pack (default: this executable)")
 	fl.StringSliceVar(&f.extra, "extra", nil, "more binaries for /usr/local/bin, e.g. static oha and wrk2 builds (repeatable)")
-	fl.BoolVar(&f.generators, "generators", true, "put vegeta and fortio from `make generators` (MESHBENCH_GENERATORS_BIN) in /usr/local/bin, for --generator vegeta|fortio on a cluster; false: leave them out")
+	fl.BoolVar(&f.generators, "generators", true, "put vegeta and fortio built by make generators (MESHBENCH_GENERATORS_BIN) in /usr/local/bin, for --generator vegeta|fortio on a cluster; false: leave them out")
 	fl.StringVarP(&f.output, "output", "o", "", "write the image archive to this file")
 	fl.StringVar(&f.push, "push", "", "push to this registry reference")
 	fl.StringArrayVar(&f.load, "load", nil, "load into kind:CLUSTER, k3d:CLUSTER or containerd:SOCKET (repeatable)")
