@@ -90,7 +90,13 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 	indexes := map[int]bool{}
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
-		wr, err := results.Read(bytes.NewReader(b[max(0, bytes.IndexByte(b, '{')):]))
+		// The result is the document starting at the first line that
+		// begins with '{': the engine's running figures
+		// ("meshbench-progress {…}", --progress-log, stderr) precede it.
+		if !bytes.HasPrefix(b, []byte("{")) {
+			b = b[bytes.Index(b, []byte("\n{"))+1:]
+		}
+		wr, err := results.Read(bytes.NewReader(b))
 		if err != nil || wr.Worker == nil || wr.Worker.Count != 2 {
 			t.Errorf("worker log %s: %v; want a result with a share of 2", l, err)
 			continue
