@@ -1,12 +1,9 @@
 package istio
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -14,7 +11,6 @@ import (
 	"github.com/meshbench/meshbench/internal/report"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 //go:embed envoyfilters.yaml
@@ -48,20 +44,11 @@ func GatewayCRDs(b Build) ([]runtime.Object, error) {
 }
 
 func decodeObjects(data []byte, name string) ([]runtime.Object, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []runtime.Object
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
+	objs, err := meshinstall.DecodeManifests(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	return objs, nil
 }
 
 // InstallArgs are what `istioctl install` gets besides the profile and the

@@ -163,7 +163,7 @@ func Run(ctx context.Context, a Applier, cmds []Command, log io.Writer) ([]Comma
 		if cmd.ApplyOutput {
 			cmd.Output = stderr.String()
 			if err == nil {
-				objs, derr := decodeManifests(stdout.Bytes())
+				objs, derr := DecodeManifests(stdout.Bytes())
 				if derr == nil {
 					derr = a.Apply(ctx, objs)
 				}
@@ -182,8 +182,10 @@ func Run(ctx context.Context, a Applier, cmds []Command, log io.Writer) ([]Comma
 	return done, nil
 }
 
-// decodeManifests reads a multi-document YAML stream into objects.
-func decodeManifests(data []byte) ([]runtime.Object, error) {
+// DecodeManifests reads a multi-document YAML (or JSON) stream into
+// unstructured objects, skipping empty documents: a mesh CLI's printed
+// manifests, or the files an install applies.
+func DecodeManifests(data []byte) ([]runtime.Object, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []runtime.Object
 	for {
