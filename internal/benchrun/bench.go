@@ -21,6 +21,7 @@ import (
 	"github.com/meshbench/meshbench/internal/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -167,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if p.Search != nil {
 		return runSearch(ctx, cfg, bin, sub)
 	}
-	var istioInstall *kube.MeshInstall
+	var istioInstall *meshinstall.MeshInstall
 	if onKube {
 		var err error
 		if istioInstall, err = IstioInstall(ctx, cfg.Kube.IstioBuild, cfg.Kube.InstallMesh, cfg.EnvoyFlag, cfg.Getenv); err != nil {
@@ -337,7 +338,7 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool
 	installed := map[string]bool{}
 	for _, c := range cells {
 		m, _ := meshes.Get(string(c.Kube.Spec.Mesh.Mode))
-		cli := kube.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
+		cli := meshinstall.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
 		if m != nil && m.Product == meshes.Istio && ambient {
 			c.Kube.IstioProfile = meshes.IstioProfileAmbient
 		}

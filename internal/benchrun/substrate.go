@@ -11,7 +11,7 @@ import (
 	"github.com/meshbench/meshbench/internal/istio"
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/ztunnel"
@@ -132,7 +132,7 @@ func FindEnvoy(ctx context.Context, flag string, getenv func(string) string) (*e
 // upstream-Envoy overlay, recording the Envoy build (found as the lab
 // finds it, the one `meshbench image istio` packs) as the measured proxy.
 // Nil without --istio-build.
-func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag string, getenv func(string) string) (*kube.MeshInstall, error) {
+func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag string, getenv func(string) string) (*meshinstall.MeshInstall, error) {
 	if build == "" {
 		return nil, nil
 	}

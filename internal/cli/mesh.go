@@ -63,7 +63,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 				if m = strings.TrimSpace(m); m == "" {
 					continue
 				}
-				if _, ok := meshes.Get(m); !ok || kube.MeshCLI(m) != "istioctl" {
+				if _, ok := meshes.Get(m); !ok || meshinstall.MeshCLI(m) != "istioctl" {
 					return usagef("--mesh %q: allowed: %s (Istio's modes; one uninstall removes them all)", m, strings.Join(istioModes(), ", "))
 				}
 				modes = append(modes, m)
@@ -116,7 +116,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 func istioModes() []string {
 	var out []string
 	for _, m := range meshes.Names(false) {
-		if kube.MeshCLI(m) == "istioctl" {
+		if meshinstall.MeshCLI(m) == "istioctl" {
 			out = append(out, m)
 		}
 	}

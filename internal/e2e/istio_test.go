@@ -68,6 +68,23 @@ func uninstallIstio(t *testing.T, b istio.Build, kubeconfig string) (time.Durati
 	return inv.took, inv.stdout
 }
 
+// loadIstioImages builds meshbench's Istio images (pilot, proxyv2,
+// install-cni, ztunnel) from the build b and the Envoy at envoyPath and
+// loads them into every real node's containerd, as both Istio tests start;
+// it returns the command's time.
+func loadIstioImages(t *testing.T, kc *kubetest.Cluster, b istio.Build, envoyPath string) time.Duration {
+	t.Helper()
+	args := []string{"image", "istio", "--istio-build", b.Dir, "--envoy", envoyPath, "--ctr", filepath.Join(nodes.BinDir(), "ctr")}
+	for _, n := range kc.Real.Nodes {
+		args = append(args, "--load", "containerd:"+n.Socket)
+	}
+	inv := meshbench(t, nil, args...)
+	if inv.code != 0 || strings.Count(inv.stdout, "@sha256:") != len(istio.ImageNames) {
+		t.Fatalf("meshbench image istio: exit %d; want %d images", inv.code, len(istio.ImageNames))
+	}
+	return inv.took
+}
+
 // TestIstioOnRealNodes is Istio built here on real pods, as a new user
 // runs it: `meshbench image istio` loads the images (pilot, proxyv2 with
 // upstream Envoy, install-cni, ztunnel) into the nodes; `run --platform
@@ -107,15 +124,7 @@ func TestIstioOnRealNodes(t *testing.T) {
 	})
 
 	// The images, into every node's containerd.
-	args := []string{"image", "istio", "--istio-build", b.Dir, "--envoy", env.Path, "--ctr", filepath.Join(nodes.BinDir(), "ctr")}
-	for _, n := range kc.Real.Nodes {
-		args = append(args, "--load", "containerd:"+n.Socket)
-	}
-	inv := meshbench(t, nil, args...)
-	if inv.code != 0 || strings.Count(inv.stdout, "@sha256:") != len(istio.ImageNames) {
-		t.Fatalf("meshbench image istio: exit %d; want %d images", inv.code, len(istio.ImageNames))
-	}
-	tImages := inv.took
+	tImages := loadIstioImages(t, kc, b, env.Path)
 
 	// One sidecar cell that installs Istio; the run reads istiod's ACK
 	// table in its measured window (the app and load sidecars exist only
@@ -123,7 +132,7 @@ func TestIstioOnRealNodes(t *testing.T) {
 	installed = true
 	out := filepath.Join(t.TempDir(), "run")
 	w := watchPods(c, "e2i-app", "e2i-load", kube.IstioNamespace)
-	inv = meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i",
+	inv := meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i",
 		"--mesh", "sidecar", "--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path, "--policies", "4",
 		"--replicas", "2", "--workers", "1", "--rate", "40", "--duration", "25s", "--out", out)
 	tRun := inv.took

@@ -10,7 +10,6 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/istio"
 	"github.com/meshbench/meshbench/internal/kubetest"
-	"github.com/meshbench/meshbench/internal/nodes"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
@@ -36,13 +35,7 @@ func TestLabVsClusterIstio(t *testing.T) {
 	}
 	c := connect(t, kc)
 	before := clusterState(t, c)
-	args := []string{"image", "istio", "--istio-build", b.Dir, "--envoy", env.Path, "--ctr", filepath.Join(nodes.BinDir(), "ctr")}
-	for _, n := range kc.Real.Nodes {
-		args = append(args, "--load", "containerd:"+n.Socket)
-	}
-	if inv := meshbench(t, nil, args...); inv.code != 0 {
-		t.Fatalf("meshbench image istio: exit %d", inv.code)
-	}
+	loadIstioImages(t, kc, b, env.Path)
 	t.Cleanup(func() {
 		uninstallIstio(t, b, kc.Kubeconfig)
 		after := clusterState(t, c)

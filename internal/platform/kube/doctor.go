@@ -237,7 +237,7 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 func cliChecks(ctx context.Context, modes []string, install bool, istioctl string) []DoctorCheck {
 	want := map[string][]string{}
 	for _, m := range modes {
-		if cli := MeshCLI(m); cli != "" {
+		if cli := meshinstall.MeshCLI(m); cli != "" {
 			want[cli] = append(want[cli], m)
 		}
 	}
@@ -254,7 +254,7 @@ func cliChecks(ctx context.Context, modes []string, install bool, istioctl strin
 	}
 	for _, probe := range probes {
 		chk := DoctorCheck{Name: probe.cli}
-		v, err := CLIVersion(ctx, probe.mode)
+		v, err := meshinstall.CLIVersion(ctx, probe.mode)
 		if probe.cli == "istioctl" && istioctl != "" {
 			chk.Name = "istioctl (" + istioctl + ")"
 			v, err = meshinstall.CLIVersionAt(ctx, probe.mode, istioctl)

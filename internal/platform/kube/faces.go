@@ -3,6 +3,8 @@ package kube
 import (
 	"strconv"
 	"strings"
+
+	"github.com/meshbench/meshbench/internal/meshinstall"
 )
 
 // The Faces demo app as the seed tool installs it: Buoyant's chart, pinned,
@@ -25,7 +27,7 @@ const (
 // with anti-affinity from two nodes on and kept on the app nodes
 // (LabelNodeRole=app) from NodeSelectorMinNodes on, as the seed tool does,
 // and waited for.
-func FacesChartCommand(s Spec, kubeconfig, context string) Command {
+func FacesChartCommand(s Spec, kubeconfig, context string) meshinstall.Command {
 	s = s.WithDefaults()
 	args := []string{"helm", "install", FacesRelease, FacesChart, "--version", FacesChartVersion,
 		"--namespace", s.AppNamespace,
@@ -51,7 +53,7 @@ func FacesChartCommand(s Spec, kubeconfig, context string) Command {
 	if context != "" {
 		args = append(args, "--kube-context", context)
 	}
-	return Command{Args: args}
+	return meshinstall.Command{Args: args}
 }
 
 // HelmVersionCommand prints helm's version.

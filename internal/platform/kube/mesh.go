@@ -23,23 +23,6 @@ const (
 	LinkerdNamespace = meshes.LinkerdNamespace
 )
 
-// The installers live in package meshinstall; these names keep the kube
-// platform's callers as they were.
-type (
-	// Command is meshinstall.Command.
-	Command = meshinstall.Command
-	// MeshInstall is meshinstall.MeshInstall.
-	MeshInstall = meshinstall.MeshInstall
-)
-
-// Functions of package meshinstall, by their old names here.
-var (
-	MeshCLI         = meshinstall.MeshCLI
-	InstallCommands = meshinstall.InstallCommands
-	VersionCommand  = meshinstall.VersionCommand
-	CLIVersion      = meshinstall.CLIVersion
-)
-
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 300 {
@@ -49,7 +32,7 @@ func oneLine(s string) string {
 }
 
 // Install runs mode's install commands against c (meshinstall.Run).
-func (c *Cluster) Install(ctx context.Context, cmds []Command, log io.Writer) ([]Command, error) {
+func (c *Cluster) Install(ctx context.Context, cmds []meshinstall.Command, log io.Writer) ([]meshinstall.Command, error) {
 	return meshinstall.Run(ctx, c, cmds, log)
 }
 

@@ -95,7 +95,7 @@ type Options struct {
 	IstioProfile string
 	// IstioInstall, when set, changes how InstallMesh installs Istio's
 	// modes (see MeshInstall).
-	IstioInstall *MeshInstall
+	IstioInstall *meshinstall.MeshInstall
 
 	OutDir string
 	Log    io.Writer
@@ -317,21 +317,21 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		// What the cluster had before, for meshinstall's record (what
 		// `meshbench mesh uninstall` removes).
 		var crdsBefore []string
-		if MeshCLI(mode) == "istioctl" {
+		if meshinstall.MeshCLI(mode) == "istioctl" {
 			var err error
 			if crdsBefore, err = meshinstall.CRDNames(ctx, c.Client); err != nil {
 				endMesh()
 				return nil, err
 			}
 		}
-		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
+		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(meshinstall.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
 		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
-		if err == nil && o.IstioInstall != nil && MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
+		if err == nil && o.IstioInstall != nil && meshinstall.MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
 			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
 				err = c.Apply(ctx, o.IstioInstall.Objects)
 			}
 		}
-		if err == nil && MeshCLI(mode) == "istioctl" {
+		if err == nil && meshinstall.MeshCLI(mode) == "istioctl" {
 			var applied []runtime.Object
 			if o.IstioInstall != nil {
 				applied = o.IstioInstall.Objects
@@ -343,7 +343,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && MeshCLI(mode) == "istioctl" {
+	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && meshinstall.MeshCLI(mode) == "istioctl" {
 		r.manifest.Options["mesh_proxy"] = o.IstioInstall.Proxy
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
@@ -623,7 +623,7 @@ func (r *run) installFacesChart(ctx context.Context) error {
 		r.manifest.Options["helm_version"] = strings.TrimSpace(string(v))
 		r.mu.Unlock()
 	}
-	cmds, err := r.c.Install(ctx, []Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
+	cmds, err := r.c.Install(ctx, []meshinstall.Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
 	_ = r.dir.WriteJSON(filepath.Join("k8s", "app-install.json"), cmds)
 	if err != nil {
 		return err
@@ -650,11 +650,11 @@ func (r *run) scaleFacesGUI(ctx context.Context) error {
 
 // withIstioProfile sets istioctl's profile in cmds to profile ("": as
 // they are).
-func withIstioProfile(cmds []Command, profile string) []Command {
+func withIstioProfile(cmds []meshinstall.Command, profile string) []meshinstall.Command {
 	if profile == "" {
 		return cmds
 	}
-	out := make([]Command, len(cmds))
+	out := make([]meshinstall.Command, len(cmds))
 	for i, c := range cmds {
 		c.Args = slices.Clone(c.Args)
 		for j, a := range c.Args {
@@ -945,7 +945,7 @@ func (c *Cluster) waitPodsReady(ctx context.Context, ns string, timeout time.Dur
 // mesh is Istio installed by meshbench with one (nil otherwise).
 func (r *run) syncz() func(context.Context, string, string) (*meshinstall.SyncReport, error) {
 	mi := r.o.IstioInstall
-	if mi == nil || mi.Syncz == nil || MeshCLI(string(r.o.Spec.Mesh.Mode)) != "istioctl" {
+	if mi == nil || mi.Syncz == nil || meshinstall.MeshCLI(string(r.o.Spec.Mesh.Mode)) != "istioctl" {
 		return nil
 	}
 	return mi.Syncz
