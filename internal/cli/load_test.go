@@ -22,6 +22,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/latency"
 	"github.com/meshbench/meshbench/internal/loadgen"
@@ -413,7 +414,7 @@ func TestLoadWorkersBadInput(t *testing.T) {
 	url := "http://" + deadPort(t) + "/" // never reached: input is checked first
 	env := func(idx string) *Env {
 		return &Env{Getenv: func(k string) string {
-			if k == JobCompletionIndexEnv {
+			if k == kubeload.CompletionIndexEnv {
 				return idx
 			}
 			return ""
@@ -538,7 +539,7 @@ func TestLoadTwoWorkers(t *testing.T) {
 	var parts []*results.LoadResult
 	for i := range 2 {
 		env := &Env{Getenv: func(k string) string {
-			if k == JobCompletionIndexEnv && i == 1 {
+			if k == kubeload.CompletionIndexEnv && i == 1 {
 				return "1"
 			}
 			return ""
