@@ -54,19 +54,6 @@ func meshbench(t *testing.T, signals <-chan os.Signal, args ...string) invocatio
 	return inv
 }
 
-// meshbenchTo is meshbench with stderr also written to errw as it comes
-// (to follow a run's phases from another goroutine).
-func meshbenchTo(t *testing.T, errw *testutil.SyncBuffer, args ...string) invocation {
-	t.Helper()
-	var out testutil.SyncBuffer
-	env := &cli.Env{Stdout: &out, Stderr: errw, Getenv: os.Getenv, Now: time.Now}
-	t0 := time.Now()
-	code := cli.Run(context.Background(), env, args)
-	inv := invocation{code, out.String(), errw.String(), time.Since(t0)}
-	t.Logf("meshbench %s: exit %d in %.1fs\n--- stdout ---\n%s--- stderr ---\n%s", strings.Join(args, " "), code, inv.took.Seconds(), inv.stdout, inv.stderr)
-	return inv
-}
-
 // connect is a client for the test cluster.
 func connect(t *testing.T, kc *kubetest.Cluster) *kube.Cluster {
 	t.Helper()
