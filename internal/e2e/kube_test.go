@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/kubeclient"
+	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
@@ -90,13 +90,9 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 	indexes := map[int]bool{}
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
-		// The result is the document starting at the first line that
-		// begins with '{': the engine's running figures
-		// ("meshbench-progress {…}", --progress-log, stderr) precede it.
-		if !bytes.HasPrefix(b, []byte("{")) {
-			b = b[bytes.Index(b, []byte("\n{"))+1:]
-		}
-		wr, err := results.Read(bytes.NewReader(b))
+		// Read as the platform reads it: the engine's running figures
+		// (--progress-log) precede the JSON result.
+		wr, err := kubeload.ParseWorkerLog(b)
 		if err != nil || wr.Worker == nil || wr.Worker.Count != 2 {
 			t.Errorf("worker log %s: %v; want a result with a share of 2", l, err)
 			continue

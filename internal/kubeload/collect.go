@@ -40,7 +40,7 @@ func Collect(ctx context.Context, core kubernetes.Interface, job *batchv1.Job, w
 			continue
 		}
 		_ = dir.WriteFile(filepath.Join(results.LogsDir, "load-"+p.Name+".log"), body)
-		lr, err := parseWorkerLog(body)
+		lr, err := ParseWorkerLog(body)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
 			continue
@@ -88,11 +88,11 @@ func workerIndex(lr *results.LoadResult, pod *corev1.Pod, workers int) (int, err
 	return share.Index, nil
 }
 
-// parseWorkerLog reads the JSON result in a worker's log: the document
+// ParseWorkerLog reads the JSON result in a worker's log: the document
 // that starts at the first line beginning with '{' (a log may hold
 // warnings before it; `meshbench load --output-format json` prints one
 // indented document).
-func parseWorkerLog(body []byte) (*results.LoadResult, error) {
+func ParseWorkerLog(body []byte) (*results.LoadResult, error) {
 	start := 0
 	if !bytes.HasPrefix(body, []byte("{")) {
 		i := bytes.Index(body, []byte("\n{"))

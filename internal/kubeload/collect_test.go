@@ -31,7 +31,7 @@ func TestParseWorkerLog(t *testing.T) {
 		"after progress lines": string(results.ProgressLine(results.LoadProgress{ElapsedNs: -5e8})) + "\n" +
 			string(results.ProgressLine(results.LoadProgress{ElapsedNs: 1e9, Sent: 50})) + "\n" + string(js),
 	} {
-		lr, err := parseWorkerLog([]byte(log))
+		lr, err := ParseWorkerLog([]byte(log))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -40,7 +40,7 @@ func TestParseWorkerLog(t *testing.T) {
 			t.Errorf("%s: parsed a result with no requests", name)
 		}
 	}
-	if _, err := parseWorkerLog([]byte("exec format error\n")); err == nil || !strings.Contains(err.Error(), "no JSON result") {
+	if _, err := ParseWorkerLog([]byte("exec format error\n")); err == nil || !strings.Contains(err.Error(), "no JSON result") {
 		t.Errorf("log without JSON: %v", err)
 	}
 }
