@@ -57,7 +57,7 @@ envoy:
 # The seeds' load generators, pinned, from the Go module proxy: vegeta
 # v12.12.0 and fortio v1.68.2 (`--generator vegeta|fortio` on `load`, `run`
 # and `bench`), into $MESHBENCH_GENERATORS_BIN or
-# ~/.cache/meshbench/generators/<versions>, where internal/extgen finds
+# ~/.cache/meshbench/generators/<versions>, where internal/load/extgen finds
 # them. ~15 s the first time, instant once built.
 generators:
 	./hack/generators/install.sh
@@ -146,15 +146,15 @@ FUZZEXECS ?= 1000000
 FUZZMIN   ?= 1s
 FUZZ      := -run XXX -fuzztime $(FUZZEXECS)x -fuzzminimizetime $(FUZZMIN)
 fuzz:
-	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzParseRate
-	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzReadHTTP1Response
-	$(GO) test ./internal/loadgen $(FUZZ) -fuzz FuzzParseTarget
+	$(GO) test ./internal/load/loadgen $(FUZZ) -fuzz FuzzParseRate
+	$(GO) test ./internal/load/loadgen $(FUZZ) -fuzz FuzzReadHTTP1Response
+	$(GO) test ./internal/load/loadgen $(FUZZ) -fuzz FuzzParseTarget
 	$(GO) test ./internal/results $(FUZZ) -fuzz FuzzRead
 	$(GO) test ./internal/app $(FUZZ) -fuzz FuzzParseDistribution
 	$(GO) test ./internal/plan $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
-	$(GO) test ./internal/extgen $(FUZZ) -fuzz FuzzWrk2
-	$(GO) test ./internal/extgen $(FUZZ) -fuzz FuzzFortio
+	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzWrk2
+	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzFortio
 	$(GO) test ./internal/sample $(FUZZ) -fuzz 'FuzzParseStat$$'
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseStatus
 	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/capacity"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/slo"

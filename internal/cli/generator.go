@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/extgen"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/extgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 )
 

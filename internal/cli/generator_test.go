@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/extgen"
+	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
@@ -69,7 +69,7 @@ func TestRunGeneratorFlag(t *testing.T) {
 // extgen/testdata/standin), so the command's wiring is tested without oha.
 func TestLoadGeneratorStandIn(t *testing.T) {
 	addr := testutil.StartServe(t, "static")
-	bin, err := filepath.Abs(filepath.Join("..", "extgen", "testdata", "standin", "oha"))
+	bin, err := filepath.Abs(filepath.Join("..", "load", "extgen", "testdata", "standin", "oha"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestLoadGeneratorStandIn(t *testing.T) {
 // TestLoadGeneratorOha runs the real oha against a real loopback server
 // when oha is on $PATH or in .tools/bin. CI does not install it (a cold `cargo install oha
 // --locked` takes over 6 minutes on CI's machine): there this test skips,
-// and internal/extgen's tests of the parser on oha's recorded output, and
+// and internal/load/extgen's tests of the parser on oha's recorded output, and
 // of the subprocess handling with stand-ins, carry the coverage.
 func TestLoadGeneratorOha(t *testing.T) {
 	bin, err := exec.LookPath("oha")

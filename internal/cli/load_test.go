@@ -24,8 +24,8 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/kubetest"
-	"github.com/meshbench/meshbench/internal/latency"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/latency"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testutil"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

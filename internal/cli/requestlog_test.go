@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/hops"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

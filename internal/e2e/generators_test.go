@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/results"
 )
 

@@ -17,7 +17,7 @@
 //     timing in Envoy; their time, the kernel's and the scheduler's land
 //     here, said as such, never spread over the timed hops.
 //
-// Each is an HDR histogram (internal/latency), reported at p50, p90, p95
+// Each is an HDR histogram (internal/load/latency), reported at p50, p90, p95
 // and p99. A request missing from some proxy's log (it failed before
 // reaching it, or the log lost it) is counted per hop, not silently
 // dropped; the waterfall is over the requests found at every hop.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/load/latency"
 )
 
 // Schema names the format of Result on disk.

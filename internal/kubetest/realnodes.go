@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/extgen"
 	"github.com/meshbench/meshbench/internal/image"
+	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/nodes"
 )

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 )
 
 // CompareAxes are the axes `compare:` can name: every pair of

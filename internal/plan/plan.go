@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/app"
-	"github.com/meshbench/meshbench/internal/extgen"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/extgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 )
 

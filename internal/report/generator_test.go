@@ -10,7 +10,7 @@ import (
 )
 
 // TestLoadTextGenerators: results measured by an external generator
-// (`meshbench load --generator`, here with internal/extgen's stand-ins
+// (`meshbench load --generator`, here with internal/load/extgen's stand-ins
 // printing oha's recorded and wrk2's documented output) name the tool in
 // the headline, print "unknown" for what it does not report, and end with
 // how the histograms were obtained and the tool's notes.

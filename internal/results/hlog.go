@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/load/latency"
 )
 
 // HlogFile is the HdrHistogram interval log a run results directory holds

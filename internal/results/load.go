@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/latency"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"google.golang.org/grpc/codes"
 )
 

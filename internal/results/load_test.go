@@ -12,8 +12,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/meshbench/meshbench/internal/latency"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/latency"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 )
 
 // fakeRun builds an engine result from a deterministic stream of latencies.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/capacity"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"

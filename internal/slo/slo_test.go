@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/results"
 )
 

@@ -3,7 +3,7 @@ package kube
 import (
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 )
 
 // testLoad is the load s names ("100", "max"), for a test's options.

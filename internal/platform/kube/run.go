@@ -27,7 +27,7 @@ import (
 	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/kubemetrics"
 	"github.com/meshbench/meshbench/internal/kubesample"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/results"

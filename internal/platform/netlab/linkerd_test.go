@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/latency"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 )
 
 // toolBinary is the real tool: $MESHBENCH_VEGETA / $MESHBENCH_FORTIO,

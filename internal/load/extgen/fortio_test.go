@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/latency"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 )
 
 // TestFortioReal: the real fortio (the pinned build) against real HTTP

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/results"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 )
 
 // standIn returns the path of a stand-in script for gen (testdata/standin)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
 )
 

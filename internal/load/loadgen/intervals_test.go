@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/load/latency"
 )
 
 // simulateIntervals feeds secs seconds of perSec answers each, spread over

@@ -10,7 +10,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/meshbench/meshbench/internal/app"
-	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/load/latency"
 )
 
 // TestIntervalsShowStall: a real server stops answering for 800 ms in the

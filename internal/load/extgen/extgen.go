@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/loadgen"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
 )

@@ -23,7 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/latency"
+	"github.com/meshbench/meshbench/internal/load/latency"
 )
 
 // DefaultConnections is the number of connections a load spreads over when
