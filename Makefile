@@ -155,13 +155,13 @@ fuzz:
 	$(GO) test ./internal/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
 	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzWrk2
 	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzFortio
-	$(GO) test ./internal/sample $(FUZZ) -fuzz 'FuzzParseStat$$'
-	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseStatus
-	$(GO) test ./internal/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
+	$(GO) test ./internal/measure/sample $(FUZZ) -fuzz 'FuzzParseStat$$'
+	$(GO) test ./internal/measure/sample $(FUZZ) -fuzz FuzzParseStatus
+	$(GO) test ./internal/measure/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
 	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
 	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
-	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzParseLog
-	$(GO) test ./internal/hops $(FUZZ) -fuzz FuzzReadRequests
+	$(GO) test ./internal/measure/hops $(FUZZ) -fuzz FuzzParseLog
+	$(GO) test ./internal/measure/hops $(FUZZ) -fuzz FuzzReadRequests
 	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseStats
 	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseVersion
 	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps

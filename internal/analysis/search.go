@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/slo"
 	"github.com/meshbench/meshbench/internal/stats"
 )

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // TestPrintKubeRunSamplingNotes: the kube run's printout says, in plain

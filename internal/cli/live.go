@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/liveview"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // The live view of `meshbench bench`: a frame of a few lines on stderr,

@@ -23,7 +23,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
 	"github.com/meshbench/meshbench/internal/kubetest"
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 var realWindow = flag.Duration("real-window", 30*time.Second,

@@ -17,7 +17,7 @@ import (
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	telemetryv1alpha1 "istio.io/api/telemetry/v1alpha1"
 
-	"github.com/meshbench/meshbench/internal/hops"
+	"github.com/meshbench/meshbench/internal/measure/hops"
 )
 
 // ProviderName is the extension provider's name in MeshConfig, which the

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // DefaultPeriod is the reading period when Options.Period is 0: 1 s, the

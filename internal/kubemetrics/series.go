@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // point is one fresh reading of a cumulative counter.

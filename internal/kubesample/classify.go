@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/meshes"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // ClassifyModes lists the mesh modes a Classifier knows: every mesh

@@ -22,8 +22,8 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 func TestCPUMillicores(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

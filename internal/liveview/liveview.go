@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // States of the state line, the seed tool's words.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/meshbench/meshbench/internal/liveview"
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // The frame of `meshbench bench`'s live view: a few lines redrawn in place

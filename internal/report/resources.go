@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // The resource tables of a run's samples (sample.Summary), as `meshbench

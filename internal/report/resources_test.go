@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 
@@ -87,7 +87,7 @@ CPU by the kubelet's cumulative counters over 2 equal intervals of the measured 
 // sampler's scenario, read from its stored summary
 // (sample/testdata/summary.json, sample.TestSummaryGolden).
 func TestResourceTables(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "sample", "testdata", "summary.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "measure", "sample", "testdata", "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

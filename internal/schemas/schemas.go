@@ -23,10 +23,10 @@ import (
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/hops"
+	"github.com/meshbench/meshbench/internal/measure/hops"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // BaseURL is the $id prefix of every schema; the file name follows it.

@@ -33,8 +33,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/measure/probe"
 	"github.com/meshbench/meshbench/internal/netns"
-	"github.com/meshbench/meshbench/internal/probe"
 	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/toolbin"
 )

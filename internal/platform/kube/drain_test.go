@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // TestAppIdleAfter: the drain's rule. The app is idle again once every

@@ -12,8 +12,8 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // TestScaleFacesGUIAgainstCluster: on a real control plane (its controller

@@ -26,8 +26,8 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 var updateMetricsFixture = flag.Bool("update-metrics-fixture", false,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // TestSharedMachines: nodes with one boot ID are grouped, and the node

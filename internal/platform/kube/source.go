@@ -11,7 +11,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
 	"github.com/meshbench/meshbench/internal/kubesample"
-	"github.com/meshbench/meshbench/internal/sample"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // Where a run's CPU and memory come from (Options.MetricsSource).

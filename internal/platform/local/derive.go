@@ -3,9 +3,9 @@ package local
 import (
 	"maps"
 
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // derive computes the figures `meshbench run` prints below the tables:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
-	"github.com/meshbench/meshbench/internal/hops"
+	"github.com/meshbench/meshbench/internal/measure/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/schemas"
 )

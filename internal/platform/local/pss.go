@@ -1,6 +1,6 @@
 package local
 
-import "github.com/meshbench/meshbench/internal/sample"
+import "github.com/meshbench/meshbench/internal/measure/sample"
 
 // pssEvery is the sampler's PSSEvery: Options.PSSEvery, or when that is 0
 // or less, the number of rounds closest to sample.DefaultPSSPeriod (5 s)

@@ -6,11 +6,11 @@ import (
 	"os/exec"
 
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // SubstrateLoopback is the name of the default substrate: every process

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // The variant tests run one short cell per option through real Envoys and

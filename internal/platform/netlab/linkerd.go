@@ -18,10 +18,10 @@ import (
 	"github.com/meshbench/meshbench/internal/linkerd"
 	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/platform/local"
-	"github.com/meshbench/meshbench/internal/sample"
 )
 
 // linkerdNet is Linkerd on a lab made by Substrate.Up (mode linkerd): the

@@ -15,11 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sample"
 	"github.com/meshbench/meshbench/internal/userns"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
