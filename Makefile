@@ -159,7 +159,7 @@ fuzz:
 	$(GO) test ./internal/measure/sample $(FUZZ) -fuzz FuzzParseStatus
 	$(GO) test ./internal/measure/sample $(FUZZ) -fuzz FuzzParseSmapsRollup
 	$(GO) test ./internal/cli $(FUZZ) -fuzz FuzzLoadFlags
-	$(GO) test ./internal/slo $(FUZZ) -fuzz FuzzParse
+	$(GO) test ./internal/analysis/slo $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/measure/hops $(FUZZ) -fuzz FuzzParseLog
 	$(GO) test ./internal/measure/hops $(FUZZ) -fuzz FuzzReadRequests
 	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseStats

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/meshes"
-	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // Options control the analysis.

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // The fixtures are real plan results directories (none, sidecar and ambient

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/meshes"
-	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // The axes a plan can compare along (plan `compare:`). Mesh is the

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/meshes"
-	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // SetComparison is two result sets (two plan directories: two versions of

@@ -8,12 +8,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/slo"
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/slo"
-	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // SearchOptions are what a capacity-search plan judges its probes with.

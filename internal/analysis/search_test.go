@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
 )
 
 func runsOf(mesh string, results ...capacity.Result) []SearchRun {

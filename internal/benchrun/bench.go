@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/threshold"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
@@ -28,7 +29,6 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
-	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 // Config is one `meshbench bench` invocation, typed: the plan and what is

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
-	"github.com/meshbench/meshbench/internal/slo"
 )
 
 // TestProbeTimeout: four times the objective's largest latency limit,

@@ -10,11 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/slo"
 )
 
 // LoadSearch is `meshbench load --slo`: a capacity search of meshbench's

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/plot"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/runner"
-	"github.com/meshbench/meshbench/internal/slo"
 )
 
 // SearchAnalysisOptions are how plan p's probes are judged.

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/threshold"
 	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
@@ -24,7 +25,6 @@ import (
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
-	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 type benchFlags struct {

@@ -7,10 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/threshold"
 	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 type compareFlags struct {

@@ -191,7 +191,7 @@ func TestCompareWarnsOnMethodDifferences(t *testing.T) {
 // TestCompareFailOnRegression: the fixtures differ by nothing significant,
 // so --fail-on-regression (bare: 0%) exits 0 with the comparison printed;
 // a bad margin is bad input. Regressions themselves are tested in
-// internal/threshold against plans with known shifts.
+// internal/analysis/threshold against plans with known shifts.
 func TestCompareFailOnRegression(t *testing.T) {
 	a, b := filepath.Join("..", "analysis", "testdata", "plan-small"), filepath.Join("..", "analysis", "testdata", "plan-invalid")
 	if inv := runCLI(t, nil, "compare", "--fail-on-regression", a, b); inv.code != ExitOK || !strings.Contains(inv.stdout, "configs in both") {

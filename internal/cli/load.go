@@ -22,12 +22,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/meshbench/meshbench/internal/analysis/threshold"
 	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/threshold"
 )
 
 type loadFlags struct {

@@ -12,12 +12,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/capacity"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/slo"
 )
 
 // searchFlags are `meshbench load`'s capacity-search flags.

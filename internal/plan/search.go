@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/app"
-	"github.com/meshbench/meshbench/internal/capacity"
-	"github.com/meshbench/meshbench/internal/slo"
 )
 
 // Search is a plan's capacity search (the `search:` key): per

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/stats"
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 )
 
 // axisSection is the verdict lines of one compared axis other than mesh,

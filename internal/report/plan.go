@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/load/latency"
-	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // tableRows are the rows of a scenario's comparison table.

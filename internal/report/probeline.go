@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/capacity"
-	"github.com/meshbench/meshbench/internal/slo"
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 )
 
 // ProbeLine is one printed probe: "probe  3  400/s  achieved 400.0/s  p99

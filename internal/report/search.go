@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/plot"
-	"github.com/meshbench/meshbench/internal/slo"
 )
 
 // searchScenarios lists the scenarios of a search analysis in order.

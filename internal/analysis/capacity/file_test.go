@@ -25,7 +25,7 @@ func TestLoadSearchMatchesSchema(t *testing.T) {
 	}
 	c := jsonschema.NewCompiler()
 	// The probes' load results refer to the load result's schema by its $id.
-	lf, err := os.Open("../../schema/load-result.v1.schema.json")
+	lf, err := os.Open("../../../schema/load-result.v1.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestLoadSearchMatchesSchema(t *testing.T) {
 	if err := c.AddResource("https://meshbench.dev/schema/load-result.v1.schema.json", ld); err != nil {
 		t.Fatal(err)
 	}
-	sch, err := c.Compile("../../schema/capacity-search.v1.schema.json")
+	sch, err := c.Compile("../../../schema/capacity-search.v1.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

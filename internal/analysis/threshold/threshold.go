@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/stats"
 )
 
 // Metrics lists the names a condition may use.

@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/slo"
 )
 
 // LoadSearchSchema names the format of `meshbench load --slo -o FILE`.
