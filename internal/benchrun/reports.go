@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/plot"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/report/plot"
 	"github.com/meshbench/meshbench/internal/results"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/local"
-	"github.com/meshbench/meshbench/internal/plot"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/report/plot"
 	"github.com/meshbench/meshbench/internal/runner"
 )
 

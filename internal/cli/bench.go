@@ -19,10 +19,10 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
 	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/report/liveview"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
 )
@@ -251,7 +251,7 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 // returns it with a hook printing one line per lab phase (sub-phases such
 // as prepare/apps left out) and a hook keeping the sampling rounds of the
 // measured window and the drain: when the drain ends, the seed tool's view
-// of them (internal/liveview) is printed as plain lines, the live view's
+// of them (internal/report/liveview) is printed as plain lines, the live view's
 // content without cursor codes: its compact form (state line, sums,
 // ratios; about 10 lines a cell in a long CI or demo log), or the whole
 // frame with every component when components is set (--components).

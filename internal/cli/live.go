@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/report/liveview"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/measure/hops"
-	"github.com/meshbench/meshbench/internal/plot"
+	"github.com/meshbench/meshbench/internal/report/plot"
 )
 
 // HopsText writes a cell's hop attribution as a waterfall: each HTTP

@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/meshbench/meshbench/internal/liveview"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/report/liveview"
 )
 
 // The frame of `meshbench bench`'s live view: a few lines redrawn in place

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/plot"
+	"github.com/meshbench/meshbench/internal/report/plot"
 )
 
 // NamedChart is one plot of a plan report.

@@ -13,7 +13,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/analysis/slo"
-	"github.com/meshbench/meshbench/internal/plot"
+	"github.com/meshbench/meshbench/internal/report/plot"
 )
 
 // searchScenarios lists the scenarios of a search analysis in order.
