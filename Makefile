@@ -152,7 +152,7 @@ fuzz:
 	$(GO) test ./internal/results $(FUZZ) -fuzz FuzzRead
 	$(GO) test ./internal/app $(FUZZ) -fuzz FuzzParseDistribution
 	$(GO) test ./internal/plan $(FUZZ) -fuzz FuzzParse
-	$(GO) test ./internal/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
+	$(GO) test ./internal/sys/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
 	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzWrk2
 	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzFortio
 	$(GO) test ./internal/measure/sample $(FUZZ) -fuzz 'FuzzParseStat$$'

@@ -12,12 +12,12 @@ import (
 	"golang.org/x/term"
 
 	"github.com/meshbench/meshbench/internal/cli"
-	"github.com/meshbench/meshbench/internal/userns"
+	"github.com/meshbench/meshbench/internal/sys/userns"
 )
 
 func main() {
 	// --substrate netns without root: the same command as root of an
-	// unprivileged user namespace (internal/userns), where the kernel
+	// unprivileged user namespace (internal/sys/userns), where the kernel
 	// allows it; else it goes on and says that it needs root.
 	if userns.Wanted(os.Args[1:]) {
 		if code, err := userns.Reexec(os.Args[1:]); err == nil {

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/precise"
+	"github.com/meshbench/meshbench/internal/sys/precise"
 )
 
 // DefaultErrorStatus is the HTTP status of injected errors when

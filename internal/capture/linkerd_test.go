@@ -8,7 +8,7 @@ import (
 
 	"github.com/coreos/go-iptables/iptables"
 
-	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

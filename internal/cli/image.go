@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/image"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/sys/image"
 )
 
 type imageFlags struct {

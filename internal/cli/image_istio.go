@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/image"
 	"github.com/meshbench/meshbench/internal/istio"
+	"github.com/meshbench/meshbench/internal/sys/image"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 

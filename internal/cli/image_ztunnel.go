@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/image"
+	"github.com/meshbench/meshbench/internal/sys/image"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 

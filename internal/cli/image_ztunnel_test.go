@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/meshbench/meshbench/internal/image"
+	"github.com/meshbench/meshbench/internal/sys/image"
 	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )

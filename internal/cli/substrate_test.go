@@ -13,9 +13,9 @@ import (
 	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )

@@ -1,7 +1,7 @@
 // Package e2e holds meshbench's end-to-end tests on real Kubernetes nodes
 // (internal/kubetest with RealNodes: containerd, runc, kubelet,
 // kube-proxy and CoreDNS on this machine, pods running meshbench's own
-// image built by internal/image). Each test runs the CLI in-process, as a
+// image built by internal/sys/image). Each test runs the CLI in-process, as a
 // user types it, and checks what the user sees and what the cluster is
 // left with; TestCountersMatchProc also checks the kubelet's CPU counters
 // (internal/kubemetrics) against /proc of the container's processes. It

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // The captures in testdata/stats are the three admin answers Stats reads

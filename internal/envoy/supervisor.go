@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // Defaults of SupervisorOptions and Spec.

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/meshbench/meshbench/internal/image"
+	"github.com/meshbench/meshbench/internal/sys/image"
 )
 
 // ProxyUID is the user Istio's proxies run as (istio-init's iptables rules

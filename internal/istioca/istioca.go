@@ -26,7 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 	pb "istio.io/api/security/v1alpha1"
 
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // MaxValidity caps the lifetime a client may ask for (ztunnel asks for

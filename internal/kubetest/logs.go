@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // ServePodLogs makes `kubectl logs` (the pods/log API) return contents for

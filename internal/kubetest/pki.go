@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // clusterPKI holds the paths of the throw-away certificates and keys of one

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // stopGrace is how long a component gets to exit after SIGTERM before it is

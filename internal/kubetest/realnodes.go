@@ -12,10 +12,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/image"
 	"github.com/meshbench/meshbench/internal/load/extgen"
-	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/nodes"
+	"github.com/meshbench/meshbench/internal/sys/image"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 )
 
 // Images the real nodes hold (imported from tarballs built by package

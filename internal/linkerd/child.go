@@ -18,8 +18,8 @@ import (
 
 	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
-	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/sys/pki"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // ControlPlaneCommand is the hidden meshbench subcommand that serves the

@@ -14,8 +14,8 @@ import (
 	"github.com/meshbench/meshbench/internal/linkerd"
 	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

@@ -35,8 +35,8 @@ import (
 	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/netns"
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // ControlPort is where the control plane listens on every meshed pod's

@@ -28,9 +28,9 @@ import (
 	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/netns"
-	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )

@@ -38,7 +38,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 )
 
 // Versions hack/k8s/build-nodes.sh builds.

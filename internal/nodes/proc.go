@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/netns"
-	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // stopGrace is how long a process gets after SIGTERM before SIGKILL. A

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // TestPKI is a throw-away CA with a server certificate for 127.0.0.1 and a

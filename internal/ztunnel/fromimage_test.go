@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/meshbench/meshbench/internal/image"
+	"github.com/meshbench/meshbench/internal/sys/image"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

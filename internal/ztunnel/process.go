@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/measure/probe"
-	"github.com/meshbench/meshbench/internal/netns"
-	"github.com/meshbench/meshbench/internal/process"
-	"github.com/meshbench/meshbench/internal/toolbin"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/sys/process"
+	"github.com/meshbench/meshbench/internal/sys/toolbin"
 )
 
 // Ports of ztunnel's own listeners in its namespace.

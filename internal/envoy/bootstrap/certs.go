@@ -5,7 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // Certs are a topology's certificate files, as Build and Render take them

@@ -49,7 +49,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // IdentitySuffix ends every proxy identity: Linkerd's default identity

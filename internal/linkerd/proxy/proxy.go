@@ -34,9 +34,9 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/measure/probe"
-	"github.com/meshbench/meshbench/internal/netns"
-	"github.com/meshbench/meshbench/internal/process"
-	"github.com/meshbench/meshbench/internal/toolbin"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/sys/process"
+	"github.com/meshbench/meshbench/internal/sys/toolbin"
 )
 
 // The proxy's ports and user, Linkerd's defaults (what proxy-init's capture

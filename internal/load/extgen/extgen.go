@@ -36,8 +36,8 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // Generator names, as `meshbench load --generator` takes them.

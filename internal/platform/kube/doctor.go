@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/preflight"
+	"github.com/meshbench/meshbench/internal/sys/preflight"
 
 	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/process"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // child is a meshbench process the lab runs: an app replica (`meshbench

@@ -22,8 +22,8 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sys/process"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

@@ -8,9 +8,9 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
-	"github.com/meshbench/meshbench/internal/process"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sys/pki"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // SubstrateLoopback is the name of the default substrate: every process

@@ -4,7 +4,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/preflight"
+	"github.com/meshbench/meshbench/internal/sys/preflight"
 )
 
 // Check is one line of the local lab's preflight table (meshbench doctor

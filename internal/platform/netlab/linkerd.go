@@ -20,8 +20,8 @@ import (
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 )
 
 // linkerdNet is Linkerd on a lab made by Substrate.Up (mode linkerd): the

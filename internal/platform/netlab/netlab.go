@@ -31,8 +31,8 @@ import (
 	"github.com/meshbench/meshbench/internal/capture"
 	"github.com/meshbench/meshbench/internal/istioca"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/netns"
-	"github.com/meshbench/meshbench/internal/pki"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 

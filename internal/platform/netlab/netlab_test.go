@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )

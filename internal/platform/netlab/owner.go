@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 )
 
 // OwnersDir holds one record per lab on this host (PREFIX.json), written

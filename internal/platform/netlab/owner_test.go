@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/netns"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testutil"
 )
 

@@ -17,10 +17,10 @@ import (
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/netns"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/userns"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/sys/userns"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 

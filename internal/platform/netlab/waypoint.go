@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/pki"
 	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/sys/pki"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 

@@ -40,7 +40,7 @@ func staticBinary(t *testing.T) string {
 			return
 		}
 		pauseBuild.path = filepath.Join(dir, "pause")
-		cmd := exec.Command("go", "build", "-o", pauseBuild.path, "../../hack/k8s/pause")
+		cmd := exec.Command("go", "build", "-o", pauseBuild.path, "../../../hack/k8s/pause")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pauseBuild.err = err
