@@ -105,7 +105,7 @@ linkerd-proxy:
 zdsapi:
 	cd internal/ztunnel/zdsapi && protoc --go_out=paths=source_relative:. zds.proto
 
-# A real Kubernetes control plane for internal/kubetest (kube-apiserver,
+# A real Kubernetes control plane for internal/testkit/kubetest (kube-apiserver,
 # controller-manager, scheduler, kubectl, kwok, metrics-server), built from
 # the Go module proxy, plus Debian's etcd-server. Cached in
 # $MESHBENCH_K8S_BIN or ~/.cache/meshbench/k8s/<versions>: 5–11 minutes on

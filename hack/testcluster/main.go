@@ -1,5 +1,5 @@
 // Command testcluster starts the same throw-away Kubernetes cluster the tests
-// use (see internal/kubetest) and keeps it up until Ctrl-C or SIGTERM, for
+// use (see internal/testkit/kubetest) and keeps it up until Ctrl-C or SIGTERM, for
 // manual demos:
 //
 //	make k8s-tools
@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 func main() {

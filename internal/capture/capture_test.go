@@ -10,7 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/meshbench/meshbench/internal/sys/netns"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestInPod installs the rules in a fresh namespace and reads them back

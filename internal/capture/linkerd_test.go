@@ -9,7 +9,7 @@ import (
 	"github.com/coreos/go-iptables/iptables"
 
 	"github.com/meshbench/meshbench/internal/sys/netns"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestLinkerd installs proxy-init's rules in a fresh namespace and reads

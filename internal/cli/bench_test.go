@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/schemas"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/schemas"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestBenchBadPlan: a plan file with several problems lists every one with

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/linkerd/proxy"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestDoctorLocal: `doctor --platform local` says whether mesh linkerd can

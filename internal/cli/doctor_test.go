@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/istio"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestDoctorInstallMesh: without a cluster (the kubeconfig names a file

@@ -7,7 +7,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestLoadWritesWorkerShare: `load --workers 2 --worker-index I` writes

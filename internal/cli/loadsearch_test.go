@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestLoadSearchKnownCapacity runs `meshbench load --slo` against a real

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestProgressLineGolden pins the live line's rendering: warm-up, running,

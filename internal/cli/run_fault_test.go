@@ -16,8 +16,8 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/schemas"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/schemas"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestRunFrozenProcess freezes (SIGSTOP) a process of a real sidecar lab
@@ -162,7 +162,7 @@ func TestRunFrozenProcess(t *testing.T) {
 }
 
 // checkSchemas validates every JSON file under dir against its schema
-// (internal/schemas) and wants at least one file for each of want; it
+// (internal/testkit/schemas) and wants at least one file for each of want; it
 // logs which files each schema checked.
 func checkSchemas(t *testing.T, dir string, want ...string) {
 	t.Helper()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // runInterruptNet is the lab's 127.<net>.0.0/16 in TestRunInterrupted; no

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // lineWriter collects output and signals each complete line; safe for

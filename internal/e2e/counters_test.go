@@ -22,8 +22,8 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 var realWindow = flag.Duration("real-window", 30*time.Second,

@@ -1,5 +1,5 @@
 // Package e2e holds meshbench's end-to-end tests on real Kubernetes nodes
-// (internal/kubetest with RealNodes: containerd, runc, kubelet,
+// (internal/testkit/kubetest with RealNodes: containerd, runc, kubelet,
 // kube-proxy and CoreDNS on this machine, pods running meshbench's own
 // image built by internal/sys/image). Each test runs the CLI in-process, as a
 // user types it, and checks what the user sees and what the cluster is

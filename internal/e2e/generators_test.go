@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 // TestGeneratorsOnRealNodes: the seeds' tools drive a cluster run. The

@@ -15,11 +15,11 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/istio"
-	"github.com/meshbench/meshbench/internal/kubetest"
-	"github.com/meshbench/meshbench/internal/nodes"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/nodes"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // clusterState is what an install may add to a cluster and an uninstall

@@ -16,9 +16,9 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/kubeload"
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 // rowCPU returns the CPU_avg column (millicores) of the first metrics

@@ -9,8 +9,8 @@ import (
 
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/istio"
-	"github.com/meshbench/meshbench/internal/kubetest"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestLabVsClusterIstio runs examples/lab-vs-cluster-istio.yaml (the

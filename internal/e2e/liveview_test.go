@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/cli"
-	"github.com/meshbench/meshbench/internal/kubetest"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestLiveViewOnRealNodes: `bench` on a cluster with stderr a terminal

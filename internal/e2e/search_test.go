@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 // TestSearchOnRealNodes: a capacity search on a cluster of real nodes.

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/measure/hops"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, kubetest.Options{}) }

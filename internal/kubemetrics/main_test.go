@@ -3,7 +3,7 @@ package kubemetrics
 import (
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 // TestMain gives the package's cluster tests one shared throw-away

@@ -187,7 +187,7 @@ func editDistance(a, b string) int {
 
 // Keys lists every key a plan file takes, as dotted paths ("duration",
 // "axes.rate", "search.slo"), in the order YAML writes them; Axis reports
-// whether key takes a list. The plan file's JSON Schema (internal/schemas)
+// whether key takes a list. The plan file's JSON Schema (internal/testkit/schemas)
 // is checked against them.
 func Keys() []string {
 	out := make([]string, len(schema))

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestCapacityCompareText pins compare's text for two capacity searches:

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestDerivedTable pins run's derived figures: key order, two decimals,

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestDoctorTable pins doctor's table and its count of failed checks.

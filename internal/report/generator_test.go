@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestLoadTextGenerators: results measured by an external generator

@@ -11,7 +11,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/measure/hops"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestHopsText: the waterfall of a sidecar path and of a faces path with

@@ -11,7 +11,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // fixture builds a deterministic result: the renderers are pure functions

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestNodeProxyTable: the node proxy table as `run` prints it, for

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestRenderWorkingSet: a table of Kubernetes samples (working set in both

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestRenderGolden renders a two-pod config with a service, a waypoint and

@@ -1,7 +1,7 @@
 // Command pause is the sandbox ("pause") process of the real test nodes'
 // pods: it sleeps until SIGTERM or SIGINT and reaps the children it
 // inherits as a PID namespace's init. hack/k8s/build-nodes.sh builds it
-// static; internal/kubetest packs it as the image containerd pins as its
+// static; internal/testkit/kubetest packs it as the image containerd pins as its
 // sandbox image, so nothing is pulled from a registry.
 package main
 

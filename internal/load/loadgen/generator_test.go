@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/app"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // startApp runs one of meshbench's built-in workloads on a loopback port.

@@ -11,9 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/meshbench/meshbench/internal/kubesample"
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 // TestScaleFacesGUIAgainstCluster: on a real control plane (its controller

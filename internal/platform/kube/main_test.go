@@ -3,7 +3,7 @@ package kube
 import (
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 // TestMain gives the package's tests one shared throw-away cluster

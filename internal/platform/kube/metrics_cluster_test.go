@@ -25,9 +25,9 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/meshbench/meshbench/internal/kubesample"
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 var updateMetricsFixture = flag.Bool("update-metrics-fixture", false,

@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/measure/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/schemas"
+	"github.com/meshbench/meshbench/internal/testkit/schemas"
 )
 
 // hopRun runs one cell with hop timing on real Envoys and returns its

@@ -19,7 +19,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/sys/netns"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/sys/netns"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestStaleLabAfterSIGKILL: a `meshbench run` on the netns substrate

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 var meshes = []string{"none", "sidecar", "ambient", "waypoint"}

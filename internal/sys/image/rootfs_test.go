@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // unpack extracts img's filesystem into dir (regular files, directories,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // requireRoot: bridges and network namespaces need root.

@@ -2,7 +2,7 @@
 // demos: per node a network namespace joined to a bridge (package netns),
 // containerd with Debian's runc and CNI bridge plugin, a kubelet and a
 // kube-proxy (nftables mode); and one CoreDNS on the bridge address as the
-// cluster DNS. The control plane is someone else's (internal/kubetest):
+// cluster DNS. The control plane is someone else's (internal/testkit/kubetest):
 // Start gets its kubeconfig and the certificates the kubelets serve with.
 //
 // What this machine needs, each found the hard way (see the README's

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/nodes"
-	"github.com/meshbench/meshbench/internal/testutil"
+	"github.com/meshbench/meshbench/internal/testkit/nodes"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // RequireEnv names the environment variable that turns a missing toolset

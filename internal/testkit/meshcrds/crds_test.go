@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/meshbench/meshbench/internal/kubetest"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, kubetest.Options{}) }
@@ -31,7 +31,7 @@ const gatewayAPIVersion = "v1.6.0"
 func moduleDir(t *testing.T, mod string) string {
 	t.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", mod)
-	cmd.Dir = "../.."
+	cmd.Dir = "../../.."
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go mod download %s: %v", mod, err)

@@ -14,7 +14,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the generated schemas in schema/")
 
-const schemaDir = "../../schema"
+const schemaDir = "../../../schema"
 
 // TestGeneratedUpToDate: every generated schema in schema/ is what the Go
 // types give now; a changed type must come with its schema (and, for a
@@ -51,7 +51,7 @@ func TestEverySchemaCompiles(t *testing.T) {
 // runs of an earlier version: manifest, load result, resources) match
 // their schemas; a file changed against its schema is named.
 func TestValidateTreeFixtures(t *testing.T) {
-	root := "../analysis/testdata/plan-small"
+	root := "../../analysis/testdata/plan-small"
 	v, err := ValidateTree(root, schemaDir)
 	if err != nil {
 		t.Fatal(err)
@@ -109,10 +109,10 @@ func TestPlanFiles(t *testing.T) {
 		}
 		return sch.Validate(v)
 	}
-	files, _ := filepath.Glob("../../examples/*.yaml")
-	more, _ := filepath.Glob("../plan/testdata/*.canonical.yaml")
-	files = append(append(files, more...), "../plan/testdata/defaults.golden.yaml",
-		"../analysis/testdata/plan-small/plan.yaml", "../analysis/testdata/plan-invalid/plan.yaml")
+	files, _ := filepath.Glob("../../../examples/*.yaml")
+	more, _ := filepath.Glob("../../plan/testdata/*.canonical.yaml")
+	files = append(append(files, more...), "../../plan/testdata/defaults.golden.yaml",
+		"../../analysis/testdata/plan-small/plan.yaml", "../../analysis/testdata/plan-invalid/plan.yaml")
 	if len(files) < 10 {
 		t.Fatalf("only %d plan files found: %v", len(files), files)
 	}

@@ -36,7 +36,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/nodes"
+	"github.com/meshbench/meshbench/internal/testkit/nodes"
 )
 
 // Versions of the pinned tools; hack/k8s/build-tools.sh builds the same.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/load/extgen"
-	"github.com/meshbench/meshbench/internal/nodes"
 	"github.com/meshbench/meshbench/internal/sys/image"
 	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/testkit/nodes"
 )
 
 // Images the real nodes hold (imported from tarballs built by package
