@@ -150,7 +150,7 @@ fuzz:
 	$(GO) test ./internal/load/loadgen $(FUZZ) -fuzz FuzzReadHTTP1Response
 	$(GO) test ./internal/load/loadgen $(FUZZ) -fuzz FuzzParseTarget
 	$(GO) test ./internal/results $(FUZZ) -fuzz FuzzRead
-	$(GO) test ./internal/app $(FUZZ) -fuzz FuzzParseDistribution
+	$(GO) test ./internal/workload $(FUZZ) -fuzz FuzzParseDistribution
 	$(GO) test ./internal/plan $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/sys/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
 	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzWrk2

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // appFlags are the lab apps' workload options on `run`: `meshbench
@@ -38,20 +38,20 @@ func (f *appFlags) add(fl *pflag.FlagSet) {
 
 // config checks the options as `meshbench serve` would, every problem
 // at once, each naming its --app- flag.
-func (f *appFlags) config() (app.Config, []error) {
-	cfg := app.Config{Kind: app.KindStatic, Concurrency: f.concurrency, ServiceTime: f.serviceTime,
-		Faults: app.Faults{Delay: f.delay, StallEvery: f.stallEvery, StallFor: f.stallFor,
+func (f *appFlags) config() (workload.Config, []error) {
+	cfg := workload.Config{Kind: workload.KindStatic, Concurrency: f.concurrency, ServiceTime: f.serviceTime,
+		Faults: workload.Faults{Delay: f.delay, StallEvery: f.stallEvery, StallFor: f.stallFor,
 			ErrorRatio: f.errorRatio, ErrorStatus: f.errorStatus, Seed: f.seed}}
 	var errs []error
 	if f.delayDist != "" {
-		d, err := app.ParseDistribution(f.delayDist)
+		d, err := workload.ParseDistribution(f.delayDist)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--app-delay-dist: %w", err))
 		}
 		cfg.Faults.RandomDelay = d
 	}
 	for _, e := range unjoin(cfg.Validate()) {
-		var ce *app.ConfigError
+		var ce *workload.ConfigError
 		if errors.As(e, &ce) {
 			e = fmt.Errorf("--app-%s %s: %s", ce.Field, ce.Value, ce.Want)
 		}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // TestRunBenchBadInput: run and bench check every flag before anything
@@ -171,7 +171,7 @@ func TestLoadHungTargetCLI(t *testing.T) {
 // 20 s returns at once, exit 130, with those requests counted as canceled,
 // not as answers (they were once waited for and counted as 200).
 func TestLoadInterruptInFlight(t *testing.T) {
-	srv, err := app.Start(context.Background(), app.Config{Kind: app.KindStatic, Listen: "127.0.0.1:0", Faults: app.Faults{Delay: 20 * time.Second}})
+	srv, err := workload.Start(context.Background(), workload.Config{Kind: workload.KindStatic, Listen: "127.0.0.1:0", Faults: workload.Faults{Delay: 20 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

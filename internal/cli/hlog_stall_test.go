@@ -11,8 +11,8 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/report"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // TestLoadStallOverTime: a real static server that stops answering for
@@ -38,8 +38,8 @@ func TestLoadStallOverTime(t *testing.T) {
 		stallFor = time.Second
 		rate     = 100
 	)
-	srv, err := app.Start(context.Background(), app.Config{Kind: app.KindStatic, Listen: "127.0.0.1:0",
-		Faults: app.Faults{StallEvery: every, StallFor: stallFor}})
+	srv, err := workload.Start(context.Background(), workload.Config{Kind: workload.KindStatic, Listen: "127.0.0.1:0",
+		Faults: workload.Faults{StallEvery: every, StallFor: stallFor}})
 	if err != nil {
 		t.Fatal(err)
 	}

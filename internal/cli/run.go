@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/benchrun"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
@@ -21,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 type runFlags struct {
@@ -114,7 +114,7 @@ plane; on the netns substrate only, as root).`,
 	_ = fl.MarkHidden("loopback-net")
 	f.kube.add(cmd, kubeRun)
 	f.sub.add(fl)
-	fl.IntVar(&f.bodySize, "body-size", app.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", app.MaxBodySize))
+	fl.IntVar(&f.bodySize, "body-size", workload.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", workload.MaxBodySize))
 	f.appOpts.add(fl)
 	fl.BoolVar(&f.hops, "hops", false, "time every hop: each Envoy logs every request with µs timings, joined per request into a waterfall (costs proxy CPU; off by default)")
 	return cmd
@@ -155,8 +155,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		errs = append(errs, errors.New("--hops: times the Envoys' hops; mesh linkerd's proxies keep no per-request timing log"))
 	}
 	switch {
-	case f.bodySize < 1 || f.bodySize > app.MaxBodySize:
-		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
+	case f.bodySize < 1 || f.bodySize > workload.MaxBodySize:
+		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, workload.MaxBodySize))
 	case f.bodySizeSet && mo.App != mesh.AppStatic:
 		errs = append(errs, fmt.Errorf("--body-size %d: applies to the static app only (faces answers what its callers ask for)", f.bodySize))
 	}
@@ -173,7 +173,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
 	o.PSSEvery = f.pssEvery
 	o.Generator = f.kube.generator
-	if f.bodySize != app.DefaultBodySize {
+	if f.bodySize != workload.DefaultBodySize {
 		o.BodySize = f.bodySize
 	}
 	o.AppConcurrency, o.AppServiceTime, o.AppFaults = appCfg.Concurrency, appCfg.ServiceTime, appCfg.Faults

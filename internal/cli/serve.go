@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 type serveFlags struct {
@@ -92,27 +92,27 @@ bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.listen, "listen", app.DefaultListen, "host:port to listen on; port 0 picks a free port (see the READY line)")
-	fl.IntVar(&f.bodySize, "body-size", app.DefaultBodySize, fmt.Sprintf("static response body in bytes, 1 to %d; 615 is nginx's welcome page", app.MaxBodySize))
+	fl.StringVar(&f.listen, "listen", workload.DefaultListen, "host:port to listen on; port 0 picks a free port (see the READY line)")
+	fl.IntVar(&f.bodySize, "body-size", workload.DefaultBodySize, fmt.Sprintf("static response body in bytes, 1 to %d; 615 is nginx's welcome page", workload.MaxBodySize))
 	fl.DurationVar(&f.delay, "delay", 0, "fixed delay before every answer, 0s to 1h")
 	fl.StringVar(&f.delayDist, "delay-dist", "", "random delay added to --delay: uniform:MIN,MAX, exp:MEAN or normal:MEAN,STDDEV (e.g. exp:2ms)")
 	fl.DurationVar(&f.stallEvery, "stall-every", 0, "period of whole-server stalls counted from start, up to 1h (0 = no stalls)")
 	fl.DurationVar(&f.stallFor, "stall-for", 0, "length of each stall at the start of every --stall-every period (shorter than it)")
 	fl.Float64Var(&f.errorRatio, "error-ratio", 0, "fraction of requests answered with an injected error, 0 to 1")
-	fl.IntVar(&f.errorStatus, "error-status", app.DefaultErrorStatus, "HTTP status of injected errors, 400 to 599 (static only)")
+	fl.IntVar(&f.errorStatus, "error-status", workload.DefaultErrorStatus, "HTTP status of injected errors, 400 to 599 (static only)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed for random delays and errors (0 = a random seed)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "on interrupt, how long in-flight requests may take before connections are closed")
 	fl.StringVar(&f.smileyURL, "smiley-url", "", "face: the smiley backend, http://HOST:PORT/ (a static workload)")
 	fl.StringVar(&f.colorAddr, "color-addr", "", "face: the color backend, HOST:PORT (a grpc workload)")
-	fl.IntVar(&f.concurrency, "concurrency", 0, fmt.Sprintf("serve at most this many requests at once, each for --service-time, the rest queued in arrival order (0 = no bound, up to %d)", app.MaxConcurrency))
+	fl.IntVar(&f.concurrency, "concurrency", 0, fmt.Sprintf("serve at most this many requests at once, each for --service-time, the rest queued in arrival order (0 = no bound, up to %d)", workload.MaxConcurrency))
 	fl.DurationVar(&f.serviceTime, "service-time", 0, "each request's time in service with --concurrency (capacity = concurrency / service time)")
 	fl.StringVar(&f.readyFile, "ready-file", "", "once listening, write HOST:PORT to this file (atomically, by rename); removed on exit")
 	return cmd
 }
 
 func kindNames() []string {
-	names := make([]string, len(app.Kinds))
-	for i, k := range app.Kinds {
+	names := make([]string, len(workload.Kinds))
+	for i, k := range workload.Kinds {
 		names[i] = string(k)
 	}
 	return names
@@ -120,17 +120,17 @@ func kindNames() []string {
 
 // buildServeConfig turns flags into a workload configuration, reporting every
 // problem at once as a usage error.
-func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Config, error) {
+func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (workload.Config, error) {
 	var errs []error
-	cfg := app.Config{
-		Kind:        app.Kind(kind),
+	cfg := workload.Config{
+		Kind:        workload.Kind(kind),
 		Listen:      f.listen,
 		SmileyURL:   f.smileyURL,
 		ColorAddr:   f.colorAddr,
 		BodySize:    f.bodySize,
 		Concurrency: f.concurrency,
 		ServiceTime: f.serviceTime,
-		Faults: app.Faults{
+		Faults: workload.Faults{
 			Delay:       f.delay,
 			StallEvery:  f.stallEvery,
 			StallFor:    f.stallFor,
@@ -144,20 +144,20 @@ func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Confi
 		errs = append(errs, err)
 	}
 	// The library reads 0 as "default"; on the command line 0 is an error.
-	if f.bodySize < 1 || f.bodySize > app.MaxBodySize {
-		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, app.MaxBodySize))
-		cfg.BodySize = app.DefaultBodySize
-	} else if changed("body-size") && isKind(kind) && cfg.Kind != app.KindStatic {
+	if f.bodySize < 1 || f.bodySize > workload.MaxBodySize {
+		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, workload.MaxBodySize))
+		cfg.BodySize = workload.DefaultBodySize
+	} else if changed("body-size") && isKind(kind) && cfg.Kind != workload.KindStatic {
 		errs = append(errs, fmt.Errorf("--body-size applies to the static workload only (%s answers what the client asks for)", kind))
 	}
 	if f.errorStatus < 400 || f.errorStatus > 599 {
 		errs = append(errs, fmt.Errorf("--error-status %d: allowed: an HTTP error status, 400 to 599", f.errorStatus))
-		cfg.Faults.ErrorStatus = app.DefaultErrorStatus
-	} else if changed("error-status") && isKind(kind) && cfg.Kind != app.KindStatic {
+		cfg.Faults.ErrorStatus = workload.DefaultErrorStatus
+	} else if changed("error-status") && isKind(kind) && cfg.Kind != workload.KindStatic {
 		errs = append(errs, errors.New("--error-status applies to the static workload only (grpc answers UNAVAILABLE, tcp resets the connection)"))
 	}
 	if f.delayDist != "" {
-		d, err := app.ParseDistribution(f.delayDist)
+		d, err := workload.ParseDistribution(f.delayDist)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--delay-dist: %w", err))
 		}
@@ -179,7 +179,7 @@ func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (app.Confi
 }
 
 func isKind(s string) bool {
-	for _, k := range app.Kinds {
+	for _, k := range workload.Kinds {
 		if string(k) == s {
 			return true
 		}
@@ -187,7 +187,7 @@ func isKind(s string) bool {
 	return false
 }
 
-// serveConfigErrors rewrites app.Config.Validate's problems in terms of the
+// serveConfigErrors rewrites workload.Config.Validate's problems in terms of the
 // command line: fields become --flags, the kind the positional argument.
 func serveConfigErrors(err error) []error {
 	if err == nil {
@@ -199,7 +199,7 @@ func serveConfigErrors(err error) []error {
 	}
 	out := make([]error, 0, len(list))
 	for _, e := range list {
-		var ce *app.ConfigError
+		var ce *workload.ConfigError
 		switch {
 		case !errors.As(e, &ce):
 			out = append(out, e)
@@ -214,8 +214,8 @@ func serveConfigErrors(err error) []error {
 
 // runServe starts the workload, announces it and serves until ctx is
 // cancelled, then shuts down within --grace.
-func runServe(ctx context.Context, env *Env, cfg app.Config, f *serveFlags) error {
-	srv, err := app.Start(ctx, cfg)
+func runServe(ctx context.Context, env *Env, cfg workload.Config, f *serveFlags) error {
+	srv, err := workload.Start(ctx, cfg)
 	if err != nil {
 		var dnsErr *net.DNSError
 		if errors.As(err, &dnsErr) {

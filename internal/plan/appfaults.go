@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // appFaults reads the apps' workload options (app_delay, …), checked as
@@ -14,7 +14,7 @@ func (b *builder) appFaults() {
 	f := &p.AppFaults
 	b.duration("app_delay", true, &f.Delay)
 	if it, ok := b.one("app_delay_dist"); ok {
-		d, err := app.ParseDistribution(it.text)
+		d, err := workload.ParseDistribution(it.text)
 		if err != nil {
 			s.badItem("app_delay_dist", it, "allowed: uniform:MIN,MAX, exp:MEAN or normal:MEAN,STDDEV (durations, each at most 1h)")
 		} else {
@@ -34,8 +34,8 @@ func (b *builder) appFaults() {
 		}
 	}
 	// The rest as the app itself checks it (ranges, stall pairs).
-	for _, e := range unjoin(app.Config{Kind: app.KindStatic, Faults: *f}.Validate()) {
-		var ce *app.ConfigError
+	for _, e := range unjoin(workload.Config{Kind: workload.KindStatic, Faults: *f}.Validate()) {
+		var ce *workload.ConfigError
 		if !asConfigError(e, &ce) {
 			continue
 		}
@@ -72,8 +72,8 @@ func (b *builder) hops() {
 // appFaultKeys are the plan keys of the apps' workload options.
 var appFaultKeys = []string{"app_delay", "app_delay_dist", "app_error_ratio", "app_error_status", "app_stall_every", "app_stall_for", "app_seed"}
 
-func asConfigError(err error, dst **app.ConfigError) bool {
-	ce, ok := err.(*app.ConfigError)
+func asConfigError(err error, dst **workload.ConfigError) bool {
+	ce, ok := err.(*workload.ConfigError)
 	if ok {
 		*dst = ce
 	}

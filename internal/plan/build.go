@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // maxTopologyScan bounds the combinations build enumerates before it gives
@@ -51,7 +51,7 @@ func build(s *source) (*Plan, error) {
 // bodySize reads body_size, once the app axis is known.
 func (b *builder) bodySize() {
 	p := b.p
-	b.integer("body_size", 1, app.MaxBodySize, fmt.Sprintf("allowed: 1 to %d bytes (the static app's answer)", app.MaxBodySize), &p.BodySize)
+	b.integer("body_size", 1, workload.MaxBodySize, fmt.Sprintf("allowed: 1 to %d bytes (the static app's answer)", workload.MaxBodySize), &p.BodySize)
 	if it, ok := b.one("body_size"); ok && p.BodySize > 0 {
 		switch {
 		case p.Platform == PlatformKube:

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // Plan is a benchmark plan with every default filled in. Parse and
@@ -80,7 +80,7 @@ type Plan struct {
 	// app_delay_dist, app_error_ratio, app_error_status, app_stall_every,
 	// app_stall_for, app_seed: `meshbench serve --delay …`). Zero: none.
 	// Local only.
-	AppFaults app.Faults
+	AppFaults workload.Faults
 	// Hops turns hop timing on in every cell (`run --hops`): per-hop
 	// waterfalls at a measured CPU cost. Local only.
 	Hops bool

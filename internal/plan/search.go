@@ -9,7 +9,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/analysis/slo"
-	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // Search is a plan's capacity search (the `search:` key): per
@@ -31,14 +31,14 @@ const (
 // search reads the search.* keys and the app bound.
 func (b *builder) search() {
 	s, p := b.s, b.p
-	b.integer("app_concurrency", 0, app.MaxConcurrency, fmt.Sprintf("allowed: 0 (unbounded) to %d requests served at once by each app replica", app.MaxConcurrency), &p.AppConcurrency)
+	b.integer("app_concurrency", 0, workload.MaxConcurrency, fmt.Sprintf("allowed: 0 (unbounded) to %d requests served at once by each app replica", workload.MaxConcurrency), &p.AppConcurrency)
 	b.duration("app_service_time", true, &p.AppServiceTime)
 	switch {
 	case p.AppConcurrency > 0 && p.AppServiceTime <= 0:
 		s.bad("app_concurrency", s.lineOf("app_concurrency"), strconv.Itoa(p.AppConcurrency), "needs "+s.field("app_service_time")+" too (each request's time in service)")
 	case p.AppConcurrency == 0 && p.AppServiceTime > 0:
 		s.bad("app_service_time", s.lineOf("app_service_time"), p.AppServiceTime.String(), "needs "+s.field("app_concurrency")+" too (requests served at once)")
-	case p.AppServiceTime > app.MaxDelay:
+	case p.AppServiceTime > workload.MaxDelay:
 		s.bad("app_service_time", s.lineOf("app_service_time"), p.AppServiceTime.String(), "allowed: at most 1h")
 	}
 	if p.AppConcurrency > 0 && p.Platform == PlatformKube {

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // YAML writes the plan in canonical form, every default filled in, keys
@@ -159,7 +159,7 @@ func dur(d time.Duration) string { return d.String() }
 func frac(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // addAppFaults writes the apps' workload options that are set.
-func addAppFaults(root *yaml.Node, f app.Faults) {
+func addAppFaults(root *yaml.Node, f workload.Faults) {
 	add := func(parent *yaml.Node, key string, v *yaml.Node) {
 		parent.Content = append(parent.Content, str(key), v)
 	}

@@ -21,8 +21,8 @@ import (
 
 	"golang.org/x/net/http2"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // e2eNet is the second octet of the e2e labs' addresses (127.42.N.x), so
@@ -53,7 +53,7 @@ func startLab(t *testing.T, o mesh.Options) *lab {
 		t.Fatal(err)
 	}
 	for _, pod := range topo.ServerPods() {
-		srv, err := app.Start(context.Background(), app.Config{Kind: app.KindStatic, Listen: pod.AppAddr().String()})
+		srv, err := workload.Start(context.Background(), workload.Config{Kind: workload.KindStatic, Listen: pod.AppAddr().String()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func (l *lab) getOK(c *http.Client, u string, n int) http.Header {
 	var hdr http.Header
 	for i := range n {
 		status, body, h, err := get(c, u)
-		if err != nil || status != 200 || len(body) != app.DefaultBodySize {
+		if err != nil || status != 200 || len(body) != workload.DefaultBodySize {
 			l.t.Fatalf("request %d to %s: status %d, %d bytes, err %v", i, u, status, len(body), err)
 		}
 		hdr = h

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // The fault suite: targets that misbehave the way a misconfigured mesh
@@ -125,7 +125,7 @@ func TestFaultTargetsEndOnTime(t *testing.T) {
 	reader := faultServer(t, readForever)
 	reset := faultServer(t, resetAfterRequest)
 	junk := faultServer(t, garbage)
-	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 3 * time.Second}})
+	slow := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{Delay: 3 * time.Second}})
 	const (
 		rate     = 100
 		duration = time.Second
@@ -214,7 +214,7 @@ func TestFaultTargetsEndOnTime(t *testing.T) {
 // canceled, never as answers or errors.
 func TestCancelAbandonsInFlight(t *testing.T) {
 	hung := faultServer(t, hang)
-	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 20 * time.Second}})
+	slow := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{Delay: 20 * time.Second}})
 	tests := []struct {
 		name   string
 		target string
@@ -273,7 +273,7 @@ func TestFileLimit(t *testing.T) {
 	cmd := exec.Command(sh, "-c", `ulimit -n 104 && exec "$0" -test.run '^TestFileLimit$' -test.v`, os.Args[0])
 	// The target runs here, with this process's descriptors: only the
 	// generator in the child runs short.
-	static := startApp(t, app.Config{Kind: app.KindStatic})
+	static := startApp(t, workload.Config{Kind: workload.KindStatic})
 	cmd.Env = append(os.Environ(), "MESHBENCH_FD_CHILD=1", "MESHBENCH_FD_TARGET="+static)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestFileLimit") {

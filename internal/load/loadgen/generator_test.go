@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // startApp runs one of meshbench's built-in workloads on a loopback port.
-func startApp(t *testing.T, cfg app.Config) string {
+func startApp(t *testing.T, cfg workload.Config) string {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
-	s, err := app.Start(context.Background(), cfg)
+	s, err := workload.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +61,9 @@ func mustRun(t *testing.T, cfg Config) *Result {
 }
 
 func TestRunProtocols(t *testing.T) {
-	static := startApp(t, app.Config{Kind: app.KindStatic})
-	grpcAddr := startApp(t, app.Config{Kind: app.KindGRPC})
-	tcpAddr := startApp(t, app.Config{Kind: app.KindTCP})
+	static := startApp(t, workload.Config{Kind: workload.KindStatic})
+	grpcAddr := startApp(t, workload.Config{Kind: workload.KindGRPC})
+	tcpAddr := startApp(t, workload.Config{Kind: workload.KindTCP})
 	tests := []struct {
 		name     string
 		target   string
@@ -192,7 +192,7 @@ func TestRunRoundRobinTargets(t *testing.T) {
 }
 
 func TestRunDropsWhenQueueFull(t *testing.T) {
-	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 100 * time.Millisecond}})
+	slow := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{Delay: 100 * time.Millisecond}})
 	cfg := baseConfig(targets(t, false, "http://"+slow+"/"), 100, time.Second)
 	cfg.Connections = 1
 	cfg.MaxQueue = 2
@@ -208,7 +208,7 @@ func TestRunDropsWhenQueueFull(t *testing.T) {
 }
 
 func TestRunClosedLoop(t *testing.T) {
-	static := startApp(t, app.Config{Kind: app.KindStatic})
+	static := startApp(t, workload.Config{Kind: workload.KindStatic})
 	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 1, 300*time.Millisecond)
 	cfg.Load = ClosedLoop
 	cfg.Warmup = 100 * time.Millisecond
@@ -249,7 +249,7 @@ func TestRunErrorsClassified(t *testing.T) {
 
 	// Injected HTTP 503s are answers with a failed status: counted under
 	// their code and listed in the error set as vegeta lists them.
-	flaky := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{ErrorRatio: 1, ErrorStatus: 503}})
+	flaky := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{ErrorRatio: 1, ErrorStatus: 503}})
 	res = mustRun(t, baseConfig(targets(t, false, "http://"+flaky+"/"), 100, 200*time.Millisecond))
 	want := map[ErrorKey]int64{{Kind: KindStatus, Message: "503 Service Unavailable"}: 20}
 	if res.Codes[503] != 20 || res.Success != 0 || !maps.Equal(res.Errors, want) {
@@ -258,7 +258,7 @@ func TestRunErrorsClassified(t *testing.T) {
 
 	// Timeouts on many connections (each its own local port) are one
 	// entry of the error set, not one per connection.
-	stalled := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 2 * time.Second}})
+	stalled := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{Delay: 2 * time.Second}})
 	cfg = baseConfig(targets(t, false, "http://"+stalled+"/"), 200, 300*time.Millisecond)
 	cfg.Connections, cfg.Timeout = 32, 50*time.Millisecond
 	res = mustRun(t, cfg)
@@ -272,7 +272,7 @@ func TestRunErrorsClassified(t *testing.T) {
 	}
 
 	// A request that outlives --timeout is a timeout error.
-	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 300 * time.Millisecond}})
+	slow := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{Delay: 300 * time.Millisecond}})
 	cfg = baseConfig(targets(t, false, "http://"+slow+"/"), 20, 100*time.Millisecond)
 	cfg.Timeout = 50 * time.Millisecond
 	res = mustRun(t, cfg)
@@ -287,7 +287,7 @@ func TestRunErrorsClassified(t *testing.T) {
 }
 
 func TestRunInterrupted(t *testing.T) {
-	slow := startApp(t, app.Config{Kind: app.KindStatic, Faults: app.Faults{Delay: 20 * time.Millisecond}})
+	slow := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{Delay: 20 * time.Millisecond}})
 	cfg := baseConfig(targets(t, false, "http://"+slow+"/"), 100, 30*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
@@ -312,7 +312,7 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 func TestRunWarmupNotCounted(t *testing.T) {
-	static := startApp(t, app.Config{Kind: app.KindStatic})
+	static := startApp(t, workload.Config{Kind: workload.KindStatic})
 	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 100, 500*time.Millisecond)
 	cfg.Warmup = 300 * time.Millisecond
 	res := mustRun(t, cfg)

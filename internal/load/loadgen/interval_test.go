@@ -9,8 +9,8 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/load/latency"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // TestIntervalsShowStall: a real server stops answering for 800 ms in the
@@ -22,8 +22,8 @@ func TestIntervalsShowStall(t *testing.T) {
 	// Stalls at server time [3 s, 3.8 s) (and [0, 0.8 s), before the load):
 	// the load starts at server time ≈1.2 s, so the stall covers load time
 	// ≈1.8–2.6 s and its answers arrive at ≈2.6 s.
-	cfg := app.Config{Kind: app.KindStatic, Listen: "127.0.0.1:0", Faults: app.Faults{StallEvery: 3 * time.Second, StallFor: 800 * time.Millisecond}}
-	s, err := app.Start(context.Background(), cfg)
+	cfg := workload.Config{Kind: workload.KindStatic, Listen: "127.0.0.1:0", Faults: workload.Faults{StallEvery: 3 * time.Second, StallFor: 800 * time.Millisecond}}
+	s, err := workload.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/measure/hops"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/testkit/schemas"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // hopRun runs one cell with hop timing on real Envoys and returns its
@@ -81,7 +81,7 @@ func TestHopsSidecarKnownAnswer(t *testing.T) {
 	run := func(delay time.Duration, net uint8) *hops.Result {
 		o := labOptions(t, mesh.ModeSidecar, 1, net)
 		o.Load, o.Duration = testLoad(t, "200"), 3*time.Second
-		o.AppFaults = app.Faults{Delay: delay}
+		o.AppFaults = workload.Faults{Delay: delay}
 		return hopRun(t, o)
 	}
 	plain := run(0, 110)

@@ -19,13 +19,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/hops"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // Options is one benchmark cell on the local lab.
@@ -53,14 +53,14 @@ type Options struct {
 	Generator string
 	Timeout   time.Duration // per request (0: 10 s)
 	// AppConcurrency and AppServiceTime bound every app replica
-	// (`meshbench serve --concurrency --service-time`, app.Config): at most
+	// (`meshbench serve --concurrency --service-time`, workload.Config): at most
 	// AppConcurrency requests in service at once, each for AppServiceTime,
 	// the rest queued; 0 leaves the apps unbounded. A known capacity for
 	// capacity searches: replicas × concurrency / service time.
 	AppConcurrency int
 	AppServiceTime time.Duration
 	// BodySize is the static app's answer in bytes (`meshbench serve
-	// --body-size`), 1 to app.MaxBodySize; 0: app.DefaultBodySize (615,
+	// --body-size`), 1 to workload.MaxBodySize; 0: workload.DefaultBodySize (615,
 	// nginx's welcome page). The faces app ignores it.
 	BodySize int
 	// AppFaults are the workload options of every app replica (`meshbench
@@ -68,7 +68,7 @@ type Options struct {
 	// --stall-for --seed`): a service time and failures behind the mesh.
 	// The zero value adds none. ErrorStatus applies to static apps only
 	// (gRPC apps answer UNAVAILABLE).
-	AppFaults app.Faults
+	AppFaults workload.Faults
 	// Hops turns hop timing on: every Envoy logs each request with its
 	// µs timings (hops.LogFormat), the load gives every request an id and
 	// logs it, and the cell joins them into a per-hop attribution
@@ -318,7 +318,7 @@ func (o Options) bodySize() int {
 	if o.BodySize > 0 {
 		return o.BodySize
 	}
-	return app.DefaultBodySize
+	return workload.DefaultBodySize
 }
 
 func (o *Options) defaults() error {

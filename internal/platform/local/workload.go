@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/app"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // appArgs are the `meshbench serve` flags of the apps' workload options
@@ -15,7 +15,7 @@ import (
 // own error.
 func (o Options) appArgs(serve string) []string {
 	var out []string
-	if o.BodySize > 0 && serve == string(app.KindStatic) {
+	if o.BodySize > 0 && serve == string(workload.KindStatic) {
 		out = append(out, "--body-size", strconv.Itoa(o.BodySize))
 	}
 	if o.AppConcurrency > 0 {
@@ -33,7 +33,7 @@ func (o Options) appArgs(serve string) []string {
 	}
 	if f.ErrorRatio > 0 {
 		out = append(out, "--error-ratio", strconv.FormatFloat(f.ErrorRatio, 'g', -1, 64))
-		if f.ErrorStatus != 0 && serve == string(app.KindStatic) {
+		if f.ErrorStatus != 0 && serve == string(workload.KindStatic) {
 			out = append(out, "--error-status", strconv.Itoa(f.ErrorStatus))
 		}
 	}

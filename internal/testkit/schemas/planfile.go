@@ -9,10 +9,10 @@ import (
 	"github.com/invopop/jsonschema"
 	"gopkg.in/yaml.v3"
 
-	"github.com/meshbench/meshbench/internal/app"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshes"
 	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // PlanFileSchema is the plan file's schema in schema/: for editors (a
@@ -122,9 +122,9 @@ func planKeys() map[string]*jsonschema.Schema {
 			AnyOf: []*jsonschema.Schema{number("", "0", "1", false, false), {Type: "string", Pattern: `^[0-9]*\.?[0-9]+%$`}}},
 		"search.growth":    number("Rate factor between probes before the objective fails.", "1", "10", false, true),
 		"search.confirm":   boolean("Re-run the found rate to confirm it."),
-		"app_concurrency":  integer("Requests each app replica serves at once (a queue beyond); 0: unbounded. Needs app_service_time.", 0, app.MaxConcurrency),
+		"app_concurrency":  integer("Requests each app replica serves at once (a queue beyond); 0: unbounded. Needs app_service_time.", 0, workload.MaxConcurrency),
 		"app_service_time": duration("Time the app spends on each request.", true),
-		"body_size":        integer("The static app's response body, bytes (local only).", 1, app.MaxBodySize),
+		"body_size":        integer("The static app's response body, bytes (local only).", 1, workload.MaxBodySize),
 		"app_delay":        duration("Fixed delay the app adds to every response.", true),
 		"app_delay_dist":   str("Random delay the app adds: uniform:MIN,MAX, exp:MEAN or normal:MEAN,STDDEV (durations)."),
 		"app_error_ratio":  number("Fraction of requests the app answers with app_error_status.", "0", "1", true, true),

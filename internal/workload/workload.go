@@ -1,4 +1,4 @@
-// Package app holds meshbench's built-in workloads: real servers that a
+// Package workload holds meshbench's built-in workloads: real servers that a
 // benchmark targets, each run as its own process by `meshbench serve`.
 //
 //   - static: an HTTP/1.1 and h2c server answering every request with a fixed
@@ -10,7 +10,7 @@
 //
 // Every workload can inject Faults: fixed and random delays, periodic stalls
 // and errors.
-package app
+package workload
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package app
+package workload
 
 // Real-time tests: real servers on 127.0.0.1, real clients, no mocks.
 
