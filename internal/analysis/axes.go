@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 )
 
 // The axes a plan can compare along (plan `compare:`). Mesh is the
@@ -51,7 +51,7 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 	switch axis {
 	case AxisMesh:
 		r.Mesh = ""
-		return float64(meshes.Order(MeshMode(c.Mesh))), c.Mesh, r.Key()
+		return float64(mesh.Order(MeshMode(c.Mesh))), c.Mesh, r.Key()
 	case AxisApp:
 		r.App = ""
 		return 0, c.App, r.Key()

@@ -19,7 +19,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -240,7 +240,7 @@ func ReadCell(dir, id string) (*Cell, error) {
 
 // appPods is how many app pods the config ran (faces: three services).
 func appPods(c Config) int {
-	return mesh.Options{App: mesh.App(c.App), Replicas: c.Replicas}.AppPods()
+	return topology.Options{App: topology.App(c.App), Replicas: c.Replicas}.AppPods()
 }
 
 func readResources(dir string) (sample.Summary, error) {

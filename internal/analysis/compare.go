@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis/stats"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 )
 
 // SetComparison is two result sets (two plan directories: two versions of
@@ -101,13 +101,13 @@ func diffGroups(c Config, a, b *Group, level float64, resamples int, rng *rand.R
 	return d
 }
 
-// configLess orders configs by scenario, then mesh (meshes.Order, then name).
+// configLess orders configs by scenario, then mesh (mesh.Order, then name).
 func configLess(a, b Config) bool {
 	sa, sb := a.Scenario(), b.Scenario()
 	if sa != sb {
 		return scenarioLess(sa, sb)
 	}
-	oa, ob := meshes.Order(MeshMode(a.Mesh)), meshes.Order(MeshMode(b.Mesh))
+	oa, ob := mesh.Order(MeshMode(a.Mesh)), mesh.Order(MeshMode(b.Mesh))
 	if oa != ob {
 		return oa < ob
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -171,7 +171,7 @@ func AnalyzeSearch(p *Plan, o SearchOptions) (*SearchAnalysis, error) {
 		if a.Groups[i].Scenario != a.Groups[j].Scenario {
 			return scenarioLess(a.Groups[i].Scenario, a.Groups[j].Scenario)
 		}
-		return meshes.Order(MeshMode(a.Groups[i].Mesh)) < meshes.Order(MeshMode(a.Groups[j].Mesh))
+		return mesh.Order(MeshMode(a.Groups[i].Mesh)) < mesh.Order(MeshMode(a.Groups[j].Mesh))
 	})
 	for _, g := range a.Groups {
 		if MeshMode(g.Mesh) == MeshMode(o.Baseline) {

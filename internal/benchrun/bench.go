@@ -18,11 +18,11 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
@@ -128,7 +128,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var sub local.Substrate
 	substrate := ""
 	if !onKube {
-		opts := make([]mesh.Options, len(cells))
+		opts := make([]topology.Options, len(cells))
 		for i, c := range cells {
 			opts[i] = c.Mesh
 		}
@@ -301,7 +301,7 @@ func Run(ctx context.Context, cfg Config) error {
 func kubeOptions(p *plan.Plan, c plan.Cell, k *Kube, version string) kube.Options {
 	o := kube.Options{Connect: k.Connect,
 		Spec: kube.Spec{AppNamespace: k.NamespacePrefix + "-app", LoadNamespace: k.NamespacePrefix + "-load",
-			Mesh: c.Mesh, Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart && c.Mesh.App == mesh.AppFaces},
+			Mesh: c.Mesh, Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart && c.Mesh.App == topology.AppFaces},
 		Load: c.Rate.Load(), Workers: p.Workers, Generator: c.Generator, Duration: p.Duration, Warmup: p.Warmup,
 		Connections: p.Connections, AllowForeign: k.AllowForeign, Keep: k.Keep,
 		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.IdleTimeout, ReadyTimeout: k.ReadyTimeout,
@@ -331,16 +331,16 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool
 	// any cell needs it (it runs sidecars too).
 	ambient := false
 	for _, c := range cells {
-		if m, ok := meshes.Get(string(c.Kube.Spec.Mesh.Mode)); ok && m.Cluster.IstioProfile == meshes.IstioProfileAmbient {
+		if m, ok := mesh.Get(string(c.Kube.Spec.Mesh.Mode)); ok && m.Cluster.IstioProfile == mesh.IstioProfileAmbient {
 			ambient = true
 		}
 	}
 	installed := map[string]bool{}
 	for _, c := range cells {
-		m, _ := meshes.Get(string(c.Kube.Spec.Mesh.Mode))
+		m, _ := mesh.Get(string(c.Kube.Spec.Mesh.Mode))
 		cli := meshinstall.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
-		if m != nil && m.Product == meshes.Istio && ambient {
-			c.Kube.IstioProfile = meshes.IstioProfileAmbient
+		if m != nil && m.Product == mesh.Istio && ambient {
+			c.Kube.IstioProfile = mesh.IstioProfileAmbient
 		}
 		if !install || cli == "" || finished[c.ID] || installed[cli] {
 			continue
@@ -355,7 +355,7 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool
 // node proxy the loopback substrate has Envoy stand in for.
 func planHasStandIn(cells []plan.Cell) bool {
 	for _, c := range cells {
-		if c.Mesh.Mode == mesh.ModeAmbient || c.Mesh.Mode == mesh.ModeWaypoint {
+		if c.Mesh.Mode == topology.ModeAmbient || c.Mesh.Mode == topology.ModeWaypoint {
 			return true
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis/slo"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 )
 
@@ -37,21 +37,21 @@ func TestProbeTimeout(t *testing.T) {
 func TestNeedsEnvoy(t *testing.T) {
 	netns := &netlab.Substrate{}
 	for _, tt := range []struct {
-		mode    mesh.Mode
+		mode    topology.Mode
 		gateway bool
 		netns   bool
 		want    bool
 	}{
-		{mesh.ModeNone, false, false, false},   // no mesh, no gateway: no proxy
-		{mesh.ModeNone, true, false, true},     // the gateway is an Envoy
-		{mesh.ModeSidecar, false, false, true}, // sidecars
-		{mesh.ModeAmbient, false, false, true}, // loopback: Envoy stands in for ztunnel
-		{mesh.ModeAmbient, false, true, false}, // netns: the real ztunnel
-		{mesh.ModeWaypoint, false, true, true}, // netns: the waypoint is an Envoy
-		{mesh.ModeLinkerd, false, true, false}, // linkerd2-proxy, no Envoy
-		{mesh.ModeLinkerd, true, true, true},   // but its gateway is one
+		{topology.ModeNone, false, false, false},   // no mesh, no gateway: no proxy
+		{topology.ModeNone, true, false, true},     // the gateway is an Envoy
+		{topology.ModeSidecar, false, false, true}, // sidecars
+		{topology.ModeAmbient, false, false, true}, // loopback: Envoy stands in for ztunnel
+		{topology.ModeAmbient, false, true, false}, // netns: the real ztunnel
+		{topology.ModeWaypoint, false, true, true}, // netns: the waypoint is an Envoy
+		{topology.ModeLinkerd, false, true, false}, // linkerd2-proxy, no Envoy
+		{topology.ModeLinkerd, true, true, true},   // but its gateway is one
 	} {
-		o := mesh.DefaultOptions()
+		o := topology.DefaultOptions()
 		o.Mode, o.Gateway = tt.mode, tt.gateway
 		var got bool
 		if tt.netns {
@@ -68,7 +68,7 @@ func TestNeedsEnvoy(t *testing.T) {
 // TestChooseSubstrateBadChoice: an unknown --substrate is a usage error
 // naming what is allowed, before anything is looked for.
 func TestChooseSubstrateBadChoice(t *testing.T) {
-	_, _, err := ChooseSubstrate("bridge", "", "", []mesh.Options{mesh.DefaultOptions()})
+	_, _, err := ChooseSubstrate("bridge", "", "", []topology.Options{topology.DefaultOptions()})
 	var ue *UsageError
 	if !errors.As(err, &ue) || err.Error() != `--substrate "bridge": allowed: auto, netns, loopback` {
 		t.Errorf("err %v; want a usage error naming auto, netns, loopback", err)

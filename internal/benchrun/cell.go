@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/local"
 )
 
@@ -28,7 +28,7 @@ type Cell struct {
 // wrote one, with the error.
 func RunCell(ctx context.Context, c Cell) (*local.Result, error) {
 	o := c.Options
-	sub, fellBack, err := ChooseSubstrate(c.Substrate, c.ZtunnelFlag, c.LinkerdProxyFlag, []mesh.Options{o.Mesh})
+	sub, fellBack, err := ChooseSubstrate(c.Substrate, c.ZtunnelFlag, c.LinkerdProxyFlag, []topology.Options{o.Mesh})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/analysis/slo"
-	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"

@@ -7,14 +7,14 @@ import (
 	"os"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/istio"
-	"github.com/meshbench/meshbench/internal/linkerd/proxy"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // The --substrate values.
@@ -32,10 +32,10 @@ const (
 //
 // Mesh linkerd runs only on netns: where netns cannot run it, the choice
 // is a usage error naming why, never a fall-back.
-func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []mesh.Options) (local.Substrate, string, error) {
+func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []topology.Options) (local.Substrate, string, error) {
 	needLinkerd := false
 	for _, o := range opts {
-		needLinkerd = needLinkerd || o.Mode == mesh.ModeLinkerd
+		needLinkerd = needLinkerd || o.Mode == topology.ModeLinkerd
 	}
 	switch choice {
 	case SubstrateLoopback:
@@ -49,7 +49,7 @@ func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []mesh.Option
 	}
 	needZtunnel := false
 	for _, o := range opts {
-		needZtunnel = needZtunnel || o.Mode == mesh.ModeAmbient || o.Mode == mesh.ModeWaypoint
+		needZtunnel = needZtunnel || o.Mode == topology.ModeAmbient || o.Mode == topology.ModeWaypoint
 	}
 	sub := &netlab.Substrate{}
 	var why []error
@@ -109,14 +109,14 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", ";
 // NeedsEnvoy reports whether a local cell with options o runs an Envoy:
 // any mesh mode or a gateway on loopback; on netns, where ztunnel is the
 // ambient node proxy, the sidecars, the waypoint and the gateway.
-func NeedsEnvoy(o mesh.Options, sub local.Substrate) bool {
+func NeedsEnvoy(o topology.Options, sub local.Substrate) bool {
 	if o.Gateway {
 		return true
 	}
 	if sub == nil {
-		return o.Mode != mesh.ModeNone && o.Mode != mesh.ModeLinkerd
+		return o.Mode != topology.ModeNone && o.Mode != topology.ModeLinkerd
 	}
-	return o.Mode == mesh.ModeSidecar || o.Mode == mesh.ModeWaypoint
+	return o.Mode == topology.ModeSidecar || o.Mode == topology.ModeWaypoint
 }
 
 // FindEnvoy finds the Envoy binary the local lab runs: --envoy (flag),

@@ -6,12 +6,12 @@ import (
 	"os"
 	"slices"
 
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/linkerd/proxy"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/report"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // localCheck is one row of `doctor --platform local`.
@@ -26,8 +26,8 @@ type localCheck struct {
 // the netns substrate (root, namespaces, iptables), ztunnel and
 // linkerd2-proxy (mesh linkerd runs only on netns).
 func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunnelFlag, linkerdFlag string) []localCheck {
-	asked := func(m mesh.Mode) bool { return len(modes) == 0 || slices.Contains(modes, string(m)) }
-	strict := func(m mesh.Mode) string {
+	asked := func(m topology.Mode) bool { return len(modes) == 0 || slices.Contains(modes, string(m)) }
+	strict := func(m topology.Mode) string {
 		if len(modes) > 0 && slices.Contains(modes, string(m)) {
 			return "FAIL"
 		}
@@ -36,7 +36,7 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 	var out []localCheck
 	wd, _ := os.Getwd()
 	exe, _ := os.Executable()
-	needEnvoy := asked(mesh.ModeSidecar) || asked(mesh.ModeAmbient) || asked(mesh.ModeWaypoint)
+	needEnvoy := asked(topology.ModeSidecar) || asked(topology.ModeAmbient) || asked(topology.ModeWaypoint)
 	if needEnvoy {
 		bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: envoyFlag, ProjectDir: wd, Executable: exe, Getenv: env.Getenv})
 		if err != nil {
@@ -48,21 +48,21 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 	netErr := netlab.Available(true)
 	if netErr != nil {
 		st := "warn"
-		if asked(mesh.ModeLinkerd) && len(modes) > 0 {
+		if asked(topology.ModeLinkerd) && len(modes) > 0 {
 			st = "FAIL"
 		}
 		out = append(out, localCheck{"netns substrate", oneLine(netErr) + "; the lab runs on loopback (Envoy standing in for ztunnel), without mesh linkerd", st})
 	} else {
 		out = append(out, localCheck{"netns substrate", "network namespaces can be made, iptables found (--substrate netns)", "ok"})
 	}
-	if asked(mesh.ModeAmbient) || asked(mesh.ModeWaypoint) {
+	if asked(topology.ModeAmbient) || asked(topology.ModeWaypoint) {
 		if bin, err := ztunnel.Find(ztunnelFlag, wd); err != nil {
 			out = append(out, localCheck{"ztunnel", oneLine(err) + "; ambient runs on loopback with Envoy standing in", "warn"})
 		} else {
 			out = append(out, localCheck{"ztunnel", "Istio's ztunnel at " + bin + " (ambient on netns)", "ok"})
 		}
 	}
-	if asked(mesh.ModeLinkerd) {
+	if asked(topology.ModeLinkerd) {
 		bin, err := proxy.Find(linkerdFlag, wd)
 		var v proxy.Version
 		if err == nil {
@@ -70,9 +70,9 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 		}
 		switch {
 		case err != nil:
-			out = append(out, localCheck{"mesh linkerd", "linkerd2-proxy: " + oneLine(err), strict(mesh.ModeLinkerd)})
+			out = append(out, localCheck{"mesh linkerd", "linkerd2-proxy: " + oneLine(err), strict(topology.ModeLinkerd)})
 		case netErr != nil:
-			out = append(out, localCheck{"mesh linkerd", "found " + v.String() + " at " + bin + ", but it runs only on the netns substrate, which cannot be made here", strict(mesh.ModeLinkerd)})
+			out = append(out, localCheck{"mesh linkerd", "found " + v.String() + " at " + bin + ", but it runs only on the netns substrate, which cannot be made here", strict(topology.ModeLinkerd)})
 		default:
 			out = append(out, localCheck{"mesh linkerd", "can run here: " + v.String() + " at " + bin + ", on the netns substrate with the lab's stand-in for Linkerd's control plane", "ok"})
 		}

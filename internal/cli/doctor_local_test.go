@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 

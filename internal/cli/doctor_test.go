@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/istio"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 

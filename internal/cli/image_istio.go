@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/istio"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/sys/image"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 type imageIstioFlags struct {

@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/sys/image"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // newImageZtunnelCmd takes the ztunnel binary out of Istio's official

@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/sys/image"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // TestImageZtunnel: `meshbench image ztunnel --from REF` installs the

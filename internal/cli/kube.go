@@ -12,11 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/istio"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/report"
@@ -81,11 +81,11 @@ func (k *kubeFlags) connect() kube.ConnectOptions {
 
 // kubeMeshOptions checks the topology flags for the kube platform, where
 // linkerd is a mesh too: a mode with no local form is checked by the rules
-// of the local mode it follows (meshes.Rules: Linkerd's options are a
+// of the local mode it follows (mesh.Rules: Linkerd's options are a
 // sidecar mesh's).
-func kubeMeshOptions(mo mesh.Options) error {
+func kubeMeshOptions(mo topology.Options) error {
 	check := mo
-	check.Mode = mesh.Mode(meshes.Rules(string(mo.Mode)))
+	check.Mode = topology.Mode(mesh.Rules(string(mo.Mode)))
 	if mo.Gateway {
 		return errors.New("--gateway: not on the kube platform yet")
 	}
@@ -93,10 +93,10 @@ func kubeMeshOptions(mo mesh.Options) error {
 }
 
 func runKube(ctx context.Context, env *Env, f *runFlags) error {
-	mo := mesh.DefaultOptions()
-	mo.Mode, mo.App = mesh.Mode(f.mesh), mesh.App(f.app)
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.App = topology.Mode(f.mesh), topology.App(f.app)
 	mo.Replicas, mo.Nodes, mo.Policies = f.replicas, f.nodes, f.policy
-	mo.Gateway, mo.MTLS, mo.Protocol = f.gateway, f.mtls, mesh.Protocol(f.protocol)
+	mo.Gateway, mo.MTLS, mo.Protocol = f.gateway, f.mtls, topology.Protocol(f.protocol)
 	var errs []error
 	if err := kubeMeshOptions(mo); err != nil {
 		errs = append(errs, err)
@@ -126,7 +126,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
 	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
-		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == mesh.AppFaces}
+		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == topology.AppFaces}
 	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Load: load, Workers: f.kube.workers,
 		Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections, InstallMesh: f.kube.installMesh,
 		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
@@ -160,7 +160,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	return nil
 }
 
-func printKubeRun(env *Env, mo mesh.Options, res *kube.Result) {
+func printKubeRun(env *Env, mo topology.Options, res *kube.Result) {
 	w := env.Stdout
 	fmt.Fprintf(w, "meshbench run (kube): mesh %s, app %s, %d replica(s), policies %d, protocol %s\n\n",
 		mo.Mode, mo.App, mo.Replicas, mo.Policies, mo.Protocol)
@@ -292,8 +292,8 @@ possible). A mode not asked for only warns.`,
 					if m = strings.TrimSpace(m); m == "" {
 						continue
 					}
-					if !slices.Contains(meshes.Names(true), m) {
-						return usagef("--mesh %q: allowed: %s", m, strings.Join(meshes.Names(true), ", "))
+					if !slices.Contains(mesh.Names(true), m) {
+						return usagef("--mesh %q: allowed: %s", m, strings.Join(mesh.Names(true), ", "))
 					}
 					modes = append(modes, m)
 				}
@@ -309,7 +309,7 @@ possible). A mode not asked for only warns.`,
 			if f.mesh != "" {
 				for _, m := range strings.Split(f.mesh, ",") {
 					m = strings.TrimSpace(m)
-					if _, ok := meshes.Get(m); !ok {
+					if _, ok := mesh.Get(m); !ok {
 						return usagef("--mesh %q: allowed: %s", m, kubeModeList())
 					}
 					modes = append(modes, m)
@@ -361,7 +361,7 @@ possible). A mode not asked for only warns.`,
 }
 
 // kubeModeList lists the kube platform's mesh modes for messages.
-func kubeModeList() string { return strings.Join(meshes.Names(false), ", ") }
+func kubeModeList() string { return strings.Join(mesh.Names(false), ", ") }
 
 // bench is how a plan runs on the cluster the flags name.
 func (k *kubeFlags) bench() benchrun.Kube {

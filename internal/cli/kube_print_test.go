@@ -8,7 +8,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubemetrics"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -21,7 +21,7 @@ func TestPrintKubeRunSamplingNotes(t *testing.T) {
 	res := &kube.Result{Dir: "results/x", Manifest: &results.RunManifest{Valid: true},
 		Summary: sample.Summary{Rounds: 3}, StalePods: 4, StaleNodes: 1, MixedRounds: 2,
 		Drain: results.Drain{Ended: results.DrainMaximum, Seconds: 60, MaxSeconds: 60, AppPods: 2, AppPodsSampled: 1}}
-	printKubeRun(&Env{Stdout: &out}, mesh.DefaultOptions(), res)
+	printKubeRun(&Env{Stdout: &out}, topology.DefaultOptions(), res)
 	for _, want := range []string{
 		"Metrics samples seen again (stale, not counted twice): 4 pod, 1 node.\n",
 		"Metrics rounds where only some pods had a new sample: 2 (those rounds' totals leave out the pods whose sample was old).\n",
@@ -56,7 +56,7 @@ func TestPrintKubeRunCounters(t *testing.T) {
 			FreshPodSamples: 7, StalePodSamples: 13, StaleFraction: 0.65},
 		Drain: results.Drain{Ended: results.DrainIdle, Seconds: 2, MaxSeconds: 60, AppCPUMillicores: 2, IdleMillicores: 20}}
 	var out bytes.Buffer
-	printKubeRun(&Env{Stdout: &out}, mesh.DefaultOptions(), res)
+	printKubeRun(&Env{Stdout: &out}, topology.DefaultOptions(), res)
 	for _, want := range []string{
 		"Resources from the kubelet's counters (auto: nodes/proxy get allowed and /metrics/resource answers).\n",
 		"CPU by the kubelet's cumulative counters over 60 equal intervals",

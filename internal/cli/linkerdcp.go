@@ -3,12 +3,12 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/linkerd"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd"
 )
 
 // newLinkerdControlPlaneCmd is the hidden `meshbench linkerd-control-plane`:
 // the lab's stand-in for Linkerd's control plane in a process of its own,
-// started by mode linkerd (internal/linkerd) with its listeners inherited,
+// started by mode linkerd (internal/mesh/linkerd) with its listeners inherited,
 // so its CPU and memory are sampled apart from meshbench's.
 func newLinkerdControlPlaneCmd(env *Env) *cobra.Command {
 	var config string

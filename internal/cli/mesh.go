@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/istio"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 )
@@ -27,10 +27,10 @@ func newMeshCmd(env *Env) *cobra.Command {
 
 func newMeshUninstallCmd(env *Env) *cobra.Command {
 	var (
-		platform, mesh string
-		k              kubeFlags
-		timeout        time.Duration
-		asJSON         bool
+		platform, meshes string
+		k                kubeFlags
+		timeout          time.Duration
+		asJSON           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "uninstall",
@@ -59,11 +59,11 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 				return usagef("--platform %q: allowed: kube (the lab removes what it starts itself)", platform)
 			}
 			var modes []string
-			for _, m := range strings.Split(mesh, ",") {
+			for _, m := range strings.Split(meshes, ",") {
 				if m = strings.TrimSpace(m); m == "" {
 					continue
 				}
-				if _, ok := meshes.Get(m); !ok || meshinstall.MeshCLI(m) != "istioctl" {
+				if _, ok := mesh.Get(m); !ok || meshinstall.MeshCLI(m) != "istioctl" {
 					return usagef("--mesh %q: allowed: %s (Istio's modes; one uninstall removes them all)", m, strings.Join(istioModes(), ", "))
 				}
 				modes = append(modes, m)
@@ -104,7 +104,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 		},
 	}
 	cmd.Flags().StringVar(&platform, "platform", "kube", "platform: kube")
-	cmd.Flags().StringVar(&mesh, "mesh", "", "the installed mesh mode(s) to remove: "+strings.Join(istioModes(), ", "))
+	cmd.Flags().StringVar(&meshes, "mesh", "", "the installed mesh mode(s) to remove: "+strings.Join(istioModes(), ", "))
 	cmd.Flags().StringVar(&k.istioBuild, "istio-build", "", "the Istio build whose istioctl installed the mesh (as run --istio-build; default: istioctl on PATH)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for istio-system to be gone")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the steps as JSON")
@@ -115,7 +115,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 // istioModes are the kube modes istioctl installs.
 func istioModes() []string {
 	var out []string
-	for _, m := range meshes.Names(false) {
+	for _, m := range mesh.Names(false) {
 		if meshinstall.MeshCLI(m) == "istioctl" {
 			out = append(out, m)
 		}

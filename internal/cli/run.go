@@ -16,7 +16,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
@@ -121,12 +121,12 @@ plane; on the netns substrate only, as root).`,
 }
 
 func runRun(ctx context.Context, env *Env, f *runFlags) error {
-	mo := mesh.DefaultOptions()
-	mo.Mode = mesh.Mode(f.mesh)
-	mo.App = mesh.App(f.app)
+	mo := topology.DefaultOptions()
+	mo.Mode = topology.Mode(f.mesh)
+	mo.App = topology.App(f.app)
 	mo.Replicas, mo.Nodes, mo.Policies = f.replicas, f.nodes, f.policy
 	mo.Gateway, mo.MTLS = f.gateway, f.mtls
-	mo.Protocol = mesh.Protocol(f.protocol)
+	mo.Protocol = topology.Protocol(f.protocol)
 	var errs []error
 	if err := mo.Validate(); err != nil {
 		errs = append(errs, err)
@@ -151,13 +151,13 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	load, loadErrs := checkLoadFlags(f.rate, f.connections, true)
 	errs = append(errs, loadErrs...)
-	if f.hops && mo.Mode == mesh.ModeLinkerd {
+	if f.hops && mo.Mode == topology.ModeLinkerd {
 		errs = append(errs, errors.New("--hops: times the Envoys' hops; mesh linkerd's proxies keep no per-request timing log"))
 	}
 	switch {
 	case f.bodySize < 1 || f.bodySize > workload.MaxBodySize:
 		errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, workload.MaxBodySize))
-	case f.bodySizeSet && mo.App != mesh.AppStatic:
+	case f.bodySizeSet && mo.App != topology.AppStatic:
 		errs = append(errs, fmt.Errorf("--body-size %d: applies to the static app only (faces answers what its callers ask for)", f.bodySize))
 	}
 	if err := results.CheckNewDir(f.out); err != nil {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/schemas"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"

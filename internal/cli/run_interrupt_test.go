@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )

@@ -6,10 +6,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/linkerd/proxy"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // The --substrate values.
@@ -68,8 +68,8 @@ func substrateNote(m *results.RunManifest) string {
 // meshFlagHelp is --mesh's help: the local modes, and those only clusters
 // run.
 func meshFlagHelp() string {
-	h := "mesh mode: " + strings.Join(meshes.Names(true), ", ") + " (linkerd: netns substrate only)"
-	if c := meshes.ClusterOnly(); len(c) > 0 {
+	h := "mesh mode: " + strings.Join(mesh.Names(true), ", ") + " (linkerd: netns substrate only)"
+	if c := mesh.ClusterOnly(); len(c) > 0 {
 		h += " (kube also: " + strings.Join(c, ", ") + ")"
 	}
 	return h

@@ -11,60 +11,60 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // TestChooseSubstrate: what each --substrate gives for the modes asked,
 // on this machine (the netns rows need root: skipped without it, failed
 // under make test).
 func TestChooseSubstrate(t *testing.T) {
-	none, sidecar, ambient, waypoint, faces := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
-	sidecar.Mode, ambient.Mode, waypoint.Mode = mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint
-	faces.Mode, faces.App = mesh.ModeWaypoint, mesh.AppFaces
-	linkerd, linkerdFaces, linkerdTCP := mesh.DefaultOptions(), mesh.DefaultOptions(), mesh.DefaultOptions()
-	linkerd.Mode, linkerdFaces.Mode, linkerdTCP.Mode = mesh.ModeLinkerd, mesh.ModeLinkerd, mesh.ModeLinkerd
-	linkerdFaces.App, linkerdTCP.Protocol = mesh.AppFaces, mesh.ProtocolTCP
+	none, sidecar, ambient, waypoint, faces := topology.DefaultOptions(), topology.DefaultOptions(), topology.DefaultOptions(), topology.DefaultOptions(), topology.DefaultOptions()
+	sidecar.Mode, ambient.Mode, waypoint.Mode = topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint
+	faces.Mode, faces.App = topology.ModeWaypoint, topology.AppFaces
+	linkerd, linkerdFaces, linkerdTCP := topology.DefaultOptions(), topology.DefaultOptions(), topology.DefaultOptions()
+	linkerd.Mode, linkerdFaces.Mode, linkerdTCP.Mode = topology.ModeLinkerd, topology.ModeLinkerd, topology.ModeLinkerd
+	linkerdFaces.App, linkerdTCP.Protocol = topology.AppFaces, topology.ProtocolTCP
 	linkerdGateway := linkerd
 	linkerdGateway.Gateway = true
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name       string
 		choice     string
-		opts       []mesh.Options
+		opts       []topology.Options
 		needRoot   bool
 		wantNetns  bool
 		wantUsage  string // a usage error containing this
 		wantReason string // auto fell back, saying this
 	}{
 		// loopback is asked: always loopback, no reason given
-		{"loopback", "loopback", []mesh.Options{none, ambient}, false, false, "", ""},
+		{"loopback", "loopback", []topology.Options{none, ambient}, false, false, "", ""},
 		// an unknown name is bad input
-		{"unknown", "docker", []mesh.Options{none}, false, false, `--substrate "docker": allowed: auto, netns, loopback`, ""},
+		{"unknown", "docker", []topology.Options{none}, false, false, `--substrate "docker": allowed: auto, netns, loopback`, ""},
 		// netns asked for an app/mode pair it does not run yet: bad input, before anything starts
-		{"netns faces", "netns", []mesh.Options{none, faces}, false, false, "app faces with mesh waypoint (gateway false): the netns substrate runs faces without waypoint or gateway so far", ""},
+		{"netns faces", "netns", []topology.Options{none, faces}, false, false, "app faces with mesh waypoint (gateway false): the netns substrate runs faces without waypoint or gateway so far", ""},
 		// auto with an app/mode pair netns does not run: the whole plan on loopback, said why
-		{"auto faces", "auto", []mesh.Options{none, sidecar, ambient, faces}, false, false, "", "app faces"},
+		{"auto faces", "auto", []topology.Options{none, sidecar, ambient, faces}, false, false, "", "app faces"},
 		// auto, root, modes it runs: netns for all
-		{"auto none sidecar ambient waypoint", "auto", []mesh.Options{none, sidecar, ambient, waypoint}, true, true, "", ""},
+		{"auto none sidecar ambient waypoint", "auto", []topology.Options{none, sidecar, ambient, waypoint}, true, true, "", ""},
 		// netns asked and possible
-		{"netns none", "netns", []mesh.Options{none}, true, true, "", ""},
+		{"netns none", "netns", []topology.Options{none}, true, true, "", ""},
 		// linkerd on loopback: refused, never imitated
-		{"loopback linkerd", "loopback", []mesh.Options{none, linkerd}, false, false, "--mesh linkerd: runs only on the netns substrate", ""},
+		{"loopback linkerd", "loopback", []topology.Options{none, linkerd}, false, false, "--mesh linkerd: runs only on the netns substrate", ""},
 		// auto with linkerd where netns cannot run the plan (a gateway): refused, no fall-back
-		{"auto linkerd gateway", "auto", []mesh.Options{none, linkerdGateway}, false, false,
+		{"auto linkerd gateway", "auto", []topology.Options{none, linkerdGateway}, false, false,
 			"--mesh linkerd: runs only on the netns substrate, which cannot run this here (", ""},
 		// faces on netns, linkerd beside the Envoy modes
-		{"auto faces linkerd", "auto", []mesh.Options{none, linkerdFaces}, true, true, "", ""},
+		{"auto faces linkerd", "auto", []topology.Options{none, linkerdFaces}, true, true, "", ""},
 		// linkerd at L4: not wired, said before anything starts
-		{"netns linkerd tcp", "netns", []mesh.Options{linkerdTCP}, false, false, "mesh linkerd with protocol tcp", ""},
+		{"netns linkerd tcp", "netns", []topology.Options{linkerdTCP}, false, false, "mesh linkerd with protocol tcp", ""},
 		// auto, root, linkerd beside the Envoy modes: netns for all (needs the proxy binary)
-		{"auto none sidecar linkerd", "auto", []mesh.Options{none, sidecar, linkerd}, true, true, "", ""},
+		{"auto none sidecar linkerd", "auto", []topology.Options{none, sidecar, linkerd}, true, true, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

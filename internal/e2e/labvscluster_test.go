@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/istio"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )

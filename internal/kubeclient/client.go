@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -150,7 +150,7 @@ func crdHint(group string) string {
 	if group == "gateway.networking.k8s.io" {
 		return ": are the Gateway API CRDs installed (Istio ambient's waypoints need them)?"
 	}
-	for _, m := range meshes.All() {
+	for _, m := range mesh.All() {
 		if g := m.Cluster.APIGroup; g != "" && strings.HasSuffix(group, g) {
 			return ": is " + m.Product + " installed?"
 		}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // Container names the load workers' container (a mesh adds its own
@@ -62,7 +62,7 @@ type Spec struct {
 func (s Spec) Problems() []error {
 	var errs []error
 	bad := func(field, value, want string) {
-		errs = append(errs, &mesh.OptionError{Field: field, Value: value, Want: want})
+		errs = append(errs, &topology.OptionError{Field: field, Value: value, Want: want})
 	}
 	if s.Workers < 1 {
 		bad("workers", strconv.Itoa(s.Workers), "allowed: 1 or more")
@@ -105,7 +105,7 @@ func (s Spec) External() bool {
 // run is refused before any pod starts rather than failing in them.
 func (s Spec) CheckGenerator() error {
 	if !slices.Contains(extgen.Names, cmp.Or(s.Generator, extgen.Meshbench)) {
-		return &mesh.OptionError{Field: "generator", Value: s.Generator, Want: "allowed: " + strings.Join(extgen.Names, ", ")}
+		return &topology.OptionError{Field: "generator", Value: s.Generator, Want: "allowed: " + strings.Join(extgen.Names, ", ")}
 	}
 	if !s.External() {
 		return nil

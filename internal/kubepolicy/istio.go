@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // API versions of Istio's objects.
@@ -30,11 +30,11 @@ func istioObjects(c Cell) []runtime.Object {
 		out = append(out, c.object(istioSecurityAPI, "PeerAuthentication", ns, "default",
 			map[string]any{"mtls": map[string]any{"mode": mode}}))
 	}
-	if c.Mesh.Kind == meshes.KindWaypoint {
-		gw := c.object(gatewayAPI, "Gateway", c.AppNamespace, meshes.WaypointName, map[string]any{
+	if c.Mesh.Kind == mesh.KindWaypoint {
+		gw := c.object(gatewayAPI, "Gateway", c.AppNamespace, mesh.WaypointName, map[string]any{
 			"gatewayClassName": "istio-waypoint",
 			"listeners": []any{map[string]any{
-				"name": "mesh", "port": int64(mesh.PortHBONE), "protocol": "HBONE",
+				"name": "mesh", "port": int64(topology.PortHBONE), "protocol": "HBONE",
 			}},
 		})
 		l := gw.GetLabels()
@@ -69,7 +69,7 @@ func portStrings(ports []int) []any {
 func (c Cell) istioPolicy(r rule) *unstructured.Unstructured {
 	src := map[string]any{"namespaces": []any{r.Namespace}}
 	if r.SA != "" {
-		src = map[string]any{"principals": []any{mesh.TrustDomain + "/ns/" + r.Namespace + "/sa/" + r.SA}}
+		src = map[string]any{"principals": []any{topology.TrustDomain + "/ns/" + r.Namespace + "/sa/" + r.SA}}
 	}
 	rl := map[string]any{"from": []any{map[string]any{"source": src}}}
 	if len(r.Ports) > 0 {

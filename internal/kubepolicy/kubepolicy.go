@@ -1,8 +1,8 @@
 // Package kubepolicy renders a cell's mesh objects on a cluster: the
 // mesh's own objects (Istio's PeerAuthentications, the waypoint Gateway)
-// and the local lab's L4 ALLOW rules (mesh.RulesFor) in each mesh's
+// and the local lab's L4 ALLOW rules (topology.RulesFor) in each mesh's
 // policy kinds. Each mesh project renders in its own file (istio.go,
-// linkerd.go), found through its internal/meshes descriptor's Product;
+// linkerd.go), found through its internal/mesh descriptor's Product;
 // the objects are *unstructured.Unstructured, so no mesh's Go types are
 // needed. The app and the load are platform/kube's and kubeload's.
 package kubepolicy
@@ -17,23 +17,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // Cell is what the mesh objects of one cell depend on.
 type Cell struct {
 	// Mesh is the mode's descriptor (never nil).
-	Mesh *meshes.Mesh
+	Mesh *mesh.Mesh
 	// Options are the cell's mesh options: MTLS, App and Policies (the
 	// rules), Protocol.
-	Options mesh.Options
+	Options topology.Options
 	// AppNamespace holds the app, LoadNamespace the load workers.
 	AppNamespace, LoadNamespace string
 	// AppPort is the port the app's pods listen on (the local lab's
-	// mesh.PortApp maps to it).
+	// topology.PortApp maps to it).
 	AppPort int
 	// LoadServiceAccount is the load workers' service account: the
-	// client's identity (mesh.IdentityClient).
+	// client's identity (topology.IdentityClient).
 	LoadServiceAccount string
 	// Labels go on every object; AppPods selects the app's pods.
 	Labels, AppPods map[string]string
@@ -47,11 +47,11 @@ type renderer struct {
 	policies func(c Cell, rules []rule) []runtime.Object
 }
 
-// renderers are the mesh projects' renderings by meshes.Mesh.Product; a
+// renderers are the mesh projects' renderings by mesh.Mesh.Product; a
 // mesh without one (none) has no objects.
 var renderers = map[string]renderer{
-	meshes.Istio:   {objects: istioObjects, policies: istioPolicies},
-	meshes.Linkerd: {policies: linkerdPolicies},
+	mesh.Istio:   {objects: istioObjects, policies: istioPolicies},
+	mesh.Linkerd: {policies: linkerdPolicies},
 }
 
 // MeshObjects are the mesh's own objects of c (see renderers).
@@ -89,7 +89,7 @@ func (c Cell) object(apiVersion, kind, ns, name string, spec map[string]any) *un
 	return u
 }
 
-// rule is one of mesh.RulesFor's ALLOW rules in cluster terms: peers with
+// rule is one of topology.RulesFor's ALLOW rules in cluster terms: peers with
 // service account SA in Namespace (any service account when SA is empty)
 // may reach Ports of the app pods (any port when empty).
 type rule struct {
@@ -98,11 +98,11 @@ type rule struct {
 	Ports         []int
 }
 
-// rules maps mesh.RulesFor(app, Policies) to the cluster.
+// rules maps topology.RulesFor(app, Policies) to the cluster.
 func (c Cell) rules() ([]rule, error) {
 	var out []rule
-	spiffeNS := "spiffe://" + mesh.TrustDomain + "/ns/"
-	for _, p := range mesh.RulesFor(c.Options.App, c.Options.Policies) {
+	spiffeNS := "spiffe://" + topology.TrustDomain + "/ns/"
+	for _, p := range topology.RulesFor(c.Options.App, c.Options.Policies) {
 		var r rule
 		_, after, ok1 := strings.Cut(p.Name, "-policy[")
 		name, _, ok2 := strings.Cut(after, "]")
@@ -128,17 +128,17 @@ func (c Cell) rules() ([]rule, error) {
 		}
 		// The local lab's one namespace holds the client and the app; here
 		// the client is the load namespace's and the rest the app's.
-		if r.Namespace == mesh.IdentityClient.Namespace {
+		if r.Namespace == topology.IdentityClient.Namespace {
 			r.Namespace = c.AppNamespace
-			if r.SA == mesh.IdentityClient.ServiceAccount {
+			if r.SA == topology.IdentityClient.ServiceAccount {
 				r.Namespace = c.LoadNamespace
 			}
 		}
-		if r.SA == mesh.IdentityClient.ServiceAccount && r.Namespace == c.LoadNamespace {
+		if r.SA == topology.IdentityClient.ServiceAccount && r.Namespace == c.LoadNamespace {
 			r.SA = c.LoadServiceAccount
 		}
 		for _, port := range p.Ports {
-			if port == mesh.PortApp {
+			if port == topology.PortApp {
 				port = c.AppPort
 			}
 			if !slices.Contains(r.Ports, port) {

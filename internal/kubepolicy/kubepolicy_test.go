@@ -4,15 +4,15 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // TestEveryProductRenders: every mesh project a descriptor names has a
 // renderer with policies, so a new mesh cannot silently run without its
 // ALLOW rules; a mode without a product (none) renders nothing.
 func TestEveryProductRenders(t *testing.T) {
-	for _, m := range meshes.All() {
-		c := Cell{Mesh: m, Options: mesh.Options{Mode: mesh.Mode(m.Name), MTLS: true, App: mesh.AppStatic, Policies: 3},
+	for _, m := range mesh.All() {
+		c := Cell{Mesh: m, Options: topology.Options{Mode: topology.Mode(m.Name), MTLS: true, App: topology.AppStatic, Policies: 3},
 			AppNamespace: "app", LoadNamespace: "load", AppPort: 8080, LoadServiceAccount: "client",
 			Labels: map[string]string{"run": "x"}, AppPods: map[string]string{"role": "app"}}
 		objs, err := PolicyObjects(c)

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // API versions of Linkerd's policy objects.
@@ -59,7 +59,7 @@ func linkerdPolicies(c Cell, rules []rule) []runtime.Object {
 			"podSelector": map[string]any{"matchLabels": toAny(c.AppPods)},
 			"port":        int64(p),
 		}
-		if c.Options.Protocol == mesh.ProtocolTCP {
+		if c.Options.Protocol == topology.ProtocolTCP {
 			spec["proxyProtocol"] = "opaque"
 		}
 		out = append(out, c.object(linkerdServerAPI, "Server", c.AppNamespace, c.linkerdServerName(p), spec))
@@ -71,7 +71,7 @@ func linkerdPolicies(c Cell, rules []rule) []runtime.Object {
 				"kind": "ServiceAccount", "name": r.SA, "namespace": r.Namespace}}}
 		} else {
 			authn = map[string]any{"identities": []any{
-				"*." + r.Namespace + ".serviceaccount.identity.linkerd." + mesh.TrustDomain}}
+				"*." + r.Namespace + ".serviceaccount.identity.linkerd." + topology.TrustDomain}}
 		}
 		out = append(out, c.object(linkerdPolicyAPI, "MeshTLSAuthentication", c.AppNamespace, r.Name, authn))
 		target := map[string]any{"kind": "Namespace", "name": c.AppNamespace}

@@ -14,12 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 )
 
 // ClassifyModes lists the mesh modes a Classifier knows: every mesh
-// internal/meshes describes.
-var ClassifyModes = meshes.Names(false)
+// internal/mesh describes.
+var ClassifyModes = mesh.Names(false)
 
 // Container names and labels the classification looks at.
 const (
@@ -62,8 +62,8 @@ type Namespaces struct {
 	Istio, Linkerd string
 }
 
-func (ns Namespaces) istio() string   { return cmpOr(ns.Istio, meshes.IstioNamespace) }
-func (ns Namespaces) linkerd() string { return cmpOr(ns.Linkerd, meshes.LinkerdNamespace) }
+func (ns Namespaces) istio() string   { return cmpOr(ns.Istio, mesh.IstioNamespace) }
+func (ns Namespaces) linkerd() string { return cmpOr(ns.Linkerd, mesh.LinkerdNamespace) }
 
 func cmpOr(s, def string) string {
 	if s == "" {
@@ -158,20 +158,20 @@ const (
 )
 
 // component is the mesh component r is, "" for what no mesh runs.
-func (r role) component() meshes.Component {
+func (r role) component() mesh.Component {
 	switch r {
 	case roleLinkerdControl:
-		return meshes.LinkerdControl
+		return mesh.LinkerdControl
 	case roleZtunnel:
-		return meshes.Ztunnel
+		return mesh.Ztunnel
 	case roleWaypoint:
-		return meshes.Waypoint
+		return mesh.Waypoint
 	case roleIstioControl:
-		return meshes.IstioControl
+		return mesh.IstioControl
 	case roleIstioSidecar:
-		return meshes.IstioSidecar
+		return mesh.IstioSidecar
 	case roleLinkerdSidecar:
-		return meshes.LinkerdSidecar
+		return mesh.LinkerdSidecar
 	}
 	return ""
 }
@@ -216,7 +216,7 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 		return name, workloadName(pod), sample.CategoryControlPlane
 	case roleZtunnel:
 		comp, cat := "node proxy", sample.CategoryDataPlane
-		if !c.runs(meshes.Ztunnel) {
+		if !c.runs(mesh.Ztunnel) {
 			// The cell's namespaces are not ambient-enrolled: ztunnel
 			// serves none of its pods, so it is not the cell's data plane.
 			comp, cat = "idle node proxy", sample.CategoryMeshIdle
@@ -246,8 +246,8 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 }
 
 // runs reports whether the classifier's mode runs mesh component m.
-func (c *Classifier) runs(m meshes.Component) bool {
-	mm, ok := meshes.Get(c.mode)
+func (c *Classifier) runs(m mesh.Component) bool {
+	mm, ok := mesh.Get(c.mode)
 	return ok && slices.Contains(mm.Cluster.Components, m)
 }
 
@@ -266,8 +266,8 @@ func (c *Classifier) Unexpected(pod *corev1.Pod, container string) string {
 			r = roleLinkerdSidecar
 		}
 	}
-	var want []meshes.Component
-	if m, ok := meshes.Get(c.mode); ok {
+	var want []mesh.Component
+	if m, ok := mesh.Get(c.mode); ok {
 		want = m.Cluster.Components // none runs no mesh component (gateways run in mode none too: the local lab's --gateway)
 	}
 	var what string

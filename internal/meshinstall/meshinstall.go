@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 )
 
 // Command is one command meshbench runs (or would run) to install a mesh,
@@ -60,7 +60,7 @@ func shellJoin(args []string) string {
 // MeshCLI is the CLI that installs mode's mesh ("" for none or an
 // unknown mode).
 func MeshCLI(mode string) string {
-	if m, ok := meshes.Get(mode); ok {
+	if m, ok := mesh.Get(mode); ok {
 		return m.Cluster.CLI
 	}
 	return ""
@@ -71,7 +71,7 @@ func MeshCLI(mode string) string {
 // and Linkerd's all-authenticated default policy do the rest), for the
 // cluster of kubeconfig/context (either may be empty: the CLI's defaults).
 func InstallCommands(mode, kubeconfig, context string) []Command {
-	m, ok := meshes.Get(mode)
+	m, ok := mesh.Get(mode)
 	if !ok {
 		return nil
 	}
@@ -97,7 +97,7 @@ func connArgs(kubeconfig, context string) []string {
 
 // VersionCommand prints the version of mode's CLI.
 func VersionCommand(mode string) []string {
-	if m, ok := meshes.Get(mode); ok {
+	if m, ok := mesh.Get(mode); ok {
 		return slices.Clone(m.Cluster.VersionArgs)
 	}
 	return nil

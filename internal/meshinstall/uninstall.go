@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/meshbench/meshbench/internal/kubeclient"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 )
 
 // RecordName is the ConfigMap (in istio-system) where meshbench's Istio
@@ -150,7 +150,7 @@ type Step struct {
 // Istio and its ConfigMaps but deletes no CRD. It goes on past a failed
 // step and returns every step and their errors joined.
 func UninstallIstio(ctx context.Context, c *kubeclient.Client, o UninstallOptions) ([]Step, error) {
-	ns := meshes.IstioNamespace
+	ns := mesh.IstioNamespace
 	var steps []Step
 	var errs []error
 	step := func(what, detail string, err error) {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
@@ -57,7 +57,7 @@ func (b *builder) bodySize() {
 		case p.Platform == PlatformKube:
 			b.s.badItem("body_size", it, "only on platform local so far")
 			p.BodySize = 0
-		case slices.Contains(p.Axes.App, mesh.AppFaces):
+		case slices.Contains(p.Axes.App, topology.AppFaces):
 			b.s.badItem("body_size", it, "applies to the static app only (faces answers what its callers ask for): drop faces from axes.app")
 			p.BodySize = 0
 		}
@@ -106,13 +106,13 @@ func (b *builder) scalars() {
 	}
 	b.integer("repetitions", 1, MaxCells, fmt.Sprintf("allowed: a whole number from 1 to %d", MaxCells), &p.Repetitions)
 	if it, ok := b.one("nodes"); ok {
-		want := fmt.Sprintf("allowed: 1 to %d app nodes", mesh.MaxAppNodes)
+		want := fmt.Sprintf("allowed: 1 to %d app nodes", topology.MaxAppNodes)
 		n, err := strconv.Atoi(it.text)
 		if err != nil {
 			b.s.badItem("nodes", it, want)
 			b.nodesOK = false
 		} else {
-			o := mesh.DefaultOptions()
+			o := topology.DefaultOptions()
 			o.Nodes = n
 			if errs := optionErrors(o.Validate(), "nodes"); len(errs) > 0 {
 				for _, e := range errs {
@@ -172,7 +172,7 @@ func (b *builder) scalars() {
 		}
 	}
 	if it, ok := b.one("baseline"); ok {
-		p.Baseline = mesh.Mode(it.text) // checked against the mesh axis in matrix
+		p.Baseline = topology.Mode(it.text) // checked against the mesh axis in matrix
 	}
 	b.fraction("thresholds.rate_shortfall", 0, 1, true, false, "allowed: a fraction from 0 to below 1, such as 0.002", &p.Thresholds.RateShortfall)
 	b.fraction("thresholds.errors", 0, 1, true, true, "allowed: a fraction from 0 to 1, such as 0.01", &p.Thresholds.Errors)
@@ -226,11 +226,11 @@ func (b *builder) fraction(key string, lo, hi float64, loOK, hiOK bool, want str
 	*dst = v
 }
 
-// optionErrors returns the *mesh.OptionError of err about field.
-func optionErrors(err error, field string) []*mesh.OptionError {
-	var out []*mesh.OptionError
+// optionErrors returns the *topology.OptionError of err about field.
+func optionErrors(err error, field string) []*topology.OptionError {
+	var out []*topology.OptionError
 	for _, e := range unjoin(err) {
-		var oe *mesh.OptionError
+		var oe *topology.OptionError
 		if errors.As(e, &oe) && oe.Field == field {
 			out = append(out, oe)
 		}
@@ -310,10 +310,10 @@ func (b *builder) axisLen(key string) int {
 	return 0
 }
 
-// viaValidate checks one axis value with mesh.Options.Validate: o is the
+// viaValidate checks one axis value with topology.Options.Validate: o is the
 // default options with that value set; the problems about field are the
 // value's.
-func (b *builder) viaValidate(key string, it item, o mesh.Options, field, allowed string) bool {
+func (b *builder) viaValidate(key string, it item, o topology.Options, field, allowed string) bool {
 	if it.text == "" { // "" means a default to mesh.Options, not here
 		b.s.badItem(key, it, "allowed: "+allowed)
 		return false
@@ -330,22 +330,22 @@ func (b *builder) axes() {
 	kube := b.p.Platform == PlatformKube
 	b.axis("axes.mesh", func(it item) (string, bool) {
 		if kube {
-			if _, ok := meshes.Get(it.text); ok {
+			if _, ok := mesh.Get(it.text); ok {
 				return it.text, true
 			}
-			b.s.badItem("axes.mesh", it, meshes.Allowed(false))
+			b.s.badItem("axes.mesh", it, mesh.Allowed(false))
 			return it.text, false
 		}
-		o := mesh.DefaultOptions()
-		o.Mode = mesh.Mode(it.text)
+		o := topology.DefaultOptions()
+		o.Mode = topology.Mode(it.text)
 		return it.text, b.viaValidate("axes.mesh", it, o, "mode", "none, sidecar, ambient, waypoint, linkerd")
-	}, func() { a.Mesh = nil }, func(it item) { a.Mesh = append(a.Mesh, mesh.Mode(it.text)) })
+	}, func() { a.Mesh = nil }, func(it item) { a.Mesh = append(a.Mesh, topology.Mode(it.text)) })
 
 	b.axis("axes.app", func(it item) (string, bool) {
-		o := mesh.DefaultOptions()
-		o.App = mesh.App(it.text)
+		o := topology.DefaultOptions()
+		o.App = topology.App(it.text)
 		return it.text, b.viaValidate("axes.app", it, o, "app", "static, faces")
-	}, func() { a.App = nil }, func(it item) { a.App = append(a.App, mesh.App(it.text)) })
+	}, func() { a.App = nil }, func(it item) { a.App = append(a.App, topology.App(it.text)) })
 
 	var parsed Rate // the item parse just read, for add
 	b.axis("axes.rate", func(it item) (string, bool) {
@@ -365,27 +365,27 @@ func (b *builder) axes() {
 		}
 		// The bound for the plan's nodes and apps is checked per
 		// combination; here only what no number of nodes can fix.
-		o := mesh.DefaultOptions()
-		o.Replicas, o.Nodes = n, mesh.MaxAppNodes
+		o := topology.DefaultOptions()
+		o.Replicas, o.Nodes = n, topology.MaxAppNodes
 		return strconv.Itoa(n), b.viaValidate("axes.replicas", it, o, "replicas", "")
 	}, func() { a.Replicas = nil }, func(it item) { n, _ := strconv.Atoi(it.text); a.Replicas = append(a.Replicas, n) })
 
 	b.axis("axes.policies", func(it item) (string, bool) {
 		n, err := strconv.Atoi(it.text)
-		if err != nil || n < 0 || n > mesh.MaxPolicies {
-			// mesh.Options.Validate's words; the rest of its policy
+		if err != nil || n < 0 || n > topology.MaxPolicies {
+			// topology.Options.Validate's words; the rest of its policy
 			// checks depend on the combination.
-			b.s.badItem("axes.policies", it, fmt.Sprintf("allowed: 0 to %d ALLOW rules", mesh.MaxPolicies))
+			b.s.badItem("axes.policies", it, fmt.Sprintf("allowed: 0 to %d ALLOW rules", topology.MaxPolicies))
 			return "", false
 		}
 		return strconv.Itoa(n), true
 	}, func() { a.Policies = nil }, func(it item) { n, _ := strconv.Atoi(it.text); a.Policies = append(a.Policies, n) })
 
 	b.axis("axes.protocol", func(it item) (string, bool) {
-		o := mesh.DefaultOptions()
-		o.Protocol = mesh.Protocol(it.text)
+		o := topology.DefaultOptions()
+		o.Protocol = topology.Protocol(it.text)
 		return it.text, b.viaValidate("axes.protocol", it, o, "protocol", "http, tcp")
-	}, func() { a.Protocol = nil }, func(it item) { a.Protocol = append(a.Protocol, mesh.Protocol(it.text)) })
+	}, func() { a.Protocol = nil }, func(it item) { a.Protocol = append(a.Protocol, topology.Protocol(it.text)) })
 
 	for _, k := range []struct {
 		key string
@@ -445,12 +445,12 @@ func parseBool(s string) (v, ok bool) {
 // axisKeys are the axes in topo.idx order.
 var axisKeys = [7]string{"axes.mesh", "axes.app", "axes.replicas", "axes.policies", "axes.protocol", "axes.gateway", "axes.mtls"}
 
-// fieldAxis maps a mesh.OptionError field to the index of its axis in
+// fieldAxis maps a topology.OptionError field to the index of its axis in
 // topo.idx.
 var fieldAxis = map[string]int{"mode": 0, "app": 1, "replicas": 2, "policies": 3, "protocol": 4, "gateway": 5, "mtls": 6}
 
 // matrix checks the combinations: baseline, skipped and unused values,
-// the cell count, and mesh.Options.Validate for every topology.
+// the cell count, and topology.Options.Validate for every topology.
 func (b *builder) matrix() {
 	p, s := b.p, b.s
 	a := &p.Axes
@@ -532,7 +532,7 @@ func (b *builder) matrix() {
 	}
 	for _, t := range kept {
 		for _, e := range unjoin(validOptions(t.o)) {
-			var oe *mesh.OptionError
+			var oe *topology.OptionError
 			if !errors.As(e, &oe) {
 				s.bad(keyAxes, axesLine, "", e.Error())
 				continue
@@ -548,11 +548,11 @@ func (b *builder) matrix() {
 	}
 }
 
-// validOptions checks o with mesh.Options.Validate, a mode with no local
-// form by the rules of the local mode it follows (meshes.Rules: Linkerd's
+// validOptions checks o with topology.Options.Validate, a mode with no local
+// form by the rules of the local mode it follows (mesh.Rules: Linkerd's
 // options are a sidecar mesh's).
-func validOptions(o mesh.Options) error {
-	o.Mode = mesh.Mode(meshes.Rules(string(o.Mode)))
+func validOptions(o topology.Options) error {
+	o.Mode = topology.Mode(mesh.Rules(string(o.Mode)))
 	return o.Validate()
 }
 

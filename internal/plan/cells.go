@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // Cell is one run of a plan: one configuration (a combination of axis
@@ -24,13 +24,13 @@ type Cell struct {
 	// RATE is requests per second ("r33.3") or "rmax" (closed loop); ENTRY
 	// is "pod" (the load comes from a client pod in the mesh) or "gw"
 	// (through the ingress gateway); SECURITY is "mtls" or "plain"
-	// (mesh.Options.MTLS, which mode none ignores); N counts from 1. The
+	// (topology.Options.MTLS, which mode none ignores); N counts from 1. The
 	// plan-wide settings (nodes, duration, …) are not in it.
 	ID string
 	// Config is ID without "-repN": the cells of one configuration share it.
 	Config string
 	// Mesh is the topology to run (LoopbackNet is left 0 for the runner).
-	Mesh mesh.Options
+	Mesh topology.Options
 	// Rate is the load: requests per second, or the closed loop.
 	Rate Rate
 	// Generator is the load generator (Axes.Generator): DefaultGenerator
@@ -41,7 +41,7 @@ type Cell struct {
 	// Repetition counts the configuration's runs from 1 to Plan.Repetitions.
 	Repetition int
 	// TopologyKey is the same for cells that can share one running
-	// topology: the same mesh.Options (mode, app, replicas, policies,
+	// topology: the same topology.Options (mode, app, replicas, policies,
 	// protocol, gateway, mtls, nodes); they differ only in rate and
 	// repetition. Readable and file-name safe:
 	// "sidecar-static-x10-p4-http-pod-mtls-n1".
@@ -53,14 +53,14 @@ type Cell struct {
 type Skip struct {
 	// TopologyKey is what Cell.TopologyKey would be.
 	TopologyKey string
-	Mesh        mesh.Options
+	Mesh        topology.Options
 	Reason      string
 }
 
 // topo is one combination of the topology axes, with the index of each
 // value in its axis (in axisKeys order).
 type topo struct {
-	o   mesh.Options
+	o   topology.Options
 	idx [7]int
 }
 
@@ -76,7 +76,7 @@ func (p *Plan) eachTopology(fn func(t topo)) {
 	}
 	var idx [7]int
 	for {
-		o := mesh.DefaultOptions()
+		o := topology.DefaultOptions()
 		o.Mode, o.App, o.Replicas, o.Policies = a.Mesh[idx[0]], a.App[idx[1]], a.Replicas[idx[2]], a.Policies[idx[3]]
 		o.Protocol, o.Gateway, o.MTLS = a.Protocol[idx[4]], a.Gateway[idx[5]], a.MTLS[idx[6]]
 		o.Nodes = p.Nodes
@@ -96,12 +96,12 @@ func (p *Plan) eachTopology(fn func(t topo)) {
 }
 
 // skipReason says why o is not a cell of p, or "" when it is one.
-func (p *Plan) skipReason(o mesh.Options) string {
-	m, _ := meshes.Get(string(o.Mode))
+func (p *Plan) skipReason(o topology.Options) string {
+	m, _ := mesh.Get(string(o.Mode))
 	if m == nil {
 		return ""
 	}
-	none := m.Kind == meshes.KindNone
+	none := m.Kind == mesh.KindNone
 	switch {
 	case !none && !m.Plaintext && !o.MTLS:
 		return "mesh " + m.Name + " with mtls false: " + m.NoPlaintext
@@ -111,7 +111,7 @@ func (p *Plan) skipReason(o mesh.Options) string {
 		return "mesh " + m.Name + " with mtls false and policies > 0: the rules match the peer certificate's identity, which plaintext has not"
 	case none && !o.MTLS && contains(p.Axes.MTLS, true):
 		return "mesh none with mtls false: mode none has no mTLS to turn off, the same run as mtls true"
-	case none && !o.Gateway && o.Protocol == mesh.ProtocolTCP && contains(p.Axes.Protocol, mesh.ProtocolHTTP):
+	case none && !o.Gateway && o.Protocol == topology.ProtocolTCP && contains(p.Axes.Protocol, topology.ProtocolHTTP):
 		return "mesh none without a gateway with protocol tcp: no proxy treats the traffic, the same run as protocol http"
 	}
 	return ""
@@ -161,7 +161,7 @@ func (p *Plan) generators() []string {
 
 // configID is a cell's ID without its repetition; gen "" or
 // DefaultGenerator adds nothing.
-func configID(o mesh.Options, r Rate, gen string) string {
+func configID(o topology.Options, r Rate, gen string) string {
 	id := configIDEngine(o, r)
 	if gen != "" && gen != DefaultGenerator {
 		id += "-g" + gen
@@ -169,7 +169,7 @@ func configID(o mesh.Options, r Rate, gen string) string {
 	return id
 }
 
-func configIDEngine(o mesh.Options, r Rate) string {
+func configIDEngine(o topology.Options, r Rate) string {
 	entry, sec := "pod", "plain"
 	if o.Gateway {
 		entry = "gw"
@@ -181,7 +181,7 @@ func configIDEngine(o mesh.Options, r Rate) string {
 }
 
 // topologyKey is Cell.TopologyKey.
-func topologyKey(o mesh.Options) string {
+func topologyKey(o topology.Options) string {
 	entry, sec := "pod", "plain"
 	if o.Gateway {
 		entry = "gw"
@@ -192,16 +192,16 @@ func topologyKey(o mesh.Options) string {
 	return fmt.Sprintf("%s-%s-x%d-p%d-%s-%s-%s-n%d", o.Mode, appOf(o), o.Replicas, o.Policies, protocolOf(o), entry, sec, o.Nodes)
 }
 
-func appOf(o mesh.Options) mesh.App {
+func appOf(o topology.Options) topology.App {
 	if o.App == "" {
-		return mesh.AppStatic
+		return topology.AppStatic
 	}
 	return o.App
 }
 
-func protocolOf(o mesh.Options) mesh.Protocol {
+func protocolOf(o topology.Options) topology.Protocol {
 	if o.Protocol == "" {
-		return mesh.ProtocolHTTP
+		return topology.ProtocolHTTP
 	}
 	return o.Protocol
 }
@@ -309,16 +309,16 @@ func shuffle(rng *rand.PCG, n int, swap func(i, j int)) {
 func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
 	o := c.Mesh
 	o.Mode = p.Baseline
-	m, _ := meshes.Get(string(o.Mode))
+	m, _ := mesh.Get(string(o.Mode))
 	switch {
 	case m == nil:
-	case m.Kind == meshes.KindNone:
+	case m.Kind == mesh.KindNone:
 		o.Policies = 0
 		if !o.MTLS && contains(p.Axes.MTLS, true) {
 			o.MTLS = true
 		}
-		if !o.Gateway && o.Protocol == mesh.ProtocolTCP && contains(p.Axes.Protocol, mesh.ProtocolHTTP) {
-			o.Protocol = mesh.ProtocolHTTP
+		if !o.Gateway && o.Protocol == topology.ProtocolTCP && contains(p.Axes.Protocol, topology.ProtocolHTTP) {
+			o.Protocol = topology.ProtocolHTTP
 		}
 	case !m.Plaintext:
 		o.MTLS = true

@@ -75,7 +75,7 @@
 // Parse and FromFlags report every problem at once (errors.Join of
 // *Problem), one line each: "FILE:LINE: FIELD VALUE: what is allowed"
 // for a file, "--FLAG VALUE: what is allowed" for flags. A combination of
-// axis values is checked with mesh.Options.Validate, and a problem found
+// axis values is checked with topology.Options.Validate, and a problem found
 // in many combinations is reported once, at the line of the axis value
 // that causes it.
 //

@@ -7,7 +7,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
@@ -26,7 +26,7 @@ type Plan struct {
 	Repetitions int
 	// Axes are the values crossed into configurations.
 	Axes Axes
-	// Nodes is the number of app nodes of every topology (mesh.Options.Nodes).
+	// Nodes is the number of app nodes of every topology (topology.Options.Nodes).
 	Nodes int
 	// Duration is every cell's measured window, above 0.
 	Duration time.Duration
@@ -50,7 +50,7 @@ type Plan struct {
 	Substrate string
 	// Baseline is the mesh mode the others are compared with; one of
 	// Axes.Mesh.
-	Baseline mesh.Mode
+	Baseline topology.Mode
 	// Workers is the number of load generator pods of every cell on
 	// PlatformKube (the rate and connections are split among them); 1 on
 	// PlatformLocal.
@@ -89,12 +89,12 @@ type Plan struct {
 // Axes are the lists a plan crosses. Each list holds distinct values, in
 // the order written.
 type Axes struct {
-	Mesh     []mesh.Mode
-	App      []mesh.App
+	Mesh     []topology.Mode
+	App      []topology.App
 	Rate     []Rate
 	Replicas []int // pods of every app service, at least 1
-	Policies []int // L4 ALLOW rules, 0 to mesh.MaxPolicies
-	Protocol []mesh.Protocol
+	Policies []int // L4 ALLOW rules, 0 to topology.MaxPolicies
+	Protocol []topology.Protocol
 	Gateway  []bool
 	MTLS     []bool
 	// Generator lists the load generators every configuration is
@@ -206,12 +206,12 @@ func Defaults() *Plan {
 		Platform:    PlatformLocal,
 		Repetitions: DefaultRepetitions,
 		Axes: Axes{
-			Mesh:      append([]mesh.Mode(nil), mesh.Modes...),
-			App:       []mesh.App{mesh.AppStatic},
+			Mesh:      append([]topology.Mode(nil), topology.Modes...),
+			App:       []topology.App{topology.AppStatic},
 			Rate:      []Rate{DefaultRate},
 			Replicas:  []int{1},
 			Policies:  []int{0},
-			Protocol:  []mesh.Protocol{mesh.ProtocolHTTP},
+			Protocol:  []topology.Protocol{topology.ProtocolHTTP},
 			Gateway:   []bool{false},
 			MTLS:      []bool{true},
 			Generator: []string{DefaultGenerator},
@@ -225,7 +225,7 @@ func Defaults() *Plan {
 		Workers:        1,
 		ReuseTopology:  true,
 		Substrate:      SubstrateAuto,
-		Baseline:       mesh.ModeNone,
+		Baseline:       topology.ModeNone,
 		Thresholds:     Thresholds{RateShortfall: DefaultRateShortfall, Errors: DefaultErrors, LoadCPU: DefaultLoadCPU},
 		Confidence:     DefaultConfidence,
 		Compare:        []string{"mesh"},

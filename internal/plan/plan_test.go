@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -37,8 +37,8 @@ func TestDefaults(t *testing.T) {
 	want := &Plan{
 		Platform: "local", Repetitions: 3,
 		Axes: Axes{
-			Mesh: []mesh.Mode{"none", "sidecar", "ambient", "waypoint"}, App: []mesh.App{"static"},
-			Rate: []Rate{RatePerSecond(100)}, Replicas: []int{1}, Policies: []int{0}, Protocol: []mesh.Protocol{"http"},
+			Mesh: []topology.Mode{"none", "sidecar", "ambient", "waypoint"}, App: []topology.App{"static"},
+			Rate: []Rate{RatePerSecond(100)}, Replicas: []int{1}, Policies: []int{0}, Protocol: []topology.Protocol{"http"},
 			Gateway: []bool{false}, MTLS: []bool{true}, Generator: []string{"meshbench"},
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
@@ -168,7 +168,7 @@ func TestSeedMatrix(t *testing.T) {
 	}
 	configs := map[string]int{}
 	topologies := map[string]bool{}
-	perMesh := map[mesh.Mode]int{}
+	perMesh := map[topology.Mode]int{}
 	for _, c := range cells {
 		configs[c.Config]++
 		topologies[c.TopologyKey] = true
@@ -176,7 +176,7 @@ func TestSeedMatrix(t *testing.T) {
 		if err := c.Mesh.Validate(); err != nil {
 			t.Errorf("cell %s: %v", c.ID, err)
 		}
-		if c.Mesh.Nodes != 1 || c.Mesh.App != mesh.AppStatic {
+		if c.Mesh.Nodes != 1 || c.Mesh.App != topology.AppStatic {
 			t.Errorf("cell %s: %+v", c.ID, c.Mesh)
 		}
 	}
@@ -199,7 +199,7 @@ func TestSeedMatrix(t *testing.T) {
 		t.Fatalf("skipped %+v, want the 4 none × policies 4 combinations", skipped)
 	}
 	for i, s := range skipped {
-		if s.Mesh.Mode != mesh.ModeNone || s.Mesh.Policies != 4 || !strings.Contains(s.Reason, "policies need a mesh mode") {
+		if s.Mesh.Mode != topology.ModeNone || s.Mesh.Policies != 4 || !strings.Contains(s.Reason, "policies need a mesh mode") {
 			t.Errorf("skip %d: %+v", i, s)
 		}
 	}

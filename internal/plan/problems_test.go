@@ -39,7 +39,7 @@ func TestBadPlans(t *testing.T) {
 			`p.yaml:7: axes.rate "20.0": given twice (first on line 6)`,
 			`p.yaml:8: axes.rate "fast": allowed: positive numbers (requests per second, at most 10000000) or max`,
 		}},
-		// Mode, app and protocol values go through mesh.Options.Validate.
+		// Mode, app and protocol values go through topology.Options.Validate.
 		{"enums", "axes:\n  mesh: [none, linkerd, istio]\n  app: [faces, bookinfo]\n  protocol: [grpc]\n", []string{
 			`p.yaml:2: axes.mesh "istio": allowed: none, sidecar, ambient, waypoint, linkerd`,
 			`p.yaml:3: axes.app "bookinfo": allowed: static, faces`,

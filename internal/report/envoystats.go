@@ -5,8 +5,8 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // maxEnvoyRows is the most proxies printed one per line; above it, proxies
@@ -65,7 +65,7 @@ func (r *envoyRow) add(ps envoy.ProxyStats) {
 // envoyRows makes the table's rows in the topology's proxy order: one per
 // proxy, or, with more than maxEnvoyRows proxies, one per component
 // ("server sidecar (90)"). Proxies without a summary are left out.
-func envoyRows(t *mesh.Topology, stats map[string]envoy.ProxyStats) []*envoyRow {
+func envoyRows(t *topology.Topology, stats map[string]envoy.ProxyStats) []*envoyRow {
 	var names []string
 	for _, p := range t.Proxies {
 		if _, ok := stats[p.Name]; ok {
@@ -99,7 +99,7 @@ func envoyRows(t *mesh.Topology, stats map[string]envoy.ProxyStats) []*envoyRow 
 }
 
 // EnvoyStats prints the Envoy stats table (under 100 columns).
-func EnvoyStats(w io.Writer, t *mesh.Topology, stats map[string]envoy.ProxyStats) {
+func EnvoyStats(w io.Writer, t *topology.Topology, stats map[string]envoy.ProxyStats) {
 	rows := envoyRows(t, stats)
 	if len(rows) == 0 {
 		return

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 func ptr(v uint64) *uint64 { return &v }
@@ -28,11 +28,11 @@ func sidecarSummary(n uint64, p99 float64, rbac bool) envoy.ProxyStats {
 	return ps
 }
 
-func planTopo(t *testing.T, replicas int) *mesh.Topology {
+func planTopo(t *testing.T, replicas int) *topology.Topology {
 	t.Helper()
-	o := mesh.DefaultOptions()
-	o.Mode, o.Replicas = mesh.ModeSidecar, replicas
-	topo, err := mesh.Plan(o)
+	o := topology.DefaultOptions()
+	o.Mode, o.Replicas = topology.ModeSidecar, replicas
+	topo, err := topology.Plan(o)
 	if err != nil {
 		t.Fatal(err)
 	}

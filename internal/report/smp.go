@@ -12,7 +12,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -64,7 +64,7 @@ const SMPVersion = "v0.0.1"
 //     labelled meshbench.mode "none", "no mesh"); sidecar, ambient and
 //     waypoint are mesh_type ISTIO with labels istio.mode sidecar/ambient
 //     (+ waypoint), linkerd is mesh_type LINKERD (each mesh's descriptor in
-//     internal/meshes says which); a run of the local lab adds an annotation
+//     internal/mesh says which); a run of the local lab adds an annotation
 //     saying it is meshbench's local Envoy emulation of that Istio data
 //     plane, not Istio itself (a cluster's run is the real mesh and has
 //     none); mesh_type.version is empty, proxy_build is the Envoy version
@@ -317,8 +317,8 @@ func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 	mode := analysis.MeshMode(c.Config.Mesh)
 	m := smpMeshConfig{SMPVersion: SMPVersion, ID: c.ID + "/mesh", Labels: map[string]string{"meshbench.mode": mode},
 		MeshBuild: "meshbench " + run.MeshbenchVersion}
-	d, known := meshes.Get(mode)
-	if known && d.Kind == meshes.KindNone {
+	d, known := mesh.Get(mode)
+	if known && d.Kind == mesh.KindNone {
 		m.Labels["meshbench.mesh"] = "no mesh"
 		return m
 	}
@@ -350,7 +350,7 @@ func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 		}
 		return u
 	}
-	if known && d.Kind == meshes.KindSidecar {
+	if known && d.Kind == mesh.KindSidecar {
 		m.Sidecar = usage(sample.CategoryDataPlane)
 	}
 	if c.Config.Gateway {

@@ -25,7 +25,7 @@ type CellSettings struct {
 	// Version is the record's version: CellSettingsVersion when written
 	// (Options sets it), 1 for a manifest without the key.
 	Version  int    `json:"settings_version"`
-	Mesh     string `json:"mesh"`     // mesh mode (internal/meshes)
+	Mesh     string `json:"mesh"`     // mesh mode (internal/mesh)
 	App      string `json:"app"`      // static or faces
 	Replicas int    `json:"replicas"` // pods per service of the app
 	Nodes    int    `json:"nodes"`    // app nodes

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -28,7 +28,7 @@ func cells(t *testing.T, n int) []Cell {
 	bin := testutil.BuildMeshbench(t)
 	var out []Cell
 	for i := range n {
-		mo := mesh.DefaultOptions()
+		mo := topology.DefaultOptions()
 		mo.LoopbackNet = 60
 		out = append(out, Cell{ID: "none-r100-rep" + string(rune('0'+i)), Lab: local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100),
 			Duration: time.Second, Warmup: 200 * time.Millisecond, Meshbench: bin, SampleInterval: 250 * time.Millisecond,

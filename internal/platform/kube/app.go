@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/meshbench/meshbench/internal/kubepolicy"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // appService is one service of the app.
@@ -32,7 +32,7 @@ func (s Spec) appServices() []appService {
 	serve := func(kind string, extra ...string) []string {
 		return append([]string{"serve", kind, "--listen", listen}, extra...)
 	}
-	if s.Mesh.App == mesh.AppFaces {
+	if s.Mesh.App == topology.AppFaces {
 		return []appService{
 			{name: "face", image: s.Image, args: serve("face",
 				"--smiley-url", "http://"+s.serviceHost("smiley")+":"+strconv.Itoa(AppPort)+"/",
@@ -55,7 +55,7 @@ func (s Spec) portName(svc appService) string {
 	if svc.grpc {
 		name = "grpc"
 	}
-	if s.Mesh.Protocol == mesh.ProtocolTCP {
+	if s.Mesh.Protocol == topology.ProtocolTCP {
 		return "tcp-" + name
 	}
 	return name
@@ -81,7 +81,7 @@ func (s Spec) portName(svc appService) string {
 // PeerAuthentication "default" per namespace: STRICT, or DISABLE for
 // sidecar mode with MTLS false (Istio's auto-mTLS then sends plaintext).
 //
-// Policies > 0 renders mesh.RulesFor(app, Policies), the local lab's L4
+// Policies > 0 renders topology.RulesFor(app, Policies), the local lab's L4
 // ALLOW rules, with the local identities mapped to the cluster's: the
 // client is LoadServiceAccount in the load namespace, the other
 // "default/…" identities (waypoint, face, svc-N) are service accounts of
@@ -149,7 +149,7 @@ func (s Spec) serviceAccount(ns, name string) *corev1.ServiceAccount {
 // opaqueAnnotations tell Linkerd to keep the app port at L4 when the
 // protocol is tcp (Linkerd's form of Istio's tcp- port names).
 func (s Spec) opaqueAnnotations() map[string]string {
-	if s.linkerd() && s.Mesh.Protocol == mesh.ProtocolTCP {
+	if s.linkerd() && s.Mesh.Protocol == topology.ProtocolTCP {
 		return map[string]string{"config.linkerd.io/opaque-ports": strconv.Itoa(s.appPort())}
 	}
 	return nil
@@ -158,7 +158,7 @@ func (s Spec) opaqueAnnotations() map[string]string {
 // appPodAnnotations are opaqueAnnotations plus, for Istio's sidecars,
 // IstioStatsInclusion (VerifyMTLS reads those counters).
 func (s Spec) appPodAnnotations() map[string]string {
-	if s.Mesh.Mode == mesh.ModeSidecar {
+	if s.Mesh.Mode == topology.ModeSidecar {
 		return maps.Clone(IstioStatsInclusion)
 	}
 	return s.opaqueAnnotations()

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/kubeclient"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 )
 
@@ -246,7 +246,7 @@ func cliChecks(ctx context.Context, modes []string, install bool, istioctl strin
 	// mode that uses it.
 	type cliProbe struct{ cli, mode string }
 	var probes []cliProbe
-	for _, m := range meshes.All() {
+	for _, m := range mesh.All() {
 		cli := m.Cluster.CLI
 		if cli != "" && !slices.ContainsFunc(probes, func(p cliProbe) bool { return p.cli == cli }) {
 			probes = append(probes, cliProbe{cli, m.Name})
@@ -284,7 +284,7 @@ func cliChecks(ctx context.Context, modes []string, install bool, istioctl strin
 func verifiedMeshes(modes []string) []string {
 	var out []string
 	for _, m := range modes {
-		if !meshes.Is(m, meshes.KindNone) && !slices.Contains(out, m) {
+		if !mesh.Is(m, mesh.KindNone) && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}

@@ -34,7 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -96,8 +96,8 @@ func TestE2E(t *testing.T) {
 		t.Run(m, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 			defer cancel()
-			mo := mesh.DefaultOptions()
-			mo.Mode, mo.Replicas = mesh.Mode(m), 2
+			mo := topology.DefaultOptions()
+			mo.Mode, mo.Replicas = topology.Mode(m), 2
 			spec := Spec{RunID: "e2e-" + m + "-" + time.Now().UTC().Format("150405"),
 				AppNamespace: "meshbench-e2e-app", LoadNamespace: "meshbench-e2e-load", Mesh: mo, Image: image}
 			o := Options{Spec: spec, Load: testLoad(t, strconv.FormatFloat(e2eRate, 'f', -1, 64)), Workers: e2eWorkers, Duration: duration, Warmup: 5 * time.Second,

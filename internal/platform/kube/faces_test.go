@@ -8,7 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // TestFacesChart: the helm command that installs the pinned Faces chart
@@ -17,8 +17,8 @@ import (
 // enrolment, the load's service account, the mesh's objects; no
 // workload), the load's target, and what the chart cannot run.
 func TestFacesChart(t *testing.T) {
-	mo := mesh.DefaultOptions()
-	mo.App, mo.Mode, mo.Replicas = mesh.AppFaces, mesh.ModeAmbient, 3
+	mo := topology.DefaultOptions()
+	mo.App, mo.Mode, mo.Replicas = topology.AppFaces, topology.ModeAmbient, 3
 	s := Spec{RunID: "r1", AppNamespace: "mb-app", LoadNamespace: "mb-load", Mesh: mo, FacesChart: true}
 
 	for _, tc := range []struct {
@@ -60,14 +60,14 @@ func TestFacesChart(t *testing.T) {
 
 	// What the chart cannot do, one line each.
 	bad := s
-	bad.Mesh.Policies, bad.Mesh.Protocol = 4, mesh.ProtocolTCP
+	bad.Mesh.Policies, bad.Mesh.Protocol = 4, topology.ProtocolTCP
 	err = bad.Validate()
-	var oe *mesh.OptionError
+	var oe *topology.OptionError
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "0 with the Faces chart") {
 		t.Errorf("policies with the chart: %v", err)
 	}
 	static := s
-	static.Mesh.App = mesh.AppStatic
+	static.Mesh.App = topology.AppStatic
 	if err := static.Validate(); err == nil || !strings.Contains(err.Error(), "faces-chart true: applies to the faces app only") {
 		t.Errorf("chart with the static app: %v", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // TestOptionsGenerator: a run whose load generator cannot do its workers'
@@ -28,7 +28,7 @@ func TestOptionsGenerator(t *testing.T) {
 		{"unknown", "hey", "100", 1, "generator hey: allowed: meshbench, oha, wrk2, vegeta, fortio"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := Options{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0), Load: testLoad(t, tt.rate), Workers: tt.workers,
+			o := Options{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Load: testLoad(t, tt.rate), Workers: tt.workers,
 				Duration: 10 * time.Second, Generator: tt.generator, OutDir: t.TempDir()}
 			err := o.defaults()
 			switch {

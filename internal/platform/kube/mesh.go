@@ -13,14 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 )
 
 // Namespaces the meshes install themselves into.
 const (
-	IstioNamespace   = meshes.IstioNamespace
-	LinkerdNamespace = meshes.LinkerdNamespace
+	IstioNamespace   = mesh.IstioNamespace
+	LinkerdNamespace = mesh.LinkerdNamespace
 )
 
 func oneLine(s string) string {
@@ -70,9 +70,9 @@ func (c *Cluster) VerifyMesh(ctx context.Context, mode string) ([]Check, error) 
 				fmt.Sprintf("%d/%d ready", st.NumberReady, st.DesiredNumberScheduled), d.Spec.Template.Spec.Containers
 		}))
 	}
-	m, ok := meshes.Get(mode)
+	m, ok := mesh.Get(mode)
 	if !ok {
-		return nil, fmt.Errorf("mesh %q: %s", mode, meshes.Allowed(false))
+		return nil, fmt.Errorf("mesh %q: %s", mode, mesh.Allowed(false))
 	}
 	for _, n := range m.Cluster.Deployments {
 		deploy(m.Cluster.Namespace, n)
@@ -143,9 +143,9 @@ func failed(checks []Check) error {
 // linkerd-proxy container (linkerd); for waypoint also a ready waypoint
 // pod.
 func (c *Cluster) VerifyEnrolment(ctx context.Context, mode, ns string) ([]Check, error) {
-	m, ok := meshes.Get(mode)
+	m, ok := mesh.Get(mode)
 	if !ok {
-		return nil, fmt.Errorf("mesh %q: %s", mode, meshes.Allowed(false))
+		return nil, fmt.Errorf("mesh %q: %s", mode, mesh.Allowed(false))
 	}
 	want := m.Cluster.Enrolled
 	pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -185,10 +185,10 @@ func (c *Cluster) VerifyEnrolment(ctx context.Context, mode, ns string) ([]Check
 }
 
 // enrolled reports whether p shows the enrolment e asks for.
-func enrolled(p *corev1.Pod, e meshes.Enrolment) bool {
+func enrolled(p *corev1.Pod, e mesh.Enrolment) bool {
 	switch {
 	case e.NoProxy:
-		return !slices.ContainsFunc(meshes.ProxyContainers(), func(c string) bool { return hasContainer(p, c) })
+		return !slices.ContainsFunc(mesh.ProxyContainers(), func(c string) bool { return hasContainer(p, c) })
 	case e.Container != "":
 		return hasContainer(p, e.Container)
 	case e.Annotation != "":

@@ -10,7 +10,7 @@ import (
 	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/kubepolicy"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // Labels on everything meshbench creates. Every object carries
@@ -37,16 +37,16 @@ const (
 	RoleLoad = "load" // a load worker / a node for them
 )
 
-// ModeLinkerd is Linkerd (internal/meshes/linkerd.go) as a mesh.Mode
+// ModeLinkerd is Linkerd (internal/mesh/linkerd.go) as a topology.Mode
 // (Spec.Mesh.Mode): the Kubernetes-only mesh mode.
-const ModeLinkerd = mesh.Mode(meshes.NameLinkerd)
+const ModeLinkerd = topology.Mode(mesh.NameLinkerd)
 
 // Modes lists the mesh modes of the Kubernetes platform: every mesh
-// internal/meshes describes.
-var Modes = func() []mesh.Mode {
-	var out []mesh.Mode
-	for _, n := range meshes.Names(false) {
-		out = append(out, mesh.Mode(n))
+// internal/mesh describes.
+var Modes = func() []topology.Mode {
+	var out []topology.Mode
+	for _, n := range mesh.Names(false) {
+		out = append(out, topology.Mode(n))
 	}
 	return out
 }()
@@ -68,12 +68,12 @@ const (
 	LoadContainer = kubeload.Container
 	// LoadJobName is the load Job's name; LoadServiceAccount its pods'
 	// service account, the identity the ALLOW rules call the client
-	// (mesh.IdentityClient).
+	// (topology.IdentityClient).
 	LoadJobName        = "load"
 	LoadServiceAccount = "client"
 	// WaypointName is the waypoint Gateway's name (and so its service
 	// account's, the identity of rule allow-waypoint).
-	WaypointName = meshes.WaypointName
+	WaypointName = mesh.WaypointName
 
 	// AntiAffinityMinNodes is the node count from which load workers and
 	// app pods must run on different nodes (required pod anti-affinity
@@ -97,7 +97,7 @@ const (
 const (
 	// AppPort is where meshbench's workloads listen in app pods: the
 	// local lab's app port.
-	AppPort = mesh.PortApp
+	AppPort = topology.PortApp
 	// AppImagePort is the port of a Spec.AppImage container (nginx's 80).
 	AppImagePort = 80
 )
@@ -121,7 +121,7 @@ type Spec struct {
 	// Mesh is the cell's mesh options. Mode may also be ModeLinkerd. Nodes
 	// and LoopbackNet belong to the local lab and are ignored; Gateway and
 	// Attacker have no Kubernetes form yet and are rejected.
-	Mesh mesh.Options
+	Mesh topology.Options
 	// Image is meshbench's image (default DefaultImage).
 	Image string
 	// AppImage, when set, replaces the static app's container with this
@@ -149,21 +149,21 @@ func (s Spec) WithDefaults() Spec {
 	s.Image = cmp.Or(s.Image, DefaultImage)
 	s.ClusterDomain = cmp.Or(s.ClusterDomain, DefaultClusterDomain)
 	if s.Mesh.App == "" {
-		s.Mesh.App = mesh.AppStatic
+		s.Mesh.App = topology.AppStatic
 	}
 	if s.Mesh.Protocol == "" {
-		s.Mesh.Protocol = mesh.ProtocolHTTP
+		s.Mesh.Protocol = topology.ProtocolHTTP
 	}
 	return s
 }
 
 // Validate reports every problem with s (after WithDefaults) at once, each
-// a *mesh.OptionError on one line, or nil.
+// a *topology.OptionError on one line, or nil.
 func (s Spec) Validate() error {
 	s = s.WithDefaults()
 	var errs []error
 	bad := func(field, value, want string) {
-		errs = append(errs, &mesh.OptionError{Field: field, Value: value, Want: want})
+		errs = append(errs, &topology.OptionError{Field: field, Value: value, Want: want})
 	}
 	if s.RunID == "" {
 		bad("run-id", `""`, "required: a label value such as 20261122-101500")
@@ -181,11 +181,11 @@ func (s Spec) Validate() error {
 	if s.NodeCount < 0 {
 		bad("nodes", strconv.Itoa(s.NodeCount), "allowed: 0 (unknown) or more")
 	}
-	if s.AppImage != "" && s.Mesh.App != mesh.AppStatic {
+	if s.AppImage != "" && s.Mesh.App != topology.AppStatic {
 		bad("app-image", s.AppImage, "applies to the static app only (faces runs meshbench's own workloads)")
 	}
 	if s.FacesChart {
-		if s.Mesh.App != mesh.AppFaces {
+		if s.Mesh.App != topology.AppFaces {
 			bad("faces-chart", "true", "applies to the faces app only")
 		} else if field, value, want, isBad := s.facesChartProblems(); isBad {
 			bad(field, value, "allowed: "+want)
@@ -199,18 +199,18 @@ func (s Spec) Validate() error {
 	}
 	// The mesh options mean the same as in the local lab, without its
 	// loopback limits. A mode with no local form is checked as the local
-	// mode it follows (meshes.Mesh.RulesAs: Linkerd as sidecar mode, per-pod
+	// mode it follows (mesh.Mesh.RulesAs: Linkerd as sidecar mode, per-pod
 	// proxies, the client's own identity reaching the app, mTLS always on).
 	o := s.Mesh
-	o.Nodes, o.LoopbackNet, o.Gateway, o.Attacker = mesh.MaxAppNodes, 0, false, false
-	if m, ok := meshes.Get(string(o.Mode)); !ok {
-		bad("mode", strconv.Quote(string(o.Mode)), meshes.Allowed(false))
-		o.Mode = mesh.ModeSidecar // check the rest as for a mesh
+	o.Nodes, o.LoopbackNet, o.Gateway, o.Attacker = topology.MaxAppNodes, 0, false, false
+	if m, ok := mesh.Get(string(o.Mode)); !ok {
+		bad("mode", strconv.Quote(string(o.Mode)), mesh.Allowed(false))
+		o.Mode = topology.ModeSidecar // check the rest as for a mesh
 	} else if m.RulesAs != "" {
 		if !o.MTLS && !m.Plaintext {
 			bad("mtls", "false", m.NoPlaintext+"; it has no plaintext variant")
 		}
-		o.Mode, o.MTLS = mesh.Mode(m.RulesAs), true
+		o.Mode, o.MTLS = topology.Mode(m.RulesAs), true
 	}
 	if err := o.Validate(); err != nil {
 		errs = append(errs, err)
@@ -218,18 +218,18 @@ func (s Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
-// desc is the descriptor of the spec's mesh mode (meshes.Get); an
+// desc is the descriptor of the spec's mesh mode (mesh.Get); an
 // unknown mode (which Validate rejects) is described as none.
-func (s Spec) desc() *meshes.Mesh {
-	if m, ok := meshes.Get(string(s.Mesh.Mode)); ok {
+func (s Spec) desc() *mesh.Mesh {
+	if m, ok := mesh.Get(string(s.Mesh.Mode)); ok {
 		return m
 	}
-	m, _ := meshes.Get(string(mesh.ModeNone))
+	m, _ := mesh.Get(string(topology.ModeNone))
 	return m
 }
 
 // linkerd reports whether the mode is Linkerd.
-func (s Spec) linkerd() bool { return s.desc().Product == meshes.Linkerd }
+func (s Spec) linkerd() bool { return s.desc().Product == mesh.Linkerd }
 
 // appPort is the port the app's pods listen on.
 func (s Spec) appPort() int {

@@ -19,13 +19,13 @@ import (
 
 	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // spec is a valid Spec for tests: run "test-run", 2 replicas, 2 nodes.
-func spec(mode mesh.Mode, app mesh.App, policies int, mut ...func(*Spec)) Spec {
-	o := mesh.DefaultOptions()
+func spec(mode topology.Mode, app topology.App, policies int, mut ...func(*Spec)) Spec {
+	o := topology.DefaultOptions()
 	o.Mode, o.App, o.Policies, o.Replicas = mode, app, policies, 2
 	s := Spec{RunID: "test-run", Mesh: o, NodeCount: 2}
 	for _, m := range mut {
@@ -82,16 +82,16 @@ func TestObjectsGolden(t *testing.T) {
 		file string
 		spec Spec
 	}{
-		{"none-static-p0", spec(mesh.ModeNone, mesh.AppStatic, 0)},
-		{"sidecar-static-p0", spec(mesh.ModeSidecar, mesh.AppStatic, 0)},
-		{"ambient-static-p0", spec(mesh.ModeAmbient, mesh.AppStatic, 0)},
-		{"waypoint-static-p0", spec(mesh.ModeWaypoint, mesh.AppStatic, 0)},
-		{"linkerd-static-p0", spec(ModeLinkerd, mesh.AppStatic, 0)},
+		{"none-static-p0", spec(topology.ModeNone, topology.AppStatic, 0)},
+		{"sidecar-static-p0", spec(topology.ModeSidecar, topology.AppStatic, 0)},
+		{"ambient-static-p0", spec(topology.ModeAmbient, topology.AppStatic, 0)},
+		{"waypoint-static-p0", spec(topology.ModeWaypoint, topology.AppStatic, 0)},
+		{"linkerd-static-p0", spec(ModeLinkerd, topology.AppStatic, 0)},
 		// Faces on 4 nodes: node selectors too.
-		{"sidecar-faces-p0", spec(mesh.ModeSidecar, mesh.AppFaces, 0, func(s *Spec) { s.NodeCount = 4 })},
+		{"sidecar-faces-p0", spec(topology.ModeSidecar, topology.AppFaces, 0, func(s *Spec) { s.NodeCount = 4 })},
 		// The seed reports' four rules.
-		{"sidecar-static-p4", spec(mesh.ModeSidecar, mesh.AppStatic, 4)},
-		{"linkerd-static-p4", spec(ModeLinkerd, mesh.AppStatic, 4)},
+		{"sidecar-static-p4", spec(topology.ModeSidecar, topology.AppStatic, 4)},
+		{"linkerd-static-p4", spec(ModeLinkerd, topology.AppStatic, 4)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -107,15 +107,15 @@ func TestObjectsGolden(t *testing.T) {
 		ls   LoadSpec
 	}{
 		// One worker on an unknown cluster: no required anti-affinity.
-		{"load-none-w1", LoadSpec{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: kubeload.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second, Warmup: time.Second}}},
+		{"load-none-w1", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: kubeload.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second, Warmup: time.Second}}},
 		// Three sidecar workers on 4 nodes, closed loop, explicit target.
-		{"load-sidecar-w3", LoadSpec{Spec: spec(mesh.ModeSidecar, mesh.AppStatic, 0, func(s *Spec) { s.NodeCount = 4 }), Work: kubeload.Spec{Load: loadgen.ClosedLoop, Workers: 3, Duration: time.Minute, Timeout: 5 * time.Second, Connections: 48,
+		{"load-sidecar-w3", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 4 }), Work: kubeload.Spec{Load: loadgen.ClosedLoop, Workers: 3, Duration: time.Minute, Timeout: 5 * time.Second, Connections: 48,
 			Target: "http://static.meshbench-app.svc.cluster.local:8080/"}}},
 		// Linkerd: its native-sidecar annotations.
-		{"load-linkerd-w2", LoadSpec{Spec: spec(ModeLinkerd, mesh.AppFaces, 0), Work: kubeload.Spec{Load: testLoad(t, "33.3"), Workers: 2, Duration: 30 * time.Second}}},
+		{"load-linkerd-w2", LoadSpec{Spec: spec(ModeLinkerd, topology.AppFaces, 0), Work: kubeload.Spec{Load: testLoad(t, "33.3"), Workers: 2, Duration: 30 * time.Second}}},
 		// oha in two workers: --generator oha, and /tmp writable for its
 		// per-request database (the root filesystem is read-only).
-		{"load-none-w2-oha", LoadSpec{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: kubeload.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second, Warmup: time.Second, Generator: "oha"}}},
+		{"load-none-w2-oha", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: kubeload.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second, Warmup: time.Second, Generator: "oha"}}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			job, err := LoadJob(tt.ls)
@@ -131,10 +131,10 @@ func TestObjectsGolden(t *testing.T) {
 // is valid.
 func allSpecs(t *testing.T) []Spec {
 	var out []Spec
-	for _, mode := range []mesh.Mode{mesh.ModeNone, mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint, ModeLinkerd} {
-		for _, app := range mesh.Apps {
+	for _, mode := range []topology.Mode{topology.ModeNone, topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint, ModeLinkerd} {
+		for _, app := range topology.Apps {
 			for _, p := range []int{0, 1, 2, 4, 5, 7} {
-				for _, proto := range []mesh.Protocol{mesh.ProtocolHTTP, mesh.ProtocolTCP} {
+				for _, proto := range []topology.Protocol{topology.ProtocolHTTP, topology.ProtocolTCP} {
 					for _, nodes := range []int{0, 1, 2, 4} {
 						s := spec(mode, app, p, func(s *Spec) { s.Mesh.Protocol, s.NodeCount = proto, nodes })
 						if s.Validate() == nil {
@@ -228,21 +228,21 @@ func TestObjectsLabels(t *testing.T) {
 // TestObjectsEnrolment: each mode enrols both namespaces its own way.
 func TestObjectsEnrolment(t *testing.T) {
 	tests := []struct {
-		mode      mesh.Mode
+		mode      topology.Mode
 		appLabels map[string]string // labels of the app namespace besides ours
 		loadLabel map[string]string // … of the load namespace
 		ann       map[string]string // annotations of both
 		kinds     []string          // mesh objects expected
 	}{
 		// None opts out of injection.
-		{mesh.ModeNone, map[string]string{"istio-injection": "disabled"}, map[string]string{"istio-injection": "disabled"},
+		{topology.ModeNone, map[string]string{"istio-injection": "disabled"}, map[string]string{"istio-injection": "disabled"},
 			map[string]string{"linkerd.io/inject": "disabled"}, nil},
-		{mesh.ModeSidecar, map[string]string{"istio-injection": "enabled"}, map[string]string{"istio-injection": "enabled"}, nil,
+		{topology.ModeSidecar, map[string]string{"istio-injection": "enabled"}, map[string]string{"istio-injection": "enabled"}, nil,
 			[]string{"PeerAuthentication", "PeerAuthentication"}},
-		{mesh.ModeAmbient, map[string]string{"istio.io/dataplane-mode": "ambient"}, map[string]string{"istio.io/dataplane-mode": "ambient"}, nil,
+		{topology.ModeAmbient, map[string]string{"istio.io/dataplane-mode": "ambient"}, map[string]string{"istio.io/dataplane-mode": "ambient"}, nil,
 			[]string{"PeerAuthentication", "PeerAuthentication"}},
 		// Only the app namespace uses the waypoint.
-		{mesh.ModeWaypoint, map[string]string{"istio.io/dataplane-mode": "ambient", "istio.io/use-waypoint": "waypoint"},
+		{topology.ModeWaypoint, map[string]string{"istio.io/dataplane-mode": "ambient", "istio.io/use-waypoint": "waypoint"},
 			map[string]string{"istio.io/dataplane-mode": "ambient"}, nil,
 			[]string{"PeerAuthentication", "PeerAuthentication", "Gateway"}},
 		{ModeLinkerd, map[string]string{}, map[string]string{},
@@ -250,7 +250,7 @@ func TestObjectsEnrolment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.mode), func(t *testing.T) {
-			objs, err := AppObjects(spec(tt.mode, mesh.AppStatic, 0))
+			objs, err := AppObjects(spec(tt.mode, topology.AppStatic, 0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,7 +297,7 @@ func TestObjectsEnrolment(t *testing.T) {
 		})
 	}
 	// Plaintext sidecars: PeerAuthentication DISABLE.
-	objs, err := AppObjects(spec(mesh.ModeSidecar, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.MTLS = false }))
+	objs, err := AppObjects(spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.Mesh.MTLS = false }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,9 +335,9 @@ func unstructuredOf(objs []runtime.Object, kind string) []*unstructured.Unstruct
 // names every Service and container port tcp-…; Linkerd marks the app port
 // opaque instead.
 func TestObjectsProtocol(t *testing.T) {
-	for _, proto := range []mesh.Protocol{mesh.ProtocolHTTP, mesh.ProtocolTCP} {
-		for _, app := range mesh.Apps {
-			objs, err := AppObjects(spec(mesh.ModeSidecar, app, 0, func(s *Spec) { s.Mesh.Protocol = proto }))
+	for _, proto := range []topology.Protocol{topology.ProtocolHTTP, topology.ProtocolTCP} {
+		for _, app := range topology.Apps {
+			objs, err := AppObjects(spec(topology.ModeSidecar, app, 0, func(s *Spec) { s.Mesh.Protocol = proto }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,8 +355,8 @@ func TestObjectsProtocol(t *testing.T) {
 					t.Errorf("%s container port %s matches no Service port of %v", d.Name, got, names)
 				}
 			}
-			want := map[mesh.App][]string{mesh.AppStatic: {"static=http"}, mesh.AppFaces: {"face=http", "smiley=http", "color=grpc"}}[app]
-			if proto == mesh.ProtocolTCP {
+			want := map[topology.App][]string{topology.AppStatic: {"static=http"}, topology.AppFaces: {"face=http", "smiley=http", "color=grpc"}}[app]
+			if proto == topology.ProtocolTCP {
 				for i, w := range want {
 					svc, port, _ := strings.Cut(w, "=")
 					want[i] = svc + "=tcp-" + port
@@ -367,7 +367,7 @@ func TestObjectsProtocol(t *testing.T) {
 			}
 		}
 	}
-	objs, err := AppObjects(spec(ModeLinkerd, mesh.AppStatic, 1, func(s *Spec) { s.Mesh.Protocol = mesh.ProtocolTCP }))
+	objs, err := AppObjects(spec(ModeLinkerd, topology.AppStatic, 1, func(s *Spec) { s.Mesh.Protocol = topology.ProtocolTCP }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,7 @@ func TestObjectsProtocol(t *testing.T) {
 // TestObjectsApps: the containers run what the local lab runs, calling
 // each other by service name; an AppImage replaces the static server.
 func TestObjectsApps(t *testing.T) {
-	objs, err := AppObjects(spec(mesh.ModeNone, mesh.AppFaces, 0))
+	objs, err := AppObjects(spec(topology.ModeNone, topology.AppFaces, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,12 +408,12 @@ func TestObjectsApps(t *testing.T) {
 	if fmt.Sprint(args) != fmt.Sprint(want) {
 		t.Errorf("args\n%v\nwant\n%v", args, want)
 	}
-	if got := LoadTarget(spec(mesh.ModeNone, mesh.AppFaces, 0)); got != "http://face.meshbench-app.svc.cluster.local:8080/" {
+	if got := LoadTarget(spec(topology.ModeNone, topology.AppFaces, 0)); got != "http://face.meshbench-app.svc.cluster.local:8080/" {
 		t.Errorf("faces target %s", got)
 	}
 
 	nginx := "nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000"
-	s := spec(mesh.ModeSidecar, mesh.AppStatic, 1, func(s *Spec) { s.AppImage = nginx; s.AppNamespace = "a"; s.ClusterDomain = "example.org" })
+	s := spec(topology.ModeSidecar, topology.AppStatic, 1, func(s *Spec) { s.AppImage = nginx; s.AppNamespace = "a"; s.ClusterDomain = "example.org" })
 	objs, err = AppObjects(s)
 	if err != nil {
 		t.Fatal(err)
@@ -437,10 +437,10 @@ func TestObjectsApps(t *testing.T) {
 	}
 }
 
-// TestObjectsPolicies: mesh.RulesFor's rules, with the local identities
+// TestObjectsPolicies: topology.RulesFor's rules, with the local identities
 // mapped to the run's namespaces, for Istio and Linkerd.
 func TestObjectsPolicies(t *testing.T) {
-	objs, err := AppObjects(spec(mesh.ModeWaypoint, mesh.AppFaces, 6))
+	objs, err := AppObjects(spec(topology.ModeWaypoint, topology.AppFaces, 6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestObjectsPolicies(t *testing.T) {
 		t.Errorf("%d policies, want %d: %v", len(got), len(want), got)
 	}
 
-	objs, err = AppObjects(spec(ModeLinkerd, mesh.AppStatic, 4))
+	objs, err = AppObjects(spec(ModeLinkerd, topology.AppStatic, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,22 +517,22 @@ func TestSpecValidate(t *testing.T) {
 		spec Spec
 		want []string // one substring per problem
 	}{
-		{"no run id", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.RunID = "" }), []string{`run-id "": required`}},
-		{"bad run id", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.RunID = "a b" }), []string{`run-id "a b"`}},
-		{"bad namespace", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.AppNamespace = "App_NS" }), []string{`app-namespace "App_NS"`}},
-		{"same namespaces", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.AppNamespace = DefaultLoadNamespace }), []string{"must differ"}},
-		{"negative nodes", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.NodeCount = -1 }), []string{"nodes -1"}},
-		{"linkerd plaintext", spec(ModeLinkerd, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.MTLS = false }), []string{"mtls false: Linkerd's mTLS between meshed pods is always on"}},
-		{"gateway", spec(mesh.ModeSidecar, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.Gateway = true }), []string{"gateway true"}},
-		{"attacker", spec(mesh.ModeSidecar, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.Attacker = true }), []string{"attacker true"}},
-		{"app image with faces", spec(mesh.ModeNone, mesh.AppFaces, 0, func(s *Spec) { s.AppImage = "nginx" }), []string{"app-image nginx: applies to the static app only"}},
+		{"no run id", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.RunID = "" }), []string{`run-id "": required`}},
+		{"bad run id", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.RunID = "a b" }), []string{`run-id "a b"`}},
+		{"bad namespace", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.AppNamespace = "App_NS" }), []string{`app-namespace "App_NS"`}},
+		{"same namespaces", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.AppNamespace = DefaultLoadNamespace }), []string{"must differ"}},
+		{"negative nodes", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = -1 }), []string{"nodes -1"}},
+		{"linkerd plaintext", spec(ModeLinkerd, topology.AppStatic, 0, func(s *Spec) { s.Mesh.MTLS = false }), []string{"mtls false: Linkerd's mTLS between meshed pods is always on"}},
+		{"gateway", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.Mesh.Gateway = true }), []string{"gateway true"}},
+		{"attacker", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.Mesh.Attacker = true }), []string{"attacker true"}},
+		{"app image with faces", spec(topology.ModeNone, topology.AppFaces, 0, func(s *Spec) { s.AppImage = "nginx" }), []string{"app-image nginx: applies to the static app only"}},
 		// The mesh options' own checks, with Linkerd checked as sidecar.
-		{"policies without mesh", spec(mesh.ModeNone, mesh.AppStatic, 4), []string{"policies 4: need a mesh mode"}},
-		{"linkerd faces needs allow-face", spec(ModeLinkerd, mesh.AppFaces, 4), []string{"policies 4: no rule allows face's calls"}},
-		{"unknown mode", spec("cilium", mesh.AppStatic, 0), []string{`mode "cilium"`}},
+		{"policies without mesh", spec(topology.ModeNone, topology.AppStatic, 4), []string{"policies 4: need a mesh mode"}},
+		{"linkerd faces needs allow-face", spec(ModeLinkerd, topology.AppFaces, 4), []string{"policies 4: no rule allows face's calls"}},
+		{"unknown mode", spec("cilium", topology.AppStatic, 0), []string{`mode "cilium"`}},
 		// No loopback limits on a cluster.
-		{"many replicas", spec(mesh.ModeNone, mesh.AppStatic, 0, func(s *Spec) { s.Mesh.Replicas, s.Mesh.Nodes = 1000, 0 }), nil},
-		{"linkerd", spec(ModeLinkerd, mesh.AppFaces, 5), nil},
+		{"many replicas", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.Mesh.Replicas, s.Mesh.Nodes = 1000, 0 }), nil},
+		{"linkerd", spec(ModeLinkerd, topology.AppFaces, 5), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -567,7 +567,7 @@ func TestLoadJob(t *testing.T) {
 	for _, w := range []int{1, 3} {
 		for _, nodes := range []int{0, 1, 2, 3, 4} {
 			t.Run(fmt.Sprintf("w%d-n%d", w, nodes), func(t *testing.T) {
-				s := spec(mesh.ModeAmbient, mesh.AppStatic, 0, func(s *Spec) { s.NodeCount = nodes })
+				s := spec(topology.ModeAmbient, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = nodes })
 				job, err := LoadJob(LoadSpec{Spec: s, Work: kubeload.Spec{Load: testLoad(t, "100"), Workers: w, Duration: 10 * time.Second, Warmup: 2 * time.Second, Connections: 16}})
 				if err != nil {
 					t.Fatal(err)
@@ -644,7 +644,7 @@ func TestLoadJobRateSplit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadJob(LoadSpec{Spec: spec(mesh.ModeNone, mesh.AppStatic, 0), Work: kubeload.Spec{Load: testLoad(t, c.rate), Workers: c.workers, Duration: time.Second}}); err != nil {
+		if _, err := LoadJob(LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: kubeload.Spec{Load: testLoad(t, c.rate), Workers: c.workers, Duration: time.Second}}); err != nil {
 			t.Fatal(err)
 		}
 		var sum, lo, hi float64 = 0, math.Inf(1), 0
@@ -659,7 +659,7 @@ func TestLoadJobRateSplit(t *testing.T) {
 }
 
 func TestLoadJobInvalid(t *testing.T) {
-	s := spec(mesh.ModeNone, mesh.AppStatic, 0)
+	s := spec(topology.ModeNone, topology.AppStatic, 0)
 	tests := []struct {
 		name string
 		ls   LoadSpec

@@ -29,10 +29,10 @@ import (
 	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // Options is one benchmark cell on a cluster.
@@ -307,7 +307,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	mode := string(o.Spec.Mesh.Mode)
 
 	endMesh := r.phase("prepare/mesh")
-	if o.InstallMesh && meshes.HasProxies(mode) {
+	if o.InstallMesh && mesh.HasProxies(mode) {
 		if v, err := o.IstioInstall.CLIVersion(ctx, mode); err == nil {
 			r.manifest.Options["mesh_cli_version"] = v
 		} else {
@@ -355,7 +355,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endApp := r.phase("prepare/app")
 	objs, err := AppObjects(o.Spec)
-	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && meshes.Is(mode, meshes.KindWaypoint) {
+	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(mode, mesh.KindWaypoint) {
 		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
 	}
 	if err == nil {
@@ -1123,6 +1123,6 @@ func (c *Cluster) unlabelNodes(ctx context.Context, runID string) error {
 
 // isAmbient: mode runs on ztunnel (ambient, waypoint).
 func isAmbient(mode string) bool {
-	m, ok := meshes.Get(mode)
-	return ok && m.Kind == meshes.KindNodeProxy || mode == "waypoint"
+	m, ok := mesh.Get(mode)
+	return ok && m.Kind == mesh.KindNodeProxy || mode == "waypoint"
 }

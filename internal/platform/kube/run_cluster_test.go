@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
@@ -35,7 +35,7 @@ func TestRunRefusesNamespaceInUse(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "run")
 	_, err := Run(ctx, Options{Connect: ConnectOptions{Kubeconfig: kc.Kubeconfig},
-		Spec: Spec{RunID: "refused", AppNamespace: ns, LoadNamespace: "mbx-load", Mesh: mesh.DefaultOptions()},
+		Spec: Spec{RunID: "refused", AppNamespace: ns, LoadNamespace: "mbx-load", Mesh: topology.DefaultOptions()},
 		Load: testLoad(t, "10"), Duration: time.Second, OutDir: out})
 	var inUse *NamespaceInUseError
 	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), "deployment/someones-app") {

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/kubesample"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // ztunnelStatsPort is where ztunnel serves its Prometheus metrics (its

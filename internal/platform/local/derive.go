@@ -4,7 +4,7 @@ import (
 	"maps"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -13,7 +13,7 @@ import (
 // proxy, and the data-plane figures analysis shows too
 // (sample.DataPlaneFigures: per 1000 achieved rps, per replica, the mesh /
 // app ratios), under the same keys. Keys carry their units.
-func derive(t *mesh.Topology, r *results.LoadResult, s sample.Summary) map[string]float64 {
+func derive(t *topology.Topology, r *results.LoadResult, s sample.Summary) map[string]float64 {
 	out := map[string]float64{}
 	if r == nil {
 		return out

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -60,11 +60,11 @@ func TestRunFaces(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		mode   mesh.Mode
-		mut    func(*mesh.Options)
+		mode   topology.Mode
+		mut    func(*topology.Options)
 		checks func(t *testing.T, dir string, requests uint64)
 	}{
-		{"sidecar-policies", mesh.ModeSidecar, func(o *mesh.Options) { o.Policies = 5 }, func(t *testing.T, dir string, n uint64) {
+		{"sidecar-policies", topology.ModeSidecar, func(o *topology.Options) { o.Policies = 5 }, func(t *testing.T, dir string, n uint64) {
 			var colorH2, colorTLS, allowed, denied uint64
 			for _, p := range []string{"color-0-sidecar", "color-1-sidecar"} {
 				st := rawStats(t, dir, p)
@@ -87,7 +87,7 @@ func TestRunFaces(t *testing.T) {
 				t.Errorf("face sidecars sent %d smiley requests, want ≥ %d", smiley, n)
 			}
 		}},
-		{"ambient", mesh.ModeAmbient, nil, func(t *testing.T, dir string, n uint64) {
+		{"ambient", topology.ModeAmbient, nil, func(t *testing.T, dir string, n uint64) {
 			st := rawStats(t, dir, "ztunnel-node2")
 			if got := st["tcp.outbound_face-0_color.downstream_cx_total"] + st["tcp.outbound_face-1_color.downstream_cx_total"]; got == 0 {
 				t.Errorf("node proxy carried %d connections from face to color, want > 0", got)
@@ -96,7 +96,7 @@ func TestRunFaces(t *testing.T) {
 				t.Errorf("node proxy terminated %d HBONE streams, want > 0", got)
 			}
 		}},
-		{"waypoint", mesh.ModeWaypoint, nil, func(t *testing.T, dir string, n uint64) {
+		{"waypoint", topology.ModeWaypoint, nil, func(t *testing.T, dir string, n uint64) {
 			st := rawStats(t, dir, "waypoint")
 			for _, prefix := range []string{"http.main_internal.", "http.main_internal_smiley.", "http.main_internal_color."} {
 				if got := st[prefix+"downstream_rq_2xx"]; got < n {
@@ -108,7 +108,7 @@ func TestRunFaces(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := labOptions(t, tt.mode, 2, uint8(14+i))
-			o.Mesh.App = mesh.AppFaces
+			o.Mesh.App = topology.AppFaces
 			if tt.mut != nil {
 				tt.mut(&o.Mesh)
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -51,7 +51,7 @@ func TestRunExternalGenerator(t *testing.T) {
 		{extgen.Fortio, results.LoadFile + ".fortio.json"},
 	} {
 		t.Run(tt.gen, func(t *testing.T) {
-			o := labOptions(t, mesh.ModeSidecar, 1, 24)
+			o := labOptions(t, topology.ModeSidecar, 1, 24)
 			// 1000 rps for 3 s: the tool's CPU is then well above one
 			// 10-ms clock tick per sampling round on any machine (at even
 			// 20 µs of CPU per request, 20m: 5 ticks per 250-ms round).

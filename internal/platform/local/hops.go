@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
-	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/measure/hops"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/envoy/bootstrap"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -161,24 +161,24 @@ func waitStable(dir string, limit time.Duration) {
 // service the load calls, the proxies on it that are L4 only (named with
 // what they do), and how many proxies one request passes through, its
 // app's calls included (the seed's method divides by it).
-func hopPath(t *mesh.Topology) (entry string, l4 []string, traversals int) {
+func hopPath(t *topology.Topology) (entry string, l4 []string, traversals int) {
 	o := t.Options
 	entry = t.Service.Name
 	edges := 1
 	if s := t.Svc(entry); s != nil {
 		edges += len(s.Backends)
 	}
-	tcp := o.Protocol == mesh.ProtocolTCP
+	tcp := o.Protocol == topology.ProtocolTCP
 	switch o.Mode {
-	case mesh.ModeSidecar:
+	case topology.ModeSidecar:
 		traversals = 2 * edges
 		if tcp {
 			l4 = append(l4, "sidecars (tcp_proxy: --protocol tcp)")
 		}
-	case mesh.ModeAmbient:
+	case topology.ModeAmbient:
 		traversals = 2 * edges
 		l4 = append(l4, "node proxy, client side (tcp_proxy into HBONE)", "node proxy, server side (HBONE to the app)")
-	case mesh.ModeWaypoint:
+	case topology.ModeWaypoint:
 		traversals = 3 * edges
 		l4 = append(l4, "node proxy, client side (tcp_proxy into HBONE)", "waypoint's HBONE in and out (connect_terminate, connect_originate)",
 			"node proxy, server side (HBONE to the app)")

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/report"
 )
 
@@ -42,9 +42,9 @@ func TestBenchHopsCost(t *testing.T) {
 	for r := range rounds {
 		for mi, m := range modes {
 			for _, on := range []bool{false, true} {
-				o := labOptions(t, mesh.Mode(strings.TrimPrefix(m, "faces-")), 1, uint8(120+mi))
+				o := labOptions(t, topology.Mode(strings.TrimPrefix(m, "faces-")), 1, uint8(120+mi))
 				if strings.HasPrefix(m, "faces-") {
-					o.Mesh.App = mesh.AppFaces
+					o.Mesh.App = topology.AppFaces
 				}
 				o.Load, o.Duration, o.Warmup, o.Drain = testLoad(t, rate), time.Duration(secs)*time.Second, 2*time.Second, time.Second
 				o.SampleInterval = time.Second

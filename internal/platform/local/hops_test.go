@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/measure/hops"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy/bootstrap"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/testkit/schemas"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -79,7 +79,7 @@ func TestHopsSidecarKnownAnswer(t *testing.T) {
 		t.Skip("starts real Envoys")
 	}
 	run := func(delay time.Duration, net uint8) *hops.Result {
-		o := labOptions(t, mesh.ModeSidecar, 1, net)
+		o := labOptions(t, topology.ModeSidecar, 1, net)
 		o.Load, o.Duration = testLoad(t, "200"), 3*time.Second
 		o.AppFaults = workload.Faults{Delay: delay}
 		return hopRun(t, o)
@@ -179,26 +179,26 @@ func TestHopsEveryPath(t *testing.T) {
 	// spends tens of µs per request, so 100 rps for 2 s can stay under one
 	// 10-ms CPU tick on a fast machine and be charged 0 ms (CI once
 	// printed "ztunnel-node2: 0.000 ms"); 1000 rps gives it dozens.
-	opts := func(mode mesh.Mode, net uint8) Options {
+	opts := func(mode topology.Mode, net uint8) Options {
 		o := labOptions(t, mode, 1, net)
 		o.Load = testLoad(t, "1000")
 		return o
 	}
 	t.Run("waypoint", func(t *testing.T) {
-		h := hopRun(t, opts(mesh.ModeWaypoint, 112))
+		h := hopRun(t, opts(topology.ModeWaypoint, 112))
 		if len(h.Hops) != 1 || h.Hops[0].Name != "waypoint" || h.App == nil || len(h.L4) != 3 || h.Traversals != 3 {
 			t.Errorf("waypoint: hops %+v, L4 %v, traversals %d", h.Hops, h.L4, h.Traversals)
 		}
 	})
 	t.Run("ambient", func(t *testing.T) {
-		h := hopRun(t, opts(mesh.ModeAmbient, 113))
+		h := hopRun(t, opts(topology.ModeAmbient, 113))
 		if len(h.Hops) != 0 || h.App != nil || len(h.L4) != 2 || h.Untimed.Count != h.Complete {
 			t.Errorf("ambient: hops %+v, app %v, L4 %v", h.Hops, h.App, h.L4)
 		}
 	})
 	t.Run("faces sidecar", func(t *testing.T) {
-		o := labOptions(t, mesh.ModeSidecar, 1, 114) // HTTP Envoys only: 100 rps is plenty
-		o.Mesh.App = mesh.AppFaces
+		o := labOptions(t, topology.ModeSidecar, 1, 114) // HTTP Envoys only: 100 rps is plenty
+		o.Mesh.App = topology.AppFaces
 		h := hopRun(t, o)
 		if len(h.Hops) != 2 || h.Hops[1].Name != "face sidecar inbound" || h.Traversals != 6 {
 			t.Errorf("faces: hops %+v, traversals %d", h.Hops, h.Traversals)
@@ -219,36 +219,36 @@ func TestHopsEveryPath(t *testing.T) {
 func TestHopLogsPerMode(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		mode mesh.Mode
-		app  mesh.App
+		mode topology.Mode
+		app  topology.App
 		gw   bool
 		tcp  bool
 		want []string // proxy: hop label (service)
 	}{
 		// Two HTTP hops: the client's outbound and the server's inbound.
-		{"sidecar", mesh.ModeSidecar, mesh.AppStatic, false, false,
+		{"sidecar", topology.ModeSidecar, topology.AppStatic, false, false,
 			[]string{"client-sidecar: client sidecar outbound (server)", "server-0-sidecar: server sidecar inbound (server)"}},
 		// L4 only: nothing logs.
-		{"ambient", mesh.ModeAmbient, mesh.AppStatic, false, false, nil},
+		{"ambient", topology.ModeAmbient, topology.AppStatic, false, false, nil},
 		// The waypoint's main_internal; its HBONE ends do not log.
-		{"waypoint", mesh.ModeWaypoint, mesh.AppStatic, false, false, []string{"waypoint: waypoint (server)"}},
+		{"waypoint", topology.ModeWaypoint, topology.AppStatic, false, false, []string{"waypoint: waypoint (server)"}},
 		// The gateway is an HTTP hop too.
-		{"gateway ambient", mesh.ModeAmbient, mesh.AppStatic, true, false, []string{"gateway: gateway (server)"}},
+		{"gateway ambient", topology.ModeAmbient, topology.AppStatic, true, false, []string{"gateway: gateway (server)"}},
 		// --protocol tcp: tcp_proxy everywhere, nothing logs.
-		{"sidecar tcp", mesh.ModeSidecar, mesh.AppStatic, false, true, nil},
+		{"sidecar tcp", topology.ModeSidecar, topology.AppStatic, false, true, nil},
 		// Faces: every service's inbound, face's two outbounds.
-		{"faces", mesh.ModeSidecar, mesh.AppFaces, false, false, []string{
+		{"faces", topology.ModeSidecar, topology.AppFaces, false, false, []string{
 			"client-sidecar: client sidecar outbound (face)",
 			"face-0-sidecar: face sidecar inbound (face)", "face-0-sidecar: face sidecar outbound (smiley)", "face-0-sidecar: face sidecar outbound (color)",
 			"smiley-0-sidecar: smiley sidecar inbound (smiley)", "color-0-sidecar: color sidecar inbound (color)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mo := mesh.DefaultOptions()
+			mo := topology.DefaultOptions()
 			mo.Mode, mo.App, mo.Gateway = tc.mode, tc.app, tc.gw
 			if tc.tcp {
-				mo.Protocol = mesh.ProtocolTCP
+				mo.Protocol = topology.ProtocolTCP
 			}
-			topo, err := mesh.Plan(mo)
+			topo, err := topology.Plan(mo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,7 +284,7 @@ func TestHopsLabReuse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
-	o := labOptions(t, mesh.ModeSidecar, 1, 115)
+	o := labOptions(t, topology.ModeSidecar, 1, 115)
 	o.Hops, o.Warmup = true, 0
 	lab, err := Start(context.Background(), o, filepath.Join(t.TempDir(), "lab"))
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/measure/hops"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -30,7 +30,7 @@ import (
 // still waits for the lab to be idle and warms up before it measures.
 type Lab struct {
 	opts Options
-	topo *mesh.Topology
+	topo *topology.Topology
 	// dir holds pki/, envoy/ (configs) and logs/ of the apps and Envoys.
 	dir   string
 	sup   *envoy.Supervisor
@@ -79,12 +79,12 @@ func Start(ctx context.Context, o Options, dir string) (*Lab, error) {
 
 // planTopology plans o's topology and checks it can start: an Envoy when
 // it needs one, every address free.
-func planTopology(o Options) (*mesh.Topology, error) {
-	topo, err := mesh.Plan(o.Mesh)
+func planTopology(o Options) (*topology.Topology, error) {
+	topo, err := topology.Plan(o.Mesh)
 	if err != nil {
 		return nil, err
 	}
-	if o.Substrate == nil && o.Mesh.Mode == mesh.ModeLinkerd {
+	if o.Substrate == nil && o.Mesh.Mode == topology.ModeLinkerd {
 		return nil, errors.New("mesh linkerd runs only on the netns substrate (the real linkerd2-proxy in its pod's network namespace, with proxy-init's capture; the loopback lab has no imitation of it): use --substrate netns, as root")
 	}
 	if o.Substrate != nil {
@@ -101,7 +101,7 @@ func planTopology(o Options) (*mesh.Topology, error) {
 	return topo, nil
 }
 
-func newLab(o Options, topo *mesh.Topology, dir string) *Lab {
+func newLab(o Options, topo *topology.Topology, dir string) *Lab {
 	return &Lab{opts: o, topo: topo, dir: dir, started: time.Now().UTC()}
 }
 

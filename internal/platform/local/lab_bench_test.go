@@ -19,9 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/process"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -47,7 +47,7 @@ const (
 // 91 Envoys) with the lab's own prepare, then reports what the product
 // promises about it:
 //
-//   - ready_s: mesh.Plan to every Envoy answering /ready, split into
+//   - ready_s: topology.Plan to every Envoy answering /ready, split into
 //     config_s (plan, certs, render, `envoy --mode validate`; validate_s is
 //     the validation alone), apps_s (app replicas started, READY) and
 //     envoys_s (first Envoy spawned to the last /ready); teardown_s;
@@ -73,8 +73,8 @@ func BenchmarkLabSidecar90(b *testing.B) {
 		b.Skipf("Envoy 1.40 is needed for the lab benchmark (`make envoy` installs it): %v", err)
 	}
 
-	mo := mesh.DefaultOptions()
-	mo.Mode, mo.Replicas, mo.LoopbackNet = mesh.ModeSidecar, replicas, benchLoopbackNet
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.Replicas, mo.LoopbackNet = topology.ModeSidecar, replicas, benchLoopbackNet
 	o := Options{Mesh: mo, Duration: time.Second, Envoy: bin,
 		OutDir: filepath.Join(b.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(b),
 		SampleInterval: sample.DefaultInterval, IdleTimeout: 60 * time.Second,
@@ -86,7 +86,7 @@ func BenchmarkLabSidecar90(b *testing.B) {
 	if err := o.defaults(); err != nil {
 		b.Fatal(err)
 	}
-	topo, err := mesh.Plan(o.Mesh)
+	topo, err := topology.Plan(o.Mesh)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,18 +19,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/hops"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // Options is one benchmark cell on the local lab.
 type Options struct {
-	Mesh mesh.Options
+	Mesh topology.Options
 	// Load is the load offered: an open-loop rate or loadgen.ClosedLoop.
 	Load loadgen.Load
 	// LoadCPUMax is the load generator's CPU, as a fraction of one core,
@@ -121,7 +121,7 @@ type Result struct {
 	Manifest *results.RunManifest
 	Load     *results.LoadResult
 	Summary  sample.Summary
-	Topology *mesh.Topology
+	Topology *topology.Topology
 	// EnvoyStats maps each Envoy's name to the summary of its /stats at the
 	// end of the run (also in results.EnvoyStatsFile); nil without Envoys.
 	EnvoyStats map[string]envoy.ProxyStats
@@ -472,7 +472,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 // callArgs are the `meshbench serve` flags that tell an app pod where to
 // call its backends (the face workload: smiley over HTTP, color over
 // gRPC).
-func callArgs(p mesh.Pod) []string {
+func callArgs(p topology.Pod) []string {
 	var out []string
 	for _, c := range p.Calls {
 		switch c.Service {
@@ -875,7 +875,7 @@ func countGaps(rounds []sample.Round) []string {
 }
 
 // bindPlan lists every address the lab will bind, with its owner.
-func bindPlan(t *mesh.Topology) []envoy.AddrOwner {
+func bindPlan(t *topology.Topology) []envoy.AddrOwner {
 	var out []envoy.AddrOwner
 	for _, p := range t.ServerPods() {
 		out = append(out, envoy.AddrOwner{Addr: p.AppAddr().String(), Owner: p.Name + " app"})
@@ -898,7 +898,7 @@ func (o Options) generatorName() string {
 	return ""
 }
 
-func optionsMap(o Options, t *mesh.Topology) map[string]any {
+func optionsMap(o Options, t *topology.Topology) map[string]any {
 	m := t.Options
 	return results.CellSettings{
 		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,

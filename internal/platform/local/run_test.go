@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -43,13 +43,13 @@ func testLoad(tb testing.TB, s string) loadgen.Load {
 	return l
 }
 
-func labOptions(t *testing.T, mode mesh.Mode, replicas int, loopbackNet uint8) Options {
-	mo := mesh.DefaultOptions()
+func labOptions(t *testing.T, mode topology.Mode, replicas int, loopbackNet uint8) Options {
+	mo := topology.DefaultOptions()
 	mo.Mode, mo.Replicas, mo.LoopbackNet = mode, replicas, loopbackNet
 	o := Options{Mesh: mo, Load: testLoad(t, "100"), Duration: 2 * time.Second, Warmup: 500 * time.Millisecond,
 		OutDir: filepath.Join(t.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(t),
 		SampleInterval: 250 * time.Millisecond, Drain: 500 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}
-	if mode != mesh.ModeNone {
+	if mode != topology.ModeNone {
 		o.Envoy = findEnvoy(t)
 	}
 	return o
@@ -75,15 +75,15 @@ func TestRunEveryMode(t *testing.T) {
 		t.Skip("starts real Envoys")
 	}
 	modes := []struct {
-		mode       mesh.Mode
+		mode       topology.Mode
 		components []string
 		statsOf    string // a proxy whose stats must show traffic
 		counter    string // substring of a counter that must be > 0 there
 	}{
-		{mesh.ModeNone, []string{"app static", "load"}, "", ""},
-		{mesh.ModeSidecar, []string{"app static", "load", "client sidecar", "server sidecar"}, "server-0-sidecar", "ssl.handshake"},
-		{mesh.ModeAmbient, []string{"app static", "load", "node proxy node2"}, "ztunnel-node2", "ssl.handshake"},
-		{mesh.ModeWaypoint, []string{"app static", "load", "waypoint"}, "waypoint", "ssl.handshake"},
+		{topology.ModeNone, []string{"app static", "load"}, "", ""},
+		{topology.ModeSidecar, []string{"app static", "load", "client sidecar", "server sidecar"}, "server-0-sidecar", "ssl.handshake"},
+		{topology.ModeAmbient, []string{"app static", "load", "node proxy node2"}, "ztunnel-node2", "ssl.handshake"},
+		{topology.ModeWaypoint, []string{"app static", "load", "waypoint"}, "waypoint", "ssl.handshake"},
 	}
 	for i, tt := range modes {
 		t.Run(string(tt.mode), func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestRunEveryMode(t *testing.T) {
 					t.Errorf("summary of %s not in %s or the result: %v", tt.statsOf, results.EnvoyStatsFile, err)
 				}
 			}
-			if tt.mode == mesh.ModeSidecar {
+			if tt.mode == topology.ModeSidecar {
 				// Every request crossed one server sidecar (round robin over
 				// the replicas): the 2xx add up to the 200 measured at least
 				// (warm-up included), each over mTLS.
@@ -154,7 +154,7 @@ func TestRunEveryMode(t *testing.T) {
 				phases = append(phases, p.Name)
 			}
 			want := "prepare/apps,prepare,idle,warmup,measure,drain,collect,teardown"
-			if tt.mode != mesh.ModeNone {
+			if tt.mode != topology.ModeNone {
 				want = "prepare/render,prepare/validate,prepare/apps,prepare/envoys," + want[len("prepare/apps,"):]
 			}
 			if got := strings.Join(phases, ","); got != want {
@@ -162,7 +162,7 @@ func TestRunEveryMode(t *testing.T) {
 			}
 			mu.Lock()
 			wantStarted := "prepare,prepare/apps,idle,warmup,measure,drain,collect,teardown"
-			if tt.mode != mesh.ModeNone {
+			if tt.mode != topology.ModeNone {
 				wantStarted = "prepare,prepare/render,prepare/validate,prepare/apps,prepare/envoys,idle,warmup,measure,drain,collect,teardown"
 			}
 			if got := strings.Join(started, ","); got != wantStarted {
@@ -183,10 +183,10 @@ func TestRunEnvoyDiesMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
-	o := labOptions(t, mesh.ModeSidecar, 1, 20)
+	o := labOptions(t, topology.ModeSidecar, 1, 20)
 	o.Duration = 20 * time.Second
 	// Kill the server sidecar once the load runs: watch for its PID in /proc.
-	topo, err := mesh.Plan(o.Mesh)
+	topo, err := topology.Plan(o.Mesh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +238,8 @@ func pidRunning(arg string) int {
 // TestRunAddressInUse: a listener address already taken is reported before
 // anything starts, naming the address and its owner.
 func TestRunAddressInUse(t *testing.T) {
-	o := labOptions(t, mesh.ModeNone, 1, 21)
-	topo, err := mesh.Plan(o.Mesh)
+	o := labOptions(t, topology.ModeNone, 1, 21)
+	topo, err := topology.Plan(o.Mesh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestRunAddressInUse(t *testing.T) {
 // took under one tick, so a 100 rps run was sometimes charged 0m (CI saw
 // it).
 func TestRunLoadCPUStarved(t *testing.T) {
-	o := labOptions(t, mesh.ModeNone, 1, 22)
+	o := labOptions(t, topology.ModeNone, 1, 22)
 	o.LoadCPUMax, o.Load = 0.001, testLoad(t, "1000") // 1m
 	res, err := Run(context.Background(), o)
 	if err != nil {
@@ -275,7 +275,7 @@ func TestRunLoadCPUStarved(t *testing.T) {
 	}
 	assertNothingLeft(t, res.Manifest)
 
-	o = labOptions(t, mesh.ModeNone, 1, 22)
+	o = labOptions(t, topology.ModeNone, 1, 22)
 	o.LoadCPUMax, o.Load, o.Duration = 0.001, loadgen.ClosedLoop, time.Second
 	res, err = Run(context.Background(), o)
 	if err != nil {
@@ -319,7 +319,7 @@ func TestLabReuse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
-	o := labOptions(t, mesh.ModeSidecar, 1, 23)
+	o := labOptions(t, topology.ModeSidecar, 1, 23)
 	o.Warmup = 0 // every request the Envoys see is one the load counts
 	labDir := filepath.Join(t.TempDir(), "lab")
 	lab, err := Start(context.Background(), o, labDir)
@@ -417,7 +417,7 @@ func TestLabFitsDefaultMeshbench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mo := mesh.DefaultOptions()
+	mo := topology.DefaultOptions()
 	l := newLab(Options{Mesh: mo, Meshbench: exe}, nil, t.TempDir())
 	if !l.Fits(Options{Mesh: mo}) {
 		t.Error("a cell without a Meshbench path does not fit a lab running this executable")

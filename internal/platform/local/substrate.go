@@ -5,9 +5,9 @@ import (
 	"io"
 	"os/exec"
 
-	"github.com/meshbench/meshbench/internal/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy/bootstrap"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/pki"
 	"github.com/meshbench/meshbench/internal/sys/process"
@@ -27,12 +27,12 @@ type Substrate interface {
 	Name() string
 	// Supports returns why a topology with options o cannot run on the
 	// substrate (one line), or nil.
-	Supports(o mesh.Options) error
+	Supports(o topology.Options) error
 	// Up makes the network for topology t with its files in dir and
 	// returns it with the topology as it runs there: the pods' addresses
 	// and the load targets of the substrate, and only the Envoys the lab
 	// still has to start. On error it has removed what it made.
-	Up(ctx context.Context, t *mesh.Topology, dir string, log io.Writer) (Network, *mesh.Topology, error)
+	Up(ctx context.Context, t *topology.Topology, dir string, log io.Writer) (Network, *topology.Topology, error)
 }
 
 // Network is a substrate made for one lab.
@@ -45,7 +45,7 @@ type Network interface {
 	// namespace to start it in (and reach its admin in) and the group to
 	// run it as (a sidecar: Istio's 1337, which its pod's capture
 	// exempts); nil and 0: here, as meshbench.
-	EnvoyIn(p mesh.Proxy) (in func(func() error) error, gid int)
+	EnvoyIn(p topology.Proxy) (in func(func() error) error, gid int)
 	// Proxies are the substrate's own data-plane processes (the node
 	// ztunnels), sampled beside the lab's.
 	Proxies() []sample.Target

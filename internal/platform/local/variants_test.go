@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -116,32 +116,32 @@ func (s envoyStats) like(name string) string {
 
 // listenerStat is Envoy's per-listener stat name for a listener address:
 // listener.127.30.3.10_8443.NAME.
-func listenerStat(l *mesh.Listener, name string) string {
+func listenerStat(l *topology.Listener, name string) string {
 	return "listener." + strings.ReplaceAll(l.Addr.String(), ":", "_") + "." + name
 }
 
 // serverProxy is the proxy that terminates the mesh hop in front of the
 // first server replica: its sidecar, or its node's node proxy.
-func serverProxy(t *testing.T, topo *mesh.Topology) (*mesh.Proxy, *mesh.Listener) {
+func serverProxy(t *testing.T, topo *topology.Topology) (*topology.Proxy, *topology.Listener) {
 	t.Helper()
 	pod := topo.ServerPods()[0]
 	if p := topo.Sidecar(pod.Name); p != nil {
-		return p, p.Listener(mesh.ListenerInbound)
+		return p, p.Listener(topology.ListenerInbound)
 	}
 	if p := topo.NodeProxy(pod.Node); p != nil {
-		return p, p.Listener(mesh.ListenerHBONE)
+		return p, p.Listener(topology.ListenerHBONE)
 	}
 	t.Fatalf("no proxy in front of %s", pod.Name)
 	return nil, nil
 }
 
 // clientProxy is the proxy the client pod's traffic leaves through.
-func clientProxy(t *testing.T, topo *mesh.Topology) *mesh.Proxy {
+func clientProxy(t *testing.T, topo *topology.Topology) *topology.Proxy {
 	t.Helper()
 	if p := topo.Sidecar("client"); p != nil {
 		return p
 	}
-	if p := topo.NodeProxy(mesh.ClientNode); p != nil {
+	if p := topo.NodeProxy(topology.ClientNode); p != nil {
 		return p
 	}
 	t.Fatal("no client proxy")
@@ -161,13 +161,13 @@ func TestVariantsGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
-	for i, mode := range []mesh.Mode{mesh.ModeSidecar, mesh.ModeAmbient} {
+	for i, mode := range []topology.Mode{topology.ModeSidecar, topology.ModeAmbient} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := labOptions(t, mode, 1, uint8(30+i))
 			o.Mesh.Gateway = true
 			res := runVariant(t, o)
 			topo := res.Topology
-			gw := topo.ProxyByRole(mesh.RoleGateway)
+			gw := topo.ProxyByRole(topology.RoleGateway)
 			if gw == nil {
 				t.Fatal("no gateway in the topology")
 			}
@@ -177,7 +177,7 @@ func TestVariantsGateway(t *testing.T) {
 				}
 			}
 			gs := readStats(t, res, gw.Name)
-			if n := gs.value(t, listenerStat(gw.Listener(mesh.ListenerGateway), "ssl.handshake")); n == 0 {
+			if n := gs.value(t, listenerStat(gw.Listener(topology.ListenerGateway), "ssl.handshake")); n == 0 {
 				t.Error("gateway listener: no TLS handshake")
 			}
 			if n := upstreamCompleted(gs); n < uint64(res.Load.Success) {
@@ -221,7 +221,7 @@ func TestVariantsPolicies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
-	for i, mode := range []mesh.Mode{mesh.ModeSidecar, mesh.ModeAmbient} {
+	for i, mode := range []topology.Mode{topology.ModeSidecar, topology.ModeAmbient} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := labOptions(t, mode, 1, uint8(32+i))
 			o.Mesh.Policies = 4
@@ -234,7 +234,7 @@ func TestVariantsPolicies(t *testing.T) {
 			// stat prefix "<listener>."; a node proxy's HBONE listener an
 			// HTTP RBAC filter in its HCM, "http.<listener>.".
 			prefix := sl.Name + ".rbac."
-			if sp.Role == mesh.RoleNodeProxy {
+			if sp.Role == topology.RoleNodeProxy {
 				prefix = "http." + sl.Name + ".rbac."
 			}
 			ss := readStats(t, res, sp.Name)
@@ -262,10 +262,10 @@ func TestVariantsProtocolTCP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
-	for i, mode := range []mesh.Mode{mesh.ModeSidecar, mesh.ModeAmbient} {
+	for i, mode := range []topology.Mode{topology.ModeSidecar, topology.ModeAmbient} {
 		t.Run(string(mode), func(t *testing.T) {
 			o := labOptions(t, mode, 1, uint8(34+i))
-			o.Mesh.Protocol = mesh.ProtocolTCP
+			o.Mesh.Protocol = topology.ProtocolTCP
 			res := runVariant(t, o)
 			if res.Load.BytesIn != 615*res.Load.Success {
 				t.Errorf("bytes in %d, want the 615-byte page %d times", res.Load.BytesIn, res.Load.Success)
@@ -281,14 +281,14 @@ func TestVariantsProtocolTCP(t *testing.T) {
 				t.Errorf("%s: %d HTTP requests parsed, want 0", cp.Name, n)
 			}
 			switch sp.Role {
-			case mesh.RoleSidecar:
+			case topology.RoleSidecar:
 				if n := ss.sum("tcp.", ".downstream_cx_total"); n == 0 {
 					t.Errorf("%s: no tcp_proxy connections", sp.Name)
 				}
 				if n := ss.sum("http.", ".downstream_rq_total", "http.admin."); n != 0 {
 					t.Errorf("%s: %d HTTP requests parsed, want 0", sp.Name, n)
 				}
-			case mesh.RoleNodeProxy:
+			case topology.RoleNodeProxy:
 				// HTTP/2 CONNECT streams, one per tunnelled connection: far
 				// fewer than the requests inside them.
 				hbone := "http." + sl.Name + "."
@@ -312,7 +312,7 @@ func TestVariantsPlaintext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real Envoys")
 	}
-	o := labOptions(t, mesh.ModeSidecar, 1, 36)
+	o := labOptions(t, topology.ModeSidecar, 1, 36)
 	o.Mesh.MTLS = false
 	res := runVariant(t, o)
 	sp, sl := serverProxy(t, res.Topology)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -56,11 +56,11 @@ func TestBenchZtunnel(t *testing.T) {
 			subnet, prefix := freeLab(t, map[string]bool{})
 			var servers []PodSpec
 			for i := range replicas {
-				servers = append(servers, PodSpec{Name: fmt.Sprintf("server-%d", i), Identity: mesh.IdentityServer, Enrolled: enrolled})
+				servers = append(servers, PodSpec{Name: fmt.Sprintf("server-%d", i), Identity: topology.IdentityServer, Enrolled: enrolled})
 			}
 			o := Options{Prefix: prefix, Subnet: subnet, Ztunnel: bin, Dir: t.TempDir(),
 				Nodes: []NodeSpec{
-					{Pods: []PodSpec{{Name: "client", Identity: mesh.IdentityClient, Enrolled: enrolled}}},
+					{Pods: []PodSpec{{Name: "client", Identity: topology.IdentityClient, Enrolled: enrolled}}},
 					{Pods: servers},
 				}}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+120)*time.Second)

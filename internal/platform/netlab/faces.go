@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // callsOn rewrites where every app pod of nt calls its backends (the face
@@ -20,7 +20,7 @@ import (
 //   - ambient and linkerd: the service's VIP, where the pod's capture hands
 //     the connection to ztunnel or to the pod's linkerd2-proxy, which
 //     balance over the service's pods.
-func callsOn(nt *mesh.Topology, lab *Lab) error {
+func callsOn(nt *topology.Topology, lab *Lab) error {
 	loopback := netip.MustParseAddr("127.0.0.1")
 	for i := range nt.Pods {
 		p := &nt.Pods[i]
@@ -32,13 +32,13 @@ func callsOn(nt *mesh.Topology, lab *Lab) error {
 				return fmt.Errorf("pod %s calls unknown service %s", p.Name, c.Service)
 			}
 			switch nt.Options.Mode {
-			case mesh.ModeNone:
+			case topology.ModeNone:
 				pods := nt.ServicePods(c.Service)
 				if p.Replica >= len(pods) {
 					return fmt.Errorf("pod %s: no replica %d of %s", p.Name, p.Replica, c.Service)
 				}
 				c.Addr = pods[p.Replica].AppAddr()
-			case mesh.ModeSidecar:
+			case topology.ModeSidecar:
 				c.Addr = netip.AddrPortFrom(loopback, c.Addr.Port())
 			default:
 				vip, ok := lab.Services[c.Service]

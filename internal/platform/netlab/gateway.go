@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 )
 
 // gatewayPod is the name of the ingress gateway's pod on the substrate.
@@ -18,14 +18,14 @@ const gatewayPod = "gateway"
 // it is not (mode none; sidecar mode, where its Envoy makes the mTLS
 // calls to the server sidecars itself, as Istio's gateways do).
 func gatewaySpec(meshed bool) PodSpec {
-	return PodSpec{Name: gatewayPod, Identity: mesh.IdentityIngress, Enrolled: meshed}
+	return PodSpec{Name: gatewayPod, Identity: topology.IdentityIngress, Enrolled: meshed}
 }
 
 // gatewayTopology turns the loopback gateway gw into the one the
 // substrate runs in nt: in its pod, its HTTPS listener and serving
 // certificate on the pod's IP (the admin keeps its loopback address in
 // the pod), and the load, from the client pod, sent to it.
-func gatewayTopology(lab *Lab, gw mesh.Proxy, nt *mesh.Topology) error {
+func gatewayTopology(lab *Lab, gw topology.Proxy, nt *topology.Topology) error {
 	pod := lab.Pod(gatewayPod)
 	if pod == nil {
 		return errors.New("the netns lab has no gateway pod")
@@ -37,10 +37,10 @@ func gatewayTopology(lab *Lab, gw mesh.Proxy, nt *mesh.Topology) error {
 	}
 	gw.ServingHosts = []string{pod.IP.String()}
 	nt.Proxies = append(nt.Proxies, gw)
-	l := gw.Listener(mesh.ListenerGateway)
+	l := gw.Listener(topology.ListenerGateway)
 	if l == nil {
 		return errors.New("the gateway has no HTTPS listener")
 	}
-	nt.LoadTargets = []mesh.LoadTarget{{URL: "https://" + l.Addr.String() + "/", Proxy: gw.Name}}
+	nt.LoadTargets = []topology.LoadTarget{{URL: "https://" + l.Addr.String() + "/", Proxy: gw.Name}}
 	return nil
 }

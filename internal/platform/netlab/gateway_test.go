@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -28,18 +28,18 @@ func TestSubstrateGateway(t *testing.T) {
 	mb := testutil.BuildMeshbench(t)
 	envoyBin := findEnvoy(t)
 	for _, tc := range []struct {
-		mode mesh.Mode
+		mode topology.Mode
 		peer string // the identity the server node's ztunnel sees; "" without ztunnel
 	}{
-		{mesh.ModeNone, ""},    // gateway → the replicas directly
-		{mesh.ModeSidecar, ""}, // gateway → the server sidecars over mTLS, as Istio's gateway does
-		{mesh.ModeAmbient, "sa/istio-ingressgateway-service-account"}, // gateway pod enrolled: its ztunnel → HBONE
-		{mesh.ModeWaypoint, "sa/waypoint"},                            // gateway → VIP → ztunnel → waypoint → HBONE
+		{topology.ModeNone, ""},    // gateway → the replicas directly
+		{topology.ModeSidecar, ""}, // gateway → the server sidecars over mTLS, as Istio's gateway does
+		{topology.ModeAmbient, "sa/istio-ingressgateway-service-account"}, // gateway pod enrolled: its ztunnel → HBONE
+		{topology.ModeWaypoint, "sa/waypoint"},                            // gateway → VIP → ztunnel → waypoint → HBONE
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
-			mo := mesh.DefaultOptions()
+			mo := topology.DefaultOptions()
 			mo.Mode, mo.Replicas, mo.Gateway = tc.mode, 2, true
-			if tc.mode != mesh.ModeNone {
+			if tc.mode != topology.ModeNone {
 				mo.Policies = 4
 			}
 			out := filepath.Join(t.TempDir(), "run")

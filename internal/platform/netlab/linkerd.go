@@ -15,11 +15,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/linkerd"
-	"github.com/meshbench/meshbench/internal/linkerd/controlplane"
-	"github.com/meshbench/meshbench/internal/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/controlplane"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/sys/pki"
 )
@@ -46,7 +46,7 @@ type linkerdNet struct {
 }
 
 // upLinkerd meshes every pod of lab with Linkerd for topology t.
-func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, meshbench, dir string, log io.Writer) (_ *linkerdNet, err error) {
+func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshbench, dir string, log io.Writer) (_ *linkerdNet, err error) {
 	tmp, err := os.MkdirTemp("", "meshbench-linkerd-")
 	if err != nil {
 		return nil, err
@@ -80,9 +80,9 @@ func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, meshbench, 
 			return nil, fmt.Errorf("linkerd: no pod %s in the lab", p.Name)
 		}
 		lp := linkerd.Pod{Name: p.Name, Identity: p.Identity, IP: np.IP, NS: np.NS, Meshed: true,
-			Policies: policies && p.Role == mesh.PodServer}
+			Policies: policies && p.Role == topology.PodServer}
 		component := p.Name + " sidecar"
-		if p.Role == mesh.PodServer {
+		if p.Role == topology.PodServer {
 			lp.Services, lp.Ports = []string{p.Service}, []int{p.AppPort}
 			component = p.Service + " sidecar"
 		}
@@ -92,7 +92,7 @@ func upLinkerd(ctx context.Context, lab *Lab, t *mesh.Topology, bin, meshbench, 
 	// Who calls whom over mTLS: the client calls the entry service; each
 	// server pod calls its service's backends (faces: face calls smiley
 	// and color).
-	name := func(id mesh.Identity) string { return controlplane.Name(id) }
+	name := func(id topology.Identity) string { return controlplane.Name(id) }
 	client := t.Pod(loadPodName)
 	for _, p := range t.ServicePods(t.Service.Name) {
 		ln.expectOut[client.Name] = appendOnce(ln.expectOut[client.Name], name(p.Identity))
@@ -294,12 +294,12 @@ func (ln *linkerdNet) close() error {
 
 // supportsLinkerd says why mode linkerd with options o cannot run on the
 // substrate.
-func (s *Substrate) supportsLinkerd(o mesh.Options) []error {
+func (s *Substrate) supportsLinkerd(o topology.Options) []error {
 	var errs []error
 	if s.LinkerdProxy == "" {
 		errs = append(errs, errors.New("mesh linkerd needs linkerd2-proxy: run make linkerd-proxy, or give --linkerd-proxy PATH"))
 	}
-	if o.Protocol == mesh.ProtocolTCP {
+	if o.Protocol == topology.ProtocolTCP {
 		errs = append(errs, errors.New("mesh linkerd with protocol tcp: Linkerd in the lab carries HTTP (its opaque ports are not wired); use protocol http"))
 	}
 	if o.Gateway {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -62,7 +62,7 @@ func checkLinkerdGone(t *testing.T, m *results.RunManifest) {
 // proxies sampled as data-plane sidecars and the control plane apart as
 // control plane, the proxy's sha256 in the manifest; with --policies 4
 // the server proxies get the four ALLOW rules and still let the client
-// through (refusing a foreign identity is internal/linkerd's test).
+// through (refusing a foreign identity is internal/mesh/linkerd's test).
 // After the run no process, namespace, link or identity file is left.
 func TestLinkerdRun(t *testing.T) {
 	bin := linkerdProxy(t)
@@ -80,8 +80,8 @@ func TestLinkerdRun(t *testing.T) {
 		{"policies 4 two replicas", 4, 2}, // the seed's four ALLOW rules by client identity, on both servers
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mo := mesh.DefaultOptions()
-			mo.Mode, mo.Policies, mo.Replicas = mesh.ModeLinkerd, tc.policies, tc.replicas
+			mo := topology.DefaultOptions()
+			mo.Mode, mo.Policies, mo.Replicas = topology.ModeLinkerd, tc.policies, tc.replicas
 			out := filepath.Join(t.TempDir(), "run")
 			// 1000 rps for 3 s: each proxy carries 3000+ requests, tens
 			// of ms of CPU (≈0.13 vCPU per 1000 rps measured here), far
@@ -225,21 +225,21 @@ func TestSubstrateFaces(t *testing.T) {
 	mb := testutil.BuildMeshbench(t)
 	for _, tc := range []struct {
 		name     string
-		mode     mesh.Mode
+		mode     topology.Mode
 		policies int
 	}{
-		{"none", mesh.ModeNone, 0},       // replica i calls replica i at its pod address
-		{"sidecar", mesh.ModeSidecar, 0}, // face's sidecar at 127.0.0.1, outside istio-init's capture
-		{"ambient", mesh.ModeAmbient, 0}, // the services' VIPs through ztunnel
-		{"linkerd", mesh.ModeLinkerd, 5}, // VIPs through the proxies, the faces' five ALLOW rules
+		{"none", topology.ModeNone, 0},       // replica i calls replica i at its pod address
+		{"sidecar", topology.ModeSidecar, 0}, // face's sidecar at 127.0.0.1, outside istio-init's capture
+		{"ambient", topology.ModeAmbient, 0}, // the services' VIPs through ztunnel
+		{"linkerd", topology.ModeLinkerd, 5}, // VIPs through the proxies, the faces' five ALLOW rules
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mo := mesh.DefaultOptions()
-			mo.Mode, mo.App, mo.Replicas, mo.Policies = tc.mode, mesh.AppFaces, 2, tc.policies
+			mo := topology.DefaultOptions()
+			mo.Mode, mo.App, mo.Replicas, mo.Policies = tc.mode, topology.AppFaces, 2, tc.policies
 			out := filepath.Join(t.TempDir(), "run")
 			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second,
 				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: zt, LinkerdProxy: bin, Meshbench: mb}}
-			if tc.mode == mesh.ModeSidecar {
+			if tc.mode == topology.ModeSidecar {
 				o.Envoy = findEnvoy(t)
 			}
 			res, _ := runCell(t, o, checkRunGone)
@@ -249,7 +249,7 @@ func TestSubstrateFaces(t *testing.T) {
 			if !res.Manifest.Valid {
 				t.Errorf("cell invalid: %v", res.Manifest.Invalid)
 			}
-			if tc.mode == mesh.ModeLinkerd {
+			if tc.mode == topology.ModeLinkerd {
 				text := strings.Join(res.MeshCheck.Lines, "\n")
 				for _, p := range []string{"smiley-0", "smiley-1", "color-0", "color-1"} {
 					if !strings.Contains(text, p+"-linkerd-proxy") {

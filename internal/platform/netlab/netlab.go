@@ -28,12 +28,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/capture"
-	"github.com/meshbench/meshbench/internal/istioca"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/capture"
+	"github.com/meshbench/meshbench/internal/mesh/istio/ca"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/sys/pki"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // Limits of the addressing plan (one /24 per node inside the lab's /16).
@@ -51,7 +51,7 @@ const (
 // PodSpec is one pod.
 type PodSpec struct {
 	Name     string
-	Identity mesh.Identity
+	Identity topology.Identity
 	// Enrolled puts the pod in the mesh: in-pod capture, handed to its
 	// node's ztunnel. A waypoint is a pod that is not enrolled.
 	Enrolled bool
@@ -96,7 +96,7 @@ type Options struct {
 	Dir      string
 	Nodes    []NodeSpec
 	Services []ServiceSpec
-	// Policies is the number of the lab's L4 ALLOW rules (mesh.Rules).
+	// Policies is the number of the lab's L4 ALLOW rules (topology.Rules).
 	Policies int
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
@@ -124,7 +124,7 @@ type Node struct {
 	Pods    []*Pod
 	Ztunnel *ztunnel.Process // nil when no pod of the lab is enrolled
 	Agent   *ztunnel.Agent
-	CA      *istioca.Server
+	CA      *ca.Server
 	Log     string // ztunnel's log file
 }
 
@@ -170,7 +170,7 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 	if l.ZtunnelVersion, err = ztunnel.Version(ctx, o.Ztunnel); err != nil {
 		return nil, err
 	}
-	if l.CA, err = pki.NewCA(mesh.TrustDomain); err != nil {
+	if l.CA, err = pki.NewCA(topology.TrustDomain); err != nil {
 		return nil, err
 	}
 	caFiles, err := l.CA.WriteFiles(filepath.Join(o.Dir, "pki"))
@@ -221,8 +221,8 @@ func (o Options) validate() error {
 	if o.Ztunnel == "" && o.meshed() {
 		errs = append(errs, errors.New("no ztunnel binary given"))
 	}
-	if o.Policies < 0 || o.Policies > mesh.MaxPolicies {
-		errs = append(errs, fmt.Errorf("policies %d: allowed 0 to %d", o.Policies, mesh.MaxPolicies))
+	if o.Policies < 0 || o.Policies > topology.MaxPolicies {
+		errs = append(errs, fmt.Errorf("policies %d: allowed 0 to %d", o.Policies, topology.MaxPolicies))
 	}
 	return errors.Join(errs...)
 }
@@ -316,7 +316,7 @@ func (l *Lab) plumb() error {
 
 // config is ztunnel's local config for the whole lab.
 func (l *Lab) config() ztunnel.Config {
-	policies := ztunnel.Policies(mesh.Rules(l.Opts.Policies), "default")
+	policies := ztunnel.Policies(topology.Rules(l.Opts.Policies), "default")
 	var cfg ztunnel.Config
 	cfg.Policies = policies
 	hosts := map[string]ServiceSpec{}
@@ -335,7 +335,7 @@ func (l *Lab) config() ztunnel.Config {
 			}
 			w := ztunnel.Workload{
 				UID: p.uid(), Name: p.Spec.Name, Namespace: p.Spec.Identity.Namespace, ServiceAccount: p.Spec.Identity.ServiceAccount,
-				WorkloadIPs: []string{p.IP.String()}, Protocol: proto, Node: n.Name, TrustDomain: mesh.TrustDomain,
+				WorkloadIPs: []string{p.IP.String()}, Protocol: proto, Node: n.Name, TrustDomain: topology.TrustDomain,
 				Services: map[string]map[int]int{},
 			}
 			for _, name := range p.Spec.Services {
@@ -371,7 +371,7 @@ func (l *Lab) startNode(ctx context.Context, n *Node, cfgPath, rootPath string) 
 		return fmt.Errorf("CA listener on %s: %w", n.Name, err)
 	}
 	var err error
-	if n.CA, err = istioca.Serve(l.CA, lis, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, caToken); err != nil {
+	if n.CA, err = ca.Serve(l.CA, lis, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, caToken); err != nil {
 		lis.Close()
 		return err
 	}

@@ -17,10 +17,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // requirements skips (fails under MESHBENCH_REQUIRE_K8S=1, as `make test`
@@ -67,12 +67,12 @@ func freeLab(t *testing.T, taken map[string]bool) (netip.Prefix, string) {
 // node 2, the server service, the four ALLOW rules on the servers.
 func twoNodes(bin, dir string, subnet netip.Prefix, prefix string) Options {
 	server := func(name string) PodSpec {
-		return PodSpec{Name: name, Identity: mesh.IdentityServer, Enrolled: true, Policies: true, Services: []string{"server"}}
+		return PodSpec{Name: name, Identity: topology.IdentityServer, Enrolled: true, Policies: true, Services: []string{"server"}}
 	}
 	return Options{
 		Prefix: prefix, Subnet: subnet, Ztunnel: bin, Dir: dir, Policies: 4,
 		Nodes: []NodeSpec{
-			{Pods: []PodSpec{{Name: "client", Identity: mesh.IdentityClient, Enrolled: true}, {Name: "attacker", Identity: mesh.IdentityAttacker, Enrolled: true}}},
+			{Pods: []PodSpec{{Name: "client", Identity: topology.IdentityClient, Enrolled: true}, {Name: "attacker", Identity: topology.IdentityAttacker, Enrolled: true}}},
 			{Pods: []PodSpec{server("server-0"), server("server-1")}},
 		},
 		Services: []ServiceSpec{{Name: "server", Namespace: "default", Port: 80, TargetPort: 8080}},
@@ -170,7 +170,7 @@ func exercise(t *testing.T, l *Lab) {
 	if _, err := get(attacker.HTTPClient(false), fmt.Sprintf("http://%s:8080/", s0.IP)); err == nil {
 		t.Errorf("attacker → server-0 answered; ztunnel's ALLOW policies should refuse it")
 	}
-	id := mesh.IdentityClient.SPIFFE()
+	id := topology.IdentityClient.SPIFFE()
 	if got := mtlsConnections(t, l.Nodes[0].Ztunnel, "source", id); got < n {
 		t.Errorf("node1's ztunnel counted %v mutual_tls outbound connections from %s, want ≥ %d", got, id, n)
 	}
@@ -277,7 +277,7 @@ func TestOptionsRefused(t *testing.T) {
 		// a public /16 and a long prefix
 		{"public subnet", Options{Prefix: "toolong1", Subnet: netip.MustParsePrefix("8.8.0.0/16"), Ztunnel: "z", Nodes: []NodeSpec{{}}}, []string{"lab prefix", "lab subnet"}},
 		// a /24 instead of a /16, too many policies
-		{"small subnet", Options{Prefix: "a", Subnet: netip.MustParsePrefix("10.98.1.0/24"), Ztunnel: "z", Nodes: []NodeSpec{{}}, Policies: mesh.MaxPolicies + 1}, []string{"lab subnet", "policies"}},
+		{"small subnet", Options{Prefix: "a", Subnet: netip.MustParsePrefix("10.98.1.0/24"), Ztunnel: "z", Nodes: []NodeSpec{{}}, Policies: topology.MaxPolicies + 1}, []string{"lab subnet", "policies"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

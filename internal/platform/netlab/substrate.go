@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/sys/userns"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // SubstrateName is the netns substrate's name in manifests and on the
@@ -99,27 +99,27 @@ func Available(capture bool) error {
 // substrate yet, or nil: every mode with the static app, with or without
 // the gateway (not linkerd), and modes none, sidecar, ambient and linkerd
 // with the faces app; never the attacker.
-func (s *Substrate) Supports(o mesh.Options) error {
+func (s *Substrate) Supports(o topology.Options) error {
 	var errs []error
 	switch o.Mode {
-	case mesh.ModeNone:
-	case mesh.ModeSidecar:
+	case topology.ModeNone:
+	case topology.ModeSidecar:
 		if userns.Inside() {
 			errs = append(errs, errors.New("mesh sidecar: in an unprivileged user namespace (not root) only your own uid and gid are mapped, not the sidecars' 1337; run as root, or use --substrate loopback"))
 		}
-	case mesh.ModeAmbient, mesh.ModeWaypoint:
+	case topology.ModeAmbient, topology.ModeWaypoint:
 		if s.Ztunnel == "" {
 			errs = append(errs, fmt.Errorf("mesh %s on the netns substrate needs ztunnel: run make ztunnel, or give --ztunnel PATH", o.Mode))
 		}
-	case mesh.ModeLinkerd:
+	case topology.ModeLinkerd:
 		errs = append(errs, s.supportsLinkerd(o)...)
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s: the netns substrate runs modes none, sidecar, ambient, waypoint and linkerd; use --substrate loopback", o.Mode))
 	}
-	if o.App == mesh.AppFaces && (o.Mode == mesh.ModeWaypoint || o.Gateway) {
+	if o.App == topology.AppFaces && (o.Mode == topology.ModeWaypoint || o.Gateway) {
 		errs = append(errs, fmt.Errorf("app faces with mesh %s (gateway %v): the netns substrate runs faces without waypoint or gateway so far; use --substrate loopback", o.Mode, o.Gateway))
 	}
-	if o.App == mesh.AppFaces && o.Mode == mesh.ModeAmbient && o.Policies > 0 {
+	if o.App == topology.AppFaces && o.Mode == topology.ModeAmbient && o.Policies > 0 {
 		errs = append(errs, fmt.Errorf("app faces with mesh ambient and policies %d: the netns substrate's ztunnel takes the static app's rules so far; use policies 0 or --substrate loopback", o.Policies))
 	}
 	if o.Attacker {
@@ -173,20 +173,20 @@ func (s *Substrate) freeName() (netip.Prefix, string, error) {
 // runs there: pods at their namespaces' addresses, no Envoy (ztunnel is
 // the node proxy), the load sent to each server pod as in mode none, the
 // pods' capture carrying it through ztunnel.
-func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io.Writer) (local.Network, *mesh.Topology, error) {
+func (s *Substrate) Up(ctx context.Context, t *topology.Topology, dir string, log io.Writer) (local.Network, *topology.Topology, error) {
 	if err := s.Supports(t.Options); err != nil {
 		return nil, nil, err
 	}
-	meshed := t.Options.Mode == mesh.ModeAmbient || t.Options.Mode == mesh.ModeWaypoint
-	sidecars := t.Options.Mode == mesh.ModeSidecar
-	withLinkerd := t.Options.Mode == mesh.ModeLinkerd
+	meshed := t.Options.Mode == topology.ModeAmbient || t.Options.Mode == topology.ModeWaypoint
+	sidecars := t.Options.Mode == topology.ModeSidecar
+	withLinkerd := t.Options.Mode == topology.ModeLinkerd
 	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
 	if meshed {
 		o.Ztunnel = s.Ztunnel
 		o.Policies = t.Options.Policies
 	}
 	nodes := slices.Clone(t.Nodes)
-	slices.SortFunc(nodes, func(a, b mesh.Node) int { return a.Index - b.Index })
+	slices.SortFunc(nodes, func(a, b topology.Node) int { return a.Index - b.Index })
 	index := map[int]int{} // topology node → lab node
 	for i, n := range nodes {
 		index[n.Index] = i
@@ -194,17 +194,17 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 	}
 	for _, p := range t.Pods {
 		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: meshed, Sidecar: sidecars && t.Sidecar(p.Name) != nil,
-			Policies: meshed && p.Role == mesh.PodServer && t.Options.Policies > 0}
+			Policies: meshed && p.Role == topology.PodServer && t.Options.Policies > 0}
 		if p.Service != "" {
 			ps.Services = []string{p.Service}
 		}
 		i := index[p.Node]
 		o.Nodes[i].Pods = append(o.Nodes[i].Pods, ps)
 	}
-	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
+	if wp := t.ProxyByRole(topology.RoleWaypoint); wp != nil {
 		o.Nodes[index[wp.Node]].Pods = append(o.Nodes[index[wp.Node]].Pods, waypointSpec())
 	}
-	if gw := t.ProxyByRole(mesh.RoleGateway); gw != nil {
+	if gw := t.ProxyByRole(topology.RoleGateway); gw != nil {
 		o.Nodes[index[gw.Node]].Pods = append(o.Nodes[index[gw.Node]].Pods, gatewaySpec(meshed))
 	}
 	for _, svc := range t.Services {
@@ -252,7 +252,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		// the capture hands it over), upstream from the pod's IP; the
 		// admin keeps its own loopback address inside the pod.
 		for _, p := range t.Proxies {
-			if p.Role != mesh.RoleSidecar {
+			if p.Role != topology.RoleSidecar {
 				continue
 			}
 			pod := lab.Pod(p.Pod)
@@ -265,7 +265,7 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 			for i := range p.Listeners {
 				port := p.Listeners[i].Addr.Port()
 				switch p.Listeners[i].Kind {
-				case mesh.ListenerOutbound:
+				case topology.ListenerOutbound:
 					p.Listeners[i].Addr = netip.AddrPortFrom(netip.IPv4Unspecified(), port)
 				default:
 					p.Listeners[i].Addr = netip.AddrPortFrom(pod.IP, port)
@@ -275,16 +275,16 @@ func (s *Substrate) Up(ctx context.Context, t *mesh.Topology, dir string, log io
 		}
 	}
 	for _, p := range nt.ServicePods(nt.Service.Name) {
-		nt.LoadTargets = append(nt.LoadTargets, mesh.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
+		nt.LoadTargets = append(nt.LoadTargets, topology.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
 	}
-	nt.InPod = &mesh.InPod{VIPs: maps.Clone(lab.Services)}
-	if wp := t.ProxyByRole(mesh.RoleWaypoint); wp != nil {
+	nt.InPod = &topology.InPod{VIPs: maps.Clone(lab.Services)}
+	if wp := t.ProxyByRole(topology.RoleWaypoint); wp != nil {
 		if err := waypointTopology(lab, *wp, &nt); err != nil {
 			lab.Close()
 			return nil, nil, err
 		}
 	}
-	if gw := t.ProxyByRole(mesh.RoleGateway); gw != nil {
+	if gw := t.ProxyByRole(topology.RoleGateway); gw != nil {
 		if err := gatewayTopology(lab, *gw, &nt); err != nil {
 			lab.Close()
 			return nil, nil, err
@@ -388,14 +388,14 @@ func (n *network) Stats(ctx context.Context, rawDir string) (map[string]results.
 
 // EnvoyIn: a sidecar runs in its pod with Istio's group, which the pod's
 // capture exempts.
-func (n *network) EnvoyIn(p mesh.Proxy) (func(func() error) error, int) {
-	if pod := n.lab.Pod(p.Pod); pod != nil && p.Role == mesh.RoleSidecar {
+func (n *network) EnvoyIn(p topology.Proxy) (func(func() error) error, int) {
+	if pod := n.lab.Pod(p.Pod); pod != nil && p.Role == topology.RoleSidecar {
 		return pod.NS.Do, SidecarID
 	}
-	if pod := n.lab.waypoint(); pod != nil && p.Role == mesh.RoleWaypoint {
+	if pod := n.lab.waypoint(); pod != nil && p.Role == topology.RoleWaypoint {
 		return pod.NS.Do, 0
 	}
-	if pod := n.lab.Pod(gatewayPod); pod != nil && p.Role == mesh.RoleGateway {
+	if pod := n.lab.Pod(gatewayPod); pod != nil && p.Role == topology.RoleGateway {
 		return pod.NS.Do, 0
 	}
 	return nil, 0

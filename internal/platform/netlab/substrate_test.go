@@ -16,16 +16,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/envoy"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/schemas"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // findEnvoy is the project's Envoy (make envoy), for sidecar cells.
@@ -113,23 +113,23 @@ func TestSubstrateRun(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		mode     mesh.Mode
+		mode     topology.Mode
 		policies int
 		replicas int
 		bodySize int // 0: the default 615 bytes
 	}{
-		{"none", mesh.ModeNone, 0, 2, 1024},    // the baseline: same namespaces, no ztunnel; a 1 KB answer
-		{"ambient", mesh.ModeAmbient, 4, 2, 0}, // real ztunnel per node, ztunnel enforcing the rules
-		{"sidecar", mesh.ModeSidecar, 4, 2, 0}, // Envoy sidecars in the pods, istio-init's capture, RBAC in the server sidecars
+		{"none", topology.ModeNone, 0, 2, 1024},    // the baseline: same namespaces, no ztunnel; a 1 KB answer
+		{"ambient", topology.ModeAmbient, 4, 2, 0}, // real ztunnel per node, ztunnel enforcing the rules
+		{"sidecar", topology.ModeSidecar, 4, 2, 0}, // Envoy sidecars in the pods, istio-init's capture, RBAC in the server sidecars
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mo := mesh.DefaultOptions()
+			mo := topology.DefaultOptions()
 			mo.Mode, mo.Policies, mo.Replicas = tc.mode, tc.policies, tc.replicas
 			sub := &Substrate{Ztunnel: bin}
 			out := filepath.Join(t.TempDir(), "run")
 			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
 				OutDir: out, Meshbench: mb, Substrate: sub, BodySize: tc.bodySize}
-			if tc.mode == mesh.ModeSidecar {
+			if tc.mode == topology.ModeSidecar {
 				o.Envoy = findEnvoy(t)
 			}
 			res, _ := runCell(t, o, checkRunGone)
@@ -156,7 +156,7 @@ func TestSubstrateRun(t *testing.T) {
 					t.Errorf("load target %s is not a pod of the lab's subnet %s", u.URL, subnet)
 				}
 			}
-			if tc.mode == mesh.ModeSidecar {
+			if tc.mode == topology.ModeSidecar {
 				// The load called the server pods' own IPs: every request
 				// reached the client sidecar only through istio-init's
 				// capture, crossed to a server sidecar over mTLS and passed
@@ -182,7 +182,7 @@ func TestSubstrateRun(t *testing.T) {
 				}
 				return
 			}
-			if tc.mode == mesh.ModeNone {
+			if tc.mode == topology.ModeNone {
 				if len(zt) != 0 || res.Manifest.Options["ztunnel"] != nil || res.NodeProxyStats != nil {
 					t.Errorf("mode none runs ztunnel: %v %v %v", zt, res.Manifest.Options["ztunnel"], res.NodeProxyStats)
 				}
@@ -245,8 +245,8 @@ func TestSubstrateUpFailsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	subnet, prefix := freeLab(t, map[string]bool{})
-	mo := mesh.DefaultOptions()
-	mo.Mode = mesh.ModeAmbient
+	mo := topology.DefaultOptions()
+	mo.Mode = topology.ModeAmbient
 	_, err := local.Run(context.Background(), local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(10), Duration: time.Second, OutDir: filepath.Join(dir, "run"),
 		Meshbench: mb, Substrate: &Substrate{Ztunnel: fake, Prefix: prefix, Subnet: subnet}})
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") && !strings.Contains(err.Error(), "ztunnel") {
@@ -362,8 +362,8 @@ func TestSubstrateTwoLabs(t *testing.T) {
 	ch := make(chan out, 2)
 	for i := range 2 {
 		go func() {
-			mo := mesh.DefaultOptions()
-			mo.Mode = mesh.ModeAmbient
+			mo := topology.DefaultOptions()
+			mo.Mode = topology.ModeAmbient
 			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
 				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: filepath.Join(t.TempDir(), "run"+strconv.Itoa(i)),
 				Meshbench: mb, Substrate: sub})

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 )
 
 // TestVerdict: Linkerd's per-cell mTLS verdict from the proxies'

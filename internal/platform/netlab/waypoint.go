@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/sys/pki"
-	"github.com/meshbench/meshbench/internal/ztunnel"
 )
 
 // waypointPod is the name of the waypoint's pod on the substrate.
@@ -39,7 +39,7 @@ func (l *Lab) useWaypoint(cfg *ztunnel.Config) {
 		return
 	}
 	to := func() *ztunnel.Waypoint {
-		return &ztunnel.Waypoint{Destination: ztunnel.Addr(wp.IP), HBONEMTLSPort: mesh.PortHBONE}
+		return &ztunnel.Waypoint{Destination: ztunnel.Addr(wp.IP), HBONEMTLSPort: topology.PortHBONE}
 	}
 	for i := range cfg.Services {
 		cfg.Services[i].Waypoint = to()
@@ -66,16 +66,16 @@ func (n *Node) enrolls() bool {
 // enrolled (Istio's istio.io/dataplane-mode none for waypoints), no
 // capture: its Envoy terminates and originates HBONE itself.
 func waypointSpec() PodSpec {
-	return PodSpec{Name: waypointPod, Identity: mesh.IdentityWaypoint, Waypoint: true}
+	return PodSpec{Name: waypointPod, Identity: topology.IdentityWaypoint, Waypoint: true}
 }
 
 // waypointTopology turns the loopback waypoint wp into the one the
 // substrate runs in nt: in its pod, connect_terminate on the pod's IP
 // (the admin keeps its loopback address inside the pod), rendered for the
-// in-pod path (mesh.InPod with the lab's VIPs); and the load sent to the
+// in-pod path (topology.InPod with the lab's VIPs); and the load sent to the
 // entry service's VIP, which the client pod's capture hands to ztunnel
 // and ztunnel to the waypoint, which balances over the replicas.
-func waypointTopology(lab *Lab, wp mesh.Proxy, nt *mesh.Topology) error {
+func waypointTopology(lab *Lab, wp topology.Proxy, nt *topology.Topology) error {
 	pod := lab.waypoint()
 	if pod == nil {
 		return errors.New("the netns lab has no waypoint pod")
@@ -90,7 +90,7 @@ func waypointTopology(lab *Lab, wp mesh.Proxy, nt *mesh.Topology) error {
 	if !ok {
 		return fmt.Errorf("service %s has no VIP on the netns lab", nt.Service.Name)
 	}
-	nt.LoadTargets = []mesh.LoadTarget{{URL: "http://" + vip.String() + "/", Proxy: wp.Name}}
+	nt.LoadTargets = []topology.LoadTarget{{URL: "http://" + vip.String() + "/", Proxy: wp.Name}}
 	return nil
 }
 

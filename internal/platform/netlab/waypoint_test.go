@@ -10,7 +10,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -40,8 +40,8 @@ func TestSubstrateWaypoint(t *testing.T) {
 		{"no-rules", 0, 1}, // no RBAC anywhere, one replica
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mo := mesh.DefaultOptions()
-			mo.Mode, mo.Policies, mo.Replicas = mesh.ModeWaypoint, tc.policies, tc.replicas
+			mo := topology.DefaultOptions()
+			mo.Mode, mo.Policies, mo.Replicas = topology.ModeWaypoint, tc.policies, tc.replicas
 			out := filepath.Join(t.TempDir(), "run")
 			res, log := runCell(t, local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
 				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin, Timeout: 3 * time.Second}, checkRunGone)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
@@ -73,15 +73,15 @@ func TestMeshObjectsAgainstUpstreamCRDs(t *testing.T) {
 	}
 
 	n := 0
-	for _, mode := range []mesh.Mode{mesh.ModeSidecar, mesh.ModeAmbient, mesh.ModeWaypoint} {
+	for _, mode := range []topology.Mode{topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint} {
 		for _, policies := range []int{0, 4} {
 			for _, mtls := range []bool{true, false} {
-				if !mtls && (mode != mesh.ModeSidecar || policies > 0) {
+				if !mtls && (mode != topology.ModeSidecar || policies > 0) {
 					continue // plaintext is sidecar's alone, and L4 rules match mTLS identities
 				}
 				name := fmt.Sprintf("%s-p%d-mtls-%v", mode, policies, mtls)
 				t.Run(name, func(t *testing.T) {
-					o := mesh.DefaultOptions()
+					o := topology.DefaultOptions()
 					o.Mode, o.Policies, o.MTLS, o.Replicas = mode, policies, mtls, 2
 					objs, err := kube.AppObjects(kube.Spec{RunID: fmt.Sprintf("crd%d", n), Mesh: o, NodeCount: 2})
 					n++
@@ -89,7 +89,7 @@ func TestMeshObjectsAgainstUpstreamCRDs(t *testing.T) {
 						t.Fatal(err)
 					}
 					checked := dryRun(t, ctx, kc, objs)
-					if checked == 0 && (policies > 0 || mode == mesh.ModeWaypoint) {
+					if checked == 0 && (policies > 0 || mode == topology.ModeWaypoint) {
 						t.Errorf("no mesh object rendered for %s", name)
 					}
 					t.Logf("%d mesh objects accepted", checked)

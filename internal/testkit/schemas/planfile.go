@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshes"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -86,18 +86,18 @@ func planKeys() map[string]*jsonschema.Schema {
 		"platform":    enum("local: processes on this machine (the lab); kube: a Kubernetes cluster.", plan.PlatformLocal, plan.PlatformKube),
 		"seed":        {Type: "integer", Description: "The seed of the cells' random order; chosen and written into the results when absent."},
 		"repetitions": integer("Runs of every configuration, interleaved in random order.", 1, plan.MaxCells),
-		"axes.mesh":   enum("Mesh modes: "+onPlatforms(meshes.Names(true), meshes.Names(false))+".", union(meshes.Names(true), meshes.Names(false))...),
-		"axes.app":    enum("The workload.", string(mesh.AppStatic), string(mesh.AppFaces)),
+		"axes.mesh":   enum("Mesh modes: "+onPlatforms(mesh.Names(true), mesh.Names(false))+".", union(mesh.Names(true), mesh.Names(false))...),
+		"axes.app":    enum("The workload.", string(topology.AppStatic), string(topology.AppFaces)),
 		"axes.rate":   {AnyOf: []*jsonschema.Schema{number("Requests per second (open model).", "0", "10000000", false, true), {Const: "max", Description: "As fast as the connections allow (closed model)."}}},
 		"axes.load_model": enum("open: a constant rate, each of axes.rate; closed: every connection sends when its last answer arrives.",
 			plan.LoadOpen, plan.LoadClosed),
 		"axes.replicas":             integer("Server replicas.", 1, 0),
-		"axes.policies":             integer("ALLOW authorization rules in front of the server.", 0, mesh.MaxPolicies),
-		"axes.protocol":             enum("The client's protocol.", string(mesh.ProtocolHTTP), string(mesh.ProtocolTCP)),
+		"axes.policies":             integer("ALLOW authorization rules in front of the server.", 0, topology.MaxPolicies),
+		"axes.protocol":             enum("The client's protocol.", string(topology.ProtocolHTTP), string(topology.ProtocolTCP)),
 		"axes.gateway":              boolean("Traffic enters through an ingress gateway (local only)."),
 		"axes.mtls":                 boolean("Mutual TLS between the proxies."),
 		"axes.generator":            enum("Load generators: "+onPlatforms(localGens, kubeGens)+".", gens...),
-		"nodes":                     integer("App nodes.", 1, mesh.MaxAppNodes),
+		"nodes":                     integer("App nodes.", 1, topology.MaxAppNodes),
 		"duration":                  duration("The measured window of every cell, such as 30s.", false),
 		"warmup":                    duration("Load before the measured window.", true),
 		"drain":                     duration("Time after the measured window before the next phase.", true),

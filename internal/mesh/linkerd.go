@@ -1,0 +1,51 @@
+package mesh
+
+// NameLinkerd is Linkerd's mode name.
+const NameLinkerd = "linkerd"
+
+// Linkerd's components, as the kube platform's classifier tells them apart.
+const (
+	LinkerdSidecar Component = "linkerd-sidecar"
+	LinkerdControl Component = "linkerd-control"
+)
+
+// LinkerdNamespace is where `linkerd install` puts Linkerd's control plane.
+const LinkerdNamespace = "linkerd"
+
+func init() {
+	register(&Mesh{
+		Name:         NameLinkerd,
+		Order:        4,
+		Kind:         KindSidecar,
+		Product:      Linkerd,
+		DataPlane:    "Linkerd's own proxy (linkerd2-proxy) beside every pod",
+		ControlPlane: "linkerd-destination, linkerd-identity, linkerd-proxy-injector",
+		// The lab runs the real linkerd2-proxy on the netns substrate with
+		// a control plane of its own (internal/mesh/linkerd); never on loopback.
+		Local:       true,
+		NoPlaintext: "Linkerd's mTLS between meshed pods is always on",
+		SMPType:     "LINKERD",
+		Cluster: Cluster{
+			CLI:         "linkerd",
+			VersionArgs: []string{"linkerd", "version", "--client", "--short"},
+			Install: []Command{
+				{Args: []string{"linkerd", "install", "--crds"}, ApplyOutput: true},
+				{Args: []string{"linkerd", "install"}, ApplyOutput: true},
+				{Args: []string{"linkerd", "check", "--wait", "5m"}},
+			},
+			Namespace:   LinkerdNamespace,
+			APIGroup:    "linkerd.io",
+			Deployments: []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"},
+			NamespaceAnnotations: map[string]string{
+				"linkerd.io/inject":                        "enabled",
+				"config.linkerd.io/default-inbound-policy": "all-authenticated",
+			},
+			LoadPodAnnotations: map[string]string{
+				"config.alpha.linkerd.io/proxy-enable-native-sidecar": "true",
+				"config.beta.linkerd.io/proxy-enable-native-sidecar":  "true",
+			},
+			Enrolled:   Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
+			Components: []Component{LinkerdSidecar, LinkerdControl},
+		},
+	})
+}

@@ -1,0 +1,23 @@
+package mesh
+
+func init() {
+	c := istioCluster(IstioProfileDefault)
+	c.NamespaceLabels = map[string]string{"istio-injection": "enabled"}
+	c.LoadPodAnnotations = map[string]string{"sidecar.istio.io/nativeSidecar": "true"}
+	c.Enrolled = Enrolment{What: "every app pod has an istio-proxy sidecar", Container: "istio-proxy"}
+	c.Components = []Component{IstioSidecar, IstioControl}
+	register(&Mesh{
+		Name:         "sidecar",
+		Order:        1,
+		Kind:         KindSidecar,
+		Product:      Istio,
+		DataPlane:    "an Envoy sidecar (istio-proxy) beside every pod",
+		ControlPlane: "istiod",
+		Local:        true,
+		Plaintext:    true,
+		SMPType:      "ISTIO",
+		SMPLabels:    map[string]string{"istio.mode": "sidecar"},
+		Emulates:     "Istio sidecar mode",
+		Cluster:      c,
+	})
+}
