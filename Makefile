@@ -166,7 +166,7 @@ fuzz:
 	$(GO) test ./internal/mesh/linkerd/proxy $(FUZZ) -fuzz FuzzParseVersion
 	# kubemetrics' seeds are whole /metrics/resource answers (FUZZMIN keeps
 	# minimising each new one short).
-	$(GO) test ./internal/kubemetrics $(FUZZ) -fuzz FuzzParse
+	$(GO) test ./internal/platform/kube/kubelet $(FUZZ) -fuzz FuzzParse
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
 bench-loadgen: build

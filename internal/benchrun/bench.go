@@ -23,9 +23,9 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
-	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/runner"
@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if p.Search != nil {
 		return runSearch(ctx, cfg, bin, sub)
 	}
-	var istioInstall *meshinstall.MeshInstall
+	var istioInstall *install.MeshInstall
 	if onKube {
 		var err error
 		if istioInstall, err = IstioInstall(ctx, cfg.Kube.IstioBuild, cfg.Kube.InstallMesh, cfg.EnvoyFlag, cfg.Getenv); err != nil {
@@ -316,7 +316,7 @@ func kubeOptions(p *plan.Plan, c plan.Cell, k *Kube, version string) kube.Option
 // cells count. When the plan holds ambient or waypoint cells, Istio is
 // installed with the ambient profile for every Istio mode: it runs
 // sidecars too, and switching profiles between cells would remove ztunnel.
-func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool) error {
+func planMeshInstalls(dir string, resume bool, cells []runner.Cell, installing bool) error {
 	finished := map[string]bool{}
 	if resume {
 		m, err := results.ReadPlanManifest(dir)
@@ -338,11 +338,11 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, install bool
 	installed := map[string]bool{}
 	for _, c := range cells {
 		m, _ := mesh.Get(string(c.Kube.Spec.Mesh.Mode))
-		cli := meshinstall.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
+		cli := install.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
 		if m != nil && m.Product == mesh.Istio && ambient {
 			c.Kube.IstioProfile = mesh.IstioProfileAmbient
 		}
-		if !install || cli == "" || finished[c.ID] || installed[cli] {
+		if !installing || cli == "" || finished[c.ID] || installed[cli] {
 			continue
 		}
 		installed[cli] = true

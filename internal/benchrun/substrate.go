@@ -12,7 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
-	"github.com/meshbench/meshbench/internal/meshinstall"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 )
@@ -132,7 +132,7 @@ func FindEnvoy(ctx context.Context, flag string, getenv func(string) string) (*e
 // upstream-Envoy overlay, recording the Envoy build (found as the lab
 // finds it, the one `meshbench image istio` packs) as the measured proxy.
 // Nil without --istio-build.
-func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag string, getenv func(string) string) (*meshinstall.MeshInstall, error) {
+func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag string, getenv func(string) string) (*install.MeshInstall, error) {
 	if build == "" {
 		return nil, nil
 	}

@@ -23,9 +23,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
-	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -115,7 +115,7 @@ W results merged with 'meshbench merge' are the whole load.`,
   meshbench load --rate 1000 --workers 4 --worker-index 2 --output-format json http://static:8080/`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f.workerIndexEnv = env.Getenv(kubeload.CompletionIndexEnv)
+			f.workerIndexEnv = env.Getenv(loadjob.CompletionIndexEnv)
 			return runLoad(cmd.Context(), env, cmd, f, args)
 		},
 	}
@@ -159,7 +159,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpuprofile")
 	fl.IntVar(&f.workers, "workers", 1, "load generators sharing this load; this one sends its share of --rate and --connections")
-	fl.IntVar(&f.workerIndex, "worker-index", 0, "this generator's index among --workers, 0 to W-1 (default: $"+kubeload.CompletionIndexEnv+" when set, else 0)")
+	fl.IntVar(&f.workerIndex, "worker-index", 0, "this generator's index among --workers, 0 to W-1 (default: $"+loadjob.CompletionIndexEnv+" when set, else 0)")
 	fl.StringVar(&f.generator, "generator", extgen.Meshbench, "load generator: meshbench (this engine), oha, wrk2, vegeta or fortio (run as a subprocess, HTTP/1.1 only; same result format, with how exact each figure is)")
 	fl.StringVar(&f.generatorPath, "generator-path", "", "`PATH` of the --generator oha|wrk2|vegeta|fortio binary (default: vegeta and fortio from make generators, else each on $PATH; wrk2 then wrk)")
 	bindSearchFlags(fl, &f.search)
@@ -309,7 +309,7 @@ func splitForWorker(cmd *cobra.Command, f *loadFlags, cfg *loadgen.Config) error
 	if !cmd.Flags().Changed("worker-index") && f.workerIndexEnv != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(f.workerIndexEnv))
 		if err != nil || n < 0 || n >= w {
-			return fmt.Errorf("$%s %q (the default of --worker-index): allowed: 0 to %d with --workers %d", kubeload.CompletionIndexEnv, f.workerIndexEnv, w-1, w)
+			return fmt.Errorf("$%s %q (the default of --worker-index): allowed: 0 to %d with --workers %d", loadjob.CompletionIndexEnv, f.workerIndexEnv, w-1, w)
 		}
 		i = n
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/kubeload"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -31,7 +31,7 @@ func TestLoadWritesWorkerShare(t *testing.T) {
 	}
 	// The index from the Job's environment, as in a kube load pod.
 	inv := runCLI(t, &Env{Getenv: func(k string) string {
-		if k == kubeload.CompletionIndexEnv {
+		if k == loadjob.CompletionIndexEnv {
 			return "1"
 		}
 		return ""
@@ -41,7 +41,7 @@ func TestLoadWritesWorkerShare(t *testing.T) {
 		t.Fatalf("worker 1: %s", inv.stderr)
 	}
 	if r := readResult(t, w1); r.Worker == nil || *r.Worker != (results.WorkerShare{Index: 1, Count: 2}) {
-		t.Errorf("worker 1 of 2 (from $%s) wrote worker %+v", kubeload.CompletionIndexEnv, r.Worker)
+		t.Errorf("worker 1 of 2 (from $%s) wrote worker %+v", loadjob.CompletionIndexEnv, r.Worker)
 	}
 	if r := run(whole); r.Worker != nil {
 		t.Errorf("unsplit run wrote worker %+v", r.Worker)

@@ -22,9 +22,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -414,7 +414,7 @@ func TestLoadWorkersBadInput(t *testing.T) {
 	url := "http://" + deadPort(t) + "/" // never reached: input is checked first
 	env := func(idx string) *Env {
 		return &Env{Getenv: func(k string) string {
-			if k == kubeload.CompletionIndexEnv {
+			if k == loadjob.CompletionIndexEnv {
 				return idx
 			}
 			return ""
@@ -539,7 +539,7 @@ func TestLoadTwoWorkers(t *testing.T) {
 	var parts []*results.LoadResult
 	for i := range 2 {
 		env := &Env{Getenv: func(k string) string {
-			if k == kubeload.CompletionIndexEnv && i == 1 {
+			if k == loadjob.CompletionIndexEnv && i == 1 {
 				return "1"
 			}
 			return ""

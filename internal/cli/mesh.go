@@ -10,8 +10,8 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
-	"github.com/meshbench/meshbench/internal/meshinstall"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
 )
 
 // newMeshCmd is `meshbench mesh`: what --install-mesh did, undone.
@@ -40,7 +40,7 @@ install leaves behind, so that the cluster is as it was:
 
   1. the objects meshbench applied besides istioctl's (the upstream-Envoy
      overlay's EnvoyFilters), from the record its install keeps in
-     istio-system/` + meshinstall.RecordName + `;
+     istio-system/` + install.RecordName + `;
   2. istioctl uninstall --purge (the --istio-build's istioctl, else PATH's);
   3. the istio-system namespace, waited for until gone (istio-cni's pods
      take their plugin out of the nodes' CNI chains as they stop);
@@ -63,7 +63,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 				if m = strings.TrimSpace(m); m == "" {
 					continue
 				}
-				if _, ok := mesh.Get(m); !ok || meshinstall.MeshCLI(m) != "istioctl" {
+				if _, ok := mesh.Get(m); !ok || install.MeshCLI(m) != "istioctl" {
 					return usagef("--mesh %q: allowed: %s (Istio's modes; one uninstall removes them all)", m, strings.Join(istioModes(), ", "))
 				}
 				modes = append(modes, m)
@@ -74,7 +74,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 			if timeout <= 0 {
 				return usagef("--timeout %s: allowed: a positive duration", timeout)
 			}
-			o := meshinstall.UninstallOptions{Kubeconfig: k.kubeconfig, Context: k.context, Timeout: timeout}
+			o := install.UninstallOptions{Kubeconfig: k.kubeconfig, Context: k.context, Timeout: timeout}
 			if k.istioBuild != "" {
 				b, err := istio.Open(k.istioBuild)
 				if err != nil {
@@ -89,7 +89,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 			if err != nil {
 				return err
 			}
-			steps, err := meshinstall.UninstallIstio(cmd.Context(), c.Client, o)
+			steps, err := install.UninstallIstio(cmd.Context(), c.Client, o)
 			if asJSON {
 				enc := json.NewEncoder(env.Stdout)
 				enc.SetIndent("", "  ")
@@ -116,7 +116,7 @@ and no CRD is deleted. Every step is printed; exit 1 when one failed.`,
 func istioModes() []string {
 	var out []string
 	for _, m := range mesh.Names(false) {
-		if meshinstall.MeshCLI(m) == "istioctl" {
+		if install.MeshCLI(m) == "istioctl" {
 			out = append(out, m)
 		}
 	}

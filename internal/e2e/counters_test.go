@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
-	"github.com/meshbench/meshbench/internal/kubemetrics"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
@@ -199,7 +199,7 @@ func TestCountersMatchProc(t *testing.T) {
 	if err != nil || len(pids) == 0 {
 		t.Fatalf("processes of container %s: %v %v", id, pids, err)
 	}
-	s, err := kubemetrics.New(cs, kubemetrics.Options{Period: time.Second,
+	s, err := kubelet.New(cs, kubelet.Options{Period: time.Second,
 		Classify: func(_ *corev1.Pod, c string) (string, string) { return c, sample.CategoryApp }})
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +251,7 @@ func TestCountersMatchProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-apiDone
-	res, err := kubemetrics.Window(s.Records(), t0, t1, s.Period())
+	res, err := kubelet.Window(s.Records(), t0, t1, s.Period())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestCountersMatchProc(t *testing.T) {
 	var roundCPU time.Duration
 	rounds := 0
 	for _, r := range s.Records() {
-		if r.Kind == kubemetrics.RawRound {
+		if r.Kind == kubelet.RawRound {
 			roundCPU += time.Duration(r.CPUNs)
 			rounds++
 		}
@@ -300,7 +300,7 @@ func TestCountersMatchProc(t *testing.T) {
 	t.Logf("app CPU over the window: counters %.1fm, /proc %.1fm, metrics.k8s.io %s; %d of %d metrics.k8s.io samples stale; sampler %.2f ms CPU per round over %d rounds, all nodes",
 		counter/t1.Sub(t0).Seconds()*1000, proc/t1.Sub(t0).Seconds()*1000, apiAvg, stale, len(api),
 		roundCPU.Seconds()*1000/float64(max(rounds, 1)), rounds)
-	all, err := kubemetrics.Window(s.Records(), t0, time.Now(), s.Period())
+	all, err := kubelet.Window(s.Records(), t0, time.Now(), s.Period())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,6 @@
 // image built by internal/sys/image). Each test runs the CLI in-process, as a
 // user types it, and checks what the user sees and what the cluster is
 // left with; TestCountersMatchProc also checks the kubelet's CPU counters
-// (internal/kubemetrics) against /proc of the container's processes. It
+// (internal/platform/kube/kubelet) against /proc of the container's processes. It
 // has no code of its own outside the tests.
 package e2e

@@ -14,9 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshbench/meshbench/internal/kubeclient"
-	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/platform/kube/client"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
@@ -92,7 +92,7 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 		b, _ := os.ReadFile(l)
 		// Read as the platform reads it: the engine's running figures
 		// (--progress-log) precede the JSON result.
-		wr, err := kubeload.ParseWorkerLog(b)
+		wr, err := loadjob.ParseWorkerLog(b)
 		if err != nil || wr.Worker == nil || wr.Worker.Count != 2 {
 			t.Errorf("worker log %s: %v; want a result with a share of 2", l, err)
 			continue
@@ -561,7 +561,7 @@ func TestNodeStoppedOnRealNodes(t *testing.T) {
 	ctx := context.Background()
 	waitFor(t, 2*time.Minute, "node "+node+" NotReady", func() bool {
 		n, err := c.Core.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		return err == nil && !kubeclient.NodeReady(n)
+		return err == nil && !client.NodeReady(n)
 	})
 	// Give the run a few polls to see it, then bring the node back.
 	time.Sleep(5 * time.Second)
@@ -582,6 +582,6 @@ func TestNodeStoppedOnRealNodes(t *testing.T) {
 	checkClean(t, c, "e2n-app", "e2n-load")
 	waitFor(t, time.Minute, "node "+node+" Ready again", func() bool {
 		n, err := c.Core.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		return err == nil && kubeclient.NodeReady(n)
+		return err == nil && client.NodeReady(n)
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/meshinstall"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/report"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,7 +44,7 @@ func GatewayCRDs(b Build) ([]runtime.Object, error) {
 }
 
 func decodeObjects(data []byte, name string) ([]runtime.Object, error) {
-	objs, err := meshinstall.DecodeManifests(data)
+	objs, err := install.DecodeManifests(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -72,7 +72,7 @@ func InstallArgs(hub, tag string) []string {
 // defaults), the Gateway API CRDs of the build (GatewayCRDs), the
 // upstream-Envoy overlay, and envoyBuild (Envoy's build
 // string, `envoy --version`) as the proxy the run measures.
-func Install(b Build, hub, tag, envoyBuild string) (*meshinstall.MeshInstall, error) {
+func Install(b Build, hub, tag, envoyBuild string) (*install.MeshInstall, error) {
 	// The Gateway API CRDs first (a waypoint needs them; Apply creates
 	// them before the EnvoyFilter), then the overlay's EnvoyFilters.
 	objs, err := GatewayCRDs(b)
@@ -84,19 +84,19 @@ func Install(b Build, hub, tag, envoyBuild string) (*meshinstall.MeshInstall, er
 		return nil, err
 	}
 	objs = append(objs, efs...)
-	return &meshinstall.MeshInstall{
+	return &install.MeshInstall{
 		Istioctl:        b.Path("istioctl"),
 		Args:            InstallArgs(hub, tag),
 		Objects:         objs,
 		WaypointObjects: WaypointEnvoyFilter,
-		Syncz: func(ctx context.Context, kubeconfig, kubecontext string) (*meshinstall.SyncReport, error) {
+		Syncz: func(ctx context.Context, kubeconfig, kubecontext string) (*install.SyncReport, error) {
 			ps, err := SyncStatus(ctx, b, kubeconfig, kubecontext)
 			if err != nil {
 				return nil, err
 			}
 			var tb strings.Builder
 			_ = report.SyncTable(&tb, SyncRows(ps))
-			return &meshinstall.SyncReport{Proxies: ps, Table: tb.String(), Count: len(ps), NotACKed: NotACKed(ps)}, nil
+			return &install.SyncReport{Proxies: ps, Table: tb.String(), Count: len(ps), NotACKed: NotACKed(ps)}, nil
 		},
 		Proxy: fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
 	}, nil

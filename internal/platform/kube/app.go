@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/meshbench/meshbench/internal/kubepolicy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/policy"
 )
 
 // appService is one service of the app.
@@ -68,7 +68,7 @@ func (s Spec) portName(svc appService) string {
 // PeerAuthentication, the waypoint Gateway), the ALLOW rules, then each
 // app service's Service and Deployment. Core and apps objects are typed;
 // mesh objects are *unstructured.Unstructured, so no mesh's Go types are
-// needed (kubepolicy renders the mesh's objects and the rules). Every
+// needed (policy renders the mesh's objects and the rules). Every
 // object carries LabelManagedBy and LabelRun.
 //
 // Enrolment by namespace: sidecar labels istio-injection=enabled; ambient
@@ -104,14 +104,14 @@ func AppObjects(s Spec) ([]runtime.Object, error) {
 	objs = append(objs, s.serviceAccount(s.LoadNamespace, LoadServiceAccount))
 	if s.FacesChart {
 		// The chart brings the workloads (FacesChartCommand).
-		return append(objs, kubepolicy.MeshObjects(s.policyCell())...), nil
+		return append(objs, policy.MeshObjects(s.policyCell())...), nil
 	}
 	svcs := s.appServices()
 	for _, svc := range svcs {
 		objs = append(objs, s.serviceAccount(s.AppNamespace, svc.name))
 	}
-	objs = append(objs, kubepolicy.MeshObjects(s.policyCell())...)
-	pol, err := kubepolicy.PolicyObjects(s.policyCell())
+	objs = append(objs, policy.MeshObjects(s.policyCell())...)
+	pol, err := policy.PolicyObjects(s.policyCell())
 	if err != nil {
 		return nil, err
 	}

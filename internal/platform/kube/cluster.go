@@ -13,28 +13,28 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/kubeclient"
+	"github.com/meshbench/meshbench/internal/platform/kube/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ConnectOptions choose the cluster (kubeclient.ConnectOptions).
-type ConnectOptions = kubeclient.ConnectOptions
+// ConnectOptions choose the cluster (client.ConnectOptions).
+type ConnectOptions = client.ConnectOptions
 
 // FieldManager is the server-side apply field manager of everything
 // meshbench applies.
-const FieldManager = kubeclient.FieldManager
+const FieldManager = client.FieldManager
 
-// Cluster is a connection to one cluster (kubeclient.Client: the clients,
+// Cluster is a connection to one cluster (client.Client: the clients,
 // Apply) with meshbench's run operations on it.
 type Cluster struct {
-	*kubeclient.Client
+	*client.Client
 }
 
 // Connect reads the kubeconfig and checks that the API server answers
-// (kubeclient.Connect).
+// (client.Connect).
 func Connect(ctx context.Context, o ConnectOptions) (*Cluster, error) {
-	cl, err := kubeclient.Connect(ctx, o)
+	cl, err := client.Connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}

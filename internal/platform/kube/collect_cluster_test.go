@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/kubeload"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +21,7 @@ import (
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
-// TestCollectWorkerLogsAgainstCluster: kubeload.Collect, here beside the
+// TestCollectWorkerLogsAgainstCluster: loadjob.Collect, here beside the
 // package's shared test cluster (a second package would start its own):
 // the results of a real Indexed Job's
 // two pods, read through the pods/log API, are taken by the worker index
@@ -99,7 +99,7 @@ func TestCollectWorkerLogsAgainstCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return kubeload.Collect(ctx, c.Core, job, 2, dir)
+		return loadjob.Collect(ctx, c.Core, job, 2, dir)
 	}
 
 	// Each pod's own share: both taken, and each log kept.

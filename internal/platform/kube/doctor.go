@@ -14,9 +14,9 @@ import (
 	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshinstall"
+	"github.com/meshbench/meshbench/internal/platform/kube/client"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
 )
 
 // DoctorOptions is what a preflight checks for.
@@ -219,7 +219,7 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 	}
 	ready := 0
 	for _, n := range nodes.Items {
-		if kubeclient.NodeReady(&n) && !n.Spec.Unschedulable {
+		if client.NodeReady(&n) && !n.Spec.Unschedulable {
 			ready++
 		}
 	}
@@ -234,10 +234,10 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 // cliChecks looks for the mesh CLIs: required (fails) for a mesh asked
 // for when it is to be installed, optional (a warning) otherwise;
 // istioctl, when set, is the istioctl to run instead of PATH's.
-func cliChecks(ctx context.Context, modes []string, install bool, istioctl string) []DoctorCheck {
+func cliChecks(ctx context.Context, modes []string, installing bool, istioctl string) []DoctorCheck {
 	want := map[string][]string{}
 	for _, m := range modes {
-		if cli := meshinstall.MeshCLI(m); cli != "" {
+		if cli := install.MeshCLI(m); cli != "" {
 			want[cli] = append(want[cli], m)
 		}
 	}
@@ -254,17 +254,17 @@ func cliChecks(ctx context.Context, modes []string, install bool, istioctl strin
 	}
 	for _, probe := range probes {
 		chk := DoctorCheck{Name: probe.cli}
-		v, err := meshinstall.CLIVersion(ctx, probe.mode)
+		v, err := install.CLIVersion(ctx, probe.mode)
 		if probe.cli == "istioctl" && istioctl != "" {
 			chk.Name = "istioctl (" + istioctl + ")"
-			v, err = meshinstall.CLIVersionAt(ctx, probe.mode, istioctl)
+			v, err = install.CLIVersionAt(ctx, probe.mode, istioctl)
 		}
 		switch {
 		case err == nil:
 			chk.OK, chk.Detail = true, "version "+v
 		case len(want[probe.cli]) == 0:
 			chk.Warn, chk.Detail = true, err.Error()+"; not needed unless a mesh must be installed"
-		case !install:
+		case !installing:
 			detail := err.Error()
 			if _, lerr := exec.LookPath(probe.cli); lerr != nil {
 				detail = probe.cli + " not found on PATH"

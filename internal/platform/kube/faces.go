@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meshbench/meshbench/internal/meshinstall"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
 )
 
 // The Faces demo app as the seed tool installs it: Buoyant's chart, pinned,
@@ -27,7 +27,7 @@ const (
 // with anti-affinity from two nodes on and kept on the app nodes
 // (LabelNodeRole=app) from NodeSelectorMinNodes on, as the seed tool does,
 // and waited for.
-func FacesChartCommand(s Spec, kubeconfig, context string) meshinstall.Command {
+func FacesChartCommand(s Spec, kubeconfig, context string) install.Command {
 	s = s.WithDefaults()
 	args := []string{"helm", "install", FacesRelease, FacesChart, "--version", FacesChartVersion,
 		"--namespace", s.AppNamespace,
@@ -53,7 +53,7 @@ func FacesChartCommand(s Spec, kubeconfig, context string) meshinstall.Command {
 	if context != "" {
 		args = append(args, "--kube-context", context)
 	}
-	return meshinstall.Command{Args: args}
+	return install.Command{Args: args}
 }
 
 // HelmVersionCommand prints helm's version.

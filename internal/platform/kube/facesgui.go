@@ -12,15 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/meshbench/meshbench/internal/kubesample"
+	"github.com/meshbench/meshbench/internal/platform/kube/metricsapi"
 )
 
 // FacesGUISelector selects the Faces chart's GUI workload by its component
-// label (kubesample.LabelFacesComponent=kubesample.FacesGUIComponent). The
+// label (metricsapi.LabelFacesComponent=metricsapi.FacesGUIComponent). The
 // chart's replica default (defaultReplicas) scales the GUI too, and the
 // value that would hold it alone is not known here (the chart is fetched
 // at run time), so meshbench scales it back through the API instead.
-var FacesGUISelector = kubesample.LabelFacesComponent + "=" + kubesample.FacesGUIComponent
+var FacesGUISelector = metricsapi.LabelFacesComponent + "=" + metricsapi.FacesGUIComponent
 
 // FacesGUIWait is how long ScaleFacesGUI waits for the GUI to be at one
 // replica: a pod to stop and the rest to stay ready, well within what
@@ -33,7 +33,7 @@ const FacesGUIWait = 3 * time.Minute
 // observed at its generation, one replica, one ready). It returns the
 // Deployments' names, sorted; none found is not an error (the caller says
 // so: the GUI's pods, if any, would then count as the app). The GUI's pods
-// are classified out of the app's figures either way (kubesample's
+// are classified out of the app's figures either way (metricsapi's
 // "faces-gui (not measured)").
 func ScaleFacesGUI(ctx context.Context, cs kubernetes.Interface, ns string, timeout time.Duration) ([]string, error) {
 	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
@@ -44,8 +44,8 @@ func ScaleFacesGUI(ctx context.Context, cs kubernetes.Interface, ns string, time
 	for _, d := range deps.Items {
 		// The label on the Deployment or on its pods (what the classifier
 		// reads): either way its pods are the GUI's.
-		if d.Labels[kubesample.LabelFacesComponent] != kubesample.FacesGUIComponent &&
-			d.Spec.Template.Labels[kubesample.LabelFacesComponent] != kubesample.FacesGUIComponent {
+		if d.Labels[metricsapi.LabelFacesComponent] != metricsapi.FacesGUIComponent &&
+			d.Spec.Template.Labels[metricsapi.LabelFacesComponent] != metricsapi.FacesGUIComponent {
 			continue
 		}
 		names = append(names, d.Name)

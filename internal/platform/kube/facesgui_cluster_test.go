@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/platform/kube/metricsapi"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
@@ -55,9 +55,9 @@ func TestScaleFacesGUIAgainstCluster(t *testing.T) {
 		t.Fatalf("the run's step without a GUI: manifest says %v", r.manifest.Options["faces_gui_scaled_to_one"])
 	}
 
-	gui := testDeployment(ns, "faces-gui", 3, map[string]string{"app": "faces-gui", kubesample.LabelFacesComponent: kubesample.FacesGUIComponent}, "", "", "faces-gui", "istio-proxy")
-	gui.Labels = map[string]string{kubesample.LabelFacesComponent: kubesample.FacesGUIComponent}
-	face := testDeployment(ns, "face", 3, map[string]string{"app": "face", kubesample.LabelFacesComponent: "face"}, "", "", "face", "istio-proxy")
+	gui := testDeployment(ns, "faces-gui", 3, map[string]string{"app": "faces-gui", metricsapi.LabelFacesComponent: metricsapi.FacesGUIComponent}, "", "", "faces-gui", "istio-proxy")
+	gui.Labels = map[string]string{metricsapi.LabelFacesComponent: metricsapi.FacesGUIComponent}
+	face := testDeployment(ns, "face", 3, map[string]string{"app": "face", metricsapi.LabelFacesComponent: "face"}, "", "", "face", "istio-proxy")
 	for _, d := range []string{"faces-gui", "face"} {
 		dep := gui
 		if d == "face" {
@@ -93,7 +93,7 @@ func TestScaleFacesGUIAgainstCluster(t *testing.T) {
 	}
 
 	// The real pods, classified.
-	cl, err := kubesample.NewClassifier("sidecar", kubesample.Namespaces{App: ns, Load: "mbgui-load"})
+	cl, err := metricsapi.NewClassifier("sidecar", metricsapi.Namespaces{App: ns, Load: "mbgui-load"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,20 +8,20 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/meshbench/meshbench/internal/kubeload"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 )
 
 // LoadSpec is the load of one cell on this platform: the workers' load
-// (kubeload.Spec: W workers, the pods of an Indexed Job, that each run
+// (loadjob.Spec: W workers, the pods of an Indexed Job, that each run
 // `meshbench load` with their share of the rate and the connections) and
 // the Spec it runs against. Work.Target "" is LoadTarget(Spec).
 type LoadSpec struct {
 	Spec
-	Work kubeload.Spec
+	Work loadjob.Spec
 }
 
 // resolved is ls's load with its Target defaulted to LoadTarget(Spec).
-func (ls LoadSpec) resolved() kubeload.Spec {
+func (ls LoadSpec) resolved() loadjob.Spec {
 	l := ls.Work
 	l.Target = cmp.Or(l.Target, LoadTarget(ls.Spec))
 	return l
@@ -44,14 +44,14 @@ func (ls LoadSpec) Validate() error {
 }
 
 // LoadArgs are the arguments of worker index's `meshbench load`
-// (kubeload.Args, the target defaulted).
+// (loadjob.Args, the target defaulted).
 func LoadArgs(ls LoadSpec, index string) []string {
 	ls.Spec = ls.Spec.WithDefaults()
-	return kubeload.Args(ls.resolved(), index)
+	return loadjob.Args(ls.resolved(), index)
 }
 
 // LoadJob returns the load Job of ls, in the load namespace
-// (kubeload.Job: an Indexed Job of Workers pods, no retries, no TTL).
+// (loadjob.Job: an Indexed Job of Workers pods, no retries, no TTL).
 // Placement: workers prefer distinct nodes, and from AntiAffinityMinNodes
 // nodes must avoid app pods' nodes; from NodeSelectorMinNodes they run
 // only on nodes labelled LabelNodeRole=RoleLoad. With sidecar meshes the
@@ -65,7 +65,7 @@ func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
 		return nil, err
 	}
 	s := ls.Spec
-	p := kubeload.Pod{
+	p := loadjob.Pod{
 		Namespace: s.LoadNamespace, Name: LoadJobName, Labels: s.labels(),
 		PodLabels: s.podLabels(RoleLoad, LoadJobName), PodAnnotations: maps.Clone(s.desc().Cluster.LoadPodAnnotations),
 		Image: s.Image, ServiceAccount: LoadServiceAccount,
@@ -81,5 +81,5 @@ func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
 	if s.NodeCount >= NodeSelectorMinNodes {
 		p.NodeSelector = map[string]string{LabelNodeRole: RoleLoad}
 	}
-	return kubeload.Job(ls.resolved(), p), nil
+	return loadjob.Job(ls.resolved(), p), nil
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/meshbench/meshbench/internal/mesh"
-	"github.com/meshbench/meshbench/internal/meshinstall"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
 )
 
 // Namespaces the meshes install themselves into.
@@ -31,9 +31,9 @@ func oneLine(s string) string {
 	return s
 }
 
-// Install runs mode's install commands against c (meshinstall.Run).
-func (c *Cluster) Install(ctx context.Context, cmds []meshinstall.Command, log io.Writer) ([]meshinstall.Command, error) {
-	return meshinstall.Run(ctx, c, cmds, log)
+// Install runs mode's install commands against c (install.Run).
+func (c *Cluster) Install(ctx context.Context, cmds []install.Command, log io.Writer) ([]install.Command, error) {
+	return install.Run(ctx, c, cmds, log)
 }
 
 // Check is one verified fact about an installed mesh.

@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
-	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/platform/kube/metricsapi"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
@@ -205,7 +205,7 @@ func checkTables(t *testing.T, measured []sample.Round, fresh int) {
 // checkNoDoubleCounting: no container has two samples of the same
 // timestamp, and each pod has as many fresh records as distinct
 // (timestamp, window) pairs.
-func checkNoDoubleCounting(t *testing.T, rounds []sample.Round, recs []kubesample.RawRecord) {
+func checkNoDoubleCounting(t *testing.T, rounds []sample.Round, recs []metricsapi.RawRecord) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, r := range rounds {
@@ -220,7 +220,7 @@ func checkNoDoubleCounting(t *testing.T, rounds []sample.Round, recs []kubesampl
 	distinct := map[string]map[string]bool{}
 	freshRecs := map[string]int{}
 	for _, rec := range recs {
-		if rec.Kind != kubesample.RawPodMetrics {
+		if rec.Kind != metricsapi.RawPodMetrics {
 			continue
 		}
 		pod := rec.Namespace + "/" + rec.Name + " " + rec.UID
@@ -278,10 +278,10 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 	for _, d := range []*appsv1.Deployment{
 		testDeployment(clusterAppNS, "web", 2, map[string]string{"app": "web"}, "250m", "64Mi", "web"),
 		testDeployment(clusterAppNS, "waypoint", 1, map[string]string{"app": "waypoint",
-			"gateway.networking.k8s.io/gateway-class-name": "istio-waypoint"}, "12m", "22Mi", kubesample.ContainerIstioProxy),
+			"gateway.networking.k8s.io/gateway-class-name": "istio-waypoint"}, "12m", "22Mi", metricsapi.ContainerIstioProxy),
 		testDeployment(clusterLoadNS, "load", 1, map[string]string{"app": "load"}, "10m", "8Mi", "load"),
 		testDeployment(IstioNamespace, "istiod", 1, map[string]string{"app": "istiod"}, "100m", "128Mi", "discovery"),
-		testDeployment(IstioNamespace, "istio-ingressgateway", 1, map[string]string{"istio": "ingressgateway"}, "15m", "25Mi", kubesample.ContainerIstioProxy),
+		testDeployment(IstioNamespace, "istio-ingressgateway", 1, map[string]string{"istio": "ingressgateway"}, "15m", "25Mi", metricsapi.ContainerIstioProxy),
 	} {
 		if _, err := apps.Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -292,7 +292,7 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: IstioNamespace, Name: "ztunnel"},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: dsLabels},
-			Template: testPodTemplate(dsLabels, "30m", "40Mi", kubesample.ContainerIstioProxy),
+			Template: testPodTemplate(dsLabels, "30m", "40Mi", metricsapi.ContainerIstioProxy),
 		},
 	}
 	if _, err := apps.DaemonSets(IstioNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
@@ -302,7 +302,7 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: clusterAppNS, Name: "client", Labels: map[string]string{"app": "client"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "client", Image: "example.invalid/client:1"},
-			{Name: kubesample.ContainerIstioProxy, Image: "example.invalid/proxy:1"},
+			{Name: metricsapi.ContainerIstioProxy, Image: "example.invalid/proxy:1"},
 		}},
 	}
 	// A bare pod is admitted once the namespace's default ServiceAccount
@@ -337,12 +337,12 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 	tReady := time.Now()
 	t.Logf("9 pods Ready %.1fs after the test started", tReady.Sub(t0).Seconds())
 
-	classifier, err := kubesample.NewClassifier("waypoint", kubesample.Namespaces{App: clusterAppNS, Load: clusterLoadNS})
+	classifier, err := metricsapi.NewClassifier("waypoint", metricsapi.Namespaces{App: clusterAppNS, Load: clusterLoadNS})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var raw bytes.Buffer
-	s, err := kubesample.NewMetricsSampler(mc, cs, kubesample.MetricsOptions{Period: 3 * time.Second, Classifier: classifier, Namespaces: namespaces, Raw: &raw})
+	s, err := metricsapi.NewMetricsSampler(mc, cs, metricsapi.MetricsOptions{Period: 3 * time.Second, Classifier: classifier, Namespaces: namespaces, Raw: &raw})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,12 +403,12 @@ func TestMetricsSamplerAgainstCluster(t *testing.T) {
 	if fresh >= len(measured) {
 		t.Errorf("every measured round was fresh (%d of %d): stale rounds expected", fresh, len(measured))
 	}
-	recs, err := kubesample.ReadRaw(bytes.NewReader(raw.Bytes()))
+	recs, err := metricsapi.ReadRaw(bytes.NewReader(raw.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkNoDoubleCounting(t, rounds, recs)
-	if got := kubesample.FromRaw(recs); len(got.Rounds) != len(rounds) || got.StalePods != stalePods || got.StaleNodes != staleNodes {
+	if got := metricsapi.FromRaw(recs); len(got.Rounds) != len(rounds) || got.StalePods != stalePods || got.StaleNodes != staleNodes {
 		t.Errorf("the raw file rebuilds %d rounds, %d/%d stale; the sampler had %d, %d/%d",
 			len(got.Rounds), got.StalePods, got.StaleNodes, len(rounds), stalePods, staleNodes)
 	}
@@ -440,11 +440,11 @@ func TestMetricsFromKwokFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	recs, err := kubesample.ReadRaw(f)
+	recs, err := metricsapi.ReadRaw(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := kubesample.FromRaw(recs)
+	run := metricsapi.FromRaw(recs)
 	measured, fresh := measuredRounds(t, run.Rounds)
 	checkTables(t, measured, fresh)
 	checkNoDoubleCounting(t, run.Rounds, recs)
@@ -512,8 +512,8 @@ func checkNodes(ctx context.Context, t *testing.T, cs kubernetes.Interface, node
 // without metrics-server: a new sampler's first round must fail with
 // ErrMetricsUnavailable, while a sampler that has had answers (s) records
 // the error and goes on. The APIService is put back and waited for.
-func checkMetricsAPIGone(ctx context.Context, t *testing.T, c *kubetest.Cluster, s *kubesample.MetricsSampler,
-	mc metricsclient.Interface, cs kubernetes.Interface, classifier *kubesample.Classifier) {
+func checkMetricsAPIGone(ctx context.Context, t *testing.T, c *kubetest.Cluster, s *metricsapi.MetricsSampler,
+	mc metricsclient.Interface, cs kubernetes.Interface, classifier *metricsapi.Classifier) {
 	t.Helper()
 	const apiService = "apiservice/v1beta1.metrics.k8s.io"
 	saved, err := c.Kubectl(ctx, "get", apiService, "-o", "json")
@@ -551,12 +551,12 @@ func checkMetricsAPIGone(ctx context.Context, t *testing.T, c *kubetest.Cluster,
 
 	var gotErr error
 	kubetest.Poll(ctx, t, 30*time.Second, "metrics.k8s.io to be gone", func() (bool, string) {
-		fresh, err := kubesample.NewMetricsSampler(mc, cs, kubesample.MetricsOptions{Classifier: classifier, Namespaces: []string{clusterAppNS}})
+		fresh, err := metricsapi.NewMetricsSampler(mc, cs, metricsapi.MetricsOptions{Classifier: classifier, Namespaces: []string{clusterAppNS}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, gotErr = fresh.SampleNow(ctx)
-		return errors.Is(gotErr, kubesample.ErrMetricsUnavailable), fmt.Sprint(gotErr)
+		return errors.Is(gotErr, metricsapi.ErrMetricsUnavailable), fmt.Sprint(gotErr)
 	})
 	t.Logf("without the APIService, a new sampler's first round: %v", gotErr)
 	before := len(s.Errors())

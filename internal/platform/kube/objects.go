@@ -7,10 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/meshbench/meshbench/internal/kubeload"
-	"github.com/meshbench/meshbench/internal/kubepolicy"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
+	"github.com/meshbench/meshbench/internal/platform/kube/policy"
 )
 
 // Labels on everything meshbench creates. Every object carries
@@ -65,7 +65,7 @@ const (
 	// AppContainer and LoadContainer name the containers of app pods and
 	// load workers (a mesh adds its own beside them).
 	AppContainer  = "app"
-	LoadContainer = kubeload.Container
+	LoadContainer = loadjob.Container
 	// LoadJobName is the load Job's name; LoadServiceAccount its pods'
 	// service account, the identity the ALLOW rules call the client
 	// (topology.IdentityClient).
@@ -268,9 +268,9 @@ func (s Spec) podLabels(role, app string) map[string]string {
 	return l
 }
 
-// policyCell is what the mesh's objects and ALLOW rules (kubepolicy)
+// policyCell is what the mesh's objects and ALLOW rules (policy)
 // are rendered from.
-func (s Spec) policyCell() kubepolicy.Cell {
-	return kubepolicy.Cell{Mesh: s.desc(), Options: s.Mesh, AppNamespace: s.AppNamespace, LoadNamespace: s.LoadNamespace,
+func (s Spec) policyCell() policy.Cell {
+	return policy.Cell{Mesh: s.desc(), Options: s.Mesh, AppNamespace: s.AppNamespace, LoadNamespace: s.LoadNamespace,
 		AppPort: s.appPort(), LoadServiceAccount: LoadServiceAccount, Labels: s.labels(), AppPods: map[string]string{LabelRole: RoleApp}}
 }

@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/meshbench/meshbench/internal/kubeload"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -107,15 +107,15 @@ func TestObjectsGolden(t *testing.T) {
 		ls   LoadSpec
 	}{
 		// One worker on an unknown cluster: no required anti-affinity.
-		{"load-none-w1", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: kubeload.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second, Warmup: time.Second}}},
+		{"load-none-w1", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second, Warmup: time.Second}}},
 		// Three sidecar workers on 4 nodes, closed loop, explicit target.
-		{"load-sidecar-w3", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 4 }), Work: kubeload.Spec{Load: loadgen.ClosedLoop, Workers: 3, Duration: time.Minute, Timeout: 5 * time.Second, Connections: 48,
+		{"load-sidecar-w3", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 4 }), Work: loadjob.Spec{Load: loadgen.ClosedLoop, Workers: 3, Duration: time.Minute, Timeout: 5 * time.Second, Connections: 48,
 			Target: "http://static.meshbench-app.svc.cluster.local:8080/"}}},
 		// Linkerd: its native-sidecar annotations.
-		{"load-linkerd-w2", LoadSpec{Spec: spec(ModeLinkerd, topology.AppFaces, 0), Work: kubeload.Spec{Load: testLoad(t, "33.3"), Workers: 2, Duration: 30 * time.Second}}},
+		{"load-linkerd-w2", LoadSpec{Spec: spec(ModeLinkerd, topology.AppFaces, 0), Work: loadjob.Spec{Load: testLoad(t, "33.3"), Workers: 2, Duration: 30 * time.Second}}},
 		// oha in two workers: --generator oha, and /tmp writable for its
 		// per-request database (the root filesystem is read-only).
-		{"load-none-w2-oha", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: kubeload.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second, Warmup: time.Second, Generator: "oha"}}},
+		{"load-none-w2-oha", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: loadjob.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second, Warmup: time.Second, Generator: "oha"}}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			job, err := LoadJob(tt.ls)
@@ -161,7 +161,7 @@ func TestObjectsLabels(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		job, err := LoadJob(LoadSpec{Spec: s, Work: kubeload.Spec{Load: testLoad(t, "100"), Workers: 3, Duration: time.Second}})
+		job, err := LoadJob(LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 3, Duration: time.Second}})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -568,7 +568,7 @@ func TestLoadJob(t *testing.T) {
 		for _, nodes := range []int{0, 1, 2, 3, 4} {
 			t.Run(fmt.Sprintf("w%d-n%d", w, nodes), func(t *testing.T) {
 				s := spec(topology.ModeAmbient, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = nodes })
-				job, err := LoadJob(LoadSpec{Spec: s, Work: kubeload.Spec{Load: testLoad(t, "100"), Workers: w, Duration: 10 * time.Second, Warmup: 2 * time.Second, Connections: 16}})
+				job, err := LoadJob(LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: w, Duration: 10 * time.Second, Warmup: 2 * time.Second, Connections: 16}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -644,7 +644,7 @@ func TestLoadJobRateSplit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadJob(LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: kubeload.Spec{Load: testLoad(t, c.rate), Workers: c.workers, Duration: time.Second}}); err != nil {
+		if _, err := LoadJob(LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: loadjob.Spec{Load: testLoad(t, c.rate), Workers: c.workers, Duration: time.Second}}); err != nil {
 			t.Fatal(err)
 		}
 		var sum, lo, hi float64 = 0, math.Inf(1), 0
@@ -665,17 +665,17 @@ func TestLoadJobInvalid(t *testing.T) {
 		ls   LoadSpec
 		want []string
 	}{
-		{"no workers", LoadSpec{Spec: s, Work: kubeload.Spec{Load: testLoad(t, "10"), Duration: time.Second}}, []string{"workers 0"}},
-		{"no rate", LoadSpec{Spec: s, Work: kubeload.Spec{Workers: 1, Duration: time.Second}}, []string{`rate ""`}},
-		{"rate too low to split", LoadSpec{Spec: s, Work: kubeload.Spec{Load: testLoad(t, "0.000002"), Workers: 3, Duration: time.Second}}, []string{"too low to split over 3 workers"}},
-		{"unknown generator", LoadSpec{Spec: s, Work: kubeload.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, Generator: "hey"}},
+		{"no workers", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Duration: time.Second}}, []string{"workers 0"}},
+		{"no rate", LoadSpec{Spec: s, Work: loadjob.Spec{Workers: 1, Duration: time.Second}}, []string{`rate ""`}},
+		{"rate too low to split", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "0.000002"), Workers: 3, Duration: time.Second}}, []string{"too low to split over 3 workers"}},
+		{"unknown generator", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, Generator: "hey"}},
 			[]string{"generator hey: allowed: meshbench, oha, wrk2, vegeta, fortio"}},
 		// wrk2 takes whole requests per second: 100/s over 3 workers is not.
-		{"wrk2 worker share not whole", LoadSpec{Spec: s, Work: kubeload.Spec{Load: testLoad(t, "100"), Workers: 3, Duration: time.Second, Generator: "wrk2"}},
+		{"wrk2 worker share not whole", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 3, Duration: time.Second, Generator: "wrk2"}},
 			[]string{"worker 0 of 3: --rate 33.333334/s: wrk2 takes whole requests per second"}},
-		{"wrk2 closed loop", LoadSpec{Spec: s, Work: kubeload.Spec{Load: loadgen.ClosedLoop, Workers: 1, Duration: 10 * time.Second, Generator: "wrk2"}},
+		{"wrk2 closed loop", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.ClosedLoop, Workers: 1, Duration: 10 * time.Second, Generator: "wrk2"}},
 			[]string{"worker 0 of 1: --max: wrk2 has no closed loop"}},
-		{"everything", LoadSpec{Spec: Spec{}, Work: kubeload.Spec{Workers: 0, Warmup: -1, Timeout: -1, Connections: -1, Target: "ftp://x/"}},
+		{"everything", LoadSpec{Spec: Spec{}, Work: loadjob.Spec{Workers: 0, Warmup: -1, Timeout: -1, Connections: -1, Target: "ftp://x/"}},
 			[]string{"run-id", `mode "": allowed: none, sidecar, ambient, waypoint, linkerd`, "replicas 0", "workers 0", `rate ""`, "duration 0s", "warmup -1ns", "timeout -1ns", "connections -1", "allowed schemes"}},
 	}
 	for _, tt := range tests {

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/kubeload"
+	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,14 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/meshbench/meshbench/internal/kubeclient"
-	"github.com/meshbench/meshbench/internal/kubemetrics"
-	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
-	"github.com/meshbench/meshbench/internal/meshinstall"
+	"github.com/meshbench/meshbench/internal/platform/kube/client"
+	"github.com/meshbench/meshbench/internal/platform/kube/install"
+	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
+	"github.com/meshbench/meshbench/internal/platform/kube/metricsapi"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -95,7 +95,7 @@ type Options struct {
 	IstioProfile string
 	// IstioInstall, when set, changes how InstallMesh installs Istio's
 	// modes (see MeshInstall).
-	IstioInstall *meshinstall.MeshInstall
+	IstioInstall *install.MeshInstall
 
 	OutDir string
 	Log    io.Writer
@@ -226,7 +226,7 @@ func (o *Options) defaults() error {
 		errs = append(errs, err)
 	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
 		// What the generator cannot do, before anything is deployed.
-		ls := LoadSpec{Spec: o.Spec, Work: kubeload.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+		ls := LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
 			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}}
 		if err := ls.Validate(); err != nil {
 			errs = append(errs, err)
@@ -314,36 +314,36 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			endMesh()
 			return nil, err
 		}
-		// What the cluster had before, for meshinstall's record (what
+		// What the cluster had before, for install's record (what
 		// `meshbench mesh uninstall` removes).
 		var crdsBefore []string
-		if meshinstall.MeshCLI(mode) == "istioctl" {
+		if install.MeshCLI(mode) == "istioctl" {
 			var err error
-			if crdsBefore, err = meshinstall.CRDNames(ctx, c.Client); err != nil {
+			if crdsBefore, err = install.CRDNames(ctx, c.Client); err != nil {
 				endMesh()
 				return nil, err
 			}
 		}
-		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(meshinstall.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
+		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(install.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
 		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
-		if err == nil && o.IstioInstall != nil && meshinstall.MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
+		if err == nil && o.IstioInstall != nil && install.MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
 			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
 				err = c.Apply(ctx, o.IstioInstall.Objects)
 			}
 		}
-		if err == nil && meshinstall.MeshCLI(mode) == "istioctl" {
+		if err == nil && install.MeshCLI(mode) == "istioctl" {
 			var applied []runtime.Object
 			if o.IstioInstall != nil {
 				applied = o.IstioInstall.Objects
 			}
-			err = meshinstall.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
+			err = install.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
 		}
 		if err != nil {
 			endMesh()
 			return nil, err
 		}
 	}
-	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && meshinstall.MeshCLI(mode) == "istioctl" {
+	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && install.MeshCLI(mode) == "istioctl" {
 		r.manifest.Options["mesh_proxy"] = o.IstioInstall.Proxy
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
@@ -388,29 +388,29 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer rawFile.Close()
-	cls, err := kubesample.NewClassifier(mode, kubesample.Namespaces{App: o.Spec.AppNamespace, Load: o.Spec.LoadNamespace})
+	cls, err := metricsapi.NewClassifier(mode, metricsapi.Namespaces{App: o.Spec.AppNamespace, Load: o.Spec.LoadNamespace})
 	if err != nil {
 		return nil, err
 	}
-	kubelet := r.source == SourceKubelet
+	fromKubelet := r.source == SourceKubelet
 	apiOnRound := o.OnRound
-	if kubelet {
+	if fromKubelet {
 		apiOnRound = nil // the live view shows the counters
 	}
-	sampler, err := kubesample.NewMetricsSampler(c.Metrics, c.Core, kubesample.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
+	sampler, err := metricsapi.NewMetricsSampler(c.Metrics, c.Core, metricsapi.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
 		OnNodeRound: o.OnNodeRound})
 	if err != nil {
 		return nil, err
 	}
-	var counters *kubemetrics.Sampler
+	var counters *kubelet.Sampler
 	var rounds roundSource = sampler
-	if kubelet {
+	if fromKubelet {
 		kubeletFile, err := os.Create(filepath.Join(r.dir.Path, KubeletRawFile))
 		if err != nil {
 			return nil, err
 		}
 		defer kubeletFile.Close()
-		counters, err = kubemetrics.New(c.Core, kubemetrics.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
+		counters, err = kubelet.New(c.Core, kubelet.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
 			Raw: kubeletFile, OnRound: o.OnRound})
 		if err != nil {
 			return nil, err
@@ -421,7 +421,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	samplerDone := make(chan error, 1)
 	countersDone := make(chan error, 1)
 	go func() { samplerDone <- sampler.Run(sctx) }()
-	if kubelet {
+	if fromKubelet {
 		go func() { countersDone <- counters.Run(sctx) }()
 	} else {
 		countersDone <- nil
@@ -434,7 +434,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			stopSampling()
 			apiErr, countersErr = <-samplerDone, <-countersDone
 		}
-		if kubelet {
+		if fromKubelet {
 			// metrics.k8s.io is only the cross-check then.
 			if apiErr != nil && !errors.Is(apiErr, context.Canceled) {
 				r.logf("warning: metrics.k8s.io (the cross-check): %v", apiErr)
@@ -534,7 +534,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
 		MixedRounds: sampler.MixedRounds(), Drain: drain, Source: r.source, SourceReason: fmt.Sprint(r.manifest.Options["metrics_source_reason"])}
-	if kubelet {
+	if fromKubelet {
 		api := metricsAPIReport(sampler, summary, loadRes != nil)
 		resources["metrics_api"] = api
 		res.MetricsAPI = api
@@ -576,7 +576,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	// An API error in a round of the measured window is the kube form of
 	// the local sampler's gap.
-	if loadRes != nil && !kubelet {
+	if loadRes != nil && !fromKubelet {
 		n := 0
 		for _, e := range sampler.Errors() {
 			if !e.Time.Before(from) && !e.Time.After(to) {
@@ -587,7 +587,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			r.invalid(fmt.Sprintf("metrics sampling: %d API errors in the measured window (see metrics-raw.jsonl)", n))
 		}
 	}
-	if loadRes != nil && kubelet {
+	if loadRes != nil && fromKubelet {
 		n := 0
 		for _, e := range counters.Errors() {
 			if t := time.Unix(0, e.TUnixNs); !t.Before(from) && !t.After(to) {
@@ -601,7 +601,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if samplerErr != nil && !errors.Is(samplerErr, context.Canceled) {
 		r.invalid("metrics sampling: " + samplerErr.Error())
 	}
-	if len(window) == 0 && loadRes != nil && !kubelet {
+	if len(window) == 0 && loadRes != nil && !fromKubelet {
 		r.invalid(fmt.Sprintf("no fresh metrics sample fell inside the measured window (%s): run longer than the metrics resolution", to.Sub(from).Round(time.Second)))
 	}
 	if loadErr != nil {
@@ -623,7 +623,7 @@ func (r *run) installFacesChart(ctx context.Context) error {
 		r.manifest.Options["helm_version"] = strings.TrimSpace(string(v))
 		r.mu.Unlock()
 	}
-	cmds, err := r.c.Install(ctx, []meshinstall.Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
+	cmds, err := r.c.Install(ctx, []install.Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
 	_ = r.dir.WriteJSON(filepath.Join("k8s", "app-install.json"), cmds)
 	if err != nil {
 		return err
@@ -650,11 +650,11 @@ func (r *run) scaleFacesGUI(ctx context.Context) error {
 
 // withIstioProfile sets istioctl's profile in cmds to profile ("": as
 // they are).
-func withIstioProfile(cmds []meshinstall.Command, profile string) []meshinstall.Command {
+func withIstioProfile(cmds []install.Command, profile string) []install.Command {
 	if profile == "" {
 		return cmds
 	}
-	out := make([]meshinstall.Command, len(cmds))
+	out := make([]install.Command, len(cmds))
 	for i, c := range cmds {
 		c.Args = slices.Clone(c.Args)
 		for j, a := range c.Args {
@@ -671,7 +671,7 @@ func withIstioProfile(cmds []meshinstall.Command, profile string) []meshinstall.
 func (r *run) writeObjects(name string, objs []runtime.Object) error {
 	var b bytes.Buffer
 	for _, obj := range objs {
-		u, _, err := kubeclient.ToUnstructured(obj)
+		u, _, err := client.ToUnstructured(obj)
 		if err != nil {
 			return err
 		}
@@ -847,7 +847,7 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
-	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: kubeload.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
 		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator}})
 	if err != nil {
 		endWarm()
@@ -866,7 +866,7 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		defer stopFollowing()
 	}
 	syncDone := make(chan struct{})
-	var sync *meshinstall.SyncReport
+	var sync *install.SyncReport
 	var syncErr error
 	warmTimer := time.AfterFunc(o.Warmup, func() {
 		endWarm()
@@ -889,14 +889,14 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		}
 		close(syncDone)
 	})
-	jobErr := kubeload.Wait(ctx, c.Client, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	jobErr := loadjob.Wait(ctx, c.Client, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
 	if warmTimer.Stop() {
 		endWarm()
 	} else {
 		<-syncDone
 		r.writeSync(sync, syncErr)
 	}
-	parts, logErr := kubeload.Collect(context.WithoutCancel(ctx), c.Core, job, o.Workers, r.dir)
+	parts, logErr := loadjob.Collect(context.WithoutCancel(ctx), c.Core, job, o.Workers, r.dir)
 	if jobErr != nil && len(parts) == 0 {
 		return nil, errors.Join(jobErr, logErr)
 	}
@@ -910,7 +910,7 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	r.mu.Lock()
 	r.manifest.Phases = append(r.manifest.Phases, results.Phase{Name: "measure", Started: merged.StartedAt, Ended: merged.EndedAt})
 	r.mu.Unlock()
-	if err := kubeload.WriteResult(r.dir, merged); err != nil {
+	if err := loadjob.WriteResult(r.dir, merged); err != nil {
 		return nil, err
 	}
 	return merged, jobErr
@@ -943,9 +943,9 @@ func (c *Cluster) waitPodsReady(ctx context.Context, ns string, timeout time.Dur
 
 // syncz is the install's reader of istiod's ACK table when this run's
 // mesh is Istio installed by meshbench with one (nil otherwise).
-func (r *run) syncz() func(context.Context, string, string) (*meshinstall.SyncReport, error) {
+func (r *run) syncz() func(context.Context, string, string) (*install.SyncReport, error) {
 	mi := r.o.IstioInstall
-	if mi == nil || mi.Syncz == nil || meshinstall.MeshCLI(string(r.o.Spec.Mesh.Mode)) != "istioctl" {
+	if mi == nil || mi.Syncz == nil || install.MeshCLI(string(r.o.Spec.Mesh.Mode)) != "istioctl" {
 		return nil
 	}
 	return mi.Syncz
@@ -954,7 +954,7 @@ func (r *run) syncz() func(context.Context, string, string) (*meshinstall.SyncRe
 // writeSync keeps istiod's ACK table in the results (k8s/istiod-acks.txt,
 // k8s/istiod-syncz.json), prints it, and records in the manifest how many
 // proxies there were and which types were not ACKed.
-func (r *run) writeSync(s *meshinstall.SyncReport, err error) {
+func (r *run) writeSync(s *install.SyncReport, err error) {
 	if err != nil {
 		r.logf("istiod's ACK table: %v", err)
 		r.mu.Lock()
@@ -1081,7 +1081,7 @@ func (c *Cluster) placeNodes(ctx context.Context, runID string) (int, error) {
 	}
 	var ready []corev1.Node
 	for _, n := range nodes.Items {
-		if kubeclient.NodeReady(&n) && !n.Spec.Unschedulable {
+		if client.NodeReady(&n) && !n.Spec.Unschedulable {
 			ready = append(ready, n)
 		}
 	}

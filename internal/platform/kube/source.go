@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshbench/meshbench/internal/kubemetrics"
-	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
+	"github.com/meshbench/meshbench/internal/platform/kube/metricsapi"
 )
 
 // Where a run's CPU and memory come from (Options.MetricsSource).
@@ -39,7 +39,7 @@ const DefaultKubeletInterval = time.Second
 const KubeletRawFile = "kubelet-raw.jsonl"
 
 // ChooseSource resolves want ("", auto, kubelet or metrics-api) on the
-// cluster: auto (or "") is kubelet when kubemetrics.Probe succeeds, else
+// cluster: auto (or "") is kubelet when kubelet.Probe succeeds, else
 // metrics-api. why says what decided it. Asking for kubelet where the
 // probe fails is an error.
 func ChooseSource(ctx context.Context, c *Cluster, want string) (source, why string, err error) {
@@ -50,7 +50,7 @@ func ChooseSource(ctx context.Context, c *Cluster, want string) (source, why str
 	default:
 		return "", "", fmt.Errorf("metrics source %q: allowed: %s", want, strings.Join(MetricsSources, ", "))
 	}
-	perr := kubemetrics.Probe(ctx, c.Core)
+	perr := kubelet.Probe(ctx, c.Core)
 	switch {
 	case perr == nil && want == SourceKubelet:
 		return SourceKubelet, "asked for (--metrics-source kubelet); nodes/proxy get allowed and /metrics/resource answers", nil
@@ -64,7 +64,7 @@ func ChooseSource(ctx context.Context, c *Cluster, want string) (source, why str
 
 // kubeletClassify classifies a container for the kubelet sampler with
 // the run's Classifier.
-func kubeletClassify(cls *kubesample.Classifier) func(pod *corev1.Pod, container string) (string, string) {
+func kubeletClassify(cls *metricsapi.Classifier) func(pod *corev1.Pod, container string) (string, string) {
 	return func(pod *corev1.Pod, container string) (string, string) {
 		_, component, category := cls.Classify(pod, container)
 		return component, category
@@ -80,17 +80,17 @@ type CounterReport struct {
 	PeriodNs int64 `json:"period_ns"`
 	StepNs   int64 `json:"step_ns"`
 	// Resets are the counter resets (restarted containers) in the window.
-	Resets []kubemetrics.Reset `json:"resets"`
+	Resets []kubelet.Reset `json:"resets"`
 	// Partial are the containers counted for only part of the window
 	// (appeared, disappeared or restarted inside it).
-	Partial []kubemetrics.ContainerWindow `json:"partial"`
+	Partial []kubelet.ContainerWindow `json:"partial"`
 	// Containers: every container's exact CPU over the window.
-	Containers []kubemetrics.ContainerWindow `json:"containers"`
+	Containers []kubelet.ContainerWindow `json:"containers"`
 	// StaleReadings did not advance their counter's timestamp (no new
 	// information); FreshReadings did.
-	StaleReadings int                  `json:"stale_readings"`
-	FreshReadings int                  `json:"fresh_readings"`
-	Lag           kubemetrics.LagStats `json:"lag"`
+	StaleReadings int              `json:"stale_readings"`
+	FreshReadings int              `json:"fresh_readings"`
+	Lag           kubelet.LagStats `json:"lag"`
 	// RoundCPUNs: the process's CPU time per reading round (all nodes).
 	RoundCPUNs sample.Stats `json:"round_cpu_ns"`
 	Nodes      int          `json:"nodes"`
@@ -100,30 +100,30 @@ type CounterReport struct {
 
 // counterWindow turns the kubelet sampler's records into the window's
 // summary, node summaries and the counter report.
-func counterWindow(ctx context.Context, c *Cluster, s *kubemetrics.Sampler, from, to time.Time) (sample.Summary, []sample.NodeSummary, *CounterReport, error) {
+func counterWindow(ctx context.Context, c *Cluster, s *kubelet.Sampler, from, to time.Time) (sample.Summary, []sample.NodeSummary, *CounterReport, error) {
 	recs := s.Records()
-	res, err := kubemetrics.Window(recs, from, to, s.Period())
+	res, err := kubelet.Window(recs, from, to, s.Period())
 	if err != nil {
 		return sample.Summary{}, nil, nil, err
 	}
 	rep := &CounterReport{PeriodNs: int64(s.Period()), StepNs: int64(res.Step), Resets: res.Resets,
 		Containers: res.Containers, StaleReadings: res.StaleRecords, FreshReadings: res.FreshRecords, Lag: res.Lag,
-		Errors: len(s.Errors()), Partial: []kubemetrics.ContainerWindow{}}
+		Errors: len(s.Errors()), Partial: []kubelet.ContainerWindow{}}
 	for _, cw := range res.Containers {
 		if cw.Partial {
 			rep.Partial = append(rep.Partial, cw)
 		}
 	}
 	if rep.Resets == nil {
-		rep.Resets = []kubemetrics.Reset{}
+		rep.Resets = []kubelet.Reset{}
 	}
 	var cpu []float64
 	nodes := map[string]bool{}
 	for _, rec := range recs {
 		switch rec.Kind {
-		case kubemetrics.RawRound:
+		case kubelet.RawRound:
 			cpu = append(cpu, float64(rec.CPUNs))
-		case kubemetrics.RawNode:
+		case kubelet.RawNode:
 			nodes[rec.Node] = true
 		}
 	}
@@ -149,7 +149,7 @@ func counterWindow(ctx context.Context, c *Cluster, s *kubemetrics.Sampler, from
 		out := sample.NodeRound{Index: nr.Index, Time: nr.Time, Nodes: []sample.NodeSample{}}
 		for _, n := range nr.Nodes {
 			ns := sample.NodeSample{Name: n.Name, Time: nr.Time, Window: res.Step, CPUMillicores: n.CPUMillicores, MemoryBytes: n.MemoryBytes}
-			ns.AllocatableCPUMillicores, ns.AllocatableMemoryBytes, _ = kubesample.ResourceUsage(alloc[n.Name])
+			ns.AllocatableCPUMillicores, ns.AllocatableMemoryBytes, _ = metricsapi.ResourceUsage(alloc[n.Name])
 			out.Nodes = append(out.Nodes, ns)
 		}
 		nrs = append(nrs, out)
@@ -196,7 +196,7 @@ type MetricsAPIReport struct {
 
 // metricsAPIReport summarises the metrics API sampler beside the
 // counters; nil when it never answered. Called after the sampler stopped.
-func metricsAPIReport(s *kubesample.MetricsSampler, windowSummary sample.Summary, measured bool) *MetricsAPIReport {
+func metricsAPIReport(s *metricsapi.MetricsSampler, windowSummary sample.Summary, measured bool) *MetricsAPIReport {
 	fresh, stale, answered := s.PodSampleCounts()
 	if !answered {
 		return nil

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/meshbench/meshbench/internal/kubesample"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform/kube/metricsapi"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -42,7 +42,7 @@ func (c *Cluster) ztunnelPods(ctx context.Context) ([]corev1.Pod, error) {
 	}
 	var out []corev1.Pod
 	for _, p := range l.Items {
-		if kubesample.IsZtunnel(&p) && p.Status.Phase == corev1.PodRunning {
+		if metricsapi.IsZtunnel(&p) && p.Status.Phase == corev1.PodRunning {
 			out = append(out, p)
 		}
 	}

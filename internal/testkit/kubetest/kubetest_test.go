@@ -28,8 +28,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
-	"github.com/meshbench/meshbench/internal/kubeclient"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/platform/kube/client"
 )
 
 // TestCluster starts a real cluster with two kwok nodes and checks what
@@ -71,7 +71,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("got %d kwok nodes, want 2", len(nodes.Items))
 		}
 		for _, n := range nodes.Items {
-			if !kubeclient.NodeReady(&n) {
+			if !client.NodeReady(&n) {
 				t.Errorf("node %s is not Ready", n.Name)
 			}
 		}

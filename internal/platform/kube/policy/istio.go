@@ -1,0 +1,80 @@
+package policy
+
+import (
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+)
+
+// API versions of Istio's objects.
+const (
+	istioSecurityAPI = "security.istio.io/v1"
+	gatewayAPI       = "gateway.networking.k8s.io/v1"
+)
+
+// istioObjects are Istio's own objects of the cell: a PeerAuthentication
+// "default" per namespace (STRICT, or DISABLE for a mode with a plaintext
+// variant and MTLS false: Istio's auto-mTLS then sends plaintext), and in
+// waypoint mode the waypoint Gateway.
+func istioObjects(c Cell) []runtime.Object {
+	var out []runtime.Object
+	mode := "STRICT"
+	if !c.Options.MTLS && c.Mesh.Plaintext {
+		mode = "DISABLE"
+	}
+	for _, ns := range []string{c.LoadNamespace, c.AppNamespace} {
+		out = append(out, c.object(istioSecurityAPI, "PeerAuthentication", ns, "default",
+			map[string]any{"mtls": map[string]any{"mode": mode}}))
+	}
+	if c.Mesh.Kind == mesh.KindWaypoint {
+		gw := c.object(gatewayAPI, "Gateway", c.AppNamespace, mesh.WaypointName, map[string]any{
+			"gatewayClassName": "istio-waypoint",
+			"listeners": []any{map[string]any{
+				"name": "mesh", "port": int64(topology.PortHBONE), "protocol": "HBONE",
+			}},
+		})
+		l := gw.GetLabels()
+		l["istio.io/waypoint-for"] = "service"
+		gw.SetLabels(l)
+		out = append(out, gw)
+	}
+	return out
+}
+
+// istioPolicies are the rules as Istio AuthorizationPolicies, one each.
+func istioPolicies(c Cell, rules []rule) []runtime.Object {
+	var out []runtime.Object
+	for _, r := range rules {
+		out = append(out, c.istioPolicy(r))
+	}
+	return out
+}
+
+// portStrings are ports as the strings Istio's operation.ports takes.
+func portStrings(ports []int) []any {
+	out := make([]any, len(ports))
+	for i, p := range ports {
+		out[i] = strconv.Itoa(p)
+	}
+	return out
+}
+
+// istioPolicy is one rule as an Istio AuthorizationPolicy: namespace-wide
+// (no selector) in the app namespace, so sidecars and, in ambient modes,
+// ztunnel enforce it (L4 only: principals, namespaces, ports).
+func (c Cell) istioPolicy(r rule) *unstructured.Unstructured {
+	src := map[string]any{"namespaces": []any{r.Namespace}}
+	if r.SA != "" {
+		src = map[string]any{"principals": []any{topology.TrustDomain + "/ns/" + r.Namespace + "/sa/" + r.SA}}
+	}
+	rl := map[string]any{"from": []any{map[string]any{"source": src}}}
+	if len(r.Ports) > 0 {
+		rl["to"] = []any{map[string]any{"operation": map[string]any{"ports": portStrings(r.Ports)}}}
+	}
+	return c.object(istioSecurityAPI, "AuthorizationPolicy", c.AppNamespace, r.Name,
+		map[string]any{"action": "ALLOW", "rules": []any{rl}})
+}
