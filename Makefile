@@ -151,7 +151,7 @@ fuzz:
 	$(GO) test ./internal/load/loadgen $(FUZZ) -fuzz FuzzParseTarget
 	$(GO) test ./internal/results $(FUZZ) -fuzz FuzzRead
 	$(GO) test ./internal/workload $(FUZZ) -fuzz FuzzParseDistribution
-	$(GO) test ./internal/plan $(FUZZ) -fuzz FuzzParse
+	$(GO) test ./internal/bench/plan $(FUZZ) -fuzz FuzzParse
 	$(GO) test ./internal/sys/pki $(FUZZ) -fuzz FuzzParseSPIFFEID
 	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzWrk2
 	$(GO) test ./internal/load/extgen $(FUZZ) -fuzz FuzzFortio

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 )
 
 // methodDifferences lists what differs between two result sets besides

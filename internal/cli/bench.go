@@ -18,13 +18,13 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
+	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/report/liveview"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/runner"
 )
 
 type benchFlags struct {
@@ -205,21 +205,21 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 			return &UsageError{Err: errors.Join(errs...)}
 		}
 	}
-	cfg := benchrun.Config{Plan: p, Dir: dir, Resume: f.resume != "", Version: Version, LoopbackNet: uint8(f.loopbackNet),
+	cfg := bench.Config{Plan: p, Dir: dir, Resume: f.resume != "", Version: Version, LoopbackNet: uint8(f.loopbackNet),
 		EnvoyFlag: f.envoyPath, ZtunnelFlag: f.ztunnelPath, LinkerdProxyFlag: f.linkerdProxyPath,
 		Kube: f.kube.bench(), FailOn: conds, Getenv: env.Getenv, Stdout: env.Stdout, Stderr: env.Stderr}
 	if !f.quiet {
-		cfg.Watch = func(s benchrun.Start) benchrun.Hooks { return benchWatch(env, s, f.components) }
+		cfg.Watch = func(s bench.Start) bench.Hooks { return benchWatch(env, s, f.components) }
 		started := time.Now()
 		cfg.SearchProgress = func(ev runner.Event) { searchProgress(env, p, started, ev) }
 	}
-	return benchrun.Run(ctx, cfg)
+	return bench.Run(ctx, cfg)
 }
 
 // benchWatch is how bench shows a running plan's progress: a live view
 // redrawn in place on a terminal; plain lines otherwise (a pipe, a dumb
 // terminal, NO_COLOR).
-func benchWatch(env *Env, s benchrun.Start, components bool) benchrun.Hooks {
+func benchWatch(env *Env, s bench.Start, components bool) bench.Hooks {
 	if env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb" {
 		live := newLiveView(env, s.Cells, s.OnKube)
 		live.outDir = s.Dir
@@ -228,11 +228,11 @@ func benchWatch(env *Env, s benchrun.Start, components bool) benchrun.Hooks {
 		}
 		live.start()
 		// The cluster's lines go above the frame, not through it.
-		return benchrun.Hooks{Progress: live.progress, Phase: live.phase, OnRound: live.round, OnLoadProgress: live.loadProgress,
+		return bench.Hooks{Progress: live.progress, Phase: live.phase, OnRound: live.round, OnLoadProgress: live.loadProgress,
 			OnNodeRound: live.nodeRound, OnMetricsSource: live.metricsSource, Log: liveLog{live}, Finish: live.finish}
 	}
 	progress, phase, onRound, onNodeRound := benchProgress(env, s.Started, s.Dir, components)
-	return benchrun.Hooks{Progress: progress, Phase: phase, OnRound: onRound, OnNodeRound: onNodeRound, Log: env.Stderr}
+	return bench.Hooks{Progress: progress, Phase: phase, OnRound: onRound, OnNodeRound: onNodeRound, Log: env.Stderr}
 }
 
 // flagCount counts how many of names were set on the command line.
@@ -343,7 +343,7 @@ func cellEndText(ev runner.Event) string {
 		}
 	}
 	if c := ev.Cell; c.Kube == nil && c.Lab.Substrate == nil {
-		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), benchrun.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
+		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), bench.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
 			line += " [" + label + "]"
 		}
 	}

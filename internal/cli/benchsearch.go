@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
+	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/runner"
 )
 
 // bindBenchSearchFlags declares bench's capacity-search and app-bound flags.
@@ -37,7 +37,7 @@ func searchProgress(env *Env, p *plan.Plan, started time.Time, ev runner.Event) 
 		fmt.Fprintf(env.Stderr, "[%s] %s at %s/s: running\n", time.Since(started).Round(time.Second), ev.Cell.ID, ev.Cell.Lab.Load)
 		return
 	}
-	fmt.Fprintf(env.Stderr, "[%s] %s: %s%s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev), benchrun.ProbeVerdict(p, ev))
+	fmt.Fprintf(env.Stderr, "[%s] %s: %s%s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev), bench.ProbeVerdict(p, ev))
 }
 
 // searchMu keeps a search's progress lines whole.
@@ -62,11 +62,11 @@ func compareCapacities(env *Env, a, b *analysis.Plan, sa, sb *plan.Plan, level f
 	if sa == nil || sb == nil {
 		return usagef("compare: %s is a capacity search and %s is not; compare two searches or two plans of fixed rates", a.Dir, b.Dir)
 	}
-	xa, err := analysis.AnalyzeSearch(a, benchrun.SearchAnalysisOptions(sa))
+	xa, err := analysis.AnalyzeSearch(a, bench.SearchAnalysisOptions(sa))
 	if err != nil {
 		return err
 	}
-	xb, err := analysis.AnalyzeSearch(b, benchrun.SearchAnalysisOptions(sb))
+	xb, err := analysis.AnalyzeSearch(b, bench.SearchAnalysisOptions(sb))
 	if err != nil {
 		return err
 	}

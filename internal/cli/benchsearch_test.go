@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -155,7 +155,7 @@ func foundCapacity(t *testing.T, out string, want float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := analysis.AnalyzeSearch(pd, benchrun.SearchAnalysisOptions(p))
+	a, err := analysis.AnalyzeSearch(pd, bench.SearchAnalysisOptions(p))
 	if err != nil {
 		t.Fatal(err)
 	}

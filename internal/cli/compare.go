@@ -8,7 +8,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -88,7 +88,7 @@ B's relative to A's with an interval.`,
 			if _, err = env.Stdout.Write(text.Bytes()); err != nil {
 				return err
 			}
-			if err := benchrun.Partial(a, b); err != nil {
+			if err := bench.Partial(a, b); err != nil {
 				return err
 			}
 			if margin >= 0 {

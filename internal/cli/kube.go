@@ -11,13 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
-	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
@@ -139,7 +139,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 		o.Drain = f.drain
 	}
 	o.Generator = f.kube.generator
-	ii, err := benchrun.IstioInstall(ctx, f.kube.istioBuild, f.kube.installMesh, f.envoyPath, env.Getenv)
+	ii, err := bench.IstioInstall(ctx, f.kube.istioBuild, f.kube.installMesh, f.envoyPath, env.Getenv)
 	if err != nil {
 		return err
 	}
@@ -364,8 +364,8 @@ possible). A mode not asked for only warns.`,
 func kubeModeList() string { return strings.Join(mesh.Names(false), ", ") }
 
 // bench is how a plan runs on the cluster the flags name.
-func (k *kubeFlags) bench() benchrun.Kube {
-	return benchrun.Kube{Connect: k.connect(), NamespacePrefix: k.namespacePrefix, Image: k.image, AppImage: k.appImage,
+func (k *kubeFlags) bench() bench.Kube {
+	return bench.Kube{Connect: k.connect(), NamespacePrefix: k.namespacePrefix, Image: k.image, AppImage: k.appImage,
 		FacesChart: k.facesChart, AllowForeign: k.allowForeign, Keep: k.keep, InstallMesh: k.installMesh, IstioBuild: k.istioBuild,
 		IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout, MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval}
 }

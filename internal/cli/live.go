@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/report/liveview"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/runner"
 )
 
 // The live view of `meshbench bench`: a frame of a few lines on stderr,

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/runner"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/analysis/slo"
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
@@ -128,7 +128,7 @@ func unjoin(err error) []error {
 }
 
 // runLoadSearch runs a capacity search: probes chosen by capacity.Next,
-// each a full run of the engine (benchrun.RunLoadSearch); -o gets every probe.
+// each a full run of the engine (bench.RunLoadSearch); -o gets every probe.
 func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFlags, args []string) error {
 	obj, sc, serr := buildSearch(cmd, f)
 	cfg, _, err := buildLoadConfig(cmd, f, args)
@@ -141,7 +141,7 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 		return &UsageError{Err: errors.Join(errs...)}
 	}
 	if !cmd.Flags().Changed("timeout") {
-		cfg.Timeout = benchrun.ProbeTimeout(obj)
+		cfg.Timeout = bench.ProbeTimeout(obj)
 	}
 	outFile, err := openOutputAndPreflight(ctx, f.output, cfg)
 	if err != nil {
@@ -154,7 +154,7 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 	if f.cpus > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(f.cpus))
 	}
-	return benchrun.RunLoadSearch(ctx, benchrun.LoadSearch{Objective: obj, Search: sc, Load: cfg, AutoQueue: f.maxQueue == -1,
+	return bench.RunLoadSearch(ctx, bench.LoadSearch{Objective: obj, Search: sc, Load: cfg, AutoQueue: f.maxQueue == -1,
 		LoadCPUMax: f.search.loadCPUMax, Output: outFile, OutputName: f.output, Version: Version, Stdout: env.Stdout,
 		Probe: func(ctx context.Context, pc loadgen.Config) (*results.LoadResult, bool, error) {
 			return runGenerator(ctx, f, pc, nil)

@@ -8,13 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/benchrun"
-	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
 // ReportDir is where a plan's reports go inside its results directory.
-const ReportDir = benchrun.ReportDir
+const ReportDir = bench.ReportDir
 
 type reportFlags struct {
 	baseline   string
@@ -45,7 +45,7 @@ Performance messages, valid against the SMP protos). Prints the text report.`,
 				return &UsageError{Err: err}
 			}
 			if sp := searchPlanOf(p); sp != nil { // a capacity search: its own reports
-				return benchrun.WriteSearchReports(env.Stdout, args[0], sp, f.quiet)
+				return bench.WriteSearchReports(env.Stdout, args[0], sp, f.quiet)
 			}
 			for _, ax := range f.compare {
 				if !slices.Contains(analysis.CompareAxes, ax) {
@@ -73,10 +73,10 @@ Performance messages, valid against the SMP protos). Prints the text report.`,
 				}
 			}
 			a := analysis.Analyze(p, o)
-			if err := benchrun.WriteReports(env.Stdout, a, f.quiet); err != nil {
+			if err := bench.WriteReports(env.Stdout, a, f.quiet); err != nil {
 				return err
 			}
-			return benchrun.Partial(p)
+			return bench.Partial(p)
 		},
 	}
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "mesh the others are compared with (default: the plan's, or none)")

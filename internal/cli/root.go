@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
 )
 
 // Exit codes returned by Run.
@@ -56,7 +56,7 @@ type Env struct {
 var Version = "0.1.0-dev"
 
 // UsageError marks bad input; Run maps it to ExitUsage.
-type UsageError = benchrun.UsageError
+type UsageError = bench.UsageError
 
 // usagef builds a UsageError from a format.
 func usagef(format string, a ...any) error {
@@ -65,16 +65,16 @@ func usagef(format string, a ...any) error {
 
 // PartialError says a report was written without some unreadable cells;
 // Run maps it to ExitPartial.
-type PartialError = benchrun.PartialError
+type PartialError = bench.PartialError
 
 // ThresholdError lists the --fail-on conditions a finished run met (or
 // the regressions compare found); Run prints each and maps it to
 // ExitThresholds.
-type ThresholdError = benchrun.ThresholdError
+type ThresholdError = bench.ThresholdError
 
 // errInterrupted is returned by commands that stopped because of a signal
 // after writing what they had measured.
-var errInterrupted = benchrun.ErrInterrupted
+var errInterrupted = bench.ErrInterrupted
 
 // Run executes one meshbench invocation with args (without the program name)
 // and returns the process exit code. Errors are printed once, here.

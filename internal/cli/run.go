@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meshbench/meshbench/internal/analysis"
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
@@ -178,7 +178,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	o.AppConcurrency, o.AppServiceTime, o.AppFaults = appCfg.Concurrency, appCfg.ServiceTime, appCfg.Faults
 	o.Hops = f.hops
-	res, err := benchrun.RunCell(ctx, benchrun.Cell{Options: o, Substrate: f.sub.substrate, ZtunnelFlag: f.sub.ztunnel,
+	res, err := bench.RunCell(ctx, bench.Cell{Options: o, Substrate: f.sub.substrate, ZtunnelFlag: f.sub.ztunnel,
 		LinkerdProxyFlag: f.sub.linkerdProxy, EnvoyFlag: f.envoyPath, Getenv: env.Getenv, Stderr: env.Stderr})
 	if res != nil {
 		printRun(env, res)

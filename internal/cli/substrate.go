@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
@@ -14,9 +14,9 @@ import (
 
 // The --substrate values.
 const (
-	substrateAuto     = benchrun.SubstrateAuto
-	substrateNetns    = benchrun.SubstrateNetns
-	substrateLoopback = benchrun.SubstrateLoopback
+	substrateAuto     = bench.SubstrateAuto
+	substrateNetns    = bench.SubstrateNetns
+	substrateLoopback = bench.SubstrateLoopback
 )
 
 // substrateFlags are `run`'s and `bench`'s choice of the local lab's

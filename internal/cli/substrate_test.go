@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshbench/meshbench/internal/benchrun"
+	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
@@ -71,7 +71,7 @@ func TestChooseSubstrate(t *testing.T) {
 			if tc.needRoot && !root {
 				testutil.SkipOrFail(t, "needs root to make network namespaces")
 			}
-			sub, reason, err := benchrun.ChooseSubstrate(tc.choice, "", "", tc.opts)
+			sub, reason, err := bench.ChooseSubstrate(tc.choice, "", "", tc.opts)
 			var ue *UsageError
 			switch {
 			case tc.wantUsage != "":

@@ -33,9 +33,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
-	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/results"
 )
 

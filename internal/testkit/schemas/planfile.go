@@ -9,15 +9,15 @@ import (
 	"github.com/invopop/jsonschema"
 	"gopkg.in/yaml.v3"
 
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
-	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // PlanFileSchema is the plan file's schema in schema/: for editors (a
 // YAML language server reads JSON Schema) and for tests. The plan parser
-// (internal/plan) stays the authority: it checks what a schema cannot
+// (internal/bench/plan) stays the authority: it checks what a schema cannot
 // (combinations, a baseline on the mesh axis) and words every problem; the
 // schema takes every plan the parser takes.
 const PlanFileSchema = "plan-file.v1.schema.json"

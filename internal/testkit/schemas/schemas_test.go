@@ -9,7 +9,7 @@ import (
 
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/meshbench/meshbench/internal/plan"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated schemas in schema/")
@@ -110,8 +110,8 @@ func TestPlanFiles(t *testing.T) {
 		return sch.Validate(v)
 	}
 	files, _ := filepath.Glob("../../../examples/*.yaml")
-	more, _ := filepath.Glob("../../plan/testdata/*.canonical.yaml")
-	files = append(append(files, more...), "../../plan/testdata/defaults.golden.yaml",
+	more, _ := filepath.Glob("../../bench/plan/testdata/*.canonical.yaml")
+	files = append(append(files, more...), "../../bench/plan/testdata/defaults.golden.yaml",
 		"../../analysis/testdata/plan-small/plan.yaml", "../../analysis/testdata/plan-invalid/plan.yaml")
 	if len(files) < 10 {
 		t.Fatalf("only %d plan files found: %v", len(files), files)

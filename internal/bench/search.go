@@ -1,4 +1,4 @@
-package benchrun
+package bench
 
 import (
 	"bytes"
@@ -13,12 +13,12 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/analysis/slo"
+	"github.com/meshbench/meshbench/internal/bench/plan"
+	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
-	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/report/plot"
-	"github.com/meshbench/meshbench/internal/runner"
 )
 
 // SearchAnalysisOptions are how plan p's probes are judged.

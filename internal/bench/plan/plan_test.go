@@ -104,7 +104,7 @@ func TestRates(t *testing.T) {
 
 func readExample(t *testing.T, name string) *Plan {
 	t.Helper()
-	path := filepath.Join("..", "..", "examples", name)
+	path := filepath.Join("..", "..", "..", "examples", name)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func readExample(t *testing.T, name string) *Plan {
 // TestExamples parses every plan in examples/ and checks the cell counts
 // and wall times their comments promise.
 func TestExamples(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 // and every plan it accepts stays within MaxCells and survives the trip
 // through its canonical YAML unchanged.
 func FuzzParse(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	seeds, _ := filepath.Glob(filepath.Join("..", "..", "..", "examples", "*.yaml"))
 	more, _ := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	for _, path := range append(seeds, more...) {
 		if data, err := os.ReadFile(path); err == nil {

@@ -1,4 +1,4 @@
-// Package benchrun runs a benchmark plan from start to finish: it turns a
+// Package bench runs a benchmark plan from start to finish: it turns a
 // parsed plan and the run's settings (Config, built by the CLI from flags)
 // into cells for the platform the plan names (the local lab on its
 // substrate, or a Kubernetes cluster), runs them with runner (resuming a
@@ -6,7 +6,7 @@
 // report (report, plot). A capacity-search plan runs its searches probe by
 // probe instead. The CLI keeps the flags, the typed Config, the progress
 // printers and the exit codes; this package owns the orchestration.
-package benchrun
+package bench
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
+	"github.com/meshbench/meshbench/internal/bench/plan"
+	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
-	"github.com/meshbench/meshbench/internal/plan"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/runner"
 )
 
 // Config is one `meshbench bench` invocation, typed: the plan and what is
