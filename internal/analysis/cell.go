@@ -282,6 +282,10 @@ type Plan struct {
 	Dir      string
 	Manifest *results.PlanManifest
 	PlanYAML []byte
+	// Settings are PlanYAML's settings as the plan's parser read them
+	// (bench/plan.MethodSettings), set by the caller; nil when not read,
+	// and then a set comparison says the settings were not compared.
+	Settings *PlanSettings
 	// Cells are the finished cells in the plan's order; Missing lists the
 	// cells not finished (a plan still running, or interrupted) and Failed
 	// those that ended with an error and left no results.

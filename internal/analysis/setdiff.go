@@ -4,9 +4,17 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/meshbench/meshbench/internal/bench/plan"
 )
+
+// PlanSettings are the plan-wide settings a comparison of two result sets
+// names when they differ, as the plan's parser reads them from plan.yaml
+// (bench/plan.MethodSettings fills Plan.Settings; analysis sits below the
+// plan's parser and does not read plan files itself).
+type PlanSettings struct {
+	Duration, Warmup, Drain, SampleInterval time.Duration
+	Connections, Nodes                      int
+	ReuseTopology                           bool
+}
 
 // methodDifferences lists what differs between two result sets besides
 // the configs themselves: the settings every cell ran with (duration,
@@ -21,9 +29,8 @@ func methodDifferences(a, b *Plan) []string {
 			out = append(out, fmt.Sprintf("%s differs: A %s, B %s", what, orUnknown(va), orUnknown(vb)))
 		}
 	}
-	pa, erra := plan.Parse("A/plan.yaml", a.PlanYAML)
-	pb, errb := plan.Parse("B/plan.yaml", b.PlanYAML)
-	if erra == nil && errb == nil {
+	pa, pb := a.Settings, b.Settings
+	if pa != nil && pb != nil {
 		d := func(x time.Duration) string { return x.String() }
 		diff("duration", d(pa.Duration), d(pb.Duration))
 		diff("warmup", d(pa.Warmup), d(pb.Warmup))

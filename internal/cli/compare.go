@@ -9,6 +9,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
 	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -68,6 +69,8 @@ B's relative to A's with an interval.`,
 			if sa, sb := searchPlanOf(a), searchPlanOf(b); sa != nil || sb != nil {
 				return compareCapacities(env, a, b, sa, sb, f.confidence)
 			}
+			a.Settings = plan.MethodSettings("A/plan.yaml", a.PlanYAML)
+			b.Settings = plan.MethodSettings("B/plan.yaml", b.PlanYAML)
 			sc := analysis.CompareSets(a, b, analysis.Options{Level: f.confidence, Seed: uint64(a.Manifest.Seed)})
 			if len(sc.Configs) == 0 {
 				return fmt.Errorf("nothing to compare: no config (mesh and scenario) has a valid cell in both %s (%d configs) and %s (%d configs)",

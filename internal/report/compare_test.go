@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -23,6 +24,8 @@ func compareFixtures(t *testing.T, a, b string) *analysis.SetComparison {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pa.Settings = plan.MethodSettings("A/plan.yaml", pa.PlanYAML)
+	pb.Settings = plan.MethodSettings("B/plan.yaml", pb.PlanYAML)
 	return analysis.CompareSets(pa, pb, analysis.Options{Level: 0.95, Seed: uint64(pa.Manifest.Seed)})
 }
 
