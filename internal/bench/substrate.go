@@ -147,5 +147,5 @@ func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag
 	if err != nil {
 		return nil, err
 	}
-	return istio.Install(b, "", "", bin.Build)
+	return install.IstioBuilt(b, "", "", bin.Build)
 }

@@ -6,19 +6,13 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-)
 
-// SyncRow is one proxy as istiod sees it: its name, type and Istio version,
-// and for each xDS type (CDS, LDS, …) its state: ACK (the last push
-// ACKed), NACK or pending.
-type SyncRow struct {
-	Proxy, Type, Version string
-	States               map[string]string
-}
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+)
 
 // SyncTable prints istiod's ACK table: one row per proxy, one column per
 // xDS type any proxy was sent ("-": not sent to this one).
-func SyncTable(w io.Writer, rows []SyncRow) error {
+func SyncTable(w io.Writer, rows []istio.SyncRow) error {
 	cols := map[string]bool{}
 	for _, r := range rows {
 		for t := range r.States {

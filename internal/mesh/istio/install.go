@@ -1,16 +1,14 @@
 package istio
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
 	"os"
-	"strings"
 
-	"github.com/meshbench/meshbench/internal/platform/kube/install"
-	"github.com/meshbench/meshbench/internal/report"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/meshbench/meshbench/internal/mesh/manifest"
 )
 
 //go:embed envoyfilters.yaml
@@ -44,7 +42,7 @@ func GatewayCRDs(b Build) ([]runtime.Object, error) {
 }
 
 func decodeObjects(data []byte, name string) ([]runtime.Object, error) {
-	objs, err := install.DecodeManifests(data)
+	objs, err := manifest.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -65,41 +63,6 @@ func InstallArgs(hub, tag string) []string {
 		args = append(args, "--set", s.Set)
 	}
 	return args
-}
-
-// Install is how meshbench installs Istio built here: the build's istioctl,
-// the images Images made (hub and tag as given there; "" for the
-// defaults), the Gateway API CRDs of the build (GatewayCRDs), the
-// upstream-Envoy overlay, and envoyBuild (Envoy's build
-// string, `envoy --version`) as the proxy the run measures.
-func Install(b Build, hub, tag, envoyBuild string) (*install.MeshInstall, error) {
-	// The Gateway API CRDs first (a waypoint needs them; Apply creates
-	// them before the EnvoyFilter), then the overlay's EnvoyFilters.
-	objs, err := GatewayCRDs(b)
-	if err != nil {
-		return nil, err
-	}
-	efs, err := EnvoyFilters()
-	if err != nil {
-		return nil, err
-	}
-	objs = append(objs, efs...)
-	return &install.MeshInstall{
-		Istioctl:        b.Path("istioctl"),
-		Args:            InstallArgs(hub, tag),
-		Objects:         objs,
-		WaypointObjects: WaypointEnvoyFilter,
-		Syncz: func(ctx context.Context, kubeconfig, kubecontext string) (*install.SyncReport, error) {
-			ps, err := SyncStatus(ctx, b, kubeconfig, kubecontext)
-			if err != nil {
-				return nil, err
-			}
-			var tb strings.Builder
-			_ = report.SyncTable(&tb, SyncRows(ps))
-			return &install.SyncReport{Proxies: ps, Table: tb.String(), Count: len(ps), NotACKed: NotACKed(ps)}, nil
-		},
-		Proxy: fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, Version),
-	}, nil
 }
 
 // WaypointEnvoyFilter is the overlay's EnvoyFilter for one waypoint: the

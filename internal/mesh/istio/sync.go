@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-
-	"github.com/meshbench/meshbench/internal/report"
 )
 
 // ProxySync is istiod's record of one connected proxy: for each xDS type
@@ -127,13 +125,21 @@ func sortedTypes(p ProxySync) []string {
 	return ts
 }
 
+// SyncRow is one proxy as istiod sees it: its name, type and Istio version,
+// and for each xDS type (CDS, LDS, …) its state: ACK (the last push
+// ACKed), NACK or pending. report.SyncTable prints them.
+type SyncRow struct {
+	Proxy, Type, Version string
+	States               map[string]string
+}
+
 // SyncRows are ps as the rows of report.SyncTable: each proxy's type,
 // version, and for each xDS type ACK (the last push ACKed), NACK or
 // pending.
-func SyncRows(ps []ProxySync) []report.SyncRow {
-	rows := make([]report.SyncRow, 0, len(ps))
+func SyncRows(ps []ProxySync) []SyncRow {
+	rows := make([]SyncRow, 0, len(ps))
 	for _, p := range ps {
-		r := report.SyncRow{Proxy: p.Proxy, Type: p.Type, Version: p.Version, States: map[string]string{}}
+		r := SyncRow{Proxy: p.Proxy, Type: p.Type, Version: p.Version, States: map[string]string{}}
 		for t, s := range p.Types {
 			switch {
 			case s.ACKed():

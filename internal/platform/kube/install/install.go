@@ -9,7 +9,6 @@ package install
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -17,11 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/manifest"
 )
 
 // Command is one command meshbench runs (or would run) to install a mesh,
@@ -163,7 +161,7 @@ func Run(ctx context.Context, a Applier, cmds []Command, log io.Writer) ([]Comma
 		if cmd.ApplyOutput {
 			cmd.Output = stderr.String()
 			if err == nil {
-				objs, derr := DecodeManifests(stdout.Bytes())
+				objs, derr := manifest.Decode(stdout.Bytes())
 				if derr == nil {
 					derr = a.Apply(ctx, objs)
 				}
@@ -180,25 +178,4 @@ func Run(ctx context.Context, a Applier, cmds []Command, log io.Writer) ([]Comma
 		done = append(done, cmd)
 	}
 	return done, nil
-}
-
-// DecodeManifests reads a multi-document YAML (or JSON) stream into
-// unstructured objects, skipping empty documents: a mesh CLI's printed
-// manifests, or the files an install applies.
-func DecodeManifests(data []byte) ([]runtime.Object, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []runtime.Object
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("reading manifests: %w", err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		out = append(out, u)
-	}
 }

@@ -2,7 +2,12 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/report"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -12,7 +17,7 @@ import (
 // install` (the images' hub and tag, settings), objects applied once it
 // succeeded (EnvoyFilters), and which proxy build the run measures. Nil:
 // istioctl from PATH with Istio's own images, nothing added. Package istio
-// makes the one for Istio built here (istio.Install).
+// IstioBuilt makes the one for Istio built here.
 type MeshInstall struct {
 	// Istioctl is the istioctl to run ("": istioctl on PATH).
 	Istioctl string
@@ -73,4 +78,39 @@ func (mi *MeshInstall) CLIVersion(ctx context.Context, mode string) (string, err
 		return CLIVersion(ctx, mode)
 	}
 	return CLIVersionAt(ctx, mode, mi.Istioctl)
+}
+
+// IstioBuilt is how meshbench installs Istio built here: the build's istioctl,
+// the images istio.Images made (hub and tag as given there; "" for the
+// defaults), the Gateway API CRDs of the build (istio.GatewayCRDs), the
+// upstream-Envoy overlay, and envoyBuild (Envoy's build
+// string, `envoy --version`) as the proxy the run measures.
+func IstioBuilt(b istio.Build, hub, tag, envoyBuild string) (*MeshInstall, error) {
+	// The Gateway API CRDs first (a waypoint needs them; Apply creates
+	// them before the EnvoyFilter), then the overlay's EnvoyFilters.
+	objs, err := istio.GatewayCRDs(b)
+	if err != nil {
+		return nil, err
+	}
+	efs, err := istio.EnvoyFilters()
+	if err != nil {
+		return nil, err
+	}
+	objs = append(objs, efs...)
+	return &MeshInstall{
+		Istioctl:        b.Path("istioctl"),
+		Args:            istio.InstallArgs(hub, tag),
+		Objects:         objs,
+		WaypointObjects: istio.WaypointEnvoyFilter,
+		Syncz: func(ctx context.Context, kubeconfig, kubecontext string) (*SyncReport, error) {
+			ps, err := istio.SyncStatus(ctx, b, kubeconfig, kubecontext)
+			if err != nil {
+				return nil, err
+			}
+			var tb strings.Builder
+			_ = report.SyncTable(&tb, istio.SyncRows(ps))
+			return &SyncReport{Proxies: ps, Table: tb.String(), Count: len(ps), NotACKed: istio.NotACKed(ps)}, nil
+		},
+		Proxy: fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, istio.Version),
+	}, nil
 }
