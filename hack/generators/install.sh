@@ -5,7 +5,7 @@
 #
 # usage: hack/generators/install.sh [OUTDIR]
 #   OUTDIR defaults to ${MESHBENCH_GENERATORS_BIN:-$HOME/.cache/meshbench/generators/vegeta-<v>-fortio-<v>},
-#   where internal/extgen looks for them (extgen.InstallDir).
+#   where internal/load/extgen looks for them (extgen.InstallDir).
 #
 # Each binary's module version is read back from its build info (go
 # version -m); when both match, nothing is built and the script returns at

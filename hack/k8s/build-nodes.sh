@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build what internal/kubetest's real nodes run, from the Go module proxy
+# Build what internal/testkit/kubetest's real nodes run, from the Go module proxy
 # only (no prebuilt binaries are downloaded), and install Debian's pieces.
 #
 # usage: hack/k8s/build-nodes.sh [OUTDIR]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the Kubernetes pieces that internal/kubetest runs, from the Go module
+# Build the Kubernetes pieces that internal/testkit/kubetest runs, from the Go module
 # proxy only (no prebuilt binaries are downloaded), plus Debian's etcd.
 #
 # usage: hack/k8s/build-tools.sh [OUTDIR]
