@@ -72,9 +72,11 @@ type Kube struct {
 	FacesChart, AllowForeign, Keep   bool
 	InstallMesh                      bool
 	IstioBuild                       string
-	IdleTimeout, ReadyTimeout        time.Duration
-	MetricsSource                    string
-	KubeletInterval                  time.Duration
+	// LinkerdBuild and LinkerdCerts: --linkerd-build and --linkerd-certs.
+	LinkerdBuild, LinkerdCerts string
+	IdleTimeout, ReadyTimeout  time.Duration
+	MetricsSource              string
+	KubeletInterval            time.Duration
 }
 
 // Start is what a plan's progress display needs to know as it starts.
@@ -168,12 +170,22 @@ func Run(ctx context.Context, cfg Config) error {
 	if p.Search != nil {
 		return runSearch(ctx, cfg, bin, sub)
 	}
-	var istioInstall *install.MeshInstall
+	var istioInstall, linkerdInstall *install.MeshInstall
 	if onKube {
 		var err error
 		if istioInstall, err = IstioInstall(ctx, cfg.Kube.IstioBuild, cfg.Kube.InstallMesh, cfg.EnvoyFlag, cfg.Getenv); err != nil {
 			return err
 		}
+		if linkerdInstall, err = LinkerdInstall(cfg.Kube.LinkerdBuild, cfg.Kube.LinkerdCerts, cfg.Kube.InstallMesh); err != nil {
+			return err
+		}
+		// The identity files meshbench made are read by `linkerd
+		// install` only: gone once the plan ran.
+		defer func() {
+			if err := linkerdInstall.Done(); err != nil {
+				fmt.Fprintf(cfg.Stderr, "meshbench bench: %v\n", err)
+			}
+		}()
 	}
 	rcells := make([]runner.Cell, len(cells))
 	for i, c := range cells {
@@ -190,7 +202,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if onKube {
 			ko := kubeOptions(p, c, &cfg.Kube, cfg.Version)
-			ko.IstioInstall = istioInstall
+			ko.IstioInstall, ko.LinkerdInstall = istioInstall, linkerdInstall
 			rcells[i].Kube = &ko
 		}
 	}

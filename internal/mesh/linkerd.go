@@ -28,9 +28,12 @@ func init() {
 		Cluster: Cluster{
 			CLI:         "linkerd",
 			VersionArgs: []string{"linkerd", "version", "--client", "--short"},
+			// Linkerd's CRDs (with its bundle of the Gateway API's when the
+			// cluster has none: its policy controller watches HTTPRoutes),
+			// the control plane, then `linkerd check` until it passes.
 			Install: []Command{
-				{Args: []string{"linkerd", "install", "--crds"}, ApplyOutput: true},
-				{Args: []string{"linkerd", "install"}, ApplyOutput: true},
+				{Args: []string{"linkerd", "install", "--crds"}, ApplyOutput: true, NoGatewayAPI: []string{"--set", "installGatewayAPI=true"}},
+				{Args: []string{"linkerd", "install"}, ApplyOutput: true, ControlPlane: true},
 				{Args: []string{"linkerd", "check", "--wait", "5m"}},
 			},
 			Namespace:   LinkerdNamespace,

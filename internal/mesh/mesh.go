@@ -143,7 +143,19 @@ type Command struct {
 	Args []string
 	// ApplyOutput: the command prints manifests that meshbench applies.
 	ApplyOutput bool
+	// ControlPlane marks the command that installs the control plane: the
+	// settings of a build meshbench installs (its images, its identity)
+	// are added to it.
+	ControlPlane bool
+	// NoGatewayAPI are arguments added when the cluster serves no Gateway
+	// API (no HTTPRoute CRD): Linkerd from edge-25 refuses to install its
+	// CRDs without them unless told to install its own bundle of them.
+	NoGatewayAPI []string
 }
+
+// GatewayAPICRD is the CRD whose presence says a cluster serves the
+// Gateway API (what Linkerd's installer looks for).
+const GatewayAPICRD = "httproutes.gateway.networking.k8s.io"
 
 // all holds every descriptor in the order help texts, tables and charts
 // show them (Mesh.Order); each mesh's file adds itself with register.

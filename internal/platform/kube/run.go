@@ -93,9 +93,9 @@ type Options struct {
 	// ambient once, which runs sidecars too, rather than switching
 	// profiles, which would remove ztunnel.
 	IstioProfile string
-	// IstioInstall, when set, changes how InstallMesh installs Istio's
-	// modes (see MeshInstall).
-	IstioInstall *install.MeshInstall
+	// IstioInstall and LinkerdInstall, when set, change how InstallMesh
+	// installs Istio's modes and Linkerd (see install.MeshInstall).
+	IstioInstall, LinkerdInstall *install.MeshInstall
 
 	OutDir string
 	Log    io.Writer
@@ -307,44 +307,9 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	mode := string(o.Spec.Mesh.Mode)
 
 	endMesh := r.phase("prepare/mesh")
-	if o.InstallMesh && mesh.HasProxies(mode) {
-		if v, err := o.IstioInstall.CLIVersion(ctx, mode); err == nil {
-			r.manifest.Options["mesh_cli_version"] = v
-		} else {
-			endMesh()
-			return nil, err
-		}
-		// What the cluster had before, for install's record (what
-		// `meshbench mesh uninstall` removes).
-		var crdsBefore []string
-		if install.MeshCLI(mode) == "istioctl" {
-			var err error
-			if crdsBefore, err = install.CRDNames(ctx, c.Client); err != nil {
-				endMesh()
-				return nil, err
-			}
-		}
-		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(install.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
-		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
-		if err == nil && o.IstioInstall != nil && install.MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
-			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
-				err = c.Apply(ctx, o.IstioInstall.Objects)
-			}
-		}
-		if err == nil && install.MeshCLI(mode) == "istioctl" {
-			var applied []runtime.Object
-			if o.IstioInstall != nil {
-				applied = o.IstioInstall.Objects
-			}
-			err = install.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
-		}
-		if err != nil {
-			endMesh()
-			return nil, err
-		}
-	}
-	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && install.MeshCLI(mode) == "istioctl" {
-		r.manifest.Options["mesh_proxy"] = o.IstioInstall.Proxy
+	if err := r.installMesh(ctx); err != nil {
+		endMesh()
+		return nil, err
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
 	_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
