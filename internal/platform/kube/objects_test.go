@@ -480,7 +480,7 @@ func TestObjectsPolicies(t *testing.T) {
 	for _, u := range unstructuredOf(objs, "Server") {
 		port, _, _ := unstructured.NestedInt64(u.Object, "spec", "port")
 		servers = append(servers, fmt.Sprintf("%s:%d", u.GetName(), port))
-		if u.GetAPIVersion() != "policy.linkerd.io/v1beta1" {
+		if u.GetAPIVersion() != "policy.linkerd.io/v1beta3" {
 			t.Errorf("Server %s", u.GetAPIVersion())
 		}
 	}

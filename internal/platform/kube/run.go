@@ -320,6 +320,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 
 	endApp := r.phase("prepare/app")
 	objs, err := AppObjects(o.Spec)
+	if err == nil {
+		var access []runtime.Object
+		access, err = c.meshReadAccess(ctx, o.Spec)
+		objs = append(objs, access...)
+	}
 	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(mode, mesh.KindWaypoint) {
 		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
 	}
@@ -437,6 +442,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	r.manifest.Drain = &drain
 	r.mu.Unlock()
 	samplerErr := stop()
+	r.probeAttacker(ctx)
 
 	endCollect := r.phase("collect")
 	defer endCollect()
@@ -446,6 +452,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if err == nil && o.Log != nil {
 			fmt.Fprintf(o.Log, "mTLS verified from the sidecars' own counters on %d app pod(s)\n", len(checks))
+			logChecks(o.Log, checks)
 		}
 	}
 	if isAmbient(mode) {
