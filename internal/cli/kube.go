@@ -185,6 +185,10 @@ func printKubeRun(env *Env, mo topology.Options, res *kube.Result) {
 		mem = sample.CounterWorkingSet
 	}
 	printMeasured(w, res.Load, res.Summary, mem)
+	if len(res.Namespaces.Rows) > 0 {
+		fmt.Fprintln(w)
+		_ = report.NamespaceTable(w, res.Namespaces, mem)
+	}
 	if len(res.Nodes) > 0 {
 		fmt.Fprintln(w)
 		_ = report.NodeTable(w, res.Nodes, res.Source == kube.SourceKubelet)

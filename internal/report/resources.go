@@ -230,3 +230,33 @@ func NodeTable(w io.Writer, nodes []sample.NodeSummary, kubeletCounters bool) er
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// NamespaceTable writes the seed reports' per-namespace table of a
+// cluster cell:
+//
+//	Namespace       CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg
+//	linkerd         2m        7m        3.17m     78Mi      79Mi      78.55Mi
+//	meshbench-app   …
+//	TOTAL           …
+//
+// the mesh's namespaces and the app's (each summed over its containers,
+// sidecars included, per interval), TOTAL their sum, then a line with the
+// load's namespace, which the table leaves out as the seed reports' load
+// ran outside the cluster. Cells as ResourceTable's; mem says which
+// memory the Mem columns hold.
+func NamespaceTable(w io.Writer, t sample.NamespaceTable, mem sample.Memory) error {
+	table := [][]string{{"Namespace", "CPU_min", "CPU_max", "CPU_avg", "Mem_min", "Mem_max", "Mem_avg"}}
+	for _, g := range t.Rows {
+		table = append(table, figureCells(g.Name, g.Figures, mem))
+	}
+	table = append(table, figureCells("TOTAL", t.Total, mem))
+	var b strings.Builder
+	WriteColumns(&b, table)
+	fmt.Fprintf(&b, "Each namespace's containers (their proxies included) summed per interval, as the seed reports' table; TOTAL sums its rows; Mem is %s.\n", memoryName(mem))
+	if l := t.Load; l != nil {
+		c := figureCells(l.Name, l.Figures, mem)
+		fmt.Fprintf(&b, "Not in TOTAL: the load's namespace %s (the seed reports' load ran outside the cluster): CPU_avg %s, Mem_avg %s.\n", l.Name, c[3], c[6])
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -141,6 +141,9 @@ type Result struct {
 	// MetricsAPI, with SourceKubelet: what metrics.k8s.io said over the
 	// same window, side by side (nil when it was not available).
 	MetricsAPI *MetricsAPIReport
+	// Namespaces is the seed reports' per-namespace table of the measured
+	// window (namespaceTable); empty without a load result.
+	Namespaces sample.NamespaceTable
 }
 
 type run struct {
@@ -517,7 +520,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		resources["window"] = map[string]any{"from": from, "to": to,
 			"rule": "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"}
 		if loadRes != nil {
-			res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, counters, from, to)
+			res.Summary, res.Nodes, res.Counters, window, err = counterWindow(ctx, c, counters, from, to)
 			if err != nil {
 				return nil, err
 			}
@@ -542,6 +545,10 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 				r.logf("%d container(s) counted for part of the measured window only (appeared, disappeared or restarted): see resources.json counters.partial", n)
 			}
 		}
+	}
+	if loadRes != nil {
+		res.Namespaces = r.namespaceTable(window)
+		resources["namespaces"] = res.Namespaces
 	}
 	if err := r.dir.WriteJSON(results.ResourcesFile, resources); err != nil {
 		return nil, err

@@ -131,7 +131,7 @@ func mapOf(v any, title, desc string) func() (*jsonschema.Schema, error) {
 // objects or strings as written.
 func resourcesSchema() (*jsonschema.Schema, error) {
 	s := &jsonschema.Schema{Version: jsonschema.Version, Title: "meshbench resources, version 1", Type: "object",
-		Description: "A run's resource figures over its measured window: the rule that chose the samples (window) and the summary per process, component, category and TOTAL; on a cluster also the metrics source, the nodes and the kubelet counters.",
+		Description: "A run's resource figures over its measured window: the rule that chose the samples (window) and the summary per process, component, category and TOTAL; on a cluster also the metrics source, the nodes, the kubelet counters and the per-namespace table.",
 		Properties:  jsonschema.NewProperties(), Required: []string{"window", "summary"}}
 	s.Properties.Set("schema", &jsonschema.Schema{Const: results.ResourcesSchema,
 		Description: "The format's version; absent in files written before it was added (meshbench 0.1.0-dev), which have this shape too."})
@@ -139,6 +139,10 @@ func resourcesSchema() (*jsonschema.Schema, error) {
 	sum := reflector().Reflect(&sample.Summary{})
 	sum.Version, sum.ID = "", ""
 	s.Properties.Set("summary", sum)
+	ns := reflector().Reflect(&sample.NamespaceTable{})
+	ns.Version, ns.ID = "", ""
+	ns.Description = "On a cluster: the seed reports' per-namespace table of the measured window (the cell's mesh namespaces and the app's, TOTAL their sum per interval, the load's namespace apart)."
+	s.Properties.Set("namespaces", ns)
 	return s, nil
 }
 
