@@ -36,9 +36,10 @@ func init() {
 				{Args: []string{"linkerd", "install"}, ApplyOutput: true, ControlPlane: true},
 				{Args: []string{"linkerd", "check", "--wait", "5m"}},
 			},
-			Namespace:   LinkerdNamespace,
-			APIGroup:    "linkerd.io",
-			Deployments: []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"},
+			Namespace:          LinkerdNamespace,
+			InstalledConfigMap: "linkerd-config",
+			APIGroup:           "linkerd.io",
+			Deployments:        []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"},
 			NamespaceAnnotations: map[string]string{
 				"linkerd.io/inject":                        "enabled",
 				"config.linkerd.io/default-inbound-policy": "all-authenticated",

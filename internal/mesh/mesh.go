@@ -98,6 +98,12 @@ type Cluster struct {
 	Install []Command
 	// Namespace is where the control plane runs.
 	Namespace string
+	// InstalledConfigMap, when set, is a ConfigMap of Namespace whose
+	// presence means the mesh is installed and its CLI refuses to install
+	// it again (Linkerd's linkerd-config: `linkerd install` says to run
+	// `linkerd upgrade`); an install then runs only the commands after
+	// the control plane's (the check). Istio's install is idempotent.
+	InstalledConfigMap string
 	// APIGroup is the suffix of the API groups of the mesh's own resources
 	// ("istio.io"): a missing kind of such a group means the mesh is not
 	// installed.

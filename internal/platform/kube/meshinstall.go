@@ -2,7 +2,11 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
@@ -57,6 +61,16 @@ func (r *run) installMesh(ctx context.Context) error {
 	}
 	cmds := install.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context)
 	cmds = install.WithGatewayAPI(mi.Commands(withIstioProfile(cmds, o.IstioProfile)), crdsBefore)
+	installed, err := c.installedAlready(ctx, m)
+	if err != nil {
+		return err
+	}
+	if installed != "" {
+		// Its CLI would refuse: check the install that is there.
+		r.logf("%s is installed already (%s): its CLI does not install it again (meshbench mesh uninstall --mesh %s removes it); checking it", m.Product, installed, mode)
+		r.manifest.Options["mesh_install"] = m.Product + " installed already (" + installed + "), checked only"
+		cmds = install.AfterControlPlane(cmds)
+	}
 	done, err := c.Install(ctx, cmds, o.Log)
 	_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), done)
 	var applied []string
@@ -73,8 +87,26 @@ func (r *run) installMesh(ctx context.Context) error {
 			applied = append(applied, lines...)
 		}
 	}
-	if err != nil {
+	if err != nil || installed != "" {
 		return err
 	}
 	return install.WriteRecord(ctx, c.Client, m.Cluster.Namespace, crdsBefore, applied)
+}
+
+// installedAlready names the ConfigMap that says m is installed on c
+// (mesh.Cluster.InstalledConfigMap), "" when it is not there or m has
+// none.
+func (c *Cluster) installedAlready(ctx context.Context, m *mesh.Mesh) (string, error) {
+	name := m.Cluster.InstalledConfigMap
+	if name == "" {
+		return "", nil
+	}
+	_, err := c.Core.CoreV1().ConfigMaps(m.Cluster.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("is %s installed? reading %s/%s: %w", m.Product, m.Cluster.Namespace, name, err)
+	}
+	return m.Cluster.Namespace + "/" + name, nil
 }

@@ -108,6 +108,17 @@ func WithGatewayAPI(cmds []Command, crds []string) []Command {
 	return out
 }
 
+// AfterControlPlane are the commands of cmds after the one that installs
+// the control plane (the check), for a mesh installed already.
+func AfterControlPlane(cmds []Command) []Command {
+	for i, c := range cmds {
+		if c.ControlPlane {
+			return cmds[i+1:]
+		}
+	}
+	return nil
+}
+
 // connArgs are istioctl's and linkerd's flags for the cluster.
 func connArgs(kubeconfig, context string) []string {
 	var conn []string

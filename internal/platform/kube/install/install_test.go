@@ -78,6 +78,17 @@ func TestWithGatewayAPI(t *testing.T) {
 	}
 }
 
+// An installed Linkerd is only checked; Istio has nothing after its one
+// command.
+func TestAfterControlPlane(t *testing.T) {
+	if got := AfterControlPlane(InstallCommands("linkerd", "", "")); len(got) != 1 || got[0].String() != "linkerd check --wait 5m" {
+		t.Errorf("linkerd: %v", got)
+	}
+	if got := AfterControlPlane(InstallCommands("sidecar", "", "")); len(got) != 0 {
+		t.Errorf("sidecar: %v", got)
+	}
+}
+
 // recorder stands in for the API server: what Run hands to Apply is the
 // unit here (client's Apply is tested against a real API server).
 type recorder struct{ objs []runtime.Object }
