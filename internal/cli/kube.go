@@ -188,6 +188,7 @@ func printKubeRun(env *Env, mo topology.Options, res *kube.Result) {
 	if len(res.Namespaces.Rows) > 0 {
 		fmt.Fprintln(w)
 		_ = report.NamespaceTable(w, res.Namespaces, mem)
+		_ = report.NamespaceNote(w, mem)
 	}
 	if len(res.Nodes) > 0 {
 		fmt.Fprintln(w)

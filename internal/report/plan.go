@@ -361,17 +361,18 @@ func writeNamespaces(w io.Writer, a *analysis.Analysis) {
 				continue
 			}
 			if !head {
+				mem := sample.WorkingSet
+				for _, c := range g.Cells {
+					if c.Valid && c.MetricsSource == "kubelet" {
+						mem = sample.CounterWorkingSet
+					}
+				}
 				fmt.Fprintln(w, "\n== Per namespace (the seed reports' table; each figure the median over the valid repetitions) ==")
+				_ = NamespaceNote(w, mem)
 				head = true
 			}
-			mem := sample.WorkingSet
-			for _, c := range g.Cells {
-				if c.Valid && c.MetricsSource == "kubelet" {
-					mem = sample.CounterWorkingSet
-				}
-			}
 			fmt.Fprintf(w, "\n-- %s, %s (%d/%d valid) --\n", mesh, s, g.Valid, len(g.Cells))
-			_ = NamespaceTable(w, t, mem)
+			_ = NamespaceTable(w, t, sample.WorkingSet)
 		}
 	}
 }

@@ -243,5 +243,8 @@ func TestNamespaceTable(t *testing.T) {
 	if err := NamespaceTable(&b, tb, sample.WorkingSet); err != nil {
 		t.Fatal(err)
 	}
+	if err := NamespaceNote(&b, sample.WorkingSet); err != nil {
+		t.Fatal(err)
+	}
 	testutil.Golden(t, "namespace-table.txt", []byte(b.String()))
 }
