@@ -141,8 +141,10 @@ func TestLinkerdOnRealNodes(t *testing.T) {
 	}
 	// The policies, and the admin port's access for the API server.
 	app, _ := os.ReadFile(filepath.Join(out, "k8s", "app.yaml"))
-	if n := strings.Count(string(app), "kind: AuthorizationPolicy"); n != 5 || strings.Count(string(app), "kind: MeshTLSAuthentication") != 4 {
-		t.Errorf("k8s/app.yaml: %d AuthorizationPolicies (want 4 rules and the admin port's), %d MeshTLSAuthentications (want 4)", n, strings.Count(string(app), "kind: MeshTLSAuthentication"))
+	kinds := func(kind string) int { return strings.Count(string(app), "\nkind: "+kind+"\n") } // top-level only
+	if kinds("AuthorizationPolicy") != 5 || kinds("MeshTLSAuthentication") != 4 || kinds("Server") != 3 {
+		t.Errorf("k8s/app.yaml: %d AuthorizationPolicies (want the 4 rules' and the admin port's), %d MeshTLSAuthentications (want 4), %d Servers (want the app port's, 9090's and the admin port's)",
+			kinds("AuthorizationPolicy"), kinds("MeshTLSAuthentication"), kinds("Server"))
 	}
 	// mTLS from the app's proxies, and the attacker refused on both sides.
 	mt, _ := os.ReadFile(filepath.Join(out, "k8s", "mtls-checks.json"))
