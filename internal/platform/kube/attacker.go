@@ -53,11 +53,14 @@ type AttackerReport struct {
 	Refused bool  `json:"refused"`
 }
 
-// String says it in a line: "10 of 10 refused (403 ×10)".
+// String says it in a line: "10 of 10 refused (403 ×10)", "10 of 10
+// refused (reset ×6, closed ×4)".
 func (a AttackerReport) String() string {
 	var parts []string
 	for _, c := range slices.Sorted(maps.Keys(a.StatusCodes)) {
-		parts = append(parts, fmt.Sprintf("%s ×%d", c, a.StatusCodes[c]))
+		if c != "0" { // no HTTP answer: the errors say what happened
+			parts = append(parts, fmt.Sprintf("%s ×%d", c, a.StatusCodes[c]))
+		}
 	}
 	for _, e := range a.Errors {
 		if e.Kind != loadgen.KindStatus { // the status codes' own

@@ -57,4 +57,9 @@ func TestAttacker(t *testing.T) {
 	if got := rep.String(); got != "10 of 10 refused (403 ×9, reset ×1)" {
 		t.Errorf("%q", got)
 	}
+	// An L4 refusal (ztunnel): no HTTP answer at all.
+	rep = AttackerReport{Sent: 10, StatusCodes: map[string]int64{"0": 10}, Errors: []results.ErrorCount{{Kind: "reset", Count: 6}, {Kind: "closed", Count: 4}}}
+	if got := rep.String(); got != "10 of 10 refused (reset ×6, closed ×4)" {
+		t.Errorf("%q", got)
+	}
 }
