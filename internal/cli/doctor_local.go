@@ -53,7 +53,7 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 		}
 		out = append(out, localCheck{"netns substrate", oneLine(netErr) + "; the lab runs on loopback (Envoy standing in for ztunnel), without mesh linkerd", st})
 	} else {
-		out = append(out, localCheck{"netns substrate", "network namespaces can be made, iptables found (--substrate netns)", "ok"})
+		out = append(out, localCheck{"netns substrate", "network namespaces can be made, the kernel takes the capture rules (nftables over netlink; --substrate netns)", "ok"})
 	}
 	if asked(topology.ModeAmbient) || asked(topology.ModeWaypoint) {
 		if bin, err := ztunnel.Find(ztunnelFlag, wd); err != nil {
