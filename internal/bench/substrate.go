@@ -26,16 +26,21 @@ const (
 
 // ChooseSubstrate picks the substrate for cells with mesh options opts
 // (one substrate for all: a plan never mixes them). It returns nil for
-// loopback, and a line saying why when auto fell back to loopback.
-// Asking for netns where it cannot run them is an error: a usage error for
-// what the substrate does not run, a plain one for what this machine lacks.
+// loopback, and a line saying why when auto fell back to loopback. It
+// checks what the cells need (root or a user namespace, a kernel that
+// takes the capture rules, ztunnel, linkerd2-proxy) before anything is
+// made. Asking for netns where it cannot run them is a usage error of
+// one line: for what the substrate does not run and for what this
+// machine lacks alike.
 //
 // Mesh linkerd runs only on netns: where netns cannot run it, the choice
 // is a usage error naming why, never a fall-back.
 func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []topology.Options) (local.Substrate, string, error) {
-	needLinkerd := false
+	needLinkerd, needZtunnel, needCapture := false, false, false
 	for _, o := range opts {
 		needLinkerd = needLinkerd || o.Mode == topology.ModeLinkerd
+		needZtunnel = needZtunnel || o.Mode == topology.ModeAmbient || o.Mode == topology.ModeWaypoint
+		needCapture = needCapture || o.Mode != topology.ModeNone
 	}
 	switch choice {
 	case SubstrateLoopback:
@@ -46,10 +51,6 @@ func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []topology.Op
 	case SubstrateNetns, SubstrateAuto:
 	default:
 		return nil, "", &UsageError{Err: fmt.Errorf("--substrate %q: allowed: auto, netns, loopback", choice)}
-	}
-	needZtunnel := false
-	for _, o := range opts {
-		needZtunnel = needZtunnel || o.Mode == topology.ModeAmbient || o.Mode == topology.ModeWaypoint
 	}
 	sub := &netlab.Substrate{}
 	var why []error
@@ -85,16 +86,16 @@ func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []topology.Op
 		}
 	}
 	if choice == SubstrateNetns && len(unsupported) > 0 {
-		return nil, "", &UsageError{Err: errors.Join(unsupported...)}
+		return nil, "", &UsageError{Err: errors.New(oneLine(errors.Join(unsupported...)))}
 	}
-	if err := netlab.Available(needZtunnel || needLinkerd); err != nil {
+	if err := netlab.Available(needCapture); err != nil {
 		why = append(why, err)
 	}
 	if len(why) == 0 && len(unsupported) == 0 {
 		return sub, "", nil
 	}
 	if choice == SubstrateNetns {
-		return nil, "", fmt.Errorf("--substrate netns: %w", errors.Join(why...))
+		return nil, "", &UsageError{Err: fmt.Errorf("--substrate netns: %s", oneLine(errors.Join(why...)))}
 	}
 	reason := errors.Join(append(why, unsupported...)...)
 	if needLinkerd {
@@ -120,11 +121,16 @@ func NeedsEnvoy(o topology.Options, sub local.Substrate) bool {
 }
 
 // FindEnvoy finds the Envoy binary the local lab runs: --envoy (flag),
-// $MESHBENCH_ENVOY (through getenv), .tools/envoy, PATH.
+// $MESHBENCH_ENVOY (through getenv), .tools/envoy, PATH. Without one the
+// cells cannot run: a usage error of one line, before anything is made.
 func FindEnvoy(ctx context.Context, flag string, getenv func(string) string) (*envoy.Binary, error) {
 	exe, _ := os.Executable()
 	wd, _ := os.Getwd()
-	return envoy.FindContext(ctx, envoy.FindOptions{Flag: flag, ProjectDir: wd, Executable: exe, Getenv: getenv})
+	bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: flag, ProjectDir: wd, Executable: exe, Getenv: getenv})
+	if err != nil {
+		return nil, &UsageError{Err: errors.New(oneLine(err))}
+	}
+	return bin, nil
 }
 
 // IstioInstall is how --install-mesh installs Istio with --istio-build

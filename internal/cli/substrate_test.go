@@ -101,8 +101,8 @@ func TestChooseSubstrate(t *testing.T) {
 // run works: mode ambient with the real ztunnels, every request answered,
 // mTLS verified; mode sidecar is refused at once (exit 2: the sidecars'
 // gid 1337 cannot be mapped) and makes no results directory. Where they
-// are not allowed, the run fails at once (exit 1) saying namespaces need
-// root.
+// are not allowed, the run is refused at once (exit 2) saying namespaces
+// need root.
 func TestSubstrateNetnsNotRoot(t *testing.T) {
 	testutil.RequireRoot(t, "needs root to switch to an unprivileged user")
 	setpriv, err := exec.LookPath("setpriv")
@@ -147,7 +147,7 @@ func TestSubstrateNetnsNotRoot(t *testing.T) {
 	n, _ := os.ReadFile("/proc/sys/user/max_user_namespaces")
 	if strings.TrimSpace(string(n)) == "0" {
 		out, code := nobody("run", "--substrate", "netns", "--mesh", "none", "--out", dir+"/never-made")
-		if code != ExitFailure || !strings.Contains(out, "--substrate netns: network namespaces need root here") {
+		if code != ExitUsage || !strings.Contains(out, "--substrate netns: network namespaces need root here") {
 			t.Errorf("without user namespaces: exit %d, output:\n%s", code, out)
 		}
 		return
