@@ -17,8 +17,9 @@ import (
 type Options struct {
 	// Level is the confidence level of every interval (0: 0.95).
 	Level float64
-	// Baseline is the mesh the others are compared with ("": none, or the
-	// first mesh when the plan has no none).
+	// Baseline is the mesh the others are compared with ("": none when
+	// the plan has it, else no baseline). A baseline the plan has no cell
+	// of gives no baseline either (callers refuse it first).
 	Baseline string
 	// Resamples per bootstrap (0: stats.DefaultResamples).
 	Resamples int
@@ -77,7 +78,7 @@ type Fit struct {
 type Analysis struct {
 	Plan        *Plan
 	Level       float64
-	Baseline    string
+	Baseline    string     // "": no baseline (the plan has no none and names none)
 	Meshes      []string   // in display order: baseline first
 	Scenarios   []Scenario // in order: app, rate, replicas, policies, …
 	Groups      map[string]*Group
@@ -151,8 +152,10 @@ func Analyze(p *Plan, o Options) *Analysis {
 		}
 		return a.Meshes[i] < a.Meshes[j]
 	})
-	if !seen[a.Baseline] && len(a.Meshes) > 0 {
-		a.Baseline = a.Meshes[0]
+	if !seen[a.Baseline] {
+		// No baseline: the meshes are compared with each other and
+		// along the other axes named, never with a mesh the plan lacks.
+		a.Baseline = ""
 	}
 	for _, s := range scen {
 		a.Scenarios = append(a.Scenarios, s)

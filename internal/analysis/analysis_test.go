@@ -822,8 +822,9 @@ func TestAnalyzeScenarioOrder(t *testing.T) {
 	}
 }
 
-// TestAnalyzeBaseline: without none the first mesh in display order is the
-// baseline; an explicit baseline comes first and is compared against.
+// TestAnalyzeBaseline: without none there is no baseline (the meshes are
+// compared pairwise); an explicit baseline comes first and is compared
+// against.
 func TestAnalyzeBaseline(t *testing.T) {
 	p := readPlan(t, smallDir)
 	noNone := *p
@@ -834,7 +835,7 @@ func TestAnalyzeBaseline(t *testing.T) {
 		}
 	}
 	a := analysis.Analyze(&noNone, analysis.Options{})
-	if a.Baseline != "sidecar" || !slices.Equal(a.Meshes, []string{"sidecar", "ambient"}) {
+	if a.Baseline != "" || !slices.Equal(a.Meshes, []string{"sidecar", "ambient"}) {
 		t.Errorf("without none: baseline %s, meshes %v", a.Baseline, a.Meshes)
 	}
 	if len(a.Comparisons) != 2 {
@@ -859,9 +860,10 @@ func TestAnalyzeBaseline(t *testing.T) {
 		t.Errorf("comparisons %v, want %v", got, want)
 	}
 
-	// A baseline the plan does not hold falls back to the first mesh.
+	// A baseline the plan does not hold (callers refuse it first) gives
+	// no baseline, never another mesh in its place.
 	a = analysis.Analyze(p, analysis.Options{Baseline: "linkerd"})
-	if a.Baseline != "none" || a.Meshes[0] != "none" {
+	if a.Baseline != "" || !slices.Equal(a.Meshes, []string{"none", "sidecar", "ambient"}) {
 		t.Errorf("absent baseline: got %s, meshes %v", a.Baseline, a.Meshes)
 	}
 	if a := analysis.Analyze(&analysis.Plan{}, analysis.Options{}); len(a.Meshes) != 0 || len(a.Comparisons) != 0 {
