@@ -110,3 +110,22 @@ func TestInPod(t *testing.T) {
 		t.Errorf("after a failed second install: %d rules, want %d", len(again), len(want))
 	}
 }
+
+// TestProbe: the kernel check the substrate runs before anything is made
+// passes here (with no command on PATH) and leaves no table behind.
+func TestProbe(t *testing.T) {
+	testutil.RequireRoot(t, "capture: needs root to make a network namespace")
+	noCommands(t)
+	s := netns.New(fmt.Sprintf("mbp%d", os.Getpid()%100000))
+	defer s.Close()
+	ns, err := s.Namespace("-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Probe(ns); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := List(ns); err != nil || len(left) > 0 {
+		t.Errorf("after the probe: rules %v (%v)", left, err)
+	}
+}

@@ -76,6 +76,9 @@ func install(ns *netns.NS, what string, tables []table) error {
 			c.CreateTable(t)
 			chains := map[string]*nftables.Chain{}
 			for _, ch := range tb.chains {
+				if chains[ch.name] != nil {
+					return fmt.Errorf("%s: table %s declares chain %s twice", what, tb.name, ch.name)
+				}
 				nc := &nftables.Chain{Name: ch.name, Table: t, Hooknum: ch.hook, Priority: ch.priority, Type: ch.kind}
 				if ch.hook != nil {
 					accept := nftables.ChainPolicyAccept
@@ -317,7 +320,7 @@ const probeTable = "meshbench-probe"
 // (nf_tables, its tproxy, redirect, ct or owner expressions).
 func Probe(ns *netns.NS) error {
 	never := markMatch(0xbad, 0xfff, false)
-	t := table{name: probeTable, chains: []chain{manglePrerouting, mangleOutput, natOutput},
+	t := table{name: probeTable, chains: []chain{manglePrerouting, mangleOutput},
 		rules: []nfRule{
 			{"prerouting", "tproxy", cat(never, tcp(), tproxyTo(localhost, PortHBONE), setMark(ConnMark, markMask), accept())},
 			{"prerouting", "ct", cat(never, ctEstablished(), setCtMark(ConnMark, markMask))},
