@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/sys/toolbin"
 )
 
 // The --substrate values.
@@ -154,4 +155,65 @@ func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag
 		return nil, err
 	}
 	return install.IstioBuilt(b, "", "", bin.Build)
+}
+
+// LabLine says, in one line, where a local plan's cells run and, for
+// each mesh of modes, what in it is the real product and what stands in:
+// the first thing `bench` prints, so no result is read as a real mesh's
+// that is not. sub is the chosen substrate (nil: loopback) and bin the
+// Envoy the lab runs (nil when none).
+func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) string {
+	envoyName := "Envoy"
+	if bin != nil && bin.Version != "" {
+		envoyName += " " + bin.Version
+	}
+	short := func(path string) string {
+		sum, err := toolbin.FileSHA256(path)
+		if err != nil || len(sum) < 12 {
+			return ""
+		}
+		return ", sha256 " + sum[:12] + "…"
+	}
+	var ns *netlab.Substrate
+	if n, ok := sub.(*netlab.Substrate); ok {
+		ns = n
+	}
+	var parts []string
+	lastIstio := -1
+	for _, m := range modes {
+		var what string
+		switch {
+		case m == topology.ModeNone:
+			what = "no proxy"
+		case ns == nil && m == topology.ModeSidecar:
+			what = "real " + envoyName + " sidecars, called directly (no capture on loopback)"
+		case ns == nil && m == topology.ModeAmbient:
+			what = envoyName + " STANDS IN for ztunnel"
+		case ns == nil && m == topology.ModeWaypoint:
+			what = envoyName + " STANDS IN for ztunnel; a real " + envoyName + " waypoint"
+		case m == topology.ModeSidecar:
+			what = "real " + envoyName + " sidecars, istio-init's capture"
+		case m == topology.ModeAmbient:
+			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture"
+		case m == topology.ModeWaypoint:
+			what = "real ztunnel and a real " + envoyName + " waypoint"
+		case m == topology.ModeLinkerd:
+			what = "real linkerd2-proxy (Linkerd's" + short(ns.LinkerdProxy) + "), proxy-init's capture; its control plane: the lab's stand-in"
+		default:
+			what = "see the mesh's docs"
+		}
+		parts = append(parts, string(m)+": "+what)
+		if m == topology.ModeSidecar || m == topology.ModeAmbient || m == topology.ModeWaypoint {
+			lastIstio = len(parts) - 1
+		}
+	}
+	if lastIstio >= 0 {
+		// After the last of Istio's modes: what stands in for istiod.
+		parts[lastIstio] += "; in Istio's modes istiod is not run (config from the topology, certificates from the lab's CA)"
+	}
+	where := "the netns substrate (pods as network namespaces)"
+	if ns == nil {
+		where = "the loopback substrate (127.0.N.x, no network namespaces)"
+	}
+	return "on " + where + ": " + strings.Join(parts, "; ")
 }
