@@ -130,7 +130,7 @@ func TestExamples(t *testing.T) {
 		cells    int
 		estimate time.Duration // at CellOverheadLocal
 	}{
-		{"quick.yaml", 24, 4 * time.Minute},
+		{"quick.yaml", 30, 5 * time.Minute},
 		{"seed-matrix.yaml", 120, 34 * time.Minute},
 		{"faces.yaml", 24, 24 * 17 * time.Second},
 		{"saturation.yaml", 12, 12 * 17 * time.Second},
