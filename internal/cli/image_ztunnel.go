@@ -68,7 +68,7 @@ sha256, version) in OUT.json. The lab finds it there
 (.tools/linkerd2-proxy/linkerd2-proxy, as make linkerd-proxy installs it).
 --digest refuses an image of any other digest.`,
 		Example: `  meshbench image linkerd-proxy
-  meshbench image linkerd-proxy --from cr.l5d.io/linkerd/proxy:edge-25.8.5 --digest sha256:…`,
+  meshbench image linkerd-proxy --from cr.l5d.io/linkerd/proxy:edge-26.8.3 --digest sha256:…`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := image.ParseRef(from)

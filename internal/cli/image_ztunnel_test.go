@@ -83,7 +83,7 @@ func TestImageLinkerdProxy(t *testing.T) {
 		}
 		return ref
 	}
-	ref := push("linkerd/proxy:edge-25.8.5", image.File{Path: "/" + proxy.ImagePath, Source: bin, Mode: 0o755})
+	ref := push("linkerd/proxy:edge-26.8.3", image.File{Path: "/" + proxy.ImagePath, Source: bin, Mode: 0o755})
 	out := filepath.Join(t.TempDir(), "linkerd2-proxy")
 	inv := runCLI(t, nil, "image", "linkerd-proxy", "--from", ref.String(), "--out", out)
 	if inv.code != 0 || !strings.Contains(inv.stdout, "linkerd2-proxy installed in "+out+" from "+ref.String()+"@sha256:") ||

@@ -11,12 +11,14 @@ import (
 
 // OfficialImage is Linkerd's proxy image the binary is taken from when
 // the build kept beside the project is not there (meshbench image
-// linkerd-proxy; make linkerd-proxy falls back to it). Pinned by tag only:
+// linkerd-proxy; make linkerd-proxy falls back to it): edge-26.8.3, the
+// release that pins proxy v2.366.0, whose source the build beside the
+// project was made from (29637b6). Pinned by tag only:
 // no registry is reachable where this was written, so neither its digest
 // nor a run of its proxy against the lab's control plane has been checked;
 // the digest pulled is recorded beside the binary and can be required on
 // a later fetch with --digest.
-const OfficialImage = "cr.l5d.io/linkerd/proxy:edge-25.8.5"
+const OfficialImage = "cr.l5d.io/linkerd/proxy:edge-26.8.3"
 
 // ImagePath is where Linkerd's proxy images keep the binary (their
 // Dockerfile: COPY … /usr/lib/linkerd/linkerd2-proxy).
