@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,32 @@ func TestMissingPartFallsBack(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "substrate: loopback, the network namespaces cannot run this here (no ztunnel binary") ||
 		!strings.Contains(stdout, "mesh ambient (Envoy stand-in for ztunnel)") {
 		t.Errorf("ambient without ztunnel: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestAddressTakenRefused: an address the loopback lab needs is taken
+// (another lab, another program): run refuses in one line, exit 2,
+// before it makes its results directory.
+func TestAddressTakenRefused(t *testing.T) {
+	wd, _ := os.Getwd()
+	eb, err := envoy.Find(envoy.FindOptions{ProjectDir: filepath.Join(wd, "..", "..")})
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error()+" (make envoy installs it)")
+	}
+	// The client sidecar's outbound listener, with the lab moved to
+	// 127.77.x.y (--loopback-net) away from other labs.
+	ln, err := net.Listen("tcp", "127.77.1.10:15001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "never-made")
+	_, stderr, code := bareRun(t, dir, "run", "--mesh", "sidecar", "--substrate", "loopback", "--loopback-net", "77", "--envoy", eb.Path, "--out", out)
+	if code != ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "127.77.1.10:15001") || !strings.Contains(stderr, "already in use") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was made", out)
 	}
 }
