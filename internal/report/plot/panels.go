@@ -82,6 +82,9 @@ func Panels(opts ChartOptions, categories []string, panels []Panel) (*Chart, err
 			}
 			gs := styles[j].points()
 			gs.Radius = vg.Points(glyphRadiusPt * 1.6)
+			if _, ok := gs.Shape.(draw.CrossGlyph); ok {
+				gs.Shape = boldCross{} // a hairline × is lost at this size
+			}
 			sc.GlyphStyle = gs
 			p.Add(sc)
 		}
@@ -101,6 +104,16 @@ func Panels(opts ChartOptions, categories []string, panels []Panel) (*Chart, err
 type errBar struct {
 	x, lo, hi float64
 	style     draw.LineStyle
+}
+
+// boldCross is draw.CrossGlyph with strokes as wide as the chart's lines.
+type boldCross struct{}
+
+func (boldCross) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	r := sty.Radius * 0.8
+	ls := draw.LineStyle{Color: sty.Color, Width: vg.Points(lineWidthPt * 1.3)}
+	c.StrokeLines(ls, []vg.Point{{X: pt.X - r, Y: pt.Y - r}, {X: pt.X + r, Y: pt.Y + r}})
+	c.StrokeLines(ls, []vg.Point{{X: pt.X - r, Y: pt.Y + r}, {X: pt.X + r, Y: pt.Y - r}})
 }
 
 // capHalfPt is half the width of an error bar's caps.
