@@ -1,7 +1,6 @@
 package release
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,18 +8,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/meshbench/meshbench/internal/sys/image"
 	"github.com/meshbench/meshbench/internal/sys/toolbin"
 )
 
@@ -69,39 +64,20 @@ func FromImages(ctx context.Context, dir, hub, cli string, opts ...remote.Option
 	}
 	defer os.RemoveAll(tmp)
 	p := Provenance{Release: Version, Source: "images", Binaries: map[string]BinaryProvenance{}}
-	opts = append(opts, remote.WithContext(ctx), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
 	for _, im := range ImageNames {
 		ref, err := name.ParseReference(hub + "/" + im + ":" + Version)
 		if err != nil {
 			return Build{}, err
 		}
-		img, err := remote.Image(ref, opts...)
-		if err != nil {
-			return Build{}, fmt.Errorf("pulling %s: %w", ref, err)
-		}
-		digest, err := img.Digest()
-		if err != nil {
-			return Build{}, fmt.Errorf("pulling %s: %w", ref, err)
-		}
-		want := map[string]string{} // path in the image -> binary
+		files := map[string]string{} // path in the image -> file in the build
 		for bin, w := range inImage {
 			if w.image == im {
-				want[w.path] = bin
+				files[w.path] = filepath.Join(tmp, bin)
 			}
 		}
-		rc := mutate.Extract(img)
-		err = extract(tar.NewReader(rc), want, tmp)
-		rc.Close()
+		digest, err := image.ExtractFiles(ctx, ref, files, opts...)
 		if err != nil {
-			return Build{}, fmt.Errorf("image %s: %w", ref, err)
-		}
-		if len(want) > 0 {
-			var missing []string
-			for p2 := range want {
-				missing = append(missing, "/"+p2)
-			}
-			slices.Sort(missing)
-			return Build{}, fmt.Errorf("image %s has no %s: not Linkerd's %s image", ref, strings.Join(missing, ", "), im)
+			return Build{}, fmt.Errorf("%w: not Linkerd's %s image?", err, im)
 		}
 		for bin, w := range inImage {
 			if w.image == im {
@@ -138,42 +114,6 @@ func FromImages(ctx context.Context, dir, hub, cli string, opts ...remote.Option
 		return Build{}, err
 	}
 	return Open(dir)
-}
-
-// extract copies the regular files of tr named in want (path without the
-// leading slash -> file name) into dir, mode 0755, deleting each from want
-// as it is found.
-func extract(tr *tar.Reader, want map[string]string, dir string) error {
-	for len(want) > 0 {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading its layers: %w", err)
-		}
-		p := path.Clean(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"))
-		bin, ok := want[p]
-		if !ok {
-			continue
-		}
-		if h.Typeflag != tar.TypeReg {
-			return fmt.Errorf("/%s is not a regular file (tar type %q)", p, h.Typeflag)
-		}
-		f, err := os.OpenFile(filepath.Join(dir, bin), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, tr)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("copying /%s: %w", p, err)
-		}
-		delete(want, p)
-	}
-	return nil
 }
 
 func copyExecutable(src, dst string) error {
