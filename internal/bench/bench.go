@@ -25,6 +25,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -57,11 +58,9 @@ type Config struct {
 	Getenv         func(string) string
 	Stdout, Stderr io.Writer
 	// Watch, when not nil, is called once the plan's cells are known and
-	// the header printed; the Hooks it returns follow the run.
+	// the header printed; the Hooks it returns follow the run. A capacity
+	// search's (Start.Search) follow every probe's start and end.
 	Watch func(Start) Hooks
-	// SearchProgress, when not nil, follows a capacity search: every
-	// probe's start and end (Event), with the probe's verdict (ProbeVerdict).
-	SearchProgress func(runner.Event)
 }
 
 // Kube is how a plan runs on a cluster: which cluster, how its objects
@@ -79,11 +78,15 @@ type Kube struct {
 
 // Start is what a plan's progress display needs to know as it starts.
 type Start struct {
-	// Cells is the number of cells in the plan; OnKube says they run on a
-	// cluster; Dir is the results directory; MetricsSource the cluster's
-	// --metrics-source.
+	// Cells is the number of cells in the plan (0 for a capacity search,
+	// Search, whose probes are not known before they run); OnKube says
+	// they run on a cluster, Substrate on which network on the lab
+	// (local.SubstrateLoopback, "netns"); Dir is the results directory;
+	// MetricsSource the cluster's --metrics-source.
 	Cells         int
+	Search        bool
 	OnKube        bool
+	Substrate     string
 	Dir           string
 	MetricsSource string
 	// Started is when the plan started running.
@@ -166,7 +169,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if p.Search != nil {
-		return runSearch(ctx, cfg, bin, sub)
+		return runSearch(ctx, cfg, bin, sub, substrate)
 	}
 	var istioInstall *install.MeshInstall
 	if onKube {
@@ -175,27 +178,18 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	rcells := make([]runner.Cell, len(cells))
+	rcells := make([]platform.Cell, len(cells))
 	for i, c := range cells {
-		mo := c.Mesh
-		mo.LoopbackNet = cfg.LoopbackNet
-		lo := local.Options{Mesh: mo, Load: c.Rate.Load(), Duration: p.Duration, Warmup: p.Warmup,
-			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
-			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: cfg.Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops,
-			Generator: c.Generator}
-		rcells[i] = runner.Cell{ID: c.ID, Lab: lo}
+		rcells[i] = platform.Cell{ID: c.ID, Settings: cfg.settings(c)}
 		if p.ReuseTopology {
 			rcells[i].Topology = c.TopologyKey
 		}
-		if onKube {
-			ko := kubeOptions(p, c, &cfg.Kube, cfg.Version)
-			ko.IstioInstall = istioInstall
-			rcells[i].Kube = &ko
-		}
 	}
+	var installs map[string]bool
+	istioProfile := ""
 	if onKube {
-		if err := planMeshInstalls(dir, cfg.Resume, rcells, cfg.Kube.InstallMesh); err != nil {
+		var err error
+		if installs, istioProfile, err = planMeshInstalls(dir, cfg.Resume, rcells, cfg.Kube.InstallMesh); err != nil {
 			return err
 		}
 	}
@@ -237,19 +231,13 @@ func Run(ctx context.Context, cfg Config) error {
 	started := time.Now()
 	var hooks Hooks
 	if cfg.Watch != nil {
-		hooks = cfg.Watch(Start{Cells: len(rcells), OnKube: onKube, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
+		hooks = cfg.Watch(Start{Cells: len(rcells), OnKube: onKube, Substrate: substrate, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
 	}
 	ro.Progress = hooks.Progress
-	for i := range ro.Cells {
-		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = hooks.Phase, hooks.OnRound
-		ro.Cells[i].Lab.OnLoadProgress = hooks.OnLoadProgress
-		if k := ro.Cells[i].Kube; k != nil {
-			k.Phase, k.OnRound, k.OnNodeRound = hooks.Phase, hooks.OnRound, hooks.OnNodeRound
-			k.OnLoadProgress, k.OnMetricsSource = hooks.OnLoadProgress, hooks.OnMetricsSource
-			if hooks.Log != nil {
-				k.Log = hooks.Log
-			}
-		}
+	if onKube {
+		ro.On = &kube.Platform{Options: cfg.kubeOptions(istioInstall, hooks), Installs: installs, IstioProfile: istioProfile}
+	} else {
+		ro.On = local.NewPlatform(cfg.labOptions(bin, sub, hooks))
 	}
 	_, runErr := runner.Run(ctx, ro)
 	if hooks.Finish != nil {
@@ -297,31 +285,53 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// kubeOptions are the options of plan p's cell c on a cluster.
-func kubeOptions(p *plan.Plan, c plan.Cell, k *Kube, version string) kube.Options {
+// settings are plan cell c's settings (plan.Plan.Settings), on the lab's
+// loopback net when it runs on the lab.
+func (cfg Config) settings(c plan.Cell) platform.Settings {
+	if cfg.Plan.Platform != plan.PlatformKube {
+		c.Mesh.LoopbackNet = cfg.LoopbackNet
+	}
+	return cfg.Plan.Settings(c)
+}
+
+// labOptions are what the lab runs every cell with, but its settings;
+// h follows the cells.
+func (cfg Config) labOptions(bin *envoy.Binary, sub local.Substrate, h Hooks) local.Options {
+	return local.Options{Envoy: bin, Substrate: sub, Version: cfg.Version,
+		Phase: h.Phase, OnRound: h.OnRound, OnLoadProgress: h.OnLoadProgress}
+}
+
+// kubeOptions are what the cluster runs every cell with, but its
+// settings: the cluster, the namespaces and images, the timeouts, the
+// metrics source; mi is how Istio is installed (nil: as usual); h follows
+// the cells and gets their progress lines.
+func (cfg Config) kubeOptions(mi *install.MeshInstall, h Hooks) kube.Options {
+	k := cfg.Kube
 	o := kube.Options{Connect: k.Connect,
-		Spec: kube.Spec{AppNamespace: k.NamespacePrefix + "-app", LoadNamespace: k.NamespacePrefix + "-load",
-			Mesh: c.Mesh, Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart && c.Mesh.App == topology.AppFaces},
-		Load: c.Rate.Load(), Workers: p.Workers, Generator: c.Generator, Duration: p.Duration, Warmup: p.Warmup,
-		Connections: p.Connections, AllowForeign: k.AllowForeign, Keep: k.Keep,
-		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.IdleTimeout, ReadyTimeout: k.ReadyTimeout,
-		MetricsSource: k.MetricsSource, KubeletInterval: k.KubeletInterval,
-		RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Version: version}
+		Spec:         kube.Spec{AppNamespace: k.NamespacePrefix + "-app", LoadNamespace: k.NamespacePrefix + "-load", Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart},
+		AllowForeign: k.AllowForeign, Keep: k.Keep, IdleTimeout: k.IdleTimeout, ReadyTimeout: k.ReadyTimeout,
+		MetricsSource: k.MetricsSource, KubeletInterval: k.KubeletInterval, IstioInstall: mi, Version: cfg.Version}
+	o.Phase, o.OnRound, o.OnNodeRound = h.Phase, h.OnRound, h.OnNodeRound
+	o.OnLoadProgress, o.OnMetricsSource = h.OnLoadProgress, h.OnMetricsSource
+	if h.Log != nil {
+		o.Log = h.Log
+	}
 	return o
 }
 
-// planMeshInstalls, with install, has the first cell of each mesh to
+// planMeshInstalls, with installing, has the first cell of each mesh to
 // install (Istio's modes share one install, Linkerd has its own) install
 // it with its CLI; the others verify it. On resume only the unfinished
-// cells count. When the plan holds ambient or waypoint cells, Istio is
+// cells count. It returns those cells' IDs and the profile Istio's modes
+// install with: when the plan holds ambient or waypoint cells, Istio is
 // installed with the ambient profile for every Istio mode: it runs
 // sidecars too, and switching profiles between cells would remove ztunnel.
-func planMeshInstalls(dir string, resume bool, cells []runner.Cell, installing bool) error {
+func planMeshInstalls(dir string, resume bool, cells []platform.Cell, installing bool) (map[string]bool, string, error) {
 	finished := map[string]bool{}
 	if resume {
 		m, err := results.ReadPlanManifest(dir)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
 		for id, st := range m.Cells {
 			finished[id] = st.Finished()
@@ -329,26 +339,23 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, installing b
 	}
 	// Istio is installed once for the plan: with the ambient profile when
 	// any cell needs it (it runs sidecars too).
-	ambient := false
+	profile := ""
 	for _, c := range cells {
-		if m, ok := mesh.Get(string(c.Kube.Spec.Mesh.Mode)); ok && m.Cluster.IstioProfile == mesh.IstioProfileAmbient {
-			ambient = true
+		if m, ok := mesh.Get(string(c.Settings.Mesh.Mode)); ok && m.Cluster.IstioProfile == mesh.IstioProfileAmbient {
+			profile = mesh.IstioProfileAmbient
 		}
 	}
+	installs := map[string]bool{}
 	installed := map[string]bool{}
 	for _, c := range cells {
-		m, _ := mesh.Get(string(c.Kube.Spec.Mesh.Mode))
-		cli := install.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
-		if m != nil && m.Product == mesh.Istio && ambient {
-			c.Kube.IstioProfile = mesh.IstioProfileAmbient
-		}
+		cli := install.MeshCLI(string(c.Settings.Mesh.Mode))
 		if !installing || cli == "" || finished[c.ID] || installed[cli] {
 			continue
 		}
 		installed[cli] = true
-		c.Kube.InstallMesh = true
+		installs[c.ID] = true
 	}
-	return nil
+	return installs, profile, nil
 }
 
 // planHasStandIn reports whether a cell runs ambient or waypoint, whose

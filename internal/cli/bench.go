@@ -209,9 +209,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		EnvoyFlag: f.envoyPath, ZtunnelFlag: f.ztunnelPath, LinkerdProxyFlag: f.linkerdProxyPath,
 		Kube: f.kube.bench(), FailOn: conds, Getenv: env.Getenv, Stdout: env.Stdout, Stderr: env.Stderr}
 	if !f.quiet {
-		cfg.Watch = func(s bench.Start) bench.Hooks { return benchWatch(env, s, f.components) }
 		started := time.Now()
-		cfg.SearchProgress = func(ev runner.Event) { searchProgress(env, p, started, ev) }
+		cfg.Watch = func(s bench.Start) bench.Hooks {
+			if s.Search {
+				return bench.Hooks{Progress: func(ev runner.Event) { searchProgress(env, p, started, loopback(s), ev) }}
+			}
+			return benchWatch(env, s, f.components)
+		}
 	}
 	return bench.Run(ctx, cfg)
 }
@@ -222,7 +226,7 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 func benchWatch(env *Env, s bench.Start, components bool) bench.Hooks {
 	if env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb" {
 		live := newLiveView(env, s.Cells, s.OnKube)
-		live.outDir = s.Dir
+		live.outDir, live.loopback = s.Dir, loopback(s)
 		if s.OnKube {
 			live.st.MetricsSource = s.MetricsSource
 		}
@@ -231,7 +235,7 @@ func benchWatch(env *Env, s bench.Start, components bool) bench.Hooks {
 		return bench.Hooks{Progress: live.progress, Phase: live.phase, OnRound: live.round, OnLoadProgress: live.loadProgress,
 			OnNodeRound: live.nodeRound, OnMetricsSource: live.metricsSource, Log: liveLog{live}, Finish: live.finish}
 	}
-	progress, phase, onRound, onNodeRound := benchProgress(env, s.Started, s.Dir, components)
+	progress, phase, onRound, onNodeRound := benchProgress(env, s, components)
 	return bench.Hooks{Progress: progress, Phase: phase, OnRound: onRound, OnNodeRound: onNodeRound, Log: env.Stderr}
 }
 
@@ -255,7 +259,8 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 // content without cursor codes: its compact form (state line, sums,
 // ratios; about 10 lines a cell in a long CI or demo log), or the whole
 // frame with every component when components is set (--components).
-func benchProgress(env *Env, started time.Time, dir string, components bool) (func(runner.Event), func(string), func(sample.Round), func(sample.NodeRound)) {
+func benchProgress(env *Env, s bench.Start, components bool) (func(runner.Event), func(string), func(sample.Round), func(sample.NodeRound)) {
+	started, dir := s.Started, s.Dir
 	var mu sync.Mutex // phases start on the lab's goroutines
 	ran := 0
 	var cur runner.Event
@@ -277,7 +282,7 @@ func benchProgress(env *Env, started time.Time, dir string, components bool) (fu
 			return
 		}
 		ran++
-		fmt.Fprintf(env.Stderr, "[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev))
+		fmt.Fprintf(env.Stderr, "[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev, loopback(s)))
 	}
 	phase := func(name string) {
 		if strings.Contains(name, "/") {
@@ -294,8 +299,8 @@ func benchProgress(env *Env, started time.Time, dir string, components bool) (fu
 			if recording && len(rounds) > 0 {
 				st := liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
 					Rounds: rounds, Memory: "PSS"}
-				if cur.Cell.Kube != nil {
-					st.Memory, st.MetricsSource = "working set", cur.Cell.Kube.MetricsSource
+				if s.OnKube {
+					st.Memory, st.MetricsSource = "working set", s.MetricsSource
 					st.Nodes = liveview.NodesOf(nodes)
 				}
 				render := liveview.Compact
@@ -324,9 +329,14 @@ func benchProgress(env *Env, started time.Time, dir string, components bool) (fu
 	return progress, phase, onRound, onNodeRound
 }
 
+// loopback reports whether a plan's cells run on the lab's loopback
+// substrate, where Envoy stands in for ztunnel.
+func loopback(s bench.Start) bool { return !s.OnKube && s.Substrate == bench.SubstrateLoopback }
+
 // cellEndText is how a cell ended: its rate, p50, p99 and success, or why
-// it failed or is invalid.
-func cellEndText(ev runner.Event) string {
+// it failed or is invalid; on the loopback substrate, with the mesh's
+// label when Envoy stands in for its proxy.
+func cellEndText(ev runner.Event, loopback bool) string {
 	line := ""
 	switch {
 	case ev.Status.State == "failed":
@@ -342,8 +352,8 @@ func cellEndText(ev runner.Event) string {
 			line += "; INVALID: " + strings.Join(ev.Status.Invalid, "; ")
 		}
 	}
-	if c := ev.Cell; c.Kube == nil && c.Lab.Substrate == nil {
-		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), bench.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
+	if mode := ev.Cell.Settings.Mesh.Mode; loopback {
+		if label := analysis.MeshLabel(string(mode), bench.SubstrateLoopback); label != string(mode) {
 			line += " [" + label + "]"
 		}
 	}

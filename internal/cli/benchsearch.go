@@ -30,14 +30,14 @@ func bindBenchSearchFlags(fl *pflag.FlagSet, f *benchFlags) {
 
 // searchProgress prints a capacity search's probe as it starts and ends,
 // with the time since the plan started and the probe's verdict.
-func searchProgress(env *Env, p *plan.Plan, started time.Time, ev runner.Event) {
+func searchProgress(env *Env, p *plan.Plan, started time.Time, loopback bool, ev runner.Event) {
 	searchMu.Lock()
 	defer searchMu.Unlock()
 	if !ev.Done {
-		fmt.Fprintf(env.Stderr, "[%s] %s at %s/s: running\n", time.Since(started).Round(time.Second), ev.Cell.ID, ev.Cell.Lab.Load)
+		fmt.Fprintf(env.Stderr, "[%s] %s at %s/s: running\n", time.Since(started).Round(time.Second), ev.Cell.ID, ev.Cell.Settings.Load)
 		return
 	}
-	fmt.Fprintf(env.Stderr, "[%s] %s: %s%s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev), bench.ProbeVerdict(p, ev))
+	fmt.Fprintf(env.Stderr, "[%s] %s: %s%s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev, loopback), bench.ProbeVerdict(p, ev))
 }
 
 // searchMu keeps a search's progress lines whole.

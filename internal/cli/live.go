@@ -102,8 +102,10 @@ type liveView struct {
 	rounds     []sample.Round     // the current cell's measured window and drain so far
 	nodes      []sample.NodeRound // a cluster cell's node rounds, the same span
 	// outDir is the plan's results directory (the state line names the
-	// cell's directory in it).
-	outDir string
+	// cell's directory in it); loopback says the cells run on the lab's
+	// loopback substrate (cellEndText).
+	outDir   string
+	loopback bool
 
 	stop, stopped chan struct{}
 }
@@ -212,7 +214,7 @@ func (v *liveView) progress(ev runner.Event) {
 		v.st.Index, v.st.Total, v.st.Skipped = ev.Index, ev.Total, ev.Skipped
 		v.st.CellID, v.st.Phase = ev.Cell.ID, ""
 		v.st.Load = nil
-		if g := ev.Cell.Lab.Generator; g != "" && g != "meshbench" {
+		if g := ev.Cell.Settings.Generator; g != "" && g != "meshbench" {
 			v.st.Load = &liveview.Load{Generator: g}
 		}
 		if v.outDir != "" {
@@ -238,7 +240,7 @@ func (v *liveView) progress(ev runner.Event) {
 	v.measuring = false
 	v.mu.Unlock()
 	// The cell's line stays in the scrollback above the frame.
-	v.redraw(fmt.Sprintf("[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev)))
+	v.redraw(fmt.Sprintf("[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev, v.loopback)))
 }
 
 // phase is local.Options.Phase: the current cell enters a phase.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -43,7 +44,7 @@ type fakeNow struct{ t time.Time }
 func (c *fakeNow) now() time.Time          { return c.t }
 func (c *fakeNow) advance(d time.Duration) { c.t = c.t.Add(d) }
 func liveEvent(i int, id string) runner.Event {
-	return runner.Event{Index: i, Total: 4, Cell: runner.Cell{ID: id}}
+	return runner.Event{Index: i, Total: 4, Cell: platform.Cell{ID: id}}
 }
 func doneEvent(ev runner.Event, valid bool) runner.Event {
 	ev.Done, ev.Status = true, &results.CellStatus{State: results.CellDone, Valid: valid, Invalid: []string{"x"}}

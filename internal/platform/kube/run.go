@@ -28,6 +28,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
@@ -35,23 +36,22 @@ import (
 	"github.com/meshbench/meshbench/internal/results"
 )
 
-// Options is one benchmark cell on a cluster.
+// Options is one benchmark cell on a cluster: its settings (the same type
+// on every platform) and what the cluster runs them with. On a cluster,
+// Settings.SampleInterval is the metrics API's polling period (0: 10 s),
+// and Settings.Drain is the most the run keeps sampling after the load
+// ends, since the metrics API lags: it stops as soon as a fresh sample of
+// every app pod taken wholly after the load's end shows the app idle (the
+// IdleMillicores threshold), and says how it ended (results.Drain); 0: no
+// drain (the same meaning as the plan's drain; the default is
+// plan.KubeDrain).
 type Options struct {
+	platform.Settings
+
 	Connect ConnectOptions
-	// Spec is what to deploy (RunID is set by Run when empty).
+	// Spec is what to deploy (RunID is set by Run when empty, Mesh from
+	// Settings.Mesh).
 	Spec Spec
-	// Load is the load offered: an open-loop rate or loadgen.ClosedLoop.
-	Load loadgen.Load
-	// Workers is the number of load pods (a Job's parallelism); the rate
-	// and connections are split among them.
-	Workers     int
-	Duration    time.Duration
-	Warmup      time.Duration
-	Timeout     time.Duration
-	Connections int
-	// Generator is the load generator of the workers (LoadSpec.Generator;
-	// "": meshbench's engine).
-	Generator string
 
 	// InstallMesh runs the mesh's own CLI to install it; false: the mesh
 	// must already run, and is verified.
@@ -62,21 +62,12 @@ type Options struct {
 	// Keep leaves the namespaces in place after the run (for debugging).
 	Keep bool
 
-	// SampleInterval is the metrics API polling period (0: 10 s).
-	SampleInterval time.Duration
 	// MetricsSource is where CPU and memory come from: SourceKubelet,
 	// SourceMetricsAPI or SourceAuto ("": auto). See ChooseSource.
 	MetricsSource string
 	// KubeletInterval is the kubelet counters' reading period (0:
 	// DefaultKubeletInterval).
 	KubeletInterval time.Duration
-	// Drain is the most the run keeps sampling after the load ends, since
-	// the metrics API lags: it stops as soon as a fresh sample of every
-	// app pod taken wholly after the load's end shows the app idle (the
-	// IdleMillicores threshold), and says how it ended (results.Drain).
-	// 0: no drain (the same meaning as the plan's drain; the default is
-	// plan.KubeDrain).
-	Drain time.Duration
 	// IdleMillicores is the app CPU under which the cluster counts as idle
 	// before the load starts (0: 10m per app pod), waited for at most
 	// IdleTimeout (0: 2 min).
@@ -84,8 +75,6 @@ type Options struct {
 	IdleTimeout    time.Duration
 	// ReadyTimeout bounds the wait for the app and the Job (0: 5 min).
 	ReadyTimeout time.Duration
-
-	RateShortfall, ErrorRatio float64
 
 	// IstioProfile, when set, is the profile istioctl installs with
 	// instead of the mode's own (default for sidecar, ambient for ambient
@@ -218,6 +207,7 @@ func (o *Options) defaults() error {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 5 * time.Minute
 	}
+	o.Spec.Mesh = o.Mesh
 	if o.Spec.RunID == "" {
 		o.Spec.RunID = time.Now().UTC().Format("20060102-150405")
 	}
@@ -1056,13 +1046,7 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 }
 
 func optionsMap(o Options, c *Cluster) map[string]any {
-	m := o.Spec.Mesh
-	return results.CellSettings{
-		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
-		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
-		Rate: o.Load.RateText(), ClosedLoop: o.Load.Closed(), Duration: o.Duration.String(), Warmup: o.Warmup.String(),
-		Connections: o.Connections, SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(),
-	}.Options(map[string]any{
+	return o.Record(o.Spec.Mesh).Options(map[string]any{
 		"workers": o.Workers, "kubelet_interval": o.KubeletInterval.String(),
 		"cluster": map[string]any{"server": c.Server, "context": c.Context, "version": c.Version},
 		"run_id":  o.Spec.RunID, "namespaces": []string{o.Spec.AppNamespace, o.Spec.LoadNamespace},

@@ -24,56 +24,15 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
-// Options is one benchmark cell on the local lab.
+// Options is one benchmark cell on the local lab: its settings (the same
+// type on every platform) and what the lab runs them with.
 type Options struct {
-	Mesh topology.Options
-	// Load is the load offered: an open-loop rate or loadgen.ClosedLoop.
-	Load loadgen.Load
-	// LoadCPUMax is the load generator's CPU, as a fraction of one core,
-	// above which the run counts as CPU-starved and invalid (0:
-	// DefaultLoadCPUMax).
-	LoadCPUMax float64
-	// RateShortfall is the fraction of its schedule an open-loop run may
-	// fall short by before it is invalid (0: results.RateShortfallTolerance).
-	RateShortfall float64
-	// ErrorRatio is the fraction of failed requests above which a run is
-	// invalid (0: results.DefaultErrorRatio).
-	ErrorRatio  float64
-	Duration    time.Duration // measured window
-	Warmup      time.Duration // load before the window, not counted
-	Connections int           // load generator connections (0: loadgen.DefaultConnections, at least one per target)
-	// Generator is the load generator (`meshbench load --generator`): ""
-	// or "meshbench" for meshbench's engine, else an external tool
-	// (extgen.LoadNames) that `meshbench load` runs as its child; the
-	// lab samples that child's processes as load too.
-	Generator string
-	Timeout   time.Duration // per request (0: 10 s)
-	// AppConcurrency and AppServiceTime bound every app replica
-	// (`meshbench serve --concurrency --service-time`, workload.Config): at most
-	// AppConcurrency requests in service at once, each for AppServiceTime,
-	// the rest queued; 0 leaves the apps unbounded. A known capacity for
-	// capacity searches: replicas × concurrency / service time.
-	AppConcurrency int
-	AppServiceTime time.Duration
-	// BodySize is the static app's answer in bytes (`meshbench serve
-	// --body-size`), 1 to workload.MaxBodySize; 0: workload.DefaultBodySize (615,
-	// nginx's welcome page). The faces app ignores it.
-	BodySize int
-	// AppFaults are the workload options of every app replica (`meshbench
-	// serve --delay --delay-dist --error-ratio --error-status --stall-every
-	// --stall-for --seed`): a service time and failures behind the mesh.
-	// The zero value adds none. ErrorStatus applies to static apps only
-	// (gRPC apps answer UNAVAILABLE).
-	AppFaults workload.Faults
-	// Hops turns hop timing on: every Envoy logs each request with its
-	// µs timings (hops.LogFormat), the load gives every request an id and
-	// logs it, and the cell joins them into a per-hop attribution
-	// (HopsFile, Result.Hops). Off by default: the logging costs CPU.
-	Hops bool
+	platform.Settings
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -84,18 +43,11 @@ type Options struct {
 	// Substrate is the network the lab runs in; nil: loopback.
 	Substrate Substrate
 
-	SampleInterval time.Duration // /proc sampling period (0: 1 s)
-	// PSSEvery reads PSS (smaps_rollup, ~1.3 ms of CPU per Envoy) every
-	// this many sampling rounds; CPU and RSS are read every round. 0 or
-	// less: about every 5 s, sample.PSSEveryFor(SampleInterval,
-	// sample.DefaultPSSPeriod).
-	PSSEvery int
 	// IdleMillicores is the app CPU under which the lab counts as idle
 	// before the load starts (0: 50m per replica… capped, see Run), waited
 	// for at most IdleTimeout (0: 10 s).
 	IdleMillicores float64
 	IdleTimeout    time.Duration
-	Drain          time.Duration // sampling after the load ends (0: 2 s)
 
 	// Log receives one line per phase (nil: discard).
 	Log io.Writer
@@ -140,8 +92,8 @@ type Result struct {
 const DefaultLoadCPUMax = 0.9
 
 // ErrInvalid marks a run that finished but must not be used as a
-// measurement; the manifest says why.
-var ErrInvalid = errors.New("run invalid")
+// measurement; the manifest says why (platform.ErrInvalid).
+var ErrInvalid = platform.ErrInvalid
 
 // cell is one run on a lab: its results directory, manifest and sampler.
 type cell struct {
@@ -899,12 +851,7 @@ func (o Options) generatorName() string {
 }
 
 func optionsMap(o Options, t *topology.Topology) map[string]any {
-	m := t.Options
-	return results.CellSettings{
-		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
-		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
-		Rate: o.Load.RateText(), ClosedLoop: o.Load.Closed(), Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
-		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(), Substrate: o.substrateName(),
-		Generator: o.generatorName(),
-	}.Options(o.localOptions())
+	s := o.Record(t.Options)
+	s.Substrate, s.Generator = o.substrateName(), o.generatorName()
+	return s.Options(o.localOptions())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -46,9 +47,8 @@ func testLoad(tb testing.TB, s string) loadgen.Load {
 func labOptions(t *testing.T, mode topology.Mode, replicas int, loopbackNet uint8) Options {
 	mo := topology.DefaultOptions()
 	mo.Mode, mo.Replicas, mo.LoopbackNet = mode, replicas, loopbackNet
-	o := Options{Mesh: mo, Load: testLoad(t, "100"), Duration: 2 * time.Second, Warmup: 500 * time.Millisecond,
-		OutDir: filepath.Join(t.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(t),
-		SampleInterval: 250 * time.Millisecond, Drain: 500 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}
+	o := Options{Settings: platform.Settings{Mesh: mo, Load: testLoad(t, "100"), Duration: 2 * time.Second, Warmup: 500 * time.Millisecond, SampleInterval: 250 * time.Millisecond, Drain: 500 * time.Millisecond},
+		OutDir: filepath.Join(t.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(t), IdleTimeout: 5 * time.Second, Version: "test"}
 	if mode != topology.ModeNone {
 		o.Envoy = findEnvoy(t)
 	}
@@ -302,10 +302,10 @@ func TestCheckValidityThresholds(t *testing.T) {
 	if got := judge(Options{}); len(got) != 2 {
 		t.Errorf("defaults: %q, want rate and errors both flagged (1%% short, 2%% failed)", got)
 	}
-	if got := judge(Options{RateShortfall: 0.02, ErrorRatio: 0.05}); len(got) != 0 {
+	if got := judge(Options{Settings: platform.Settings{RateShortfall: 0.02, ErrorRatio: 0.05}}); len(got) != 0 {
 		t.Errorf("loose thresholds: %q, want valid", got)
 	}
-	if got := judge(Options{RateShortfall: 0.02, ErrorRatio: 0.01}); len(got) != 1 || !strings.Contains(got[0], "20 of 990 requests failed") {
+	if got := judge(Options{Settings: platform.Settings{RateShortfall: 0.02, ErrorRatio: 0.01}}); len(got) != 1 || !strings.Contains(got[0], "20 of 990 requests failed") {
 		t.Errorf("errors only: %q", got)
 	}
 }
@@ -418,13 +418,13 @@ func TestLabFitsDefaultMeshbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	mo := topology.DefaultOptions()
-	l := newLab(Options{Mesh: mo, Meshbench: exe}, nil, t.TempDir())
-	if !l.Fits(Options{Mesh: mo}) {
+	l := newLab(Options{Settings: platform.Settings{Mesh: mo}, Meshbench: exe}, nil, t.TempDir())
+	if !l.Fits(Options{Settings: platform.Settings{Mesh: mo}}) {
 		t.Error("a cell without a Meshbench path does not fit a lab running this executable")
 	}
 	other := mo
 	other.Replicas = 2
-	if l.Fits(Options{Mesh: other}) || l.Fits(Options{Mesh: mo, Meshbench: "/other/meshbench"}) {
+	if l.Fits(Options{Settings: platform.Settings{Mesh: other}}) || l.Fits(Options{Settings: platform.Settings{Mesh: mo}, Meshbench: "/other/meshbench"}) {
 		t.Error("cells of another topology or binary fit")
 	}
 }
