@@ -21,7 +21,6 @@ import (
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
@@ -58,9 +57,10 @@ type Config struct {
 	Getenv         func(string) string
 	Stdout, Stderr io.Writer
 	// Watch, when not nil, is called once the plan's cells are known and
-	// the header printed; the Hooks it returns follow the run. A capacity
-	// search's (Start.Search) follow every probe's start and end.
-	Watch func(Start) Hooks
+	// the header printed; the Observer it returns (nil: none) follows the
+	// run: every cell's (a capacity search's probe's, Start.Search) start
+	// and end, and each cell as its platform runs it.
+	Watch func(Start) Observer
 }
 
 // Kube is how a plan runs on a cluster: which cluster, how its objects
@@ -93,23 +93,20 @@ type Start struct {
 	Started time.Time
 }
 
-// Hooks follow a running plan; any may be nil.
-type Hooks struct {
-	// Progress gets every cell's start and end.
-	Progress func(runner.Event)
-	// Phase gets every lab phase's name; OnRound every sampling round;
-	// OnLoadProgress (local lab) the load's progress.
-	Phase          func(string)
-	OnRound        func(sample.Round)
-	OnLoadProgress func(results.LoadProgress)
-	// OnNodeRound gets a cluster cell's node samples; OnMetricsSource the
-	// metrics source a cluster cell chose (kube.Options' hooks).
-	OnNodeRound     func(sample.NodeRound)
-	OnMetricsSource func(string)
-	// Log gets the cluster's progress lines (nil: none).
-	Log io.Writer
-	// Finish is called when the cells have run, before the reports.
-	Finish func()
+// Observer follows a running plan: every cell's start and end, and each
+// cell as its platform runs it (platform.Observer: phases, sampling
+// rounds, node rounds, the metrics source; the load's running figures
+// when it is a platform.LoadObserver). Its methods may be called from
+// several goroutines.
+type Observer interface {
+	platform.Observer
+	// Cell: a cell (a capacity search's probe) starts (ev.Done false) or
+	// ends.
+	Cell(ev runner.Event)
+	// Log is where a cluster cell's progress lines go (nil: nowhere).
+	Log() io.Writer
+	// Finish: the cells have run; the reports follow.
+	Finish()
 }
 
 // Run runs cfg's plan into cfg.Dir, then analyses it and writes its
@@ -229,19 +226,21 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	started := time.Now()
-	var hooks Hooks
+	var obs Observer
 	if cfg.Watch != nil {
-		hooks = cfg.Watch(Start{Cells: len(rcells), OnKube: onKube, Substrate: substrate, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
+		obs = cfg.Watch(Start{Cells: len(rcells), OnKube: onKube, Substrate: substrate, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
 	}
-	ro.Progress = hooks.Progress
+	if obs != nil {
+		ro.Progress = obs.Cell
+	}
 	if onKube {
-		ro.On = &kube.Platform{Options: cfg.kubeOptions(istioInstall, hooks), Installs: installs, IstioProfile: istioProfile}
+		ro.On = &kube.Platform{Options: cfg.kubeOptions(istioInstall, obs), Installs: installs, IstioProfile: istioProfile}
 	} else {
-		ro.On = local.NewPlatform(cfg.labOptions(bin, sub, hooks))
+		ro.On = local.NewPlatform(cfg.labOptions(bin, sub, obs))
 	}
 	_, runErr := runner.Run(ctx, ro)
-	if hooks.Finish != nil {
-		hooks.Finish()
+	if obs != nil {
+		obs.Finish()
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
@@ -295,26 +294,27 @@ func (cfg Config) settings(c plan.Cell) platform.Settings {
 }
 
 // labOptions are what the lab runs every cell with, but its settings;
-// h follows the cells.
-func (cfg Config) labOptions(bin *envoy.Binary, sub local.Substrate, h Hooks) local.Options {
-	return local.Options{Envoy: bin, Substrate: sub, Version: cfg.Version,
-		Phase: h.Phase, OnRound: h.OnRound, OnLoadProgress: h.OnLoadProgress}
+// obs (nil: none) follows the cells.
+func (cfg Config) labOptions(bin *envoy.Binary, sub local.Substrate, obs Observer) local.Options {
+	o := local.Options{Envoy: bin, Substrate: sub, Version: cfg.Version}
+	if obs != nil {
+		o.Observer = obs
+	}
+	return o
 }
 
 // kubeOptions are what the cluster runs every cell with, but its
 // settings: the cluster, the namespaces and images, the timeouts, the
-// metrics source; mi is how Istio is installed (nil: as usual); h follows
-// the cells and gets their progress lines.
-func (cfg Config) kubeOptions(mi *install.MeshInstall, h Hooks) kube.Options {
+// metrics source; mi is how Istio is installed (nil: as usual); obs (nil:
+// none) follows the cells and gets their progress lines.
+func (cfg Config) kubeOptions(mi *install.MeshInstall, obs Observer) kube.Options {
 	k := cfg.Kube
 	o := kube.Options{Connect: k.Connect,
 		Spec:         kube.Spec{AppNamespace: k.NamespacePrefix + "-app", LoadNamespace: k.NamespacePrefix + "-load", Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart},
 		AllowForeign: k.AllowForeign, Keep: k.Keep, IdleTimeout: k.IdleTimeout, ReadyTimeout: k.ReadyTimeout,
 		MetricsSource: k.MetricsSource, KubeletInterval: k.KubeletInterval, IstioInstall: mi, Version: cfg.Version}
-	o.Phase, o.OnRound, o.OnNodeRound = h.Phase, h.OnRound, h.OnNodeRound
-	o.OnLoadProgress, o.OnMetricsSource = h.OnLoadProgress, h.OnMetricsSource
-	if h.Log != nil {
-		o.Log = h.Log
+	if obs != nil {
+		o.Observer, o.Log = obs, obs.Log()
 	}
 	return o
 }

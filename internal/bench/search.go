@@ -93,17 +93,22 @@ func runSearch(ctx context.Context, cfg Config, bin *envoy.Binary, sub local.Sub
 	fmt.Fprintf(cfg.Stderr, "meshbench bench: capacity search at %s for %d configuration(s) × %d repetition(s), from %s/s to %s/s, precision %s, %s per probe after %s warm-up, seed %d, about %s at 10 probes a search; results in %s\n",
 		p.Search.Objective.Human(), n/max(p.Repetitions, 1), p.Repetitions, capacity.FormatRate(p.Search.Config.From),
 		capacity.FormatRate(p.Search.Config.To), capacityPct(p.Search.Config.Precision), p.Duration, p.Warmup, *p.Seed, est.Round(time.Minute), dir)
-	var hooks Hooks
+	var obs Observer
 	if cfg.Watch != nil {
-		hooks = cfg.Watch(Start{Search: true, OnKube: onKube, Substrate: substrate, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
+		obs = cfg.Watch(Start{Search: true, OnKube: onKube, Substrate: substrate, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
 	}
-	so.Progress = hooks.Progress
+	if obs != nil {
+		so.Progress = obs.Cell
+	}
 	if onKube {
-		so.On = &kube.Platform{Options: cfg.kubeOptions(nil, Hooks{})}
+		so.On = &kube.Platform{Options: cfg.kubeOptions(nil, obs)}
 	} else {
-		so.On = local.NewPlatform(cfg.labOptions(bin, sub, Hooks{}))
+		so.On = local.NewPlatform(cfg.labOptions(bin, sub, obs))
 	}
 	_, _, runErr := runner.RunSearches(ctx, so)
+	if obs != nil {
+		obs.Finish()
+	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
 	}

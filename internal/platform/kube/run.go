@@ -87,22 +87,16 @@ type Options struct {
 	IstioInstall *install.MeshInstall
 
 	OutDir string
-	Log    io.Writer
-	Phase  func(name string)
-	// OnRound, when set, gets every metrics round as it is taken (the
-	// live view), on the sampler's goroutine.
-	OnRound func(sample.Round)
-	// OnNodeRound, when set, gets every round's node samples from
-	// metrics.k8s.io as they are taken (the live view's node lines), on
-	// the sampler's goroutine; OnLoadProgress the load workers' running
-	// figures merged (followLoadProgress), on a log follower's goroutine.
-	OnNodeRound    func(sample.NodeRound)
-	OnLoadProgress func(results.LoadProgress)
-	// OnMetricsSource, when set, gets the pods' metrics source the run
-	// chose (ChooseSource), in a few words: "kubelet (/metrics/resource)"
-	// or "metrics.k8s.io" (the live view's metrics line).
-	OnMetricsSource func(string)
-	Version         string
+	// Log gets the run's progress lines (nil: none), and "phase NAME" as
+	// each phase starts when there is no Observer.
+	Log io.Writer
+	// Observer, when set, follows the cell: each phase as it starts, every
+	// metrics round as it is taken (the kubelet's counters, or
+	// metrics.k8s.io's), metrics.k8s.io's node samples, the metrics source
+	// the run chose (ChooseSource), and, for a platform.LoadObserver, the
+	// load workers' running figures merged (followLoadProgress).
+	Observer platform.Observer
+	Version  string
 }
 
 // Result is what a run wrote and measured.
@@ -148,8 +142,8 @@ func (r *run) logf(format string, a ...any) {
 }
 
 func (r *run) phase(name string) func() {
-	if r.o.Phase != nil {
-		r.o.Phase(name) // the caller shows it
+	if r.o.Observer != nil {
+		r.o.Observer.Phase(name) // the observer shows it
 	} else {
 		r.logf("phase %s", name)
 	}
@@ -265,8 +259,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}}
 	r.manifest.Options["metrics_source"], r.manifest.Options["metrics_source_reason"] = source, why
 	r.logf("resources from %s (%s)", sourceName(source), why)
-	if o.OnMetricsSource != nil {
-		o.OnMetricsSource(shortSourceName(source))
+	if o.Observer != nil {
+		o.Observer.Source(shortSourceName(source))
 	}
 	res, runErr := r.run(ctx)
 	// Teardown always runs, with a fresh context: an interrupt must not
@@ -383,12 +377,17 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	fromKubelet := r.source == SourceKubelet
-	apiOnRound := o.OnRound
+	var onRound func(sample.Round)
+	var onNodeRound func(sample.NodeRound)
+	if o.Observer != nil {
+		onRound, onNodeRound = o.Observer.Round, o.Observer.NodeRound
+	}
+	apiOnRound := onRound
 	if fromKubelet {
-		apiOnRound = nil // the live view shows the counters
+		apiOnRound = nil // the observer follows the counters
 	}
 	sampler, err := metricsapi.NewMetricsSampler(c.Metrics, c.Core, metricsapi.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
-		OnNodeRound: o.OnNodeRound})
+		OnNodeRound: onNodeRound})
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +400,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		}
 		defer kubeletFile.Close()
 		counters, err = kubelet.New(c.Core, kubelet.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
-			Raw: kubeletFile, OnRound: o.OnRound})
+			Raw: kubeletFile, OnRound: onRound})
 		if err != nil {
 			return nil, err
 		}
@@ -851,8 +850,8 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		endWarm()
 		return nil, err
 	}
-	if o.OnLoadProgress != nil {
-		stopFollowing := c.followLoadProgress(ctx, o.Spec.LoadNamespace, job.Name, o.OnLoadProgress)
+	if lo, ok := o.Observer.(platform.LoadObserver); ok {
+		stopFollowing := c.followLoadProgress(ctx, o.Spec.LoadNamespace, job.Name, lo.LoadProgress)
 		defer stopFollowing()
 	}
 	syncDone := make(chan struct{})
@@ -970,8 +969,8 @@ func (r *run) writeSync(s *install.SyncReport, err error) {
 }
 
 func (r *run) enter(name string) {
-	if r.o.Phase != nil {
-		r.o.Phase(name)
+	if r.o.Observer != nil {
+		r.o.Observer.Phase(name)
 	} else {
 		r.logf("phase %s", name)
 	}

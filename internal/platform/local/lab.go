@@ -153,13 +153,13 @@ func (l *Lab) phase(name string) func() {
 	}
 }
 
-// enter announces that phase name starts: to o.Log and to o.Phase.
+// enter announces that phase name starts: to o.Log and to o.Observer.
 func enter(o Options, name string) {
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, "phase %s\n", name)
 	}
-	if o.Phase != nil {
-		o.Phase(name)
+	if o.Observer != nil {
+		o.Observer.Phase(name)
 	}
 }
 

@@ -51,18 +51,12 @@ type Options struct {
 
 	// Log receives one line per phase (nil: discard).
 	Log io.Writer
-	// Phase, when not nil, is called with each phase's name as it starts
+	// Observer, when not nil, follows the cell: each phase as it starts
 	// (prepare, prepare/render…, idle, warmup, measure, drain, collect,
-	// teardown), where Log gets "phase NAME". It may be called from
-	// another goroutine than Run's (measure starts on a timer).
-	Phase func(name string)
-	// OnRound, when not nil, receives every sampling round as it is taken
-	// (sample.Sampler.OnRound), on the sampler's goroutine.
-	OnRound func(sample.Round)
-	// OnLoadProgress, when not nil, receives the load's running figures
-	// about every second while it runs (meshbench's engine only: `load
-	// --progress-file`), on the cell's goroutine.
-	OnLoadProgress func(results.LoadProgress)
+	// teardown; Log gets "phase NAME" too), every sampling round as it is
+	// taken, and, for a platform.LoadObserver, the load's running figures
+	// (meshbench's engine only: `load --progress-file`).
+	Observer platform.Observer
 	// Version is meshbench's version for the manifest.
 	Version string
 }
@@ -349,7 +343,9 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	c.sampler = sample.New(c.opts.SampleInterval, sample.SystemClock())
 	c.sampler.Out = samplesFile
 	c.sampler.PSSEvery = c.opts.pssEvery()
-	c.sampler.OnRound = c.opts.OnRound
+	if c.opts.Observer != nil {
+		c.sampler.OnRound = c.opts.Observer.Round
+	}
 	for _, t := range c.targets() {
 		if err := c.sampler.Add(t); err != nil {
 			return nil, err
@@ -529,7 +525,8 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 		args = append(args, "--hlog", filepath.Join(c.dir.Path, results.HlogFile))
 	}
 	progressPath := ""
-	if c.opts.OnLoadProgress != nil && !external {
+	followLoad, _ := c.opts.Observer.(platform.LoadObserver)
+	if followLoad != nil && !external {
 		progressPath = filepath.Join(c.dir.Path, results.LogsDir, "load-progress.json")
 		args = append(args, "--progress-file", progressPath)
 	}
@@ -581,7 +578,7 @@ loop:
 				if b, err := os.ReadFile(progressPath); err == nil {
 					var p results.LoadProgress
 					if json.Unmarshal(b, &p) == nil {
-						c.opts.OnLoadProgress(p)
+						followLoad.LoadProgress(p)
 					}
 				}
 			}

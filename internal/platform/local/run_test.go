@@ -88,12 +88,10 @@ func TestRunEveryMode(t *testing.T) {
 	for i, tt := range modes {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			o := labOptions(t, tt.mode, 2, uint8(10+i))
-			// The hooks: every phase as it starts, every sampling round.
-			var mu sync.Mutex
-			var started []string
-			rounds := 0
-			o.Phase = func(name string) { mu.Lock(); started = append(started, name); mu.Unlock() }
-			o.OnRound = func(sample.Round) { mu.Lock(); rounds++; mu.Unlock() }
+			// The observer: every phase as it starts, every sampling
+			// round, the load's running figures.
+			obs := &recorder{}
+			o.Observer = obs
 			res, err := Run(context.Background(), o)
 			if err != nil {
 				t.Fatalf("run: %v", err)
@@ -160,18 +158,24 @@ func TestRunEveryMode(t *testing.T) {
 			if got := strings.Join(phases, ","); got != want {
 				t.Errorf("phases %s", got)
 			}
-			mu.Lock()
+			obs.mu.Lock()
 			wantStarted := "prepare,prepare/apps,idle,warmup,measure,drain,collect,teardown"
 			if tt.mode != topology.ModeNone {
 				wantStarted = "prepare,prepare/render,prepare/validate,prepare/apps,prepare/envoys,idle,warmup,measure,drain,collect,teardown"
 			}
-			if got := strings.Join(started, ","); got != wantStarted {
-				t.Errorf("Phase hook saw %s, want %s", got, wantStarted)
+			if got := strings.Join(obs.phases, ","); got != wantStarted {
+				t.Errorf("the observer saw phases %s, want %s", got, wantStarted)
 			}
-			if rounds == 0 || rounds < res.Summary.Rounds {
-				t.Errorf("OnRound saw %d rounds; the window alone has %d", rounds, res.Summary.Rounds)
+			if obs.rounds == 0 || obs.rounds < res.Summary.Rounds {
+				t.Errorf("the observer saw %d rounds; the window alone has %d", obs.rounds, res.Summary.Rounds)
 			}
-			mu.Unlock()
+			if obs.progress == 0 {
+				t.Error("the observer saw none of the load's running figures")
+			}
+			obs.mu.Unlock()
+			if _, err := os.Stat(filepath.Join(res.Dir, results.LogsDir, "load-progress.json")); err != nil {
+				t.Errorf("the load's progress file, asked for by a LoadObserver: %v", err)
+			}
 			assertNothingLeft(t, res.Manifest)
 		})
 	}
@@ -427,4 +431,20 @@ func TestLabFitsDefaultMeshbench(t *testing.T) {
 	if l.Fits(Options{Settings: platform.Settings{Mesh: other}}) || l.Fits(Options{Settings: platform.Settings{Mesh: mo}, Meshbench: "/other/meshbench"}) {
 		t.Error("cells of another topology or binary fit")
 	}
+}
+
+// recorder is a platform.LoadObserver that counts what it is told.
+type recorder struct {
+	platform.ObserverBase
+	mu               sync.Mutex
+	phases           []string
+	rounds, progress int
+}
+
+func (r *recorder) Phase(name string)  { r.mu.Lock(); r.phases = append(r.phases, name); r.mu.Unlock() }
+func (r *recorder) Round(sample.Round) { r.mu.Lock(); r.rounds++; r.mu.Unlock() }
+func (r *recorder) LoadProgress(results.LoadProgress) {
+	r.mu.Lock()
+	r.progress++
+	r.mu.Unlock()
 }
