@@ -120,10 +120,10 @@ type Result struct {
 	Source, SourceReason string
 	// Counters, with SourceKubelet: resets, partial containers, stale
 	// readings, lag and the sampler's cost.
-	Counters *CounterReport
+	Counters *sample.CounterReport
 	// MetricsAPI, with SourceKubelet: what metrics.k8s.io said over the
 	// same window, side by side (nil when it was not available).
-	MetricsAPI *MetricsAPIReport
+	MetricsAPI *sample.MetricsAPIReport
 }
 
 type run struct {
@@ -155,6 +155,19 @@ func (r *run) phase(name string) func() {
 		r.mu.Unlock()
 	}
 }
+
+// kept checks that evidence file name was written: a write that failed
+// is logged and marks the cell invalid (its results are incomplete).
+func (r *run) kept(name string, err error) {
+	if err == nil {
+		return
+	}
+	r.logf("warning: %s not kept: %v", name, err)
+	r.invalid(fmt.Sprintf("evidence not kept: %s: %v", name, err))
+}
+
+// keepJSON writes v as evidence file name (kept).
+func (r *run) keepJSON(name string, v any) { r.kept(name, r.dir.WriteJSON(name, v)) }
 
 func (r *run) invalid(reason string) {
 	r.mu.Lock()
@@ -309,7 +322,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			}
 		}
 		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(install.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
-		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
+		r.keepJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
 		if err == nil && o.IstioInstall != nil && install.MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
 			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
 				err = c.Apply(ctx, o.IstioInstall.Objects)
@@ -331,7 +344,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		r.manifest.Options["mesh_proxy"] = o.IstioInstall.Proxy
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
+	r.keepJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
 	endMesh()
 	if err != nil {
 		return nil, err
@@ -360,7 +373,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	endVerify := r.phase("prepare/verify")
 	checks, err = c.VerifyEnrolment(ctx, mode, o.Spec.AppNamespace)
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "enrolment-checks.json"), checks)
+	r.keepJSON(filepath.Join("k8s", "enrolment-checks.json"), checks)
 	endVerify()
 	if err != nil {
 		return nil, err
@@ -465,7 +478,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	endCollect := r.phase("collect")
 	defer endCollect()
 	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
-		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil && o.Spec.Mesh.MTLS {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if err == nil && o.Log != nil {
@@ -474,7 +487,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	if isAmbient(mode) {
 		checks, err := c.VerifyAmbientMTLS(ctx, ztBase)
-		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if o.Log != nil {
@@ -509,30 +522,21 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	summary := sample.Summarize(window)
 	stalePods, staleNodes := sampler.Stale()
-	resources := map[string]any{"schema": results.ResourcesSchema,
-		"source": r.source,
-		"window": map[string]any{"from": from, "to": to,
-			"rule": "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
-		"memory":       "working set (metrics.k8s.io), not PSS",
-		"stale":        map[string]int{"pods": stalePods, "nodes": staleNodes},
-		"mixed_rounds": sampler.MixedRounds(),
-		"api_errors":   len(sampler.Errors()),
-		"drain":        drain,
-		"summary":      summary,
-		"nodes":        nodes,
+	resources := sample.Resources{Schema: results.ResourcesSchema, Source: r.source, Drain: &drain, Summary: summary,
+		Window: sample.ResourcesWindow{From: from, To: to,
+			Rule: "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
+		Memory: "working set (metrics.k8s.io), not PSS", Nodes: sample.Write(nodes)}
+	if !fromKubelet {
+		apiErrors, mixed := len(sampler.Errors()), sampler.MixedRounds()
+		resources.Stale, resources.MixedRounds, resources.APIErrors = &sample.StaleSamples{Pods: stalePods, Nodes: staleNodes}, &mixed, &apiErrors
 	}
 	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
 		MixedRounds: sampler.MixedRounds(), Drain: drain, Source: r.source, SourceReason: fmt.Sprint(r.manifest.Options["metrics_source_reason"])}
 	if fromKubelet {
-		api := metricsAPIReport(sampler, summary, loadRes != nil)
-		resources["metrics_api"] = api
-		res.MetricsAPI = api
-		delete(resources, "stale")
-		delete(resources, "mixed_rounds")
-		delete(resources, "api_errors")
-		resources["memory"] = "working set (the kubelet's counters), not PSS"
-		resources["window"] = map[string]any{"from": from, "to": to,
-			"rule": "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"}
+		res.MetricsAPI = metricsAPIReport(sampler, summary, loadRes != nil)
+		resources.MetricsAPI = sample.Write(res.MetricsAPI)
+		resources.Memory = "working set (the kubelet's counters), not PSS"
+		resources.Window.Rule = "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"
 		if loadRes != nil {
 			res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, counters, from, to)
 			if err != nil {
@@ -549,7 +553,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		} else {
 			res.Summary, res.Nodes = sample.Summarize(nil), nil
 		}
-		resources["summary"], resources["nodes"], resources["counters"] = res.Summary, res.Nodes, res.Counters
+		resources.Summary, resources.Nodes, resources.Counters = res.Summary, sample.Write(res.Nodes), sample.Write(res.Counters)
 		if res.Counters != nil {
 			for _, x := range res.Counters.Resets {
 				r.logf("counter reset: %s on %s at %s (%.3f → %.3f core-seconds): restarted; its CPU between its last reading and the restart is not counted",
@@ -613,7 +617,7 @@ func (r *run) installFacesChart(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	cmds, err := r.c.Install(ctx, []install.Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "app-install.json"), cmds)
+	r.keepJSON(filepath.Join("k8s", "app-install.json"), cmds)
 	if err != nil {
 		return err
 	}
@@ -885,7 +889,9 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		<-syncDone
 		r.writeSync(sync, syncErr)
 	}
-	parts, logErr := loadjob.Collect(context.WithoutCancel(ctx), c.Core, job, o.Workers, r.dir)
+	parts, logErr := loadjob.Collect(context.WithoutCancel(ctx), c.Core, job, o.Workers, func(name string, body []byte) {
+		r.kept(name, r.dir.WriteFile(name, body))
+	})
 	if jobErr != nil && len(parts) == 0 {
 		return nil, errors.Join(jobErr, logErr)
 	}
@@ -954,8 +960,8 @@ func (r *run) writeSync(s *install.SyncReport, err error) {
 	if s == nil {
 		return
 	}
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "istiod-syncz.json"), s.Proxies)
-	_ = r.dir.WriteFile(filepath.Join("k8s", "istiod-acks.txt"), []byte(s.Table))
+	r.keepJSON(filepath.Join("k8s", "istiod-syncz.json"), s.Proxies)
+	r.kept(filepath.Join("k8s", "istiod-acks.txt"), r.dir.WriteFile(filepath.Join("k8s", "istiod-acks.txt"), []byte(s.Table)))
 	r.logf("istiod's ACK table (%d proxies, read in the measured window):\n%s", s.Count, strings.TrimRight(s.Table, "\n"))
 	r.mu.Lock()
 	r.manifest.Options["istiod_proxies"] = s.Count

@@ -308,6 +308,16 @@ func (o *Options) defaultMeshbench() error {
 	return nil
 }
 
+// kept checks that evidence file name was written: a write that failed
+// is logged and marks the cell invalid (its results are incomplete).
+func (c *cell) kept(name string, err error) {
+	if err == nil {
+		return
+	}
+	c.logf("warning: %s not kept: %v", name, err)
+	c.invalid(fmt.Sprintf("evidence not kept: %s: %v", name, err))
+}
+
 func (c *cell) invalid(reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -385,12 +395,9 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	rounds := c.sampler.Rounds()
 	window := sample.Window(rounds, measureFrom, measureTo)
 	summary := sample.Summarize(window)
-	if err := c.dir.WriteJSON(results.ResourcesFile, map[string]any{
-		"schema": results.ResourcesSchema,
-		"window": map[string]any{"from": measureFrom, "to": measureTo,
-			"rule": "rounds whose sampling time falls inside the measured window (warm-up and drain excluded)"},
-		"summary": summary,
-	}); err != nil {
+	if err := c.dir.WriteJSON(results.ResourcesFile, sample.Resources{Schema: results.ResourcesSchema, Summary: summary,
+		Window: sample.ResourcesWindow{From: measureFrom, To: measureTo,
+			Rule: "rounds whose sampling time falls inside the measured window (warm-up and drain excluded)"}}); err != nil {
 		endCollect()
 		return nil, err
 	}
@@ -675,9 +682,7 @@ func (c *cell) collectStats(ctx context.Context) {
 		}
 		if len(st) > 0 {
 			c.nodeProxyStats = st
-			if err := c.dir.WriteJSON(results.NodeProxyStatsFile, st); err != nil {
-				c.logf("node proxy stats: %v", err)
-			}
+			c.kept(results.NodeProxyStatsFile, c.dir.WriteJSON(results.NodeProxyStatsFile, st))
 		}
 	}
 	if mc, ok := c.lab.net.(MeshChecker); ok {
@@ -687,9 +692,7 @@ func (c *cell) collectStats(ctx context.Context) {
 		}
 		if len(check.Lines) > 0 {
 			c.meshCheck = &check
-			if err := c.dir.WriteJSON("mesh-check.json", check); err != nil {
-				c.logf("mesh check: %v", err)
-			}
+			c.kept("mesh-check.json", c.dir.WriteJSON("mesh-check.json", check))
 		}
 	}
 	summaries := map[string]envoy.ProxyStats{}
@@ -719,16 +722,15 @@ func (c *cell) collectStats(ctx context.Context) {
 			c.logf("stats of %s: %v", p.Name, err)
 			continue
 		}
-		_ = c.dir.WriteFile(filepath.Join(results.EnvoyDir, p.Name+".stats.json"), st.Versioned())
+		name := filepath.Join(results.EnvoyDir, p.Name+".stats.json")
+		c.kept(name, c.dir.WriteFile(name, st.Versioned()))
 		summaries[p.Name] = envoy.Summarize(st)
 	}
 	if len(c.lab.procs) == 0 {
 		return
 	}
 	c.envoyStats = summaries
-	if err := c.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
-		c.logf("envoy stats summary: %v", err)
-	}
+	c.kept(results.EnvoyStatsFile, c.dir.WriteJSON(results.EnvoyStatsFile, summaries))
 }
 
 // checkNodeProxyMTLS verifies mTLS from the substrate node proxies' own

@@ -448,3 +448,29 @@ func (r *recorder) LoadProgress(results.LoadProgress) {
 	r.progress++
 	r.mu.Unlock()
 }
+
+// TestEvidenceNotKept: an evidence file that cannot be written (here a
+// directory stands where it goes) is said in the log and marks the cell
+// invalid, naming the file; one written is not.
+func TestEvidenceNotKept(t *testing.T) {
+	dir, err := results.CreateRunDir(filepath.Join(t.TempDir(), "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir.Path, results.EnvoyStatsFile, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	c := &cell{opts: Options{Log: &log}, dir: dir, manifest: &results.RunManifest{Valid: true}}
+	c.kept("mesh-check.json", c.dir.WriteJSON("mesh-check.json", map[string]int{"ok": 1}))
+	if !c.manifest.Valid {
+		t.Fatalf("a file written marked the cell: %v", c.manifest.Invalid)
+	}
+	c.kept(results.EnvoyStatsFile, c.dir.WriteJSON(results.EnvoyStatsFile, map[string]int{}))
+	if c.manifest.Valid || len(c.manifest.Invalid) != 1 || !strings.HasPrefix(c.manifest.Invalid[0], "evidence not kept: "+results.EnvoyStatsFile+": ") {
+		t.Errorf("manifest valid %v, invalid %q; want invalid: evidence not kept: %s: …", c.manifest.Valid, c.manifest.Invalid, results.EnvoyStatsFile)
+	}
+	if !strings.Contains(log.String(), "warning: "+results.EnvoyStatsFile+" not kept: ") {
+		t.Errorf("log %q does not say it", log.String())
+	}
+}

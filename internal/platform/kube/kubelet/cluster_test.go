@@ -122,7 +122,7 @@ func TestSamplerAgainstKwok(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var web *ContainerWindow
+	var web *sample.ContainerWindow
 	for i := range res.Containers {
 		if res.Containers[i].Key == ns+"/web-0/app" {
 			web = &res.Containers[i]
