@@ -126,6 +126,7 @@ type Result struct {
 	MetricsAPI *sample.MetricsAPIReport
 }
 
+// run is one cell on a cluster (Run): what runSteps share.
 type run struct {
 	o        Options
 	source   string // SourceKubelet or SourceMetricsAPI
@@ -133,6 +134,22 @@ type run struct {
 	dir      *results.RunDir
 	manifest *results.RunManifest
 	mu       sync.Mutex
+
+	sampling sampling
+	// ztBase are ztunnel's counters before the load (ambient).
+	ztBase map[string]ztunnel.Counters
+	// loadRes and loadErr are the load's merged result and error;
+	// samplerErr the source's error when it stopped.
+	loadRes             *results.LoadResult
+	loadErr, samplerErr error
+	// from, to and window are the measured window (the load's) and the
+	// source's rounds in it; resources and measured are what collect's
+	// steps make of them, res what the cell returns (collect).
+	from, to  time.Time
+	window    []sample.Round
+	resources sample.Resources
+	measured  *Result
+	res       *Result
 }
 
 func (r *run) logf(format string, a ...any) {
@@ -299,17 +316,55 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, errors.Join(runErr, tdErr)
 }
 
+// runSteps are a cell on a cluster once Run has checked the cluster and
+// made its results directory, in order; Run's teardown follows them
+// whatever happens. A step that is a phase is recorded in the manifest
+// under its name (and shown as it starts); the load's step records its own
+// phases, warmup and measure.
+var runSteps = []struct {
+	name  string
+	phase bool
+	do    func(*run, context.Context) error
+}{
+	{"prepare/mesh", true, (*run).prepareMesh},       // install the mesh or check the one installed
+	{"prepare/app", true, (*run).prepareApp},         // the app's objects, ready
+	{"prepare/verify", true, (*run).verifyEnrolment}, // the app's pods enrolled in the mesh
+	{"sampling", false, (*run).startSampling},        // metrics from here to the drain's end
+	{"idle", true, (*run).idle},                      // the app idle before the load
+	{"load", false, (*run).load},                     // the load Job: warmup and measure
+	{"drain", true, (*run).drain},                    // sampling after the load
+	{"sampling end", false, (*run).endSampling},      // the samplers stopped
+	{"collect", true, (*run).collect},                // checks, samples, resources, validity
+}
+
+// run runs runSteps and returns what the cell measured (nil when it failed
+// before it had a result).
 func (r *run) run(ctx context.Context) (*Result, error) {
+	defer r.closeSampling()
+	for _, step := range runSteps {
+		end := func() {}
+		if step.phase {
+			end = r.phase(step.name)
+		}
+		err := step.do(r, ctx)
+		end()
+		if err != nil {
+			return r.res, err
+		}
+	}
+	return r.res, ctx.Err()
+}
+
+// prepareMesh installs the mesh with its own CLI (InstallMesh) and checks
+// the mesh the cell runs on, keeping the checks.
+func (r *run) prepareMesh(ctx context.Context) error {
 	o, c := r.o, r.c
 	mode := string(o.Spec.Mesh.Mode)
-
-	endMesh := r.phase("prepare/mesh")
 	if o.InstallMesh && mesh.HasProxies(mode) {
 		if v, err := o.IstioInstall.CLIVersion(ctx, mode); err == nil {
 			r.manifest.Options["mesh_cli_version"] = v
 		} else {
-			endMesh()
-			return nil, err
+			return err
 		}
 		// What the cluster had before, for install's record (what
 		// `meshbench mesh uninstall` removes).
@@ -317,8 +372,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		if install.MeshCLI(mode) == "istioctl" {
 			var err error
 			if crdsBefore, err = install.CRDNames(ctx, c.Client); err != nil {
-				endMesh()
-				return nil, err
+				return err
 			}
 		}
 		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(install.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
@@ -336,8 +390,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			err = install.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
 		}
 		if err != nil {
-			endMesh()
-			return nil, err
+			return err
 		}
 	}
 	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && install.MeshCLI(mode) == "istioctl" {
@@ -345,14 +398,15 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
 	r.keepJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
-	endMesh()
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
 
-	endApp := r.phase("prepare/app")
+// prepareApp applies the app's objects (and the waypoint's, or installs
+// the Faces chart), keeping them, and waits until it is ready.
+func (r *run) prepareApp(ctx context.Context) error {
+	o, c := r.o, r.c
 	objs, err := AppObjects(o.Spec)
-	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(mode, mesh.KindWaypoint) {
+	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(string(o.Spec.Mesh.Mode), mesh.KindWaypoint) {
 		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
 	}
 	if err == nil {
@@ -367,116 +421,191 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if err == nil {
 		err = c.waitDeployments(ctx, o.Spec.AppNamespace, o.ReadyTimeout)
 	}
-	endApp()
-	if err != nil {
-		return nil, err
-	}
-	endVerify := r.phase("prepare/verify")
-	checks, err = c.VerifyEnrolment(ctx, mode, o.Spec.AppNamespace)
-	r.keepJSON(filepath.Join("k8s", "enrolment-checks.json"), checks)
-	endVerify()
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
 
-	// Metrics: sampled from now until the end of the drain.
+// verifyEnrolment checks that the app's pods are in the mesh, keeping the
+// checks.
+func (r *run) verifyEnrolment(ctx context.Context) error {
+	checks, err := r.c.VerifyEnrolment(ctx, string(r.o.Spec.Mesh.Mode), r.o.Spec.AppNamespace)
+	r.keepJSON(filepath.Join("k8s", "enrolment-checks.json"), checks)
+	return err
+}
+
+// sampling is what the cell samples from its start to the drain's end:
+// metrics.k8s.io always (the cross-check beside the kubelet's counters),
+// the kubelet's counters when they are the source.
+type sampling struct {
+	fromKubelet bool
+	api         *metricsapi.MetricsSampler
+	counters    *kubelet.Sampler
+	// rounds are the source's rounds, read by the idle gate and the
+	// drain.
+	rounds roundSource
+	files  []*os.File
+	// stopSampling ends the samplers' context; apiDone and countersDone
+	// get their Run's error.
+	stopSampling          context.CancelFunc
+	apiDone, countersDone chan error
+	stopped               bool
+	apiErr, countersErr   error
+}
+
+// startSampling starts the samplers, each writing its raw readings.
+func (r *run) startSampling(context.Context) error {
+	o, c := r.o, r.c
+	mode := string(o.Spec.Mesh.Mode)
+	s := &r.sampling
 	rawFile, err := os.Create(filepath.Join(r.dir.Path, "metrics-raw.jsonl"))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer rawFile.Close()
+	s.files = append(s.files, rawFile)
 	cls, err := metricsapi.NewClassifier(mode, metricsapi.Namespaces{App: o.Spec.AppNamespace, Load: o.Spec.LoadNamespace})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fromKubelet := r.source == SourceKubelet
+	s.fromKubelet = r.source == SourceKubelet
 	var onRound func(sample.Round)
 	var onNodeRound func(sample.NodeRound)
 	if o.Observer != nil {
 		onRound, onNodeRound = o.Observer.Round, o.Observer.NodeRound
 	}
 	apiOnRound := onRound
-	if fromKubelet {
+	if s.fromKubelet {
 		apiOnRound = nil // the observer follows the counters
 	}
-	sampler, err := metricsapi.NewMetricsSampler(c.Metrics, c.Core, metricsapi.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
+	s.api, err = metricsapi.NewMetricsSampler(c.Metrics, c.Core, metricsapi.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
 		OnNodeRound: onNodeRound})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var counters *kubelet.Sampler
-	var rounds roundSource = sampler
-	if fromKubelet {
+	s.rounds = s.api
+	if s.fromKubelet {
 		kubeletFile, err := os.Create(filepath.Join(r.dir.Path, KubeletRawFile))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		defer kubeletFile.Close()
-		counters, err = kubelet.New(c.Core, kubelet.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
+		s.files = append(s.files, kubeletFile)
+		s.counters, err = kubelet.New(c.Core, kubelet.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
 			Raw: kubeletFile, OnRound: onRound})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		rounds = counters
+		s.rounds = s.counters
 	}
-	sctx, stopSampling := context.WithCancel(context.Background())
-	samplerDone := make(chan error, 1)
-	countersDone := make(chan error, 1)
-	go func() { samplerDone <- sampler.Run(sctx) }()
-	if fromKubelet {
-		go func() { countersDone <- counters.Run(sctx) }()
+	sctx, stop := context.WithCancel(context.Background())
+	s.stopSampling, s.apiDone, s.countersDone = stop, make(chan error, 1), make(chan error, 1)
+	go func() { s.apiDone <- s.api.Run(sctx) }()
+	if s.fromKubelet {
+		go func() { s.countersDone <- s.counters.Run(sctx) }()
 	} else {
-		countersDone <- nil
+		s.countersDone <- nil
 	}
-	stopped := false
-	var apiErr, countersErr error
-	stop := func() error {
-		if !stopped {
-			stopped = true
-			stopSampling()
-			apiErr, countersErr = <-samplerDone, <-countersDone
-		}
-		if fromKubelet {
-			// metrics.k8s.io is only the cross-check then.
-			if apiErr != nil && !errors.Is(apiErr, context.Canceled) {
-				r.logf("warning: metrics.k8s.io (the cross-check): %v", apiErr)
-			}
-			return countersErr
-		}
-		return apiErr
-	}
-	defer stop()
+	return nil
+}
 
-	endIdle := r.phase("idle")
-	if err := r.waitIdle(ctx, rounds); err != nil {
+// stopSamplers stops the samplers (once) and returns the source's error.
+func (r *run) stopSamplers() error {
+	s := &r.sampling
+	if s.stopSampling == nil {
+		return nil
+	}
+	if !s.stopped {
+		s.stopped = true
+		s.stopSampling()
+		s.apiErr, s.countersErr = <-s.apiDone, <-s.countersDone
+	}
+	if s.fromKubelet {
+		// metrics.k8s.io is only the cross-check then.
+		if s.apiErr != nil && !errors.Is(s.apiErr, context.Canceled) {
+			r.logf("warning: metrics.k8s.io (the cross-check): %v", s.apiErr)
+		}
+		return s.countersErr
+	}
+	return s.apiErr
+}
+
+// closeSampling stops the samplers if a step failed before the drain, and
+// closes their raw files.
+func (r *run) closeSampling() {
+	_ = r.stopSamplers()
+	for _, f := range r.sampling.files {
+		f.Close()
+	}
+}
+
+// idle waits for the app to be idle; if it is not, the cell is invalid
+// but goes on.
+func (r *run) idle(ctx context.Context) error {
+	if err := r.waitIdle(ctx, r.sampling.rounds); err != nil {
 		r.invalid(err.Error())
 		r.logf("warning: %v", err)
 	}
-	endIdle()
+	return nil
+}
 
-	// ztunnel outlives the cells: its counters before the load, so the
-	// cell's mTLS check reads its own connections only.
-	var ztBase map[string]ztunnel.Counters
-	if isAmbient(mode) {
-		ztBase = c.ZtunnelCounters(ctx)
+// load runs the load Job. ztunnel outlives the cells: its counters before
+// the load, so the cell's mTLS check reads its own connections only. A
+// load that failed still drains and collects.
+func (r *run) load(ctx context.Context) error {
+	if isAmbient(string(r.o.Spec.Mesh.Mode)) {
+		r.ztBase = r.c.ZtunnelCounters(ctx)
 	}
-	loadRes, loadErr := r.runLoad(ctx)
+	r.loadRes, r.loadErr = r.runLoad(ctx)
+	return nil
+}
 
+// drain samples after the load until the app is idle again (drainFor).
+func (r *run) drain(ctx context.Context) error {
 	loadEnd := time.Now().UTC()
-	if loadRes != nil {
-		loadEnd = loadRes.EndedAt
+	if r.loadRes != nil {
+		loadEnd = r.loadRes.EndedAt
 	}
-	endDrain := r.phase("drain")
-	drain := r.drain(ctx, rounds, loadEnd)
-	endDrain()
+	drain := r.drainFor(ctx, r.sampling.rounds, loadEnd)
 	r.logf("drain: %s", drain)
 	r.mu.Lock()
 	r.manifest.Drain = &drain
 	r.mu.Unlock()
-	samplerErr := stop()
+	return nil
+}
 
-	endCollect := r.phase("collect")
-	defer endCollect()
+// endSampling stops the samplers after the drain.
+func (r *run) endSampling(context.Context) error {
+	r.samplerErr = r.stopSamplers()
+	return nil
+}
+
+// collectSteps are the collect phase, in order.
+var collectSteps = []struct {
+	name string
+	do   func(*run, context.Context) error
+}{
+	{"mtls", (*run).checkMTLS},            // the proxies' own counters say mTLS
+	{"samples", (*run).writeSamples},      // every round of the source
+	{"figures", (*run).figures},           // the measured window's summary and nodes
+	{"counters", (*run).counterFigures},   // the kubelet's counters over it, when they are the source
+	{"resources", (*run).writeResources},  // resources.json
+	{"validity", (*run).checkMeasurement}, // sampling errors in the window, the load's own problems
+}
+
+// collect runs collectSteps: the cell's Result, and the load's error if
+// it had one. A step that fails leaves no Result.
+func (r *run) collect(ctx context.Context) error {
+	for _, step := range collectSteps {
+		if err := step.do(r, ctx); err != nil {
+			return err
+		}
+	}
+	r.res = r.measured
+	return r.loadErr
+}
+
+// checkMTLS verifies mTLS from the sidecars' or ztunnel's own counters,
+// keeping the checks; a cell they contradict is invalid.
+func (r *run) checkMTLS(ctx context.Context) error {
+	o, c := r.o, r.c
+	mode := string(o.Spec.Mesh.Mode)
 	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
 		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil && o.Spec.Mesh.MTLS {
@@ -486,7 +615,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	if isAmbient(mode) {
-		checks, err := c.VerifyAmbientMTLS(ctx, ztBase)
+		checks, err := c.VerifyAmbientMTLS(ctx, r.ztBase)
 		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil {
 			r.invalid("mTLS not verified: " + err.Error())
@@ -494,84 +623,108 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			fmt.Fprintf(o.Log, "mTLS verified from ztunnel's own counters: %s\n", checks[len(checks)-1].Detail)
 		}
 	}
+	return nil
+}
+
+// writeSamples writes every round of the source (samples.jsonl).
+func (r *run) writeSamples(context.Context) error {
 	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, rd := range rounds.Rounds() {
+	for _, rd := range r.sampling.rounds.Rounds() {
 		if err := sample.WriteRound(samplesFile, rd); err != nil {
 			samplesFile.Close()
-			return nil, err
+			return err
 		}
 	}
-	if err := samplesFile.Close(); err != nil {
-		return nil, err
-	}
-	// Without a load result there is no measured window, and so no
-	// figure: the raw samples are still kept.
-	var from, to time.Time
-	var window []sample.Round
+	return samplesFile.Close()
+}
+
+// figures are the measured window's figures from metrics.k8s.io (the
+// Result and resources.json). Without a load result there is no measured
+// window, and so no figure: the raw samples are still kept.
+func (r *run) figures(ctx context.Context) error {
+	c, sampler, loadRes := r.c, r.sampling.api, r.loadRes
 	var nodes []sample.NodeSummary
 	if loadRes != nil {
-		from, to = loadRes.StartedAt, loadRes.EndedAt
-		window = sampler.Within(from, to)
-		nodes = sample.SummarizeNodes(sampler.NodesWithin(from, to))
+		r.from, r.to = loadRes.StartedAt, loadRes.EndedAt
+		r.window = sampler.Within(r.from, r.to)
+		nodes = sample.SummarizeNodes(sampler.NodesWithin(r.from, r.to))
 		if err := c.addBootIDs(context.WithoutCancel(ctx), nodes); err != nil {
 			r.logf("reading the nodes' boot IDs: %v", err)
 		}
 	}
-	summary := sample.Summarize(window)
+	summary := sample.Summarize(r.window)
 	stalePods, staleNodes := sampler.Stale()
-	resources := sample.Resources{Schema: results.ResourcesSchema, Source: r.source, Drain: &drain, Summary: summary,
-		Window: sample.ResourcesWindow{From: from, To: to,
+	drain := *r.manifest.Drain
+	r.resources = sample.Resources{Schema: results.ResourcesSchema, Source: r.source, Drain: &drain, Summary: summary,
+		Window: sample.ResourcesWindow{From: r.from, To: r.to,
 			Rule: "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
 		Memory: "working set (metrics.k8s.io), not PSS", Nodes: sample.Write(nodes)}
-	if !fromKubelet {
+	if !r.sampling.fromKubelet {
 		apiErrors, mixed := len(sampler.Errors()), sampler.MixedRounds()
-		resources.Stale, resources.MixedRounds, resources.APIErrors = &sample.StaleSamples{Pods: stalePods, Nodes: staleNodes}, &mixed, &apiErrors
+		r.resources.Stale, r.resources.MixedRounds, r.resources.APIErrors = &sample.StaleSamples{Pods: stalePods, Nodes: staleNodes}, &mixed, &apiErrors
 	}
-	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
+	r.measured = &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
 		MixedRounds: sampler.MixedRounds(), Drain: drain, Source: r.source, SourceReason: fmt.Sprint(r.manifest.Options["metrics_source_reason"])}
-	if fromKubelet {
-		res.MetricsAPI = metricsAPIReport(sampler, summary, loadRes != nil)
-		resources.MetricsAPI = sample.Write(res.MetricsAPI)
-		resources.Memory = "working set (the kubelet's counters), not PSS"
-		resources.Window.Rule = "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"
-		if loadRes != nil {
-			res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, counters, from, to)
-			if err != nil {
-				return nil, err
-			}
-			if len(res.Counters.Containers) == 0 {
-				r.invalid("kubelet counters: no container had readings on both sides of the measured window")
-			}
-			// The counters carry no boot ID: the Node objects do, as on
-			// the metrics API's path (the shared-machine note).
-			if err := c.addBootIDs(context.WithoutCancel(ctx), res.Nodes); err != nil {
-				r.logf("reading the nodes' boot IDs: %v", err)
-			}
-		} else {
-			res.Summary, res.Nodes = sample.Summarize(nil), nil
+	return nil
+}
+
+// counterFigures, when the kubelet's counters are the source, are the
+// window's figures from them, with what metrics.k8s.io said beside.
+func (r *run) counterFigures(ctx context.Context) error {
+	if !r.sampling.fromKubelet {
+		return nil
+	}
+	c, res, loadRes := r.c, r.measured, r.loadRes
+	res.MetricsAPI = metricsAPIReport(r.sampling.api, res.Summary, loadRes != nil)
+	r.resources.MetricsAPI = sample.Write(res.MetricsAPI)
+	r.resources.Memory = "working set (the kubelet's counters), not PSS"
+	r.resources.Window.Rule = "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"
+	if loadRes != nil {
+		var err error
+		res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, r.sampling.counters, r.from, r.to)
+		if err != nil {
+			return err
 		}
-		resources.Summary, resources.Nodes, resources.Counters = res.Summary, sample.Write(res.Nodes), sample.Write(res.Counters)
-		if res.Counters != nil {
-			for _, x := range res.Counters.Resets {
-				r.logf("counter reset: %s on %s at %s (%.3f → %.3f core-seconds): restarted; its CPU between its last reading and the restart is not counted",
-					x.Key, x.Node, x.Time.Format(time.RFC3339), x.From, x.To)
-			}
-			if n := len(res.Counters.Partial); n > 0 {
-				r.logf("%d container(s) counted for part of the measured window only (appeared, disappeared or restarted): see resources.json counters.partial", n)
-			}
+		if len(res.Counters.Containers) == 0 {
+			r.invalid("kubelet counters: no container had readings on both sides of the measured window")
+		}
+		// The counters carry no boot ID: the Node objects do, as on the
+		// metrics API's path (the shared-machine note).
+		if err := c.addBootIDs(context.WithoutCancel(ctx), res.Nodes); err != nil {
+			r.logf("reading the nodes' boot IDs: %v", err)
+		}
+	} else {
+		res.Summary, res.Nodes = sample.Summarize(nil), nil
+	}
+	r.resources.Summary, r.resources.Nodes, r.resources.Counters = res.Summary, sample.Write(res.Nodes), sample.Write(res.Counters)
+	if res.Counters != nil {
+		for _, x := range res.Counters.Resets {
+			r.logf("counter reset: %s on %s at %s (%.3f → %.3f core-seconds): restarted; its CPU between its last reading and the restart is not counted",
+				x.Key, x.Node, x.Time.Format(time.RFC3339), x.From, x.To)
+		}
+		if n := len(res.Counters.Partial); n > 0 {
+			r.logf("%d container(s) counted for part of the measured window only (appeared, disappeared or restarted): see resources.json counters.partial", n)
 		}
 	}
-	if err := r.dir.WriteJSON(results.ResourcesFile, resources); err != nil {
-		return nil, err
-	}
-	// An API error in a round of the measured window is the kube form of
-	// the local sampler's gap.
+	return nil
+}
+
+// writeResources writes resources.json.
+func (r *run) writeResources(context.Context) error {
+	return r.dir.WriteJSON(results.ResourcesFile, r.resources)
+}
+
+// checkMeasurement marks the cell invalid for what its sampling lost in
+// the measured window (an API error there is the kube form of the local
+// sampler's gap) and, when the load ran, for the load's own problems.
+func (r *run) checkMeasurement(context.Context) error {
+	loadRes, from, to, fromKubelet := r.loadRes, r.from, r.to, r.sampling.fromKubelet
 	if loadRes != nil && !fromKubelet {
 		n := 0
-		for _, e := range sampler.Errors() {
+		for _, e := range r.sampling.api.Errors() {
 			if !e.Time.Before(from) && !e.Time.After(to) {
 				n++
 			}
@@ -582,7 +735,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	if loadRes != nil && fromKubelet {
 		n := 0
-		for _, e := range counters.Errors() {
+		for _, e := range r.sampling.counters.Errors() {
 			if t := time.Unix(0, e.TUnixNs); !t.Before(from) && !t.After(to) {
 				n++
 			}
@@ -591,17 +744,16 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			r.invalid(fmt.Sprintf("kubelet counters: %d failed reads in the measured window (see %s)", n, KubeletRawFile))
 		}
 	}
-	if samplerErr != nil && !errors.Is(samplerErr, context.Canceled) {
-		r.invalid("metrics sampling: " + samplerErr.Error())
+	if r.samplerErr != nil && !errors.Is(r.samplerErr, context.Canceled) {
+		r.invalid("metrics sampling: " + r.samplerErr.Error())
 	}
-	if len(window) == 0 && loadRes != nil && !fromKubelet {
+	if len(r.window) == 0 && loadRes != nil && !fromKubelet {
 		r.invalid(fmt.Sprintf("no fresh metrics sample fell inside the measured window (%s): run longer than the metrics resolution", to.Sub(from).Round(time.Second)))
 	}
-	if loadErr != nil {
-		return res, loadErr
+	if r.loadErr == nil {
+		r.checkValidity(loadRes)
 	}
-	r.checkValidity(loadRes)
-	return res, ctx.Err()
+	return nil
 }
 
 // installFacesChart runs helm to install the Faces chart into the app
@@ -729,11 +881,11 @@ func idleLimit(threshold float64, pods int) float64 {
 	return 10 * float64(pods)
 }
 
-// drain keeps sampling after the load's end until the app is idle again
+// drainFor keeps sampling after the load's end until the app is idle again
 // by samples taken wholly after it (appIdleAfter, with the idle gate's
 // threshold), at most o.Drain (the seed tool's rule: it drains until the
 // app is idle, for at most 60 s). It says how it ended.
-func (r *run) drain(ctx context.Context, s roundSource, loadEnd time.Time) results.Drain {
+func (r *run) drainFor(ctx context.Context, s roundSource, loadEnd time.Time) results.Drain {
 	start := time.Now()
 	d := results.Drain{MaxSeconds: r.o.Drain.Seconds(), LoadEnded: loadEnd}
 	check := func() bool {
