@@ -115,128 +115,230 @@ type Observer interface {
 // PartialError when cells could not be read, a ThresholdError when
 // --fail-on conditions were met; invalid or failed cells are a plain error.
 func Run(ctx context.Context, cfg Config) error {
-	p, dir := cfg.Plan, cfg.Dir
-	onKube := p.Platform == plan.PlatformKube
-	if !onKube {
-		// The lab's load generator runs here: its connections must fit
-		// this machine's open-file limit (checked as load checks it).
-		if err := loadgen.EnsureFileLimit(p.Connections); err != nil {
-			return &UsageError{Err: err}
-		}
-	}
-	cells := p.Order(*p.Seed, p.ReuseTopology)
-	var sub local.Substrate
-	substrate := ""
-	if !onKube {
-		opts := make([]topology.Options, len(cells))
-		for i, c := range cells {
-			opts[i] = c.Mesh
-		}
-		var fellBack string
-		var err error
-		if sub, fellBack, err = ChooseSubstrate(p.Substrate, cfg.ZtunnelFlag, cfg.LinkerdProxyFlag, opts); err != nil {
+	b := &benchRun{cfg: cfg, p: cfg.Plan, onKube: cfg.Plan.Platform == plan.PlatformKube}
+	for _, step := range prepareSteps {
+		if err := step.do(b, ctx); err != nil {
 			return err
 		}
-		if fellBack != "" {
-			fmt.Fprintln(cfg.Stderr, fellBack)
-		}
-		substrate = local.SubstrateLoopback
-		if sub != nil {
-			substrate = sub.Name()
+	}
+	if b.p.Search != nil {
+		return runSearch(ctx, cfg, b.bin, b.sub, b.substrate)
+	}
+	for _, step := range planRunSteps {
+		if err := step.do(b, ctx); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// benchStep is a named step of Run.
+type benchStep struct {
+	name string
+	do   func(*benchRun, context.Context) error
+}
+
+// prepareSteps find what every plan runs on, fixed rates or a capacity
+// search, in order.
+var prepareSteps = []benchStep{
+	{"file limit", (*benchRun).fileLimit},      // the lab's load generator's connections fit
+	{"order", (*benchRun).orderCells},          // the cells in the seeded order
+	{"substrate", (*benchRun).chooseSubstrate}, // the lab's network
+	{"cluster", (*benchRun).connect},           // the cluster answers
+	{"envoy", (*benchRun).findEnvoy},           // the Envoy the lab's cells need
+}
+
+// planRunSteps run a plan of fixed rates after prepareSteps, in order.
+var planRunSteps = []benchStep{
+	{"istio", (*benchRun).istioBuild},           // how Istio installs (--istio-build)
+	{"cells", (*benchRun).cellSettings},         // every cell's settings
+	{"mesh installs", (*benchRun).meshInstalls}, // the cells that install their mesh
+	{"header", (*benchRun).header},              // what runs where, and the resume
+	{"run", (*benchRun).runCells},               // the cells on their platform
+	{"reports", (*benchRun).writeReports},       // the analysis and every report
+	{"verdict", (*benchRun).verdict},            // invalid cells, partial plans, --fail-on
+}
+
+// benchRun is a plan being run by Run's steps.
+type benchRun struct {
+	cfg    Config
+	p      *plan.Plan
+	onKube bool
+	// order is the plan's cells in their order; sub and substrate the
+	// lab's network (nil and local.SubstrateLoopback on loopback, "" on a
+	// cluster); cluster the cluster; bin the Envoy the lab's cells need.
+	order     []plan.Cell
+	sub       local.Substrate
+	substrate string
+	cluster   *kube.Cluster
+	bin       *envoy.Binary
+	// istio is how Istio installs; rcells the cells as they run, installs
+	// and istioProfile the cluster's mesh installs.
+	istio        *install.MeshInstall
+	rcells       []platform.Cell
+	installs     map[string]bool
+	istioProfile string
+	// started is when the cells started; pd and a the plan directory read
+	// back and its analysis.
+	started time.Time
+	pd      *analysis.Plan
+	a       *analysis.Analysis
+}
+
+// fileLimit: the lab's load generator runs here, so its connections must
+// fit this machine's open-file limit (checked as load checks it).
+func (b *benchRun) fileLimit(context.Context) error {
+	if b.onKube {
+		return nil
+	}
+	if err := loadgen.EnsureFileLimit(b.p.Connections); err != nil {
+		return &UsageError{Err: err}
+	}
+	return nil
+}
+
+func (b *benchRun) orderCells(context.Context) error {
+	b.order = b.p.Order(*b.p.Seed, b.p.ReuseTopology)
+	return nil
+}
+
+// substrate chooses the lab's network for every cell (a plan never mixes
+// them), saying when it fell back.
+func (b *benchRun) chooseSubstrate(context.Context) error {
+	if b.onKube {
+		return nil
+	}
+	opts := make([]topology.Options, len(b.order))
+	for i, c := range b.order {
+		opts[i] = c.Mesh
+	}
+	sub, fellBack, err := ChooseSubstrate(b.p.Substrate, b.cfg.ZtunnelFlag, b.cfg.LinkerdProxyFlag, opts)
+	if err != nil {
+		return err
+	}
+	if fellBack != "" {
+		fmt.Fprintln(b.cfg.Stderr, fellBack)
+	}
+	b.sub, b.substrate = sub, local.SubstrateLoopback
+	if sub != nil {
+		b.substrate = sub.Name()
+	}
+	return nil
+}
+
+func (b *benchRun) connect(ctx context.Context) error {
+	if !b.onKube {
+		return nil
+	}
+	var err error
+	b.cluster, err = kube.Connect(ctx, b.cfg.Kube.Connect)
+	return err
+}
+
+// envoy finds Envoy when a lab cell runs one.
+func (b *benchRun) findEnvoy(ctx context.Context) error {
 	needEnvoy := false
-	for _, c := range cells {
-		if !onKube && NeedsEnvoy(c.Mesh, sub) {
+	for _, c := range b.order {
+		if !b.onKube && NeedsEnvoy(c.Mesh, b.sub) {
 			needEnvoy = true
 		}
 	}
-	var cluster *kube.Cluster
-	if onKube {
-		var err error
-		if cluster, err = kube.Connect(ctx, cfg.Kube.Connect); err != nil {
-			return err
+	if !needEnvoy {
+		return nil
+	}
+	var err error
+	b.bin, err = FindEnvoy(ctx, b.cfg.EnvoyFlag, b.cfg.Getenv)
+	return err
+}
+
+func (b *benchRun) istioBuild(ctx context.Context) error {
+	if !b.onKube {
+		return nil
+	}
+	var err error
+	b.istio, err = IstioInstall(ctx, b.cfg.Kube.IstioBuild, b.cfg.Kube.InstallMesh, b.cfg.EnvoyFlag, b.cfg.Getenv)
+	return err
+}
+
+func (b *benchRun) cellSettings(context.Context) error {
+	b.rcells = make([]platform.Cell, len(b.order))
+	for i, c := range b.order {
+		b.rcells[i] = platform.Cell{ID: c.ID, Settings: b.cfg.settings(c)}
+		if b.p.ReuseTopology {
+			b.rcells[i].Topology = c.TopologyKey
 		}
 	}
-	var bin *envoy.Binary
-	if needEnvoy {
-		var err error
-		if bin, err = FindEnvoy(ctx, cfg.EnvoyFlag, cfg.Getenv); err != nil {
-			return err
-		}
+	return nil
+}
+
+func (b *benchRun) meshInstalls(context.Context) error {
+	if !b.onKube {
+		return nil
 	}
-	if p.Search != nil {
-		return runSearch(ctx, cfg, bin, sub, substrate)
-	}
-	var istioInstall *install.MeshInstall
-	if onKube {
-		var err error
-		if istioInstall, err = IstioInstall(ctx, cfg.Kube.IstioBuild, cfg.Kube.InstallMesh, cfg.EnvoyFlag, cfg.Getenv); err != nil {
-			return err
-		}
-	}
-	rcells := make([]platform.Cell, len(cells))
-	for i, c := range cells {
-		rcells[i] = platform.Cell{ID: c.ID, Settings: cfg.settings(c)}
-		if p.ReuseTopology {
-			rcells[i].Topology = c.TopologyKey
-		}
-	}
-	var installs map[string]bool
-	istioProfile := ""
-	if onKube {
-		var err error
-		if installs, istioProfile, err = planMeshInstalls(dir, cfg.Resume, rcells, cfg.Kube.InstallMesh); err != nil {
-			return err
-		}
-	}
+	var err error
+	b.installs, b.istioProfile, err = planMeshInstalls(b.cfg.Dir, b.cfg.Resume, b.rcells, b.cfg.Kube.InstallMesh)
+	return err
+}
+
+// header says how many cells run where, for about how long, and on
+// resume how many are already finished.
+func (b *benchRun) header(context.Context) error {
+	p, cfg := b.p, b.cfg
 	est := p.Estimate(p.CellOverhead())
 	where := ""
-	if cluster != nil {
-		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", cluster.Server, cluster.Context, cluster.Version)
+	if b.cluster != nil {
+		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", b.cluster.Server, b.cluster.Context, b.cluster.Version)
 	}
 	switch {
-	case substrate == local.SubstrateLoopback && planHasStandIn(cells):
+	case b.substrate == local.SubstrateLoopback && planHasStandIn(b.order):
 		where = " on the loopback substrate (ambient and waypoint: Envoy stand-in for ztunnel)"
-	case substrate != "":
-		where = " on the " + substrate + " substrate"
+	case b.substrate != "":
+		where = " on the " + b.substrate + " substrate"
 	}
 	fmt.Fprintf(cfg.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
-		len(cells), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), dir)
-	ro := runner.Options{Dir: dir, Resume: cfg.Resume, PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: cfg.Version, Platform: p.Platform, Substrate: substrate}
-	if bin != nil {
-		ro.EnvoyVersion = bin.Version
+		len(b.order), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), cfg.Dir)
+	if !cfg.Resume {
+		return nil
 	}
-	if cfg.Resume {
-		if m, err := results.ReadPlanManifest(dir); err == nil {
-			done, failed := 0, 0
-			for _, st := range m.Cells {
-				switch st.State {
-				case results.CellDone:
-					done++
-				case results.CellFailed:
-					failed++
-				}
+	if m, err := results.ReadPlanManifest(cfg.Dir); err == nil {
+		done, failed := 0, 0
+		for _, st := range m.Cells {
+			switch st.State {
+			case results.CellDone:
+				done++
+			case results.CellFailed:
+				failed++
 			}
-			fmt.Fprintf(cfg.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
-			if failed > 0 {
-				fmt.Fprintf(cfg.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
-			}
-			fmt.Fprintln(cfg.Stderr)
 		}
+		fmt.Fprintf(cfg.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
+		if failed > 0 {
+			fmt.Fprintf(cfg.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
+		}
+		fmt.Fprintln(cfg.Stderr)
 	}
-	started := time.Now()
+	return nil
+}
+
+// run runs the cells on their platform, followed by the observer Watch
+// returns. A cut-short plan goes on to its reports.
+func (b *benchRun) runCells(ctx context.Context) error {
+	p, cfg := b.p, b.cfg
+	ro := runner.Options{Dir: cfg.Dir, Resume: cfg.Resume, PlanYAML: p.YAML(), Seed: *p.Seed, Cells: b.rcells, Version: cfg.Version, Platform: p.Platform, Substrate: b.substrate}
+	if b.bin != nil {
+		ro.EnvoyVersion = b.bin.Version
+	}
+	b.started = time.Now()
 	var obs Observer
 	if cfg.Watch != nil {
-		obs = cfg.Watch(Start{Cells: len(rcells), OnKube: onKube, Substrate: substrate, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
+		obs = cfg.Watch(Start{Cells: len(b.rcells), OnKube: b.onKube, Substrate: b.substrate, Dir: cfg.Dir, MetricsSource: cfg.Kube.MetricsSource, Started: b.started})
 	}
 	if obs != nil {
 		ro.Progress = obs.Cell
 	}
-	if onKube {
-		ro.On = &kube.Platform{Options: cfg.kubeOptions(istioInstall, obs), Installs: installs, IstioProfile: istioProfile}
+	if b.onKube {
+		ro.On = &kube.Platform{Options: cfg.kubeOptions(b.istio, obs), Installs: b.installs, IstioProfile: b.istioProfile}
 	} else {
-		ro.On = local.NewPlatform(cfg.labOptions(bin, sub, obs))
+		ro.On = local.NewPlatform(cfg.labOptions(b.bin, b.sub, obs))
 	}
 	_, runErr := runner.Run(ctx, ro)
 	if obs != nil {
@@ -245,31 +347,46 @@ func Run(ctx context.Context, cfg Config) error {
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
 	}
-	pd, err := analysis.ReadPlan(dir)
+	return nil
+}
+
+// reports analyses the plan directory and writes every report; an
+// interrupted plan ends here, resumable.
+func (b *benchRun) writeReports(ctx context.Context) error {
+	p, cfg := b.p, b.cfg
+	pd, err := analysis.ReadPlan(cfg.Dir)
 	if err != nil {
 		return err
 	}
-	a := analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed), Compare: p.Compare})
+	b.pd = pd
+	b.a = analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed), Compare: p.Compare})
 	if len(pd.Cells) > 0 {
-		if err := WriteReports(cfg.Stdout, a, false); err != nil {
+		if err := WriteReports(cfg.Stdout, b.a, false); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(cfg.Stdout, "Plan took %s.\n", time.Since(started).Round(time.Second))
+	fmt.Fprintf(cfg.Stdout, "Plan took %s.\n", time.Since(b.started).Round(time.Second))
 	if ctx.Err() != nil {
-		fmt.Fprintf(cfg.Stderr, "meshbench bench: interrupted; resume with: meshbench bench --resume %s\n", dir)
+		fmt.Fprintf(cfg.Stderr, "meshbench bench: interrupted; resume with: meshbench bench --resume %s\n", cfg.Dir)
 		return ErrInterrupted
 	}
+	return nil
+}
+
+// verdict: invalid or failed cells (exit 1) outrank thresholds, since the
+// measurement itself is in doubt (the crossed conditions are still said);
+// then a partial plan; then --fail-on.
+func (b *benchRun) verdict(context.Context) error {
+	cfg, a, pd := b.cfg, b.a, b.pd
 	var crossed []string
 	if len(cfg.FailOn) > 0 {
+		var err error
 		if crossed, err = threshold.PlanCrossed(a, cfg.FailOn); err != nil {
 			return err
 		}
 	}
 	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
-		// Invalid cells outrank thresholds (exit 1): the measurement
-		// itself is in doubt. The crossed conditions are still said.
-		msg := fmt.Sprintf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
+		msg := fmt.Sprintf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), cfg.Dir)
 		if len(crossed) > 0 {
 			msg += "; --fail-on: " + strings.Join(crossed, "; ")
 		}
