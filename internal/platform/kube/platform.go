@@ -30,7 +30,7 @@ func (*Platform) Name() string { return results.PlatformKube }
 
 // RunCell runs r.Cell on the cluster.
 func (p *Platform) RunCell(ctx context.Context, r platform.CellRun) (*platform.Result, error) {
-	o := p.CellOptions(r.Cell)
+	o := p.cellOptions(r.Cell)
 	o.OutDir = r.Dir
 	res, err := Run(ctx, o)
 	if res == nil {
@@ -39,8 +39,8 @@ func (p *Platform) RunCell(ctx context.Context, r platform.CellRun) (*platform.R
 	return &platform.Result{Dir: res.Dir, Manifest: res.Manifest, Load: res.Load}, err
 }
 
-// CellOptions are the options cell c runs with.
-func (p *Platform) CellOptions(c platform.Cell) Options {
+// cellOptions are the options cell c runs with.
+func (p *Platform) cellOptions(c platform.Cell) Options {
 	o := p.Options
 	o.Settings = c.Settings
 	o.Spec.FacesChart = p.Options.Spec.FacesChart && c.Settings.Mesh.App == topology.AppFaces
