@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,6 +147,7 @@ var prepareSteps = []benchStep{
 	{"substrate", (*benchRun).chooseSubstrate}, // the lab's network
 	{"cluster", (*benchRun).connect},           // the cluster answers
 	{"envoy", (*benchRun).findEnvoy},           // the Envoy the lab's cells need
+	{"lab line", (*benchRun).labLine},          // what is real and what stands in on the lab
 }
 
 // planRunSteps run a plan of fixed rates after prepareSteps, in order.
@@ -166,12 +168,13 @@ type benchRun struct {
 	onKube bool
 	// order is the plan's cells in their order; sub and substrate the
 	// lab's network (nil and local.SubstrateLoopback on loopback, "" on a
-	// cluster); cluster the cluster; bin the Envoy the lab's cells need.
-	order     []plan.Cell
-	sub       local.Substrate
-	substrate string
-	cluster   *kube.Cluster
-	bin       *envoy.Binary
+	// cluster), fellBack why auto fell back to loopback; cluster the
+	// cluster; bin the Envoy the lab's cells need.
+	order               []plan.Cell
+	sub                 local.Substrate
+	substrate, fellBack string
+	cluster             *kube.Cluster
+	bin                 *envoy.Binary
 	// istio is how Istio installs; rcells the cells as they run, installs
 	// and istioProfile the cluster's mesh installs.
 	istio        *install.MeshInstall
@@ -202,8 +205,8 @@ func (b *benchRun) orderCells(context.Context) error {
 	return nil
 }
 
-// substrate chooses the lab's network for every cell (a plan never mixes
-// them), saying when it fell back.
+// chooseSubstrate chooses the lab's network for every cell (a plan never
+// mixes them).
 func (b *benchRun) chooseSubstrate(context.Context) error {
 	if b.onKube {
 		return nil
@@ -216,10 +219,7 @@ func (b *benchRun) chooseSubstrate(context.Context) error {
 	if err != nil {
 		return err
 	}
-	if fellBack != "" {
-		fmt.Fprintln(b.cfg.Stderr, fellBack)
-	}
-	b.sub, b.substrate = sub, local.SubstrateLoopback
+	b.sub, b.substrate, b.fellBack = sub, local.SubstrateLoopback, fellBack
 	if sub != nil {
 		b.substrate = sub.Name()
 	}
@@ -249,6 +249,19 @@ func (b *benchRun) findEnvoy(ctx context.Context) error {
 	var err error
 	b.bin, err = FindEnvoy(ctx, b.cfg.EnvoyFlag, b.cfg.Getenv)
 	return err
+}
+
+// labLine says first what is real and what stands in on the lab, then
+// why, if auto fell back to loopback.
+func (b *benchRun) labLine(context.Context) error {
+	if b.onKube {
+		return nil
+	}
+	fmt.Fprintln(b.cfg.Stderr, "meshbench bench: "+LabLine(b.sub, planModes(b.order), b.bin))
+	if b.fellBack != "" {
+		fmt.Fprintln(b.cfg.Stderr, b.fellBack)
+	}
+	return nil
 }
 
 func (b *benchRun) istioBuild(ctx context.Context) error {
@@ -473,6 +486,18 @@ func planMeshInstalls(dir string, resume bool, cells []platform.Cell, installing
 		installs[c.ID] = true
 	}
 	return installs, profile, nil
+}
+
+// planModes are the mesh modes of cells, in the meshes' order.
+func planModes(cells []plan.Cell) []topology.Mode {
+	var out []topology.Mode
+	for _, c := range cells {
+		if !slices.Contains(out, c.Mesh.Mode) {
+			out = append(out, c.Mesh.Mode)
+		}
+	}
+	slices.SortFunc(out, func(a, b topology.Mode) int { return mesh.Order(string(a)) - mesh.Order(string(b)) })
+	return out
 }
 
 // planHasStandIn reports whether a cell runs ambient or waypoint, whose
