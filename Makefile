@@ -1,10 +1,11 @@
-# meshbench — the two commands a new user types are `make demo` and `make test`.
+# meshbench — the two commands a new user types are `make demo` and `make test`;
+# `make check` is the quick one for every change (docs/testing.md).
 GO      ?= go
 BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo demo-load test envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools vet fmt-check unit fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test check test-short test-main test-timing envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools fmt-check vet staticcheck fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -25,14 +26,45 @@ demo: build envoy generators
 demo-load: build
 	./scripts/demo.sh $(BIN)
 
-# The test command (.ci/run calls exactly this). The Envoy tests need the
-# pinned Envoy and the Kubernetes tests the k8s tools, so those come first;
-# under `make test` a missing toolset fails the Kubernetes tests instead of
-# skipping them (MESHBENCH_REQUIRE_K8S=1, exported to `unit` too). The
-# Istio build is for the end-to-end tests that install Istio on the test
-# nodes.
+# The test command (.ci/run calls exactly this): the whole suite. The
+# Envoy tests need the pinned Envoy and the Kubernetes tests the k8s
+# tools, so those come first; under `make test` a missing toolset fails
+# the Kubernetes tests instead of skipping them (MESHBENCH_REQUIRE_K8S=1).
+# The Istio build is for the end-to-end tests that install Istio on the
+# test nodes. Then the static checks, and the two test lanes one after the
+# other (hack/test/lanes.sh, docs/testing.md): every package side by side
+# without the timing-sensitive tests, then those alone.
 test: export MESHBENCH_REQUIRE_K8S=1
-test: envoy generators k8s-tools istio-tools fmt-check vet unit
+test: envoy generators k8s-tools istio-tools fmt-check vet staticcheck
+	./hack/test/lanes.sh main timing
+
+# The check for every change, in under 2 minutes: gofmt, go vet,
+# staticcheck and the tests that need no real part (go test -short, which
+# also leaves the timing-sensitive tests out), side by side (most of the
+# tests wait on short loads), reusing go test's cached results where the
+# change cannot matter.
+check:
+	@$(MAKE) --no-print-directory -j 4 --output-sync=target fmt-check vet staticcheck test-short
+
+# One lane alone (`make test-main` and `make test-timing` need make
+# test's tools in place).
+test-short:
+	./hack/test/lanes.sh short
+test-main test-timing: export MESHBENCH_REQUIRE_K8S=1
+test-main:
+	./hack/test/lanes.sh main
+test-timing:
+	./hack/test/lanes.sh timing
+
+fmt-check:
+	@out=$$(gofmt -l cmd internal hack); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# staticcheck, pinned, built once into ~/.cache/meshbench/staticcheck.
+staticcheck:
+	"$$(./hack/staticcheck/install.sh)" ./...
 
 # The tools: one idempotent script each under hack/<tool>/ (nothing is
 # fetched or built when the pinned version is in place), the pins and
@@ -68,15 +100,6 @@ istio-tools:
 # Regenerate the ZDS protocol's Go types (needs protoc and protoc-gen-go).
 zdsapi:
 	cd internal/mesh/ztunnel/zdsapi && protoc --go_out=paths=source_relative:. zds.proto
-
-fmt-check:
-	@out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-
-vet:
-	$(GO) vet ./...
-
-unit:
-	$(GO) test -count=1 -timeout 30m ./...
 
 # Longer fuzzing of every parser (not part of `make test`, whose tests run
 # the seed corpora): every fuzz target found in the tests, FUZZEXECS

@@ -217,6 +217,7 @@ func TestRunDropsWhenQueueFull(t *testing.T) {
 }
 
 func TestRunClosedLoop(t *testing.T) {
+	testutil.Timing(t)
 	static := startApp(t, workload.Config{Kind: workload.KindStatic})
 	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 1, 300*time.Millisecond)
 	cfg.Load = ClosedLoop
@@ -321,6 +322,7 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 func TestRunWarmupNotCounted(t *testing.T) {
+	testutil.Timing(t)
 	static := startApp(t, workload.Config{Kind: workload.KindStatic})
 	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 100, 500*time.Millisecond)
 	cfg.Warmup = 300 * time.Millisecond
