@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -36,24 +38,31 @@ import (
 // every rate ≥ 1.05·K/S misses it, and the search, which brackets the
 // capacity between a met and a missed rate within its precision (5%), must
 // report a capacity within 5% of K/S (in fact in [K/S·0.95, K/S]).
+//
+// The objective is 5·S (knownCapacityP99) unless the machine's timer lag,
+// measured just before, says its noise alone could pass that: then it is
+// raised to cover the noise, still far below the queueing 5% above the
+// capacity builds, so the check (within 5% of K/S) is as strict.
 func TestLoadSearchKnownCapacity(t *testing.T) {
+	lag := testutil.Timing(t)
 	tests := []struct {
-		name      string
-		k, s      string
-		capacity  float64
-		objective string
-		from, to  string
+		name     string
+		k        string
+		s        time.Duration
+		capacity float64
+		from, to string
 	}{
 		// The issue's known answer: 4 at once, 2 ms each: 2000/s; p99 ≤ 10 ms.
-		{"K4 S2ms", "4", "2ms", 2000, "p99<=10ms,errors<=0.1%", "100", "20000"},
+		{"K4 S2ms", "4", 2 * time.Millisecond, 2000, "100", "20000"},
 		// A second: 2 at once, 4 ms each: 500/s; p99 ≤ 20 ms.
-		{"K2 S4ms", "2", "4ms", 500, "p99<=20ms,errors<=0.1%", "50", "20000"},
+		{"K2 S4ms", "2", 4 * time.Millisecond, 500, "50", "20000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := testutil.StartServe(t, "static", "--concurrency", tt.k, "--service-time", tt.s)
+			objective := fmt.Sprintf("p99<=%v,errors<=0.1%%", knownCapacityP99(t, tt.s, lag))
+			addr := testutil.StartServe(t, "static", "--concurrency", tt.k, "--service-time", tt.s.String())
 			out := filepath.Join(t.TempDir(), "search.json")
-			inv := runCLI(t, nil, "load", "--slo", tt.objective, "--search-from", tt.from, "--search-to", tt.to,
+			inv := runCLI(t, nil, "load", "--slo", objective, "--search-from", tt.from, "--search-to", tt.to,
 				"--duration", "4s", "--warmup", "1s", "-o", out, "http://"+addr+"/")
 			if inv.code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", inv.code, inv.stdout, inv.stderr)
@@ -151,4 +160,39 @@ func TestLoadSearchBadInput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Bounds of knownCapacityP99.
+const (
+	// lagWakes is how many times the machine's timer lag (its p99) a
+	// request below the capacity may be late by: about four wakes on its
+	// path (the pacer's send, the app's read, its service-time sleep, the
+	// generator's read of the answer), doubled since near the capacity a
+	// late request's delay passes to those queued behind it.
+	lagWakes = 8
+	// maxKnownCapacityP99 is the highest objective a known capacity keeps
+	// sharp: 5% above the capacity queues for 5% of the probe's 5 s, so its
+	// last requests wait 250 ms; an objective a fifth of that still misses
+	// that rate by far.
+	maxKnownCapacityP99 = 50 * time.Millisecond
+)
+
+// knownCapacityP99 is the p99 objective of a known-capacity search whose
+// app serves each request in s: 5·s, which a quiet machine meets with
+// room to spare up to the capacity, or s + lagWakes × the timer lag's p99
+// when that is more, rounded up to the millisecond. A lag that would need
+// more than maxKnownCapacityP99 fails (skips outside `make test`) the
+// test: the machine is too busy for a known capacity.
+func knownCapacityP99(t *testing.T, s time.Duration, lag testutil.Lag) time.Duration {
+	t.Helper()
+	p99 := max(5*s, s+lagWakes*lag.P99)
+	p99 = (p99 + time.Millisecond - 1).Truncate(time.Millisecond)
+	if p99 > maxKnownCapacityP99 {
+		testutil.SkipOrFail(t, fmt.Sprintf("timer lag p99 %v: the objective would have to be p99 ≤ %v to cover this machine's noise, past the %v at which a rate 5%% above the capacity is still a clear miss; run it on a machine that is not saturated",
+			lag.P99, p99, maxKnownCapacityP99))
+	}
+	if p99 != 5*s {
+		t.Logf("objective p99 ≤ %v instead of 5 × %v: this machine's timer lag p99 is %v", p99, s, lag.P99)
+	}
+	return p99
 }
