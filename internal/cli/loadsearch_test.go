@@ -95,8 +95,11 @@ func TestLoadSearchKnownCapacity(t *testing.T) {
 }
 
 // TestLoadSearchEnds: an objective even the lowest rate misses, and one
-// the highest still meets, are said plainly, never as a number.
+// the highest still meets, are said plainly, never as a number. In the
+// timing lane: beside real nodes on a saturated machine the generator fell
+// 100 ms behind at 50/s, so "at least to" missed p99 ≤ 100 ms.
 func TestLoadSearchEnds(t *testing.T) {
+	testutil.Timing(t)
 	addr := testutil.StartServe(t, "static", "--concurrency", "1", "--service-time", "5ms")
 	tests := []struct {
 		name, objective, from, to string
