@@ -293,6 +293,7 @@ func TestLoadInterrupted(t *testing.T) {
 // (in 2.5 s one, the first tick's: the next is due at 5 s) with no cursor
 // codes; -q prints none.
 func TestLoadProgress(t *testing.T) {
+	t.Parallel() // waits on short loads: beside the other parallel ones, not after them
 	addr := testutil.StartServe(t, "static")
 	args := []string{"load", "--rate", "100", "--duration", "2500ms", "--warmup", "0s", "http://" + addr + "/"}
 	tty := runCLI(t, &Env{StderrIsTTY: true}, args...)
@@ -322,6 +323,7 @@ func TestLoadProgress(t *testing.T) {
 // line to stderr about every second, also with -q, each one readable,
 // counts growing; stdout stays exactly the JSON result.
 func TestLoadProgressLog(t *testing.T) {
+	t.Parallel() // waits on short loads: beside the other parallel ones, not after them
 	addr := testutil.StartServe(t, "static")
 	inv := runCLI(t, nil, "load", "-q", "--progress-log", "--rate", "100", "--duration", "3s", "--warmup", "0s", "--output-format", "json", "http://"+addr+"/")
 	if inv.code != 0 {
