@@ -108,6 +108,7 @@ func TestLiveViewState(t *testing.T) {
 // plain lines, one per cell start and end and one per phase, and no
 // escape codes.
 func TestBenchPlainPhases(t *testing.T) {
+	t.Parallel() // waits on short loads: beside the other parallel ones, not after them
 	bin := testutil.BuildMeshbench(t)
 	out := filepath.Join(t.TempDir(), "plan")
 	cmd := exec.Command(bin, "bench", "--mesh", "none", "--rate", "50", "--repetitions", "1", "--duration", "1s",

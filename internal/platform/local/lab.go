@@ -305,6 +305,7 @@ func (l *Lab) validateConfigs(ctx context.Context, configs map[string]string) er
 	var errs []error
 	for _, n := range names {
 		if err := envoy.Validate(ctx, l.opts.Envoy, configs[n]); err != nil {
+			//lint:ignore ST1005 Envoy is a name, capitalised wherever meshbench prints it
 			errs = append(errs, fmt.Errorf("Envoy config of %s: %w", n, err))
 		}
 	}
@@ -330,6 +331,7 @@ func (l *Lab) somethingDied() error {
 	for _, p := range l.procs {
 		select {
 		case <-p.Done():
+			//lint:ignore ST1005 Envoy is a name, capitalised wherever meshbench prints it
 			return fmt.Errorf("Envoy %s died: %v", p.Name, p.ExitErr())
 		default:
 		}
