@@ -252,10 +252,7 @@ func readResources(dir string) (sample.Summary, *sample.NamespaceTable, error) {
 	if err != nil {
 		return sample.Summary{}, nil, err
 	}
-	var doc struct {
-		Summary    sample.Summary         `json:"summary"`
-		Namespaces *sample.NamespaceTable `json:"namespaces"`
-	}
+	var doc sample.Resources
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return sample.Summary{}, nil, fmt.Errorf("%s: %w", results.ResourcesFile, err)
 	}

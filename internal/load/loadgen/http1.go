@@ -182,7 +182,7 @@ func (c *http1Conn) roundTrip(deadline time.Time) http1Outcome {
 	for {
 		resp, err := readHTTP1Response(c.br, c.head)
 		if err != nil {
-			retry := resp.firstByteRead == false && isEOFOrReset(err)
+			retry := !resp.firstByteRead && isEOFOrReset(err)
 			return http1Outcome{Outcome: Outcome{Err: err, BytesOut: c.bodyLen}, retryable: retry}
 		}
 		if resp.status >= 100 && resp.status < 200 && resp.status != 101 {

@@ -79,20 +79,22 @@ func attackerRuns(s Spec) bool {
 // otherwise) and keeps its report (k8s/attacker.json, the manifest's
 // "attacker", a log line); an allowed request makes the cell invalid: its
 // policies were not enforced.
-func (r *run) probeAttacker(ctx context.Context) {
+func (r *run) probeAttacker(ctx context.Context) error {
 	o, c := r.o, r.c
 	if !attackerRuns(o.Spec) {
-		return
+		return nil
 	}
 	end := r.phase("attacker")
 	defer end()
-	rep, err := runAttacker(ctx, c, o.Spec, r.dir)
+	rep, err := runAttacker(ctx, c, o.Spec, func(name string, body []byte) {
+		r.kept(name, r.dir.WriteFile(name, body))
+	})
 	if err != nil {
 		r.logf("attacker: %v", err)
 		r.invalid("the attacker (a foreign identity, to check the policies) did not run: " + err.Error())
-		return
+		return nil
 	}
-	_ = r.dir.WriteJSON(filepath.Join("k8s", AttackerFile), rep)
+	r.keepJSON(filepath.Join("k8s", AttackerFile), rep)
 	r.mu.Lock()
 	r.manifest.Options["attacker"] = rep.String()
 	r.mu.Unlock()
@@ -100,11 +102,12 @@ func (r *run) probeAttacker(ctx context.Context) {
 	if !rep.Refused {
 		r.invalid(fmt.Sprintf("policies not enforced: the attacker %s got %d of %d requests through", rep.Identity, rep.Allowed, rep.Sent))
 	}
+	return nil
 }
 
 // runAttacker runs the attacker's Job in s's load namespace and reads its
-// result.
-func runAttacker(ctx context.Context, c *Cluster, s Spec, dir *results.RunDir) (*AttackerReport, error) {
+// result; keep gets its log (loadjob.Collect).
+func runAttacker(ctx context.Context, c *Cluster, s Spec, keep func(name string, log []byte)) (*AttackerReport, error) {
 	s = s.WithDefaults()
 	spec := loadjob.Spec{Load: loadgen.OpenLoopPerSecond(5), Workers: 1, Duration: AttackerRequests / 5 * time.Second,
 		Timeout: 2 * time.Second, Connections: 1, Target: LoadTarget(s)}
@@ -120,7 +123,7 @@ func runAttacker(ctx context.Context, c *Cluster, s Spec, dir *results.RunDir) (
 	if err := loadjob.Wait(ctx, c.Client, s.LoadNamespace, job.Name, "", 2*time.Minute); err != nil {
 		return nil, err
 	}
-	parts, err := loadjob.Collect(ctx, c.Core, job, 1, dir)
+	parts, err := loadjob.Collect(ctx, c.Core, job, 1, keep)
 	if err != nil {
 		return nil, err
 	}
