@@ -327,7 +327,7 @@ func TestInPodRealZtunnel(t *testing.T) {
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+	if busy, err := netns.NamesInUse(prefix); err != nil || busy {
 		t.Errorf("after Close, %s / %s* still in use (err %v)", subnet, prefix, err)
 	}
 }
