@@ -42,7 +42,7 @@ type DelayStats struct {
 	// Measured is each wait from the request's arrival in the handler to
 	// the end of its wait; Overshoot is that minus the wait planned (the
 	// delays asked and drawn, the queue's service ends). Both in ns.
-	Measured WaitSummary `json:"measured"`
+	Measured  WaitSummary `json:"measured"`
 	Overshoot WaitSummary `json:"overshoot"`
 	// ExtraDelayNs is the extra delay (PUT /delay) now, in ns.
 	ExtraDelayNs int64 `json:"extra_delay_ns"`
