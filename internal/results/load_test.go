@@ -31,7 +31,7 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 		Codes: map[int]int64{}, Errors: map[loadgen.ErrorKey]int64{}, ConnectionsN: 2,
 	}
 	var ivs [][3]*latency.Recorder // the engine's intervals, before it compacts them
-	var failed []int64              // their failed answers
+	var failed []int64             // their failed answers
 	for i := 0; i < n; i++ {
 		svc := int64(50_000 + rng.ExpFloat64()*200_000)
 		lag := int64(rng.Float64() * 30_000)
