@@ -39,6 +39,10 @@ type Lab struct {
 	// net is the lab's network on a substrate (Options.Substrate); nil on
 	// loopback.
 	net Network
+	// ctlDir holds the apps' control sockets (`serve --control`): a short
+	// path of its own under the temp dir, as a unix socket's path is at
+	// most 107 bytes; removed by stop.
+	ctlDir string
 
 	mu sync.Mutex
 	// phases are the prepare phases, given to the first cell's manifest.
@@ -227,6 +231,11 @@ func (l *Lab) prepare(ctx context.Context) error {
 		}
 	}
 	endApps := l.phase("prepare/apps")
+	var err error
+	if l.ctlDir, err = os.MkdirTemp("", "meshbench-app-"); err != nil {
+		endApps()
+		return err
+	}
 	// Apps first: sidecars and node proxies connect to them.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -241,11 +250,14 @@ func (l *Lab) prepare(ctx context.Context) error {
 			svc := l.topo.Svc(p.Service)
 			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
 			args = append(args, l.opts.appArgs(svc.Serve)...)
+			ctl := filepath.Join(l.ctlDir, p.Name+".sock")
+			args = append(args, "--control", ctl)
 			c, err := startServe(ctx, l.enter(p.Name), l.opts.Meshbench, p.Name+" app", svc.Component,
 				filepath.Join(l.dir, results.LogsDir, p.Name+".log"), args...)
 			mu.Lock()
 			defer mu.Unlock()
 			if c != nil {
+				c.control = ctl
 				l.apps = append(l.apps, c)
 			}
 			if err != nil {
@@ -370,6 +382,11 @@ func (l *Lab) stop(ctx context.Context) error {
 		}
 	}
 	stopChildren(l.apps)
+	if l.ctlDir != "" {
+		if err := os.RemoveAll(l.ctlDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if l.net != nil {
 		if err := l.net.Close(); err != nil {
 			errs = append(errs, err)

@@ -551,7 +551,11 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	_ = c.sampler.Add(sample.Target{PID: lc.pid(), Name: "load", Component: "load", Category: sample.CategoryLoad})
 	started := time.Now()
 	measureFrom := started.Add(c.opts.Warmup)
-	warmTimer := time.AfterFunc(c.opts.Warmup, func() { endWarm(); enter(c.opts, "measure") })
+	warmTimer := time.AfterFunc(c.opts.Warmup, func() {
+		endWarm()
+		enter(c.opts, "measure")
+		l.resetAppDelays(ctx)
+	})
 	defer warmTimer.Stop()
 
 	// Watch for a process dying mid-run.
@@ -598,6 +602,7 @@ loop:
 		}
 	}
 	measureTo := time.Now()
+	c.recordAppDelays(context.WithoutCancel(ctx))
 	if warmTimer.Stop() {
 		endWarm() // ended during the warm-up: no measured window
 	} else {
