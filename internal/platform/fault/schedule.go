@@ -38,7 +38,7 @@ type Event struct {
 }
 
 // Record is what a cell's fault did, as its manifest records it
-// (options.fault): when it took effect and ended (zero when it never
+// (options.fault_record): when it took effect and ended (zero when it never
 // did), from the measured window's start in seconds too, its events and
 // any error (a fault that failed is said, never hidden).
 type Record struct {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,7 +37,12 @@ type Lab struct {
 	dir   string
 	sup   *envoy.Supervisor
 	procs []*envoy.Proc
-	apps  []*child
+	// specs are the Envoys' specs by name, for a fault's restart.
+	specs map[string]envoy.Spec
+	// restarting names the processes a fault has killed and their
+	// supervisor is starting again: their exit is not a failure.
+	restarting map[string]bool
+	apps       []*child
 	// net is the lab's network on a substrate (Options.Substrate); nil on
 	// loopback.
 	net Network
@@ -290,6 +297,10 @@ func (l *Lab) prepare(ctx context.Context) error {
 		}
 		specs = append(specs, spec)
 	}
+	l.specs = map[string]envoy.Spec{}
+	for _, sp := range specs {
+		l.specs[sp.Name] = sp
+	}
 	start := time.Now()
 	procs, err := l.sup.StartAll(ctx, specs)
 	if err != nil {
@@ -340,7 +351,14 @@ func (l *Lab) startInterval(ctx context.Context) error {
 }
 
 func (l *Lab) somethingDied() error {
-	for _, p := range l.procs {
+	l.mu.Lock()
+	procs := slices.Clone(l.procs)
+	restarting := maps.Clone(l.restarting)
+	l.mu.Unlock()
+	for _, p := range procs {
+		if restarting[p.Name] {
+			continue
+		}
 		select {
 		case <-p.Done():
 			//lint:ignore ST1005 Envoy is a name, capitalised wherever meshbench prints it

@@ -97,6 +97,8 @@ func planKeys() map[string]*jsonschema.Schema {
 		"axes.gateway":              boolean("Traffic enters through an ingress gateway (local only)."),
 		"axes.mtls":                 boolean("Mutual TLS between the proxies."),
 		"axes.generator":            enum("Load generators: "+onPlatforms(localGens, kubeGens)+".", gens...),
+		"axes.fault": {Type: "string", Pattern: `^(none|(kill|cpu-limit|slow-replica|noisy-neighbour):[^@]+(@[^+]+(\+.+)?)?)$`,
+			Description: "Faults inside the measured window (local only): none, kill:PART, cpu-limit:PART=MILLICORES, slow-replica:N=DELAY or noisy-neighbour:MILLICORES, then @AT and +FOR; PART is node-proxy, waypoint, sidecar or control-plane."},
 		"nodes":                     integer("App nodes.", 1, topology.MaxAppNodes),
 		"duration":                  duration("The measured window of every cell, such as 30s.", false),
 		"warmup":                    duration("Load before the measured window.", true),
