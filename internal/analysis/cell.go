@@ -181,6 +181,9 @@ type Cell struct {
 	// its measured window (one second with meshbench's engine); empty
 	// for results without intervals.
 	OverTime []TimePoint `json:"over_time,omitempty"`
+	// Fault is what the cell's fault cost (faultcost.go), nil without
+	// one; its figures are in Figures too (FaultFigures).
+	Fault *FaultCost `json:"fault,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.
@@ -220,6 +223,14 @@ func ReadCell(dir, id string) (*Cell, error) {
 	}
 	if c.OverTime, err = OverTime(lr); err != nil {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
+	}
+	fc, faulted, err := FaultCostOf(m, lr)
+	if err != nil {
+		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
+	}
+	if faulted {
+		c.Fault = &fc
+		maps.Copy(c.Figures, fc.figures())
 	}
 	rate := lr.AchievedRatePerSec()
 	c.Figures[AchievedRate] = rate

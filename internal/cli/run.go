@@ -246,6 +246,22 @@ func printRun(env *Env, res *local.Result) {
 	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v%s\n\n",
 		analysis.MeshLabel(string(t.Options.Mode), substrate), t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway, substrateNote(res.Manifest))
 	printMeasured(w, res.Load, res.Summary, sample.PSS)
+	if res.Manifest != nil {
+		if ds, ok := res.Manifest.Options["app_delay_measured"].([]local.AppDelay); ok {
+			asked, _ := res.Manifest.Options["app_delay"].(string)
+			if asked == "" {
+				asked = "none"
+			}
+			for _, d := range ds {
+				fmt.Fprintf(w, "App delay    [asked; measured min, 50, 99, max]  %s; %s, %s, %s, %s (%s, %d answers)\n", asked, d.Min, d.P50, d.P99, d.Max, d.App, d.Answers)
+			}
+		}
+		if res.Load != nil {
+			if fc, ok, err := analysis.FaultCostOf(res.Manifest, res.Load); err == nil && ok {
+				fmt.Fprintf(w, "Fault        %s\n", fc)
+			}
+		}
+	}
 	if res.Summary.Rounds > 0 {
 		fmt.Fprintln(w)
 		_ = report.SamplerOverhead(w, res.Summary)

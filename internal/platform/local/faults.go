@@ -23,6 +23,11 @@ import (
 // processes (PartNetwork); a killed one is started again from the same
 // spec as its supervisor started it, and sampled from then on.
 
+// FaultInterval is the load's interval in a cell with a fault: what the
+// fault cost is read from (analysis.FaultCost), finer than the default
+// second.
+const FaultInterval = 250 * time.Millisecond
+
 // PartNetwork is a Network whose own processes a fault can hit (the netns
 // substrate's ztunnels and Linkerd proxies).
 type PartNetwork interface {

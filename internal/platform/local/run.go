@@ -530,6 +530,11 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 		args = append(args, "--generator", c.opts.Generator)
 	} else {
 		args = append(args, "--hlog", filepath.Join(c.dir.Path, results.HlogFile))
+		if !c.opts.Fault.Zero() {
+			// A fault's cost is read from the intervals: finer than the
+			// default second.
+			args = append(args, "--interval", FaultInterval.String())
+		}
 	}
 	progressPath := ""
 	followLoad, _ := c.opts.Observer.(platform.LoadObserver)

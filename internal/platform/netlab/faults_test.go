@@ -101,8 +101,8 @@ func TestFaultsOnRealProxies(t *testing.T) {
 func TestFaultInterrupt(t *testing.T) {
 	bin := requirements(t)
 	m := interruptRun(t, "--ztunnel", bin, "--mesh", "ambient", "--rate", "50", "--fault", "cpu-limit:node-proxy=200@0s")
-	prefix, subnet := netnsOf(t, m)
-	checkGone(t, m, prefix, subnet)
+	prefix, _ := netnsOf(t, m)
+	checkGone(t, m, prefix)
 	checkNoCgroups(t)
 	if _, ok := m.Options["fault_record"]; !ok {
 		t.Error("the interrupted cell's manifest has no fault record")
