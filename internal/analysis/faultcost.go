@@ -40,12 +40,14 @@ const (
 	FaultP99BeforeMs  = "fault_p99_before_ms"
 	FaultP99DuringMs  = "fault_p99_during_ms"
 	// FaultRecoveryS is absent when the cell did not recover within its
-	// window (FaultCost.Recovered false).
+	// window (FaultCost.Recovered false); FaultRecovered is 1 when it did,
+	// 0 when not (its median over repetitions: whether most did).
 	FaultRecoveryS = "fault_recovery_s"
+	FaultRecovered = "fault_recovered"
 )
 
 // FaultFigures are the fault figures in report order.
-var FaultFigures = []string{FaultFailedDuring, FaultFailedAfter, FaultP99BeforeMs, FaultP99DuringMs, FaultRecoveryS}
+var FaultFigures = []string{FaultFailedDuring, FaultFailedAfter, FaultP99BeforeMs, FaultP99DuringMs, FaultRecovered, FaultRecoveryS}
 
 // FaultCost is what a cell's fault cost.
 type FaultCost struct {
@@ -216,8 +218,12 @@ func (fc FaultCost) figures() map[string]float64 {
 	if fc.P99DuringMs > 0 {
 		out[FaultP99DuringMs] = fc.P99DuringMs
 	}
+	if fc.Problem == "" {
+		out[FaultRecovered] = 0
+	}
 	if fc.Recovered {
 		out[FaultRecoveryS] = fc.RecoveryS
+		out[FaultRecovered] = 1
 	}
 	return out
 }
