@@ -143,6 +143,8 @@ func TestExamples(t *testing.T) {
 		{"throttled-vs-unthrottled.yaml", 20, 20 * 10 * time.Second},
 		// The seed-002 shape for the lab-vs-cluster table: 4 modes × 2 repetitions.
 		{"lab-vs-cluster-istio.yaml", 8, 8 * (2 + 20 + 2 + 3) * time.Second},
+		// Issue 31: 5 meshes × their meaningful faults (24 configurations) × 3.
+		{"faults.yaml", 72, 72 * (1 + 8 + 1 + 3) * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {
