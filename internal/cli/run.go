@@ -181,7 +181,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	} else if err := flt.Check(f.duration); err != nil {
 		errs = append(errs, fmt.Errorf("--%w", err))
 	} else if m, ok := mesh.Get(f.mesh); ok && !flt.Zero() {
-		if why := fault.Skip(flt, m, f.replicas, true); why != "" {
+		if why := fault.Skip(flt, m, topology.App(f.app), f.replicas, true); why != "" {
 			errs = append(errs, fmt.Errorf("--fault %s with --mesh %s: %s", flt, f.mesh, why))
 		}
 	}

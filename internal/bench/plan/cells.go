@@ -185,7 +185,7 @@ func (p *Plan) faultSkip(o topology.Options, f fault.Fault) string {
 	if f.Zero() || !ok {
 		return ""
 	}
-	if why := fault.Skip(f, m, o.Replicas, p.Platform != PlatformKube); why != "" {
+	if why := fault.Skip(f, m, o.App, o.Replicas, p.Platform != PlatformKube); why != "" {
 		return "fault " + f.String() + ": " + why
 	}
 	return ""

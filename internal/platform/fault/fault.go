@@ -10,11 +10,13 @@ package fault
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/sys/cgroup"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -52,9 +54,12 @@ type Fault struct {
 	// Millicores is a CPULimit's limit or a NoisyNeighbour's hog.
 	Millicores int
 	// Replicas is how many of the app's replicas a SlowReplica slows,
-	// Delay how much later they answer.
+	// Delay how much later they answer; Service is the app's service
+	// whose replicas they are ("": the entry, the one the load calls;
+	// faces: "color", its gRPC backend).
 	Replicas int
 	Delay    time.Duration
+	Service  string
 	// At is when the fault starts, from the start of the measured window.
 	At time.Duration
 	// For is how long it lasts; 0: to the end of the window. A Kill is an
@@ -66,7 +71,7 @@ type Fault struct {
 func (f Fault) Zero() bool { return f.Kind == "" }
 
 // Syntax is the fault's form for help texts and problem lines.
-const Syntax = "kill:PART, cpu-limit:PART=MILLICORES, slow-replica:N=DELAY or noisy-neighbour:MILLICORES, then @AT (from the window's start) and +FOR (its length; none: to the window's end), e.g. kill:node-proxy@3s, cpu-limit:sidecar=100@2s+5s; PART is node-proxy, waypoint, sidecar or control-plane"
+const Syntax = "kill:PART, cpu-limit:PART=MILLICORES, slow-replica:[SERVICE/]N=DELAY or noisy-neighbour:MILLICORES, then @AT (from the window's start) and +FOR (its length; none: to the window's end), e.g. kill:node-proxy@3s, cpu-limit:sidecar=100@2s+5s; PART is node-proxy, waypoint, sidecar or control-plane"
 
 // Parse reads one fault: "none" or "" is the zero Fault.
 func Parse(s string) (Fault, error) {
@@ -123,6 +128,12 @@ func Parse(s string) (Fault, error) {
 		n, d, ok := strings.Cut(arg, "=")
 		if !ok {
 			return bad("no =DELAY")
+		}
+		if svc, num, found := strings.Cut(n, "/"); found {
+			if svc == "" || strings.ContainsAny(svc, " @+") {
+				return bad("service " + strconv.Quote(svc) + " is not a service name")
+			}
+			f.Service, n = svc, num
 		}
 		r, err := strconv.Atoi(n)
 		if err != nil || r < 1 {
@@ -182,7 +193,11 @@ func (f Fault) arg() string {
 	case CPULimit:
 		return string(f.Part) + "=" + strconv.Itoa(f.Millicores)
 	case SlowReplica:
-		return strconv.Itoa(f.Replicas) + "=" + f.Delay.String()
+		s := strconv.Itoa(f.Replicas) + "=" + f.Delay.String()
+		if f.Service != "" {
+			s = f.Service + "/" + s
+		}
+		return s
 	default:
 		return strconv.Itoa(f.Millicores)
 	}
@@ -202,6 +217,9 @@ func (f Fault) ID() string {
 		arg = fmt.Sprintf("%s-%dm", f.Part, f.Millicores)
 	case SlowReplica:
 		arg = fmt.Sprintf("%d-%s", f.Replicas, f.Delay)
+		if f.Service != "" {
+			arg = f.Service + "-" + arg
+		}
 	default:
 		arg = fmt.Sprintf("%dm", f.Millicores)
 	}
@@ -224,10 +242,10 @@ func (f Fault) Check(window time.Duration) error {
 	return nil
 }
 
-// Skip is why fault f means nothing for mesh m with replicas app
-// replicas (lab: on the local lab), "" when it means something. A plan
-// skips such a cell with the reason; run refuses it.
-func Skip(f Fault, m *mesh.Mesh, replicas int, lab bool) string {
+// Skip is why fault f means nothing for mesh m with app app of replicas
+// replicas per service (lab: on the local lab), "" when it means
+// something. A plan skips such a cell with the reason; run refuses it.
+func Skip(f Fault, m *mesh.Mesh, app topology.App, replicas int, lab bool) string {
 	switch f.Kind {
 	case Kill, CPULimit:
 		spec, ok := m.Parts[f.Part]
@@ -241,6 +259,9 @@ func Skip(f Fault, m *mesh.Mesh, replicas int, lab bool) string {
 			return fmt.Sprintf("%s of mesh %s: not on the lab yet (its stand-in control plane is not restarted by a supervisor)", f.Part, m.Name)
 		}
 	case SlowReplica:
+		if f.Service != "" && !slices.Contains(topology.ServiceNames(app), f.Service) {
+			return fmt.Sprintf("slow-replica of service %s: app %s has %s", f.Service, app, strings.Join(topology.ServiceNames(app), ", "))
+		}
 		if f.Replicas >= replicas {
 			return fmt.Sprintf("slow-replica %d with %d replica(s): at least one replica must stay healthy (replicas ≥ %d)", f.Replicas, replicas, f.Replicas+1)
 		}

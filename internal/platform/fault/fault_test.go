@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/sys/cgroup"
 	"github.com/meshbench/meshbench/internal/sys/process"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -30,6 +31,7 @@ func TestParse(t *testing.T) {
 		{"cpu-limit:waypoint=200m@2s+5s", "cpu-limit:waypoint=200@2s+5s", "cpu-limit-waypoint-200m-at2s-for5s"},
 		{"slow-replica:1=200ms@1s", "slow-replica:1=200ms@1s", "slow-replica-1-200ms-at1s"},
 		{"noisy-neighbour:1500@500ms+1s", "noisy-neighbour:1500@500ms+1s", "noisy-neighbour-1500m-at500ms-for1s"},
+		{"slow-replica:color/1=200ms@2s", "slow-replica:color/1=200ms@2s", "slow-replica-color-1-200ms-at2s"},
 	} {
 		f, err := Parse(tc.in)
 		if err != nil {
@@ -92,8 +94,14 @@ func TestSkip(t *testing.T) {
 		{"slow-replica:1=100ms", "linkerd", 1, "replicas ≥ 2"},
 		{"slow-replica:1=100ms", "linkerd", 3, ""},
 		{"noisy-neighbour:500", "none", 1, ""},
+		{"slow-replica:color/1=200ms", "linkerd", 2, ""},
+		{"slow-replica:colour/1=200ms", "linkerd", 2, "app faces has face, smiley, color"},
 	} {
-		got := Skip(p(tc.fault), get(tc.mesh), tc.replicas, true)
+		app := topology.AppStatic
+		if strings.Contains(tc.fault, "colo") {
+			app = topology.AppFaces
+		}
+		got := Skip(p(tc.fault), get(tc.mesh), app, tc.replicas, true)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s on %s ×%d: skip %q, want %q", tc.fault, tc.mesh, tc.replicas, got, tc.want)
 		}
@@ -130,7 +138,7 @@ func (tg *target) Kill(context.Context, mesh.Part) (int, error) {
 	return c.Process.Pid, nil
 }
 
-func (tg *target) Replicas() []workload.Control { return tg.reps }
+func (tg *target) Replicas(string) []workload.Control { return tg.reps }
 
 func busy() (*exec.Cmd, error) {
 	c := exec.Command("sh", "-c", "while :; do :; done")

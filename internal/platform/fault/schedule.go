@@ -26,9 +26,10 @@ type Target interface {
 	// process's PID. Until then the platform must not count the part's
 	// exit as a failure of the cell.
 	Kill(ctx context.Context, p mesh.Part) (newPID int, err error)
-	// Replicas are the control sockets of the app's replicas, in the
+	// Replicas are the control sockets of the replicas of the app's
+	// service svc ("": the entry, the one the load calls), in the
 	// topology's order (the slowed ones are the first).
-	Replicas() []workload.Control
+	Replicas(svc string) []workload.Control
 }
 
 // Event is one thing the scheduler did, for the record.
@@ -172,9 +173,9 @@ func (r *Running) apply(ctx context.Context) error {
 		r.keep(lim.Lift)
 		r.event(fmt.Sprintf("%s (pid %d) limited to %dm (cgroup %s)", name, pid, r.f.Millicores, lim.Dir))
 	case SlowReplica:
-		reps := r.t.Replicas()
+		reps := r.t.Replicas(r.f.Service)
 		if len(reps) < r.f.Replicas {
-			return fmt.Errorf("%d replica(s) to slow, the app has %d with a control socket", r.f.Replicas, len(reps))
+			return fmt.Errorf("%d replica(s) to slow, the service has %d with a control socket", r.f.Replicas, len(reps))
 		}
 		for i, c := range reps[:r.f.Replicas] {
 			if _, err := c.SetDelay(ctx, r.f.Delay); err != nil {
@@ -186,7 +187,11 @@ func (r *Running) apply(ctx context.Context) error {
 				_, err := c.SetDelay(cctx, 0)
 				return err
 			})
-			r.event(fmt.Sprintf("replica %d answers %s later", i, r.f.Delay))
+			what := "replica"
+			if r.f.Service != "" {
+				what = r.f.Service + " replica"
+			}
+			r.event(fmt.Sprintf("%s %d answers %s later", what, i, r.f.Delay))
 		}
 	case NoisyNeighbour:
 		undo, err := hog(r.f.Millicores)

@@ -114,13 +114,16 @@ func (t faultTarget) Kill(ctx context.Context, p mesh.Part) (int, error) {
 	return pid, nil
 }
 
-func (t faultTarget) Replicas() []workload.Control {
+func (t faultTarget) Replicas(svc string) []workload.Control {
+	if svc == "" {
+		svc = t.c.lab.topo.Service.Name
+	}
 	var out []workload.Control
 	byName := map[string]*child{}
 	for _, a := range t.c.lab.apps {
 		byName[a.name] = a
 	}
-	for _, p := range t.c.lab.topo.ServicePods(t.c.lab.topo.Service.Name) {
+	for _, p := range t.c.lab.topo.ServicePods(svc) {
 		if a := byName[p.Name+" app"]; a != nil && a.control != "" {
 			out = append(out, workload.Control{Path: a.control})
 		}

@@ -38,6 +38,9 @@ func TestFaultsOnRealProxies(t *testing.T) {
 		{topology.ModeLinkerd, "kill:sidecar@1s", "server-0-linkerd-proxy"},
 		{topology.ModeAmbient, "cpu-limit:node-proxy=100@1s", ""},
 		{topology.ModeAmbient, "noisy-neighbour:300@1s+1s", ""},
+		// Faces: the gRPC backend's first replica of two, through
+		// Linkerd's proxies.
+		{topology.ModeLinkerd, "slow-replica:color/1=100ms@1s+1s", ""},
 	} {
 		t.Run(string(tc.mode)+"-"+tc.fault, func(t *testing.T) {
 			f, err := fault.Parse(tc.fault)
@@ -46,6 +49,9 @@ func TestFaultsOnRealProxies(t *testing.T) {
 			}
 			mo := topology.DefaultOptions()
 			mo.Mode = tc.mode
+			if f.Service != "" {
+				mo.App, mo.Replicas = topology.AppFaces, 2
+			}
 			sub := &Substrate{Ztunnel: bin}
 			gone := checkRunGone
 			if tc.mode == topology.ModeLinkerd {
@@ -72,6 +78,9 @@ func TestFaultsOnRealProxies(t *testing.T) {
 			}
 			if len(rec.Errors) > 0 || rec.StartS < 0.99 || rec.StartS > 1.5 || rec.EndS <= rec.StartS {
 				t.Errorf("record %+v\n%s", rec, log.String())
+			}
+			if f.Service != "" && !strings.Contains(log.String(), "color replica 0 answers 100ms later") {
+				t.Errorf("log does not say the color replica was slowed:\n%s", log.String())
 			}
 			if tc.killed == "" {
 				return
