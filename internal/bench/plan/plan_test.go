@@ -145,6 +145,7 @@ func TestExamples(t *testing.T) {
 		{"lab-vs-cluster-istio.yaml", 8, 8 * (2 + 20 + 2 + 3) * time.Second},
 		// Issue 31: 5 meshes × their meaningful faults (24 configurations) × 3.
 		{"faults.yaml", 72, 72 * (1 + 8 + 1 + 3) * time.Second},
+		{"faults-grpc.yaml", 24, 24 * (1 + 8 + 1 + 3) * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {
