@@ -343,3 +343,32 @@ func TestScheduleKill(t *testing.T) {
 		t.Errorf("kills %d, pid %d→%d, record %+v", tg.kills, old, now, rec)
 	}
 }
+
+// TestScheduleRemovesStale: a fault cgroup left by a meshbench killed
+// with SIGKILL (its maker's PID gone) is removed when the next CPU fault
+// starts, and the record says so.
+func TestScheduleRemovesStale(t *testing.T) {
+	testutil.RequireRoot(t, "cgroups are written as root")
+	h, err := cgroup.Find()
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(h.Root, cgroup.Prefix+"limit-"+strconv.Itoa(gone.Process.Pid))
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(stale) })
+	tg := newTarget(t, 0)
+	f, _ := Parse("cpu-limit:sidecar=100@0s")
+	rec := Schedule(context.Background(), f, tg, time.Now(), nil).Stop()
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale cgroup %s still there (%v)", stale, err)
+	}
+	if len(rec.Events) == 0 || !strings.Contains(rec.Events[0].What, "removed 1 fault cgroup") {
+		t.Errorf("record %+v", rec)
+	}
+}

@@ -166,6 +166,7 @@ func (r *Running) apply(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		r.removeStale(h)
 		lim, err := h.LimitCPU(pid, "limit", r.f.Millicores)
 		if err != nil {
 			return err
@@ -194,6 +195,9 @@ func (r *Running) apply(ctx context.Context) error {
 			r.event(fmt.Sprintf("%s %d answers %s later", what, i, r.f.Delay))
 		}
 	case NoisyNeighbour:
+		if h, err := cgroup.Find(); err == nil {
+			r.removeStale(h)
+		}
 		undo, err := hog(r.f.Millicores)
 		r.keep(undo)
 		if err != nil {
@@ -202,6 +206,22 @@ func (r *Running) apply(ctx context.Context) error {
 		r.event(fmt.Sprintf("a CPU hog of %dm runs", r.f.Millicores))
 	}
 	return nil
+}
+
+// removeStale removes the fault cgroups a meshbench killed with SIGKILL
+// left behind (their maker is gone; their processes died with it), so
+// they never pile up; said in the record when there were any.
+func (r *Running) removeStale(h cgroup.Hierarchy) {
+	st := h.Stale()
+	if len(st) == 0 {
+		return
+	}
+	if err := h.RemoveStale(); err != nil {
+		// Not this cell's fault: said, not counted against it.
+		r.event(fmt.Sprintf("could not remove the fault cgroups a killed meshbench left: %v", err))
+		return
+	}
+	r.event(fmt.Sprintf("removed %d fault cgroup(s) a killed meshbench left", len(st)))
 }
 
 func (r *Running) keep(undo func() error) {
