@@ -229,6 +229,9 @@ func ReadCell(dir, id string) (*Cell, error) {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	if faulted {
+		if fc.EnvoyRetries, err = envoyRetries(dir); err != nil {
+			return nil, &CellError{ID: id, File: results.EnvoyStatsFile, Err: err}
+		}
 		c.Fault = &fc
 		maps.Copy(c.Figures, fc.figures())
 	}

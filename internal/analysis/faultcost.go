@@ -2,8 +2,11 @@ package analysis
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,10 +47,14 @@ const (
 	// 0 when not (its median over repetitions: whether most did).
 	FaultRecoveryS = "fault_recovery_s"
 	FaultRecovered = "fault_recovered"
+	// FaultEnvoyRetries is the retries the cell's Envoys made
+	// (upstream_rq_retry over their clusters, the whole cell: a killed
+	// Envoy's own count goes with it); absent without Envoys.
+	FaultEnvoyRetries = "fault_envoy_retries"
 )
 
 // FaultFigures are the fault figures in report order.
-var FaultFigures = []string{FaultFailedDuring, FaultFailedAfter, FaultP99BeforeMs, FaultP99DuringMs, FaultRecovered, FaultRecoveryS}
+var FaultFigures = []string{FaultFailedDuring, FaultFailedAfter, FaultP99BeforeMs, FaultP99DuringMs, FaultRecovered, FaultRecoveryS, FaultEnvoyRetries}
 
 // FaultCost is what a cell's fault cost.
 type FaultCost struct {
@@ -74,9 +81,42 @@ type FaultCost struct {
 	// window, RecoveryS how long after the fault's end (a kill's start).
 	Recovered bool    `json:"recovered"`
 	RecoveryS float64 `json:"recovery_s"`
+	// EnvoyRetries is the retries the cell's Envoys made (the mesh's own
+	// count of requests it retried: not lost), nil without Envoys.
+	EnvoyRetries *uint64 `json:"envoy_retries,omitempty"`
 	// Problem, when not empty, says why some figure could not be had (no
 	// interval before the fault).
 	Problem string `json:"problem,omitempty"`
+}
+
+// envoyRetries sums upstream_rq_retry over the Envoys of the cell in dir
+// (results.EnvoyStatsFile); nil when it has none.
+func envoyRetries(dir string) (*uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, results.EnvoyStatsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var proxies map[string]struct {
+		Upstream *struct {
+			RqRetry *uint64 `json:"upstream_rq_retry"`
+		} `json:"upstream"`
+	}
+	if err := json.Unmarshal(b, &proxies); err != nil {
+		return nil, fmt.Errorf("%s: %w", results.EnvoyStatsFile, err)
+	}
+	var sum *uint64
+	for _, p := range proxies {
+		if p.Upstream != nil && p.Upstream.RqRetry != nil {
+			if sum == nil {
+				sum = new(uint64)
+			}
+			*sum += *p.Upstream.RqRetry
+		}
+	}
+	return sum, nil
 }
 
 // faultRecord is the part of options.fault_record read here.
@@ -225,6 +265,9 @@ func (fc FaultCost) figures() map[string]float64 {
 		out[FaultRecoveryS] = fc.RecoveryS
 		out[FaultRecovered] = 1
 	}
+	if fc.EnvoyRetries != nil {
+		out[FaultEnvoyRetries] = float64(*fc.EnvoyRetries)
+	}
 	return out
 }
 
@@ -248,6 +291,9 @@ func (fc FaultCost) String() string {
 		s += fmt.Sprintf("; recovered %.2f s after %s", fc.RecoveryS, what)
 	default:
 		s += "; not back inside the pre-fault band by the window's end"
+	}
+	if fc.EnvoyRetries != nil {
+		s += fmt.Sprintf("; the Envoys retried %d requests in the cell", *fc.EnvoyRetries)
 	}
 	return s
 }

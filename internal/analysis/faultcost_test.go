@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,21 @@ func TestFaultCost(t *testing.T) {
 	m.Options["fault_record"] = map[string]any{"fault": "kill:sidecar@9s"}
 	if _, ok, _ := FaultCostOf(m, lr); ok {
 		t.Error("a fault never applied has a cost")
+	}
+}
+
+// TestEnvoyRetries: the retries of a cell's Envoys are summed from its
+// envoy-stats.json; a cell without Envoys has none (not 0).
+func TestEnvoyRetries(t *testing.T) {
+	dir := t.TempDir()
+	if n, err := envoyRetries(dir); n != nil || err != nil {
+		t.Errorf("no Envoys: %v %v, want nil", n, err)
+	}
+	js := `{"client-sidecar":{"upstream":{"upstream_rq_retry":30}},"server-0-sidecar":{"upstream":{"upstream_rq_retry":2}},"x":{}}`
+	if err := os.WriteFile(filepath.Join(dir, results.EnvoyStatsFile), []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := envoyRetries(dir); err != nil || n == nil || *n != 32 {
+		t.Errorf("retries %v %v, want 32", n, err)
 	}
 }

@@ -33,6 +33,7 @@ var compareRows = []struct{ label, figure, format string }{
 	{"fault: p99 during ms", analysis.FaultP99DuringMs, "%.3g"},
 	{"fault: recovered (share)", analysis.FaultRecovered, "%.2f"},
 	{"fault: recovery s", analysis.FaultRecoveryS, "%.2f"},
+	{"fault: Envoy retries", analysis.FaultEnvoyRetries, "%.0f"},
 }
 
 // CompareText writes the comparison of two result sets: a header naming

@@ -47,6 +47,7 @@ var tableRows = []struct{ label, figure, format string }{
 	{"fault: p99 during ms", analysis.FaultP99DuringMs, "%.3g"},
 	{"fault: recovered (share)", analysis.FaultRecovered, "%.2f"},
 	{"fault: recovery s", analysis.FaultRecoveryS, "%.2f"},
+	{"fault: Envoy retries", analysis.FaultEnvoyRetries, "%.0f"},
 }
 
 // cellText is "median [lo, hi]" or the median alone for one run.
