@@ -207,18 +207,22 @@ func TestScheduleCPULimitAndUndo(t *testing.T) {
 	var lines []string
 	var mu sync.Mutex
 	r := Schedule(context.Background(), f, tg, time.Now(), func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() })
-	time.Sleep(100 * time.Millisecond)
+	// Polled, not slept: a loaded machine may run the scheduler late,
+	// never early.
+	time.Sleep(50 * time.Millisecond)
 	if cgroupOf(pid) != home {
 		t.Error("limited before its time")
 	}
-	time.Sleep(300 * time.Millisecond)
-	if !strings.Contains(cgroupOf(pid), cgroup.Prefix+"limit-") {
-		t.Errorf("at +400ms the part is in %q, want a limit cgroup", cgroupOf(pid))
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 5 s, still not %s", what)
+			}
+		}
 	}
-	time.Sleep(500 * time.Millisecond)
-	if cgroupOf(pid) != home || len(ourCgroups(t, h)) != 0 {
-		t.Errorf("after +FOR: in %q, cgroups left %v", cgroupOf(pid), ourCgroups(t, h))
-	}
+	until("in a limit cgroup", func() bool { return strings.Contains(cgroupOf(pid), cgroup.Prefix+"limit-") })
+	until("back home with no cgroup left", func() bool { return cgroupOf(pid) == home && len(ourCgroups(t, h)) == 0 })
 	rec := r.Stop()
 	if len(rec.Errors) != 0 || rec.StartS < 0.19 || rec.EndS-rec.StartS < 0.39 || len(rec.Events) != 2 {
 		t.Errorf("record %+v", rec)
@@ -232,10 +236,7 @@ func TestScheduleCPULimitAndUndo(t *testing.T) {
 	// Without +FOR: to the end of the cell, which Stop is.
 	f, _ = Parse("cpu-limit:sidecar=100@0s")
 	r = Schedule(context.Background(), f, tg, time.Now(), nil)
-	time.Sleep(200 * time.Millisecond)
-	if !strings.Contains(cgroupOf(pid), cgroup.Prefix) {
-		t.Error("not limited")
-	}
+	until("limited (no +FOR)", func() bool { return strings.Contains(cgroupOf(pid), cgroup.Prefix) })
 	r.Stop()
 	if cgroupOf(pid) != home || len(ourCgroups(t, h)) != 0 {
 		t.Errorf("after Stop: in %q, cgroups left %v", cgroupOf(pid), ourCgroups(t, h))
@@ -302,8 +303,10 @@ func TestScheduleNoisyNeighbour(t *testing.T) {
 	tg := newTarget(t, 0)
 	f, _ := Parse("noisy-neighbour:1200@0s")
 	r := Schedule(context.Background(), f, tg, time.Now(), nil)
-	time.Sleep(300 * time.Millisecond)
 	cgs := ourCgroups(t, h)
+	for deadline := time.Now().Add(5 * time.Second); len(cgs) < 2 && time.Now().Before(deadline); cgs = ourCgroups(t, h) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(cgs) != 2 {
 		t.Fatalf("hog cgroups %v, want 2 (1200m: two processes)", cgs)
 	}
@@ -336,7 +339,10 @@ func TestScheduleKill(t *testing.T) {
 	old, _, _ := tg.PartPID("")
 	f, _ := Parse("kill:node-proxy@50ms")
 	r := Schedule(context.Background(), f, tg, time.Now(), nil)
-	time.Sleep(300 * time.Millisecond)
+	killed := func() bool { tg.mu.Lock(); defer tg.mu.Unlock(); return tg.kills > 0 }
+	for deadline := time.Now().Add(5 * time.Second); !killed() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	rec := r.Stop()
 	now, _, _ := tg.PartPID("")
 	if tg.kills != 1 || now == old || len(rec.Errors) != 0 || len(rec.Events) != 2 || rec.End.Before(rec.Start) {
@@ -364,7 +370,14 @@ func TestScheduleRemovesStale(t *testing.T) {
 	t.Cleanup(func() { _ = os.Remove(stale) })
 	tg := newTarget(t, 0)
 	f, _ := Parse("cpu-limit:sidecar=100@0s")
-	rec := Schedule(context.Background(), f, tg, time.Now(), nil).Stop()
+	r := Schedule(context.Background(), f, tg, time.Now(), nil)
+	// Stop only once it is applied (Stop at its very time may win the
+	// race and apply nothing, as it should).
+	pid, _, _ := tg.PartPID("")
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(cgroupOf(pid), cgroup.Prefix) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rec := r.Stop()
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale cgroup %s still there (%v)", stale, err)
 	}
