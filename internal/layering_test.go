@@ -22,7 +22,8 @@ const module = "github.com/meshbench/meshbench/"
 // packages sit at different heights (docs/architecture.md says why):
 // bench's runner and plan below bench itself, the pure arithmetic of
 // analysis below analysis, and load's extgen, which writes results,
-// above results, which stores loadgen's and latency's types.
+// above results, which stores loadgen's and latency's types; and
+// platform/fault below the platforms that hand it their processes.
 var layers = [][]string{
 	{"cmd", "hack", "internal/e2e", "internal/testkit"}, // tests and their tools, the binary's main
 	{"internal/cli"},
@@ -30,6 +31,7 @@ var layers = [][]string{
 	{"internal/bench/runner"},
 	{"internal/bench/plan"},
 	{"internal/platform"},
+	{"internal/platform/fault"}, // the fault scheduler: below every platform, above the meshes it hits
 	{"internal/report"},
 	{"internal/analysis", "internal/analysis/threshold"},
 	{"internal/analysis/capacity", "internal/analysis/slo", "internal/analysis/stats"},

@@ -27,10 +27,11 @@ const (
 	AxisMTLS      = "mtls"
 	AxisLoadModel = "load_model"
 	AxisGenerator = "generator"
+	AxisFault     = "fault"
 )
 
 // CompareAxes are the axes a plan can name in `compare:`, in report order.
-var CompareAxes = []string{AxisMesh, AxisPolicies, AxisMTLS, AxisLoadModel, AxisGateway, AxisProtocol, AxisReplicas, AxisRate, AxisApp, AxisGenerator}
+var CompareAxes = []string{AxisMesh, AxisPolicies, AxisMTLS, AxisLoadModel, AxisGateway, AxisProtocol, AxisReplicas, AxisRate, AxisApp, AxisGenerator, AxisFault}
 
 // LoadModel is "closed" for a closed-loop config (Rate "max") and "open"
 // otherwise.
@@ -96,6 +97,13 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 			return 0, "meshbench", r.Key()
 		}
 		return 1 + float64(generatorOrder(c.Generator)), c.Generator, r.Key()
+	case AxisFault:
+		// No fault first: the faults are compared with it.
+		r.Fault = ""
+		if c.Fault == "" {
+			return 0, "no fault", r.Key()
+		}
+		return 1, "fault " + c.Fault, r.Key()
 	}
 	return 0, "", ""
 }
@@ -234,8 +242,8 @@ func interactions(a *Analysis, axis string) []Interaction {
 			if c1.Mesh != c2.Mesh {
 				continue
 			}
-			cfg1 := Config{Mesh: c1.Mesh, App: c1.Scenario.App, Rate: c1.Scenario.Rate, Replicas: c1.Scenario.Replicas, Policies: c1.Scenario.Policies, Protocol: c1.Scenario.Protocol, Gateway: c1.Scenario.Gateway, MTLS: c1.Scenario.MTLS, Generator: c1.Scenario.Generator}
-			cfg2 := Config{Mesh: c2.Mesh, App: c2.Scenario.App, Rate: c2.Scenario.Rate, Replicas: c2.Scenario.Replicas, Policies: c2.Scenario.Policies, Protocol: c2.Scenario.Protocol, Gateway: c2.Scenario.Gateway, MTLS: c2.Scenario.MTLS, Generator: c2.Scenario.Generator}
+			cfg1 := Config{Mesh: c1.Mesh, App: c1.Scenario.App, Rate: c1.Scenario.Rate, Replicas: c1.Scenario.Replicas, Policies: c1.Scenario.Policies, Protocol: c1.Scenario.Protocol, Gateway: c1.Scenario.Gateway, MTLS: c1.Scenario.MTLS, Generator: c1.Scenario.Generator, Fault: c1.Scenario.Fault}
+			cfg2 := Config{Mesh: c2.Mesh, App: c2.Scenario.App, Rate: c2.Scenario.Rate, Replicas: c2.Scenario.Replicas, Policies: c2.Scenario.Policies, Protocol: c2.Scenario.Protocol, Gateway: c2.Scenario.Gateway, MTLS: c2.Scenario.MTLS, Generator: c2.Scenario.Generator, Fault: c2.Scenario.Fault}
 			o1, w1, r1 := axisValue(cfg1, axis)
 			o2, w2, r2 := axisValue(cfg2, axis)
 			if r1 != r2 || o1 == o2 {
@@ -269,6 +277,8 @@ func (c AxisComparison) Label() string {
 		s.Protocol = ""
 	case AxisGenerator:
 		s.Generator = "" // both tools are in the line's head
+	case AxisFault:
+		s.Fault = "" // both are in the line's head
 	}
 	text := s.String()
 	switch c.Axis {

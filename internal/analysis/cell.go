@@ -37,6 +37,8 @@ type Config struct {
 	// Generator is the external load generator that measured the cells
 	// ("vegeta", "fortio", …); "" for meshbench's own engine.
 	Generator string `json:"generator,omitempty"`
+	// Fault is the cell's fault ("kill:node-proxy@3s"); "" for none.
+	Fault string `json:"fault,omitempty"`
 }
 
 // Key identifies the Config.
@@ -47,7 +49,7 @@ func (c Config) Key() string {
 // Scenario is the Config without its mesh: the meshes of one scenario are
 // compared with each other.
 func (c Config) Scenario() Scenario {
-	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS, Generator: c.Generator}
+	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS, Generator: c.Generator, Fault: c.Fault}
 }
 
 // Scenario is a Config without its mesh.
@@ -61,6 +63,8 @@ type Scenario struct {
 	MTLS     bool   `json:"mtls"`
 	// Generator: "" for meshbench's own engine (Config.Generator).
 	Generator string `json:"generator,omitempty"`
+	// Fault: "" for none (Config.Fault).
+	Fault string `json:"fault,omitempty"`
 }
 
 // Key identifies the scenario.
@@ -68,6 +72,9 @@ func (s Scenario) Key() string {
 	k := fmt.Sprintf("%s|%s|%d|%d|%s|%v|%v", s.App, s.Rate, s.Replicas, s.Policies, s.Protocol, s.Gateway, s.MTLS)
 	if s.Generator != "" {
 		k += "|" + s.Generator
+	}
+	if s.Fault != "" {
+		k += "|fault " + s.Fault
 	}
 	return k
 }
@@ -98,6 +105,9 @@ func (s Scenario) String() string {
 	}
 	if s.Generator != "" {
 		out += ", by " + s.Generator
+	}
+	if s.Fault != "" {
+		out += ", fault " + s.Fault
 	}
 	return out
 }
@@ -174,6 +184,9 @@ type Cell struct {
 	// Namespaces is a cluster cell's per-namespace table (the seed
 	// reports'); nil on the local lab and in older results.
 	Namespaces *sample.NamespaceTable `json:"namespaces,omitempty"`
+	// Fault is what the cell's fault cost (faultcost.go), nil without
+	// one; its figures are in Figures too (FaultFigures).
+	Fault *FaultCost `json:"fault,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.
@@ -213,6 +226,17 @@ func ReadCell(dir, id string) (*Cell, error) {
 	}
 	if c.OverTime, err = OverTime(lr); err != nil {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
+	}
+	fc, faulted, err := FaultCostOf(m, lr)
+	if err != nil {
+		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
+	}
+	if faulted {
+		if fc.EnvoyRetries, err = envoyRetries(dir); err != nil {
+			return nil, &CellError{ID: id, File: results.EnvoyStatsFile, Err: err}
+		}
+		c.Fault = &fc
+		maps.Copy(c.Figures, fc.figures())
 	}
 	rate := lr.AchievedRatePerSec()
 	c.Figures[AchievedRate] = rate
@@ -262,7 +286,7 @@ func readResources(dir string) (sample.Summary, *sample.NamespaceTable, error) {
 // configOf is a cell's Config from its manifest's settings.
 func configOf(s results.CellSettings) Config {
 	c := Config{Mesh: MeshLabel(s.Mesh, s.Substrate), App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
-		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator}
+		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator, Fault: s.Fault}
 	if s.ClosedLoop {
 		c.Rate = loadgen.ClosedLoopText
 	}

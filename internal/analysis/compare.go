@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,7 +88,9 @@ func diffGroups(c Config, a, b *Group, level float64, resamples int, rng *rand.R
 	if r := values(b, AchievedRate); len(r) > 0 {
 		d.RatePerSec = stats.Median(r)
 	}
-	for _, f := range CompareFigures {
+	// The fault figures too, in a scenario with a fault (absent
+	// elsewhere): what the same fault cost in A and in B.
+	for _, f := range append(slices.Clone(CompareFigures), FaultFigures...) {
 		av, bv := values(a, f), values(b, f)
 		if len(av) == 0 || len(bv) == 0 {
 			continue

@@ -15,6 +15,11 @@ type TimePoint struct {
 	// included); RatePerSec is Count / LengthSec, the achieved rate.
 	Count      int64   `json:"count"`
 	RatePerSec float64 `json:"rate_per_sec"`
+	// Failed is how many of them were failures (0 in results from
+	// before it was counted); SuccessPerSec is (Count − Failed) /
+	// LengthSec.
+	Failed        int64   `json:"failed,omitempty"`
+	SuccessPerSec float64 `json:"success_per_sec"`
 	// P50Ms, P99Ms and MaxMs are the interval's latency (from the
 	// intended send) in ms; 0 in an interval without answers.
 	P50Ms float64 `json:"p50_ms"`
@@ -34,6 +39,8 @@ func OverTime(lr *results.LoadResult) ([]TimePoint, error) {
 		p := TimePoint{StartSec: float64(iv.StartNs) / 1e9, LengthSec: float64(iv.LengthNs) / 1e9,
 			Count: lat.Count() + lat.OutOfRange()}
 		p.RatePerSec = float64(p.Count) / p.LengthSec
+		p.Failed = iv.Failed
+		p.SuccessPerSec = float64(p.Count-p.Failed) / p.LengthSec
 		if lat.Count() > 0 {
 			p.P50Ms = float64(lat.Percentile(50)) / 1e6
 			p.P99Ms = float64(lat.Percentile(99)) / 1e6

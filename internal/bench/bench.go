@@ -334,6 +334,11 @@ func (b *benchRun) header(context.Context) error {
 	}
 	fmt.Fprintf(cfg.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
 		len(b.order), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), cfg.Dir)
+	for _, sk := range p.Skipped() {
+		if !sk.Fault.Zero() { // a fault that means nothing for a mesh, with why
+			fmt.Fprintf(cfg.Stderr, "meshbench bench: skipped %s: %s\n", sk.TopologyKey, sk.Reason)
+		}
+	}
 	if !cfg.Resume {
 		return nil
 	}

@@ -54,6 +54,9 @@ type loadFlags struct {
 	cpuProfile  string
 	// hlog is --hlog: the interval log to write (per second).
 	hlog string
+	// interval is --interval: the length of the latency-over-time
+	// intervals (LoadResult.Intervals).
+	interval time.Duration
 	// progressFile, when set, is rewritten every second with the running
 	// figures (results.LoadProgress), for the lab's live view.
 	progressFile string
@@ -152,7 +155,8 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	_ = fl.MarkHidden("progress-file")
 	fl.BoolVar(&f.progressLog, "progress-log", false, "print the running figures to stderr every second as a line \""+strings.TrimSpace(results.ProgressLinePrefix)+" JSON\" (meshbench's engine; a cluster's live view follows the workers' logs)")
 	_ = fl.MarkHidden("progress-log")
-	fl.StringVar(&f.hlog, "hlog", "", "also write latency, service time and schedule lag per second of the window as HdrHistogram's interval log (.hlog) to `FILE`")
+	fl.StringVar(&f.hlog, "hlog", "", "also write latency, service time and schedule lag per --interval of the window as HdrHistogram's interval log (.hlog) to `FILE`")
+	fl.DurationVar(&f.interval, "interval", time.Second, "latency over time: the result's histograms and failed answers per interval of this length (meshbench's engine), 10ms to 1h")
 	f.requests.add(fl)
 	fl.StringVar(&f.failOn, "fail-on", "", `conditions that fail the run with exit 99 after its report, comma-separated, e.g. "p99>5ms,errors>0.1%"; metrics: `+strings.Join(threshold.Metrics, ", "))
 	fl.IntVar(&f.cpus, "cpus", 1, "OS threads running the engine (GOMAXPROCS; with --generator, the tool's threads); one core keeps up with tens of thousands of requests per second, and fewer threads means fewer cross-thread wake-ups per request")
@@ -273,10 +277,14 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 			errs = append(errs, fmt.Errorf("--hlog %w", err))
 		}
 	}
-	// Latency over time, per second of the window, in every result of
-	// meshbench's engine (LoadResult.Intervals): three more histogram
-	// records per answer.
-	cfg.Interval = time.Second
+	// Latency over time, per interval of the window (a second unless
+	// asked), in every result of meshbench's engine
+	// (LoadResult.Intervals): three more histogram records per answer.
+	cfg.Interval = f.interval
+	if f.interval < 10*time.Millisecond || f.interval > time.Hour {
+		errs = append(errs, fmt.Errorf("--interval %s: allowed: 10ms to 1h", f.interval))
+		cfg.Interval = time.Second
+	}
 	errs = append(errs, f.requests.check(f.generator, &cfg)...)
 	if f.failOn != "" {
 		conds, err := threshold.Parse(f.failOn)

@@ -17,7 +17,9 @@ import (
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
@@ -44,6 +46,7 @@ type runFlags struct {
 	bodySizeSet             bool
 	appOpts                 appFlags
 	hops                    bool
+	fault                   string
 }
 
 func newRunCmd(env *Env) *cobra.Command {
@@ -78,6 +81,9 @@ plane; on the netns substrate only, as root).`,
 			case "local":
 				return runRun(cmd.Context(), env, f)
 			case "kube":
+				if cmd.Flags().Changed("fault") {
+					return usagef("--fault %s: the local lab only for now", f.fault)
+				}
 				if cmd.Flags().Changed("hops") {
 					return usagef("--hops: the local lab only for now; on a cluster see the README (Istio's Telemetry API)")
 				}
@@ -119,6 +125,7 @@ plane; on the netns substrate only, as root).`,
 	f.sub.add(fl)
 	fl.IntVar(&f.bodySize, "body-size", workload.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", workload.MaxBodySize))
 	f.appOpts.add(fl)
+	fl.StringVar(&f.fault, "fault", "none", "what goes wrong inside the measured window, undone when the load ends: "+fault.Syntax+"; recorded with what it did (options.fault_record)")
 	fl.BoolVar(&f.hops, "hops", false, "time every hop: each Envoy logs every request with µs timings, joined per request into a waterfall (costs proxy CPU; off by default)")
 	return cmd
 }
@@ -168,6 +175,16 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	appCfg, appErrs := f.appOpts.config()
 	errs = append(errs, appErrs...)
+	flt, err := fault.Parse(f.fault)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--%w", err))
+	} else if err := flt.Check(f.duration); err != nil {
+		errs = append(errs, fmt.Errorf("--%w", err))
+	} else if m, ok := mesh.Get(f.mesh); ok && !flt.Zero() {
+		if why := fault.Skip(flt, m, topology.App(f.app), f.replicas, true); why != "" {
+			errs = append(errs, fmt.Errorf("--fault %s with --mesh %s: %s", flt, f.mesh, why))
+		}
+	}
 	mo.LoopbackNet = uint8(f.loopbackNet)
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
@@ -179,7 +196,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if f.bodySize != workload.DefaultBodySize {
 		p.BodySize = f.bodySize
 	}
-	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator})
+	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator, Fault: flt})
 	o := local.Options{Settings: s, OutDir: f.out, Log: env.Stderr, Version: Version}
 	res, err := bench.RunCell(ctx, bench.Cell{Options: o, Substrate: f.sub.substrate, ZtunnelFlag: f.sub.ztunnel,
 		LinkerdProxyFlag: f.sub.linkerdProxy, EnvoyFlag: f.envoyPath, Getenv: env.Getenv, Stderr: env.Stderr})
@@ -229,6 +246,22 @@ func printRun(env *Env, res *local.Result) {
 	fmt.Fprintf(w, "meshbench run: mesh %s, app %s, %d replica(s) on %d node(s), policies %d, protocol %s, gateway %v%s\n\n",
 		analysis.MeshLabel(string(t.Options.Mode), substrate), t.Options.App, t.Options.Replicas, t.Options.Nodes, t.Options.Policies, t.Options.Protocol, t.Options.Gateway, substrateNote(res.Manifest))
 	printMeasured(w, res.Load, res.Summary, sample.PSS)
+	if res.Manifest != nil {
+		if ds, ok := res.Manifest.Options["app_delay_measured"].([]local.AppDelay); ok {
+			asked, _ := res.Manifest.Options["app_delay"].(string)
+			if asked == "" {
+				asked = "none"
+			}
+			for _, d := range ds {
+				fmt.Fprintf(w, "App delay    [asked; measured min, 50, 99, max]  %s; %s, %s, %s, %s (%s, %d answers)\n", asked, d.Min, d.P50, d.P99, d.Max, d.App, d.Answers)
+			}
+		}
+		if res.Load != nil {
+			if fc, ok, err := analysis.FaultCostOf(res.Manifest, res.Load); err == nil && ok {
+				fmt.Fprintf(w, "Fault        %s\n", fc)
+			}
+		}
+	}
 	if res.Summary.Rounds > 0 {
 		fmt.Fprintln(w)
 		_ = report.SamplerOverhead(w, res.Summary)

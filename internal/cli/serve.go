@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -32,6 +33,7 @@ type serveFlags struct {
 	colorAddr   string
 	concurrency int
 	serviceTime time.Duration
+	control     string
 }
 
 func newServeCmd(env *Env) *cobra.Command {
@@ -68,6 +70,14 @@ capacity is then exactly K/S requests per second (4 and 2ms: 2000/s), a
 known answer for 'meshbench load --slo' and plan searches. Faults apply
 after the service time; health probes are exempt.
 
+Delays are slept to the µs the machine allows: the wait ends at its planned
+end, the timer asked to wake early by its recent smallest lateness and the
+rest spun. The server measures every wait it makes (from the request's
+arrival to the end of its wait) and prints them on exit beside what was
+asked (stderr: "delays: …"). --control SOCKET serves a unix socket to add a
+delay to every answer while it runs (a slow replica) and to read those
+measured waits ('meshbench serve control').
+
 Once listening it prints one line to stdout, "READY KIND HOST:PORT", with the
 bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
 --ready-file if given.`,
@@ -75,7 +85,9 @@ bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
   meshbench serve static --listen 127.0.0.1:0 --ready-file /tmp/addr
   meshbench serve grpc --listen 127.0.0.1:9090 --delay-dist exp:2ms --error-ratio 0.01
   meshbench serve tcp --stall-every 10s --stall-for 200ms
-  meshbench serve static --concurrency 4 --service-time 2ms    # capacity 2000/s`,
+  meshbench serve static --concurrency 4 --service-time 2ms    # capacity 2000/s
+  meshbench serve static --delay 3ms --control /tmp/app.sock
+  meshbench serve control /tmp/app.sock --delay 200ms               # every answer 200ms later`,
 		ValidArgs: kindNames(),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -107,7 +119,82 @@ bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
 	fl.IntVar(&f.concurrency, "concurrency", 0, fmt.Sprintf("serve at most this many requests at once, each for --service-time, the rest queued in arrival order (0 = no bound, up to %d)", workload.MaxConcurrency))
 	fl.DurationVar(&f.serviceTime, "service-time", 0, "each request's time in service with --concurrency (capacity = concurrency / service time)")
 	fl.StringVar(&f.readyFile, "ready-file", "", "once listening, write HOST:PORT to this file (atomically, by rename); removed on exit")
+	fl.StringVar(&f.control, "control", "", "serve a unix socket at `PATH` to add a delay to every answer while running and read the measured waits (meshbench serve control)")
+	cmd.AddCommand(newServeControlCmd(env))
 	return cmd
+}
+
+// newServeControlCmd is `meshbench serve control SOCKET`: the control
+// socket's client.
+func newServeControlCmd(env *Env) *cobra.Command {
+	var delay time.Duration
+	var reset bool
+	cmd := &cobra.Command{
+		Use:   "control SOCKET",
+		Short: "Change a running server's delay, or read the waits it measured, through its --control socket",
+		Long: `Talk to a 'meshbench serve --control SOCKET' server while it runs.
+
+With --delay D every answer from then on waits D more than its faults ask
+(0s: no more): a slow replica, as meshbench's slow-replica fault makes
+one. It prints the extra delay it replaced.
+
+Without --delay it prints the waits the server measured since it started
+(or since the last --reset) as JSON: how many answers waited, the measured
+waits (from each request's arrival to the end of its wait) and how far
+each overshot the wait planned, in ns.`,
+		Example: `  meshbench serve control /tmp/app.sock --delay 200ms
+  meshbench serve control /tmp/app.sock --delay 0s
+  meshbench serve control /tmp/app.sock --reset`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("serve control takes one argument, the control socket's path, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := workload.Control{Path: args[0]}
+			ctx := cmd.Context()
+			if cmd.Flags().Changed("delay") {
+				if delay < 0 || delay > workload.MaxDelay {
+					return usagef("--delay %s: allowed: 0s to %s", delay, workload.MaxDelay)
+				}
+				prev, err := c.SetDelay(ctx, delay)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "extra delay %s (was %s)\n", delay, prev)
+				return nil
+			}
+			st, err := c.Stats(ctx, reset)
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(env.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(st)
+		},
+	}
+	cmd.Flags().DurationVar(&delay, "delay", 0, "every answer from now on waits this much more (0s: no more), up to 1h")
+	cmd.Flags().BoolVar(&reset, "reset", false, "after printing the measured waits, start them again")
+	return cmd
+}
+
+// delaysLine is what serve prints on exit about its waits, "" when none
+// waited.
+func delaysLine(cfg workload.Config, d workload.DelayStats) string {
+	if d.Answers == 0 {
+		return ""
+	}
+	ms := func(ns int64) string { return time.Duration(ns).String() }
+	asked := cfg.Faults.Delay.String()
+	if cfg.Faults.RandomDelay != nil {
+		asked += " + " + cfg.Faults.RandomDelay.String()
+	}
+	if cfg.Concurrency > 0 {
+		asked = fmt.Sprintf("service time %s in a queue of %d, then %s", cfg.ServiceTime, cfg.Concurrency, asked)
+	}
+	return fmt.Sprintf("delays: asked %s; measured over %d answers min %s, p50 %s, p99 %s, max %s; beyond the planned wait p50 %s, p99 %s",
+		asked, d.Answers, ms(d.Measured.MinNs), ms(d.Measured.P50Ns), ms(d.Measured.P99Ns), ms(d.Measured.MaxNs), ms(d.Overshoot.P50Ns), ms(d.Overshoot.P99Ns))
 }
 
 func kindNames() []string {
@@ -130,6 +217,7 @@ func buildServeConfig(cmd *cobra.Command, f *serveFlags, kind string) (workload.
 		BodySize:    f.bodySize,
 		Concurrency: f.concurrency,
 		ServiceTime: f.serviceTime,
+		Control:     f.control,
 		Faults: workload.Faults{
 			Delay:       f.delay,
 			StallEvery:  f.stallEvery,
@@ -244,6 +332,11 @@ func runServe(ctx context.Context, env *Env, cfg workload.Config, f *serveFlags)
 		defer os.Remove(f.readyFile)
 	}
 	fmt.Fprintf(env.Stdout, "READY %s %s\n", srv.Kind(), srv.Addr())
+	defer func() {
+		if line := delaysLine(cfg, srv.Delays()); line != "" {
+			fmt.Fprintln(env.Stderr, "meshbench: serve: "+line)
+		}
+	}()
 	select {
 	case <-ctx.Done():
 		if err := stop(); err != nil {

@@ -19,5 +19,6 @@ func init() {
 		SMPLabels:    map[string]string{"istio.mode": "ambient"},
 		Emulates:     "Istio ambient mode",
 		Cluster:      c,
+		Parts:        map[Part]PartSpec{PartNodeProxy: ztunnelPart, PartControlPlane: istiodPart},
 	})
 }

@@ -51,5 +51,13 @@ func init() {
 			Enrolled:   Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
 			Components: []Component{LinkerdSidecar, LinkerdControl},
 		},
+		Parts: map[Part]PartSpec{
+			PartSidecar: {What: "the server's linkerd2-proxy", Container: "linkerd-proxy", Scope: ScopeAppPod},
+			// On the lab: its stand-in control plane, as a process of its
+			// own; on a cluster, the destination controller the proxies
+			// resolve services with.
+			PartControlPlane: {What: "Linkerd's destination controller (the lab: its stand-in)", Namespace: LinkerdNamespace,
+				Selector: "linkerd.io/control-plane-component=destination", Container: "destination", Scope: ScopeAny},
+		},
 	})
 }

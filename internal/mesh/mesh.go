@@ -85,6 +85,9 @@ type Mesh struct {
 	Emulates string
 	// Cluster is how the mesh runs on Kubernetes.
 	Cluster Cluster
+	// Parts are the mesh's processes a fault can hit, by part (parts.go);
+	// none for mode none.
+	Parts map[Part]PartSpec
 }
 
 // Cluster is how a mesh is installed, enrolled and verified on a cluster.

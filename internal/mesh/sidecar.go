@@ -19,5 +19,7 @@ func init() {
 		SMPLabels:    map[string]string{"istio.mode": "sidecar"},
 		Emulates:     "Istio sidecar mode",
 		Cluster:      c,
+		Parts: map[Part]PartSpec{PartControlPlane: istiodPart,
+			PartSidecar: {What: "the server's Envoy sidecar", Container: "istio-proxy", Scope: ScopeAppPod}},
 	})
 }

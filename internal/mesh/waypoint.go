@@ -26,5 +26,7 @@ func init() {
 		SMPLabels:    map[string]string{"istio.mode": "ambient", "istio.waypoint": "true"},
 		Emulates:     "Istio ambient mode with a waypoint",
 		Cluster:      c,
+		Parts: map[Part]PartSpec{PartNodeProxy: ztunnelPart, PartControlPlane: istiodPart,
+			PartWaypoint: {What: "the waypoint (Envoy)", Selector: "gateway.networking.k8s.io/gateway-name=" + WaypointName, Container: "istio-proxy", Scope: ScopeAny}},
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -88,6 +89,11 @@ type Settings struct {
 	// an id and logs it, and the cell joins them into a per-hop
 	// attribution. Off by default: the logging costs CPU.
 	Hops bool
+	// Fault is what goes wrong on purpose inside the measured window
+	// (fault.Parse: kill:PART, cpu-limit:PART=M, slow-replica:N=DELAY,
+	// noisy-neighbour:M, at a time from the window's start), undone when
+	// the load ends; the zero value is none. The lab only, so far.
+	Fault fault.Fault
 }
 
 // Record is s as every platform records it in a run manifest's options
@@ -101,5 +107,14 @@ func (s Settings) Record(m topology.Options) results.CellSettings {
 		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
 		Rate: s.Load.RateText(), ClosedLoop: s.Load.Closed(), Duration: s.Duration.String(), Warmup: s.Warmup.String(),
 		Connections: s.Connections, SampleInterval: s.SampleInterval.String(), Drain: s.Drain.String(),
+		Fault: faultText(s.Fault),
 	}
+}
+
+// faultText is f as recorded, "" for none.
+func faultText(f fault.Fault) string {
+	if f.Zero() {
+		return ""
+	}
+	return f.String()
 }

@@ -26,6 +26,14 @@ var compareRows = []struct{ label, figure, format string }{
 	{"TOTAL CPU m", analysis.CPUPrefix + "TOTAL", "%.0f"},
 	{"TOTAL MiB", analysis.MemPrefix + "TOTAL", "%.1f"},
 	{"achieved rps", analysis.AchievedRate, "%.1f"},
+	// A fault's cost, in scenarios with a fault.
+	{"fault: failed during", analysis.FaultFailedDuring, "%.0f"},
+	{"fault: failed after", analysis.FaultFailedAfter, "%.0f"},
+	{"fault: p99 before ms", analysis.FaultP99BeforeMs, "%.3g"},
+	{"fault: p99 during ms", analysis.FaultP99DuringMs, "%.3g"},
+	{"fault: recovered (share)", analysis.FaultRecovered, "%.2f"},
+	{"fault: recovery s", analysis.FaultRecoveryS, "%.2f"},
+	{"fault: Envoy retries", analysis.FaultEnvoyRetries, "%.0f"},
 }
 
 // CompareText writes the comparison of two result sets: a header naming

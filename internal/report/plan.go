@@ -41,6 +41,14 @@ var tableRows = []struct{ label, figure, format string }{
 	{"gateway CPU m", analysis.CPUPrefix + "gateway", "%.0f"},
 	{"TOTAL CPU m", analysis.CPUPrefix + "TOTAL", "%.0f"},
 	{"TOTAL MiB", analysis.MemPrefix + "TOTAL", "%.1f"},
+	// A fault's cost (scenarios with a fault only).
+	{"fault: failed during", analysis.FaultFailedDuring, "%.0f"},
+	{"fault: failed after", analysis.FaultFailedAfter, "%.0f"},
+	{"fault: p99 before ms", analysis.FaultP99BeforeMs, "%.3g"},
+	{"fault: p99 during ms", analysis.FaultP99DuringMs, "%.3g"},
+	{"fault: recovered (share)", analysis.FaultRecovered, "%.2f"},
+	{"fault: recovery s", analysis.FaultRecoveryS, "%.2f"},
+	{"fault: Envoy retries", analysis.FaultEnvoyRetries, "%.0f"},
 }
 
 // cellText is "median [lo, hi]" or the median alone for one run.

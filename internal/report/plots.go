@@ -239,10 +239,12 @@ func OverTimeCharts(cells []*analysis.Cell) ([]NamedChart, error) {
 		}
 		length := c.OverTime[0].LengthSec
 		xlabel := fmt.Sprintf("time into the measured window (s; start of each %gs interval)", length)
+		marks, faultNote := faultMarks(c)
 		if len(p50.X) > 0 {
 			title := fmt.Sprintf("latency over time (%s)", c.ID)
 			ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "latency (ms)",
-				Caption: fmt.Sprintf("p50 and p99 latency (from each request's intended send time) of the answers that arrived in each %gs interval of cell %s; an interval without answers has no point (its rate is 0 in the rate plot). One run: no band.", length, c.ID)},
+				Caption: fmt.Sprintf("p50 and p99 latency (from each request's intended send time) of the answers that arrived in each %gs interval of cell %s; an interval without answers has no point (its rate is 0 in the rate plot). One run: no band.", length, c.ID) + faultNote,
+				Marks:   marks},
 				[]plot.Series{p50, p99})
 			if err != nil {
 				return nil, fmt.Errorf("plot latency over time of %s: %w", c.ID, err)
@@ -251,14 +253,49 @@ func OverTimeCharts(cells []*analysis.Cell) ([]NamedChart, error) {
 		}
 		title := fmt.Sprintf("achieved rate over time (%s)", c.ID)
 		ch, err := plot.LineChart(plot.ChartOptions{Title: title, XLabel: xlabel, YLabel: "answers per second",
-			Caption: fmt.Sprintf("Answers (errors and timeouts included) that arrived in each %gs interval of cell %s, per second. One run: no band.", length, c.ID)},
-			[]plot.Series{rate})
+			Caption: fmt.Sprintf("Answers (errors and timeouts included) that arrived in each %gs interval of cell %s, per second; the failed ones too, as failed. One run: no band.", length, c.ID) + faultNote,
+			Marks:   marks},
+			append([]plot.Series{rate}, failedSeries(c)...))
 		if err != nil {
 			return nil, fmt.Errorf("plot rate over time of %s: %w", c.ID, err)
 		}
 		out = append(out, NamedChart{Name: fmt.Sprintf("cell-%d-rate-over-time", i+1), Title: title, Chart: ch})
 	}
 	return out, nil
+}
+
+// faultMarks are the lines marking cell c's fault (its start and, for a
+// fault that lasts, its end; a kill's end is its part ready again) and a
+// caption sentence saying what it cost; none without a fault.
+func faultMarks(c *analysis.Cell) ([]plot.Mark, string) {
+	fc := c.Fault
+	if fc == nil {
+		return nil, ""
+	}
+	marks := []plot.Mark{{X: fc.StartS, Label: "fault starts"}}
+	end := "fault undone"
+	if fc.Kill {
+		end = "killed part ready"
+	}
+	if fc.EndS > fc.StartS {
+		marks = append(marks, plot.Mark{X: fc.EndS, Label: end})
+	}
+	return marks, " Dashed lines: the fault, " + fc.String() + "."
+}
+
+// failedSeries is the failed answers per second of c's intervals, when
+// any failed.
+func failedSeries(c *analysis.Cell) []plot.Series {
+	s := plot.Series{Name: "failed"}
+	any := false
+	for _, p := range c.OverTime {
+		s.X, s.Y = append(s.X, p.StartSec), append(s.Y, float64(p.Failed)/p.LengthSec)
+		any = any || p.Failed > 0
+	}
+	if !any {
+		return nil
+	}
+	return []plot.Series{s}
 }
 
 // spectrumSeries is one spectrum per mesh of scenario s with a valid

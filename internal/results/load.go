@@ -204,6 +204,11 @@ type IntervalHistograms struct {
 	Latency     latency.Encoded `json:"latency"`
 	ServiceTime latency.Encoded `json:"service_time"`
 	ScheduleLag latency.Encoded `json:"schedule_lag"`
+	// Failed counts the interval's answers that were failures (an error,
+	// or a status that is not a success); the histograms hold every
+	// answer. Added within v1: absent in results from before it and
+	// where none failed.
+	Failed int64 `json:"failed,omitempty"`
 }
 
 // Decode decodes the interval's three histograms.
@@ -292,7 +297,7 @@ func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 		return nil, err
 	}
 	for _, iv := range r.Intervals {
-		e := IntervalHistograms{StartNs: int64(iv.Start), LengthNs: int64(r.Config.Interval)}
+		e := IntervalHistograms{StartNs: int64(iv.Start), LengthNs: int64(r.Config.Interval), Failed: iv.Failed}
 		if e.Latency, err = iv.Latency.Encode(); err != nil {
 			return nil, err
 		}
@@ -483,7 +488,7 @@ func (r *LoadResult) Check() error {
 // positive length, and hold together the whole-run latency histogram's
 // values.
 func (r *LoadResult) checkIntervals() error {
-	var n int64
+	var n, failed int64
 	length := r.Intervals[0].LengthNs
 	for i, iv := range r.Intervals {
 		if iv.LengthNs <= 0 || iv.LengthNs != length || iv.StartNs != int64(i)*length {
@@ -493,10 +498,17 @@ func (r *LoadResult) checkIntervals() error {
 		if err != nil {
 			return err
 		}
+		if c := lat.Count() + lat.OutOfRange(); iv.Failed < 0 || iv.Failed > c {
+			return fmt.Errorf("intervals[%d] counts %d failed of %d answers", i, iv.Failed, c)
+		}
 		n += lat.Count() + lat.OutOfRange()
+		failed += iv.Failed
 	}
 	if whole := r.Latency.Count + r.Latency.OutOfRange; n != whole {
 		return fmt.Errorf("intervals hold %d latency values but the latency histogram holds %d", n, whole)
+	}
+	if all := r.Completed - r.Success; failed > all {
+		return fmt.Errorf("intervals count %d failed answers but the run %d", failed, all)
 	}
 	return nil
 }
@@ -644,7 +656,10 @@ func mergeIntervals(parts []*LoadResult, start time.Time) ([]IntervalHistograms,
 	}
 	// Compact histograms: an hour of one-second intervals stays a few MB
 	// (full-range recorders would hold 660 KB per interval).
-	type recs struct{ lat, svc, lag *latency.Compact }
+	type recs struct {
+		lat, svc, lag *latency.Compact
+		failed        *int64
+	}
 	byIdx := map[int64]recs{}
 	last := int64(0)
 	for i, p := range parts {
@@ -657,12 +672,13 @@ func mergeIntervals(parts []*LoadResult, start time.Time) ([]IntervalHistograms,
 			idx := max((offset+iv.StartNs+length/2)/length, 0)
 			m, ok := byIdx[idx]
 			if !ok {
-				m = recs{latency.NewCompact(), latency.NewCompact(), latency.NewCompact()}
+				m = recs{latency.NewCompact(), latency.NewCompact(), latency.NewCompact(), new(int64)}
 				byIdx[idx] = m
 			}
 			if err := errors.Join(m.lat.Merge(l), m.svc.Merge(s), m.lag.Merge(g)); err != nil {
 				return nil, err
 			}
+			*m.failed += iv.Failed
 			last = max(last, idx)
 		}
 	}
@@ -670,9 +686,9 @@ func mergeIntervals(parts []*LoadResult, start time.Time) ([]IntervalHistograms,
 	for idx := int64(0); idx <= last; idx++ {
 		m, ok := byIdx[idx]
 		if !ok {
-			m = recs{latency.NewCompact(), latency.NewCompact(), latency.NewCompact()}
+			m = recs{latency.NewCompact(), latency.NewCompact(), latency.NewCompact(), new(int64)}
 		}
-		e := IntervalHistograms{StartNs: idx * length, LengthNs: length}
+		e := IntervalHistograms{StartNs: idx * length, LengthNs: length, Failed: *m.failed}
 		var err error
 		if e.Latency, err = m.lat.Encode(); err != nil {
 			return nil, err

@@ -31,6 +31,7 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 		Codes: map[int]int64{}, Errors: map[loadgen.ErrorKey]int64{}, ConnectionsN: 2,
 	}
 	var ivs [][3]*latency.Recorder // the engine's intervals, before it compacts them
+	var failed []int64             // their failed answers
 	for i := 0; i < n; i++ {
 		svc := int64(50_000 + rng.ExpFloat64()*200_000)
 		lag := int64(rng.Float64() * 30_000)
@@ -40,6 +41,7 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 		// One answer every 10 ms: 100 per one-second interval.
 		if k := i / 100; k == len(ivs) {
 			ivs = append(ivs, [3]*latency.Recorder{latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()})
+			failed = append(failed, 0)
 		}
 		iv := ivs[len(ivs)-1]
 		iv[0].Record(svc + lag)
@@ -48,6 +50,7 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 		r.Sent++
 		r.Completed++
 		if i%50 == 49 {
+			failed[len(failed)-1]++
 			r.Codes[0]++
 			r.Errors[loadgen.ErrorKey{Kind: "reset", Message: "read tcp 127.0.0.1:8080: connection reset by peer"}]++
 		} else {
@@ -65,7 +68,7 @@ func fakeRun(seed uint64, n int, start time.Time) *loadgen.Result {
 			}
 		}
 		r.Intervals = append(r.Intervals, loadgen.Interval{Start: time.Duration(k) * time.Second,
-			Latency: c[0], ServiceTime: c[1], ScheduleLag: c[2]})
+			Latency: c[0], ServiceTime: c[1], ScheduleLag: c[2], Failed: failed[k]})
 	}
 	r.FirstSend = 0
 	r.LastSend = time.Duration(n-1) * 10 * time.Millisecond
@@ -269,11 +272,17 @@ func TestMergeIntervals(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []int64
+			var failed int64
 			for _, iv := range m.Intervals {
 				got = append(got, iv.Latency.Count)
+				failed += iv.Failed
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("merged counts per second %v, want %v", got, tt.want)
+			}
+			// fakeRun fails every 50th answer: 6 of each part's 300.
+			if want := int64(6 * len(tt.offsets)); m.Intervals != nil && failed != want {
+				t.Errorf("merged intervals count %d failed, want %d", failed, want)
 			}
 			if err := m.Check(); err != nil {
 				t.Errorf("merge fails its own check: %v", err)
@@ -294,6 +303,10 @@ func TestCheckIntervals(t *testing.T) {
 		{"missing answers", func(r *LoadResult) { r.Intervals = r.Intervals[:2] }, "intervals hold 200 latency values but the latency histogram holds 300"},
 		// A gap in the time line.
 		{"not consecutive", func(r *LoadResult) { r.Intervals[1].StartNs += 1 }, "intervals[1] starts at"},
+		// More failed than answered in an interval.
+		{"failed above count", func(r *LoadResult) { r.Intervals[0].Failed = 101 }, "intervals[0] counts 101 failed of 100 answers"},
+		// More failed in the intervals than in the run.
+		{"failed above the run's", func(r *LoadResult) { r.Intervals[0].Failed += 5 }, "intervals count 11 failed answers but the run 6"},
 		// Intervals of different lengths.
 		{"lengths differ", func(r *LoadResult) { r.Intervals[2].LengthNs = int64(2 * time.Second) }, "of one positive length"},
 	}

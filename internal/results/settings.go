@@ -51,6 +51,10 @@ type CellSettings struct {
 	// oha, wrk2, vegeta, fortio); empty for meshbench's own engine and in
 	// manifests written before the choice was recorded.
 	Generator string `json:"generator,omitempty"`
+	// Fault is the fault the cell ran with, as a plan writes it
+	// ("kill:node-proxy@3s"); empty for none. What it did is recorded
+	// beside it (the platform's fault_record).
+	Fault string `json:"fault,omitempty"`
 }
 
 // Options returns s as the manifest's options map, with extra (a
@@ -67,6 +71,9 @@ func (s CellSettings) Options(extra map[string]any) map[string]any {
 	}
 	if s.Generator != "" {
 		m["generator"] = s.Generator
+	}
+	if s.Fault != "" {
+		m["fault"] = s.Fault
 	}
 	for k, v := range extra {
 		if _, ok := m[k]; ok {

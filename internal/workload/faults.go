@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/sys/precise"
@@ -46,6 +47,11 @@ type Faults struct {
 	Seed int64
 }
 
+// active reports whether f injects anything.
+func (f Faults) active() bool {
+	return f.Delay > 0 || f.RandomDelay != nil || f.StallFor > 0 || f.ErrorRatio > 0
+}
+
 // StallWait returns how long a request arriving sinceStart after server start
 // must wait because of a periodic stall. Stall windows are
 // [k*every, k*every+stallFor) for k = 0, 1, 2, …; a request arriving inside
@@ -69,9 +75,18 @@ type injector struct {
 	stallEvery time.Duration
 	stallFor   time.Duration
 	errorRatio float64
-	active     bool // any fault or queue configured; false keeps the hot path free
+	// active: a fault or queue configured, or a control socket that may
+	// add a delay later; false keeps the hot path free.
+	active bool
 	// queue bounds concurrency (Config.Concurrency); nil: unbounded.
 	queue *serviceQueue
+	// extra is a delay added to every answer at run time (the control
+	// socket's PUT /delay: a slow replica), in ns.
+	extra atomic.Int64
+	// sleeper makes the waits end when they should (precise.Sleeper).
+	sleeper precise.Sleeper
+	// delays are the waits as the server measured them (DelayStats).
+	delays delayRecorder
 
 	mu       sync.Mutex
 	errRNG   *rand.Rand // guarded by mu
@@ -83,24 +98,26 @@ func newInjector(f Faults, queue *serviceQueue, start time.Time) *injector {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	return &injector{
+	in := &injector{
 		start:      start,
 		delay:      f.Delay,
 		dist:       f.RandomDelay,
 		stallEvery: f.StallEvery,
 		stallFor:   f.StallFor,
 		errorRatio: f.ErrorRatio,
-		active:     f.Delay > 0 || f.RandomDelay != nil || f.StallFor > 0 || f.ErrorRatio > 0 || queue != nil,
+		active:     f.active() || queue != nil,
 		queue:      queue,
 		errRNG:     rand.New(rand.NewPCG(seed, 1)),
 		delayRNG:   rand.New(rand.NewPCG(seed, 2)),
 	}
+	in.delays.reset(start)
+	return in
 }
 
 // draw makes the random choices for one request: whether it fails and the
 // delay (fixed plus random) before its answer.
 func (in *injector) draw() (fail bool, delay time.Duration) {
-	delay = in.delay
+	delay = in.delay + time.Duration(in.extra.Load())
 	if in.errorRatio <= 0 && in.dist == nil {
 		return false, delay
 	}
@@ -133,23 +150,40 @@ func (in *injector) plan(now time.Time) (wait time.Duration, fail bool) {
 // apply waits as the service queue and the faults require for a request
 // arriving now and reports whether to answer with an injected error: first
 // its turn in the queue and its service time, then the faults as of the end
-// of its service. It returns ctx's error if ctx ends first.
+// of its service. It returns ctx's error if ctx ends first. The wait is
+// measured (DelayStats): from apply's start to its end, against the wait
+// planned.
 func (in *injector) apply(ctx context.Context) (fail bool, err error) {
 	if !in.active {
 		return false, nil
 	}
+	arrival := time.Now()
+	var planned time.Duration
 	if in.queue != nil {
-		if err := in.queue.serve(ctx, time.Now()); err != nil {
+		end, err := in.queue.serve(ctx, arrival, &in.sleeper)
+		if err != nil {
+			return false, err
+		}
+		planned = end.Sub(arrival)
+	}
+	now := time.Now()
+	wait, fail := in.plan(now)
+	if wait > 0 {
+		// Until the planned end, as closely as the machine allows
+		// (precise.Sleeper): the delay is what the faults, the known
+		// capacities and the hop timing's known answers rest on.
+		if err := in.sleeper.Until(ctx, now.Add(wait)); err != nil {
 			return false, err
 		}
 	}
-	wait, fail := in.plan(time.Now())
-	if wait > 0 {
-		// A precise sleep: the delay is what a known-answer test of hop
-		// timing reads back (a Go timer wakes ~170 µs late here).
-		if err := precise.Sleep(ctx, wait); err != nil {
-			return false, err
-		}
+	if planned += wait; planned > 0 {
+		in.delays.record(planned, time.Since(arrival))
 	}
 	return fail, nil
+}
+
+// setExtra sets the delay added to every answer (0: none) and returns the
+// one it replaces.
+func (in *injector) setExtra(d time.Duration) time.Duration {
+	return time.Duration(in.extra.Swap(int64(d)))
 }

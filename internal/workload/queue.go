@@ -3,6 +3,8 @@ package workload
 import (
 	"context"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/sys/precise"
 )
 
 // MaxConcurrency is the largest Config.Concurrency.
@@ -50,24 +52,18 @@ func serviceEnd(arrival, free time.Time, s time.Duration) time.Time {
 }
 
 // serve waits for a slot and the service time of a request that arrived at
-// arrival, and returns when its service ends. It returns ctx's error if ctx
-// ends while the request waits for a slot (it then takes none) or while it
-// is in service (the slot is still busy until its computed end).
-func (q *serviceQueue) serve(ctx context.Context, arrival time.Time) error {
+// arrival, and returns when its service ends (the computed end, which it
+// sleeps until with sl). It returns ctx's error if ctx ends while the
+// request waits for a slot (it then takes none) or while it is in service
+// (the slot is still busy until its computed end).
+func (q *serviceQueue) serve(ctx context.Context, arrival time.Time, sl *precise.Sleeper) (time.Time, error) {
 	var free time.Time
 	select {
 	case free = <-q.tokens:
 	case <-ctx.Done():
-		return ctx.Err()
+		return time.Time{}, ctx.Err()
 	}
 	end := serviceEnd(arrival, free, q.service)
 	defer func() { q.tokens <- end }()
-	t := time.NewTimer(time.Until(end))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return end, sl.Until(ctx, end)
 }

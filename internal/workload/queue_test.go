@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/sys/precise"
 )
 
 // TestServiceQueueModel replays arrivals through the queue's model without
@@ -61,16 +63,18 @@ func TestServiceQueueModel(t *testing.T) {
 func TestServiceQueueCancelWhileWaiting(t *testing.T) {
 	const s = 100 * time.Millisecond
 	q := newServiceQueue(1, s)
+	var sl precise.Sleeper
+	serve := func(ctx context.Context) error { _, err := q.serve(ctx, time.Now(), &sl); return err }
 	begin := time.Now()
 	first := make(chan error, 1)
-	go func() { first <- q.serve(context.Background(), time.Now()) }()
+	go func() { first <- serve(context.Background()) }()
 	time.Sleep(10 * time.Millisecond) // the first is in service
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := q.serve(ctx, time.Now()); err == nil {
+	if err := serve(ctx); err == nil {
 		t.Fatal("a request cancelled while waiting was served")
 	}
-	if err := q.serve(context.Background(), time.Now()); err != nil {
+	if err := serve(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-first; err != nil {

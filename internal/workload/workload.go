@@ -43,6 +43,9 @@ const (
 	DefaultBodySize = 615 // bytes: nginx's default index page
 )
 
+// maxSocketPath is the longest unix socket path Linux takes.
+const maxSocketPath = 107
+
 // MaxBodySize is the largest static response body (64 MiB); the body is held
 // in memory.
 const MaxBodySize = 64 << 20
@@ -75,6 +78,11 @@ type Config struct {
 	// ServiceTime is each request's time in service when Concurrency is
 	// set, above 0 and at most MaxDelay; it must be 0 without Concurrency.
 	ServiceTime time.Duration
+	// Control, when not empty, is the path of a unix socket on which the
+	// server takes a delay to add to every answer while it runs and tells
+	// the waits it measured (control.go: a slow replica, the app's own
+	// measure of its delays). "" serves none.
+	Control string
 }
 
 // Capacity returns the requests per second a server bounded by
@@ -119,6 +127,9 @@ func (c Config) Validate() error {
 		if err := checkHostPort(c.Listen); err != nil {
 			bad("listen", strconv.Quote(c.Listen), err.Error())
 		}
+	}
+	if len(c.Control) > maxSocketPath {
+		bad("control", strconv.Quote(c.Control), fmt.Sprintf("allowed: a path of at most %d bytes (a unix socket's)", maxSocketPath))
 	}
 	if c.BodySize < 0 || c.BodySize > MaxBodySize {
 		bad("body-size", strconv.Itoa(c.BodySize), fmt.Sprintf("allowed: 0 (default, %d) to %d bytes", DefaultBodySize, MaxBodySize))
@@ -194,6 +205,7 @@ type Server struct {
 	stopOnce sync.Once
 	stopErr  error
 	stop     func(context.Context) error
+	inj      *injector
 }
 
 // Start validates cfg, binds its listener and serves in the background. It
@@ -216,6 +228,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		done:    make(chan struct{}),
 	}
 	inj := newInjector(cfg.Faults, newServiceQueue(cfg.Concurrency, cfg.ServiceTime), s.started)
+	s.inj = inj
+	var stopControl func() error
+	if cfg.Control != "" {
+		// A delay may come later: the faults' path is taken from the start.
+		inj.active = true
+		if stopControl, err = serveControl(cfg.Control, inj); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	var serve func() error
 	switch cfg.Kind {
 	case KindStatic:
@@ -228,14 +250,30 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		serve, s.stop, err = startFace(ln, cfg, inj)
 		if err != nil {
 			ln.Close()
+			if stopControl != nil {
+				_ = stopControl()
+			}
 			return nil, err
 		}
+	}
+	if stopControl != nil {
+		stopApp := s.stop
+		s.stop = func(ctx context.Context) error { return errors.Join(stopApp(ctx), stopControl()) }
 	}
 	go func() {
 		s.err = serve()
 		close(s.done)
 	}()
 	return s, nil
+}
+
+// Delays are the waits the server's faults and queue gave its answers so
+// far, as it measured them (DelayStats); the extra delay is the control
+// socket's.
+func (s *Server) Delays() DelayStats {
+	d := s.inj.delays.stats(false, time.Now())
+	d.ExtraDelayNs = s.inj.extra.Load()
+	return d
 }
 
 // Addr returns the bound address as host:port (the real port when Config

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
@@ -306,6 +307,8 @@ func (b *builder) axisLen(key string) int {
 		return len(a.MTLS)
 	case "axes.generator", "generator":
 		return len(a.Generator)
+	case "axes.fault":
+		return len(a.Fault)
 	}
 	return 0
 }
@@ -430,6 +433,28 @@ func (b *builder) axes() {
 		}
 		return g, true
 	}, func() { a.Generator = nil }, func(it item) { a.Generator = append(a.Generator, strings.ToLower(it.text)) })
+
+	var f fault.Fault // the item parse just read, for add
+	b.axis("axes.fault", func(it item) (string, bool) {
+		var err error
+		if f, err = fault.Parse(it.text); err != nil {
+			b.s.badItem("axes.fault", it, strings.TrimPrefix(err.Error(), fmt.Sprintf("fault %q: ", strings.TrimSpace(it.text))))
+			return it.text, false
+		}
+		switch {
+		case f.Zero():
+		case kube:
+			b.s.badItem("axes.fault", it, "allowed on platform kube: none (faults run on the local lab so far)")
+			return f.String(), false
+		case b.p.Search != nil:
+			b.s.badItem("axes.fault", it, "a capacity search runs without faults; remove the fault or the search")
+			return f.String(), false
+		case b.p.Duration > 0 && f.Check(b.p.Duration) != nil:
+			b.s.badItem("axes.fault", it, fmt.Sprintf("allowed: @AT inside the %s measured window (duration)", b.p.Duration))
+			return f.String(), false
+		}
+		return f.String(), true
+	}, func() { a.Fault = nil }, func(item) { a.Fault = append(a.Fault, f) })
 }
 
 func parseBool(s string) (v, ok bool) {

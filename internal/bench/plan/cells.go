@@ -9,6 +9,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 )
 
 // Cell is one run of a plan: one configuration (a combination of axis
@@ -38,6 +39,10 @@ type Cell struct {
 	// have no generator part, as before the axis; others end "-gNAME"
 	// before "-repN".
 	Generator string
+	// Fault is the cell's fault (Axes.Fault), the zero Fault for none.
+	// IDs of cells without one have no fault part; others end
+	// "-fFAULT.ID()" before "-repN".
+	Fault fault.Fault
 	// Repetition counts the configuration's runs from 1 to Plan.Repetitions.
 	Repetition int
 	// TopologyKey is the same for cells that can share one running
@@ -54,7 +59,10 @@ type Skip struct {
 	// TopologyKey is what Cell.TopologyKey would be.
 	TopologyKey string
 	Mesh        topology.Options
-	Reason      string
+	// Fault, when not zero, is the fault skipped on a topology that is
+	// otherwise a cell: it means nothing there.
+	Fault  fault.Fault
+	Reason string
 }
 
 // topo is one combination of the topology axes, with the index of each
@@ -129,9 +137,14 @@ func (p *Plan) Cells() []Cell {
 		key := topologyKey(t.o)
 		for _, r := range p.Axes.Rate {
 			for _, g := range p.generators() {
-				cfg := configID(t.o, r, g)
-				for rep := 1; rep <= p.Repetitions; rep++ {
-					cells = append(cells, Cell{ID: cfg + "-rep" + strconv.Itoa(rep), Config: cfg, Mesh: t.o, Rate: r, Generator: g, Repetition: rep, TopologyKey: key})
+				for _, f := range p.faults() {
+					if p.faultSkip(t.o, f) != "" {
+						continue
+					}
+					cfg := configID(t.o, r, g) + faultID(f)
+					for rep := 1; rep <= p.Repetitions; rep++ {
+						cells = append(cells, Cell{ID: cfg + "-rep" + strconv.Itoa(rep), Config: cfg, Mesh: t.o, Rate: r, Generator: g, Fault: f, Repetition: rep, TopologyKey: key})
+					}
 				}
 			}
 		}
@@ -146,9 +159,45 @@ func (p *Plan) Skipped() []Skip {
 	p.eachTopology(func(t topo) {
 		if why := p.skipReason(t.o); why != "" {
 			out = append(out, Skip{TopologyKey: topologyKey(t.o), Mesh: t.o, Reason: why})
+			return
+		}
+		for _, f := range p.faults() {
+			if why := p.faultSkip(t.o, f); why != "" {
+				out = append(out, Skip{TopologyKey: topologyKey(t.o), Mesh: t.o, Fault: f, Reason: why})
+			}
 		}
 	})
 	return out
+}
+
+// faults is the fault axis, no fault alone when empty.
+func (p *Plan) faults() []fault.Fault {
+	if len(p.Axes.Fault) == 0 {
+		return []fault.Fault{{}}
+	}
+	return p.Axes.Fault
+}
+
+// faultSkip says why fault f means nothing on topology o (fault.Skip),
+// "" when it means something or is none.
+func (p *Plan) faultSkip(o topology.Options, f fault.Fault) string {
+	m, ok := mesh.Get(string(o.Mode))
+	if f.Zero() || !ok {
+		return ""
+	}
+	if why := fault.Skip(f, m, o.App, o.Replicas, p.Platform != PlatformKube); why != "" {
+		return "fault " + f.String() + ": " + why
+	}
+	return ""
+}
+
+// faultID is a cell ID's fault part: "" for none, else "-f" and the
+// fault's ID.
+func faultID(f fault.Fault) string {
+	if f.Zero() {
+		return ""
+	}
+	return "-f" + f.ID()
 }
 
 // generators is the generator axis, the engine alone when empty.
@@ -324,10 +373,10 @@ func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
 		o.MTLS = true
 	}
 	if !contains(p.Axes.Mesh, o.Mode) || !contains(p.Axes.Policies, o.Policies) || !contains(p.Axes.MTLS, o.MTLS) ||
-		!contains(p.Axes.Protocol, o.Protocol) || !contains(p.Axes.Rate, c.Rate) || p.skipReason(o) != "" {
+		!contains(p.Axes.Protocol, o.Protocol) || !contains(p.Axes.Rate, c.Rate) || p.skipReason(o) != "" || p.faultSkip(o, c.Fault) != "" {
 		return "", false
 	}
-	return configID(o, c.Rate, c.Generator), true
+	return configID(o, c.Rate, c.Generator) + faultID(c.Fault), true
 }
 
 // CellOverheadLocal is what a local-lab cell costs beyond its warm-up,

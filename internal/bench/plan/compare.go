@@ -12,7 +12,7 @@ import (
 // differences with intervals, verdict lines), mesh as before and the
 // others with interaction lines (a mesh's overhead at two values). The
 // names match internal/analysis's Axis constants.
-var CompareAxes = []string{"mesh", "policies", "mtls", "load_model", "gateway", "protocol", "replicas", "rate", "app", "generator"}
+var CompareAxes = []string{"mesh", "policies", "mtls", "load_model", "gateway", "protocol", "replicas", "rate", "app", "generator", "fault"}
 
 // Load models, the values of axes.load_model.
 const (

@@ -72,7 +72,7 @@ func TestCompareProblems(t *testing.T) {
 	}{
 		// An unknown axis and an axis with one value.
 		{"compare", "compare: [mesh, color, policies]\n", []string{
-			`p.yaml:1: compare "color": allowed: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app, generator`,
+			`p.yaml:1: compare "color": allowed: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app, generator, fault`,
 			`p.yaml:1: compare "policies": axes.policies has one value: nothing to compare along it; give it two or more`,
 		}},
 		// A load model that is neither.

@@ -33,6 +33,7 @@ type Flags struct {
 	Substrate      string // --substrate (platform local)
 	Workers        string // --workers (platform kube)
 	Generator      string // --generator (the generator axis)
+	Fault          string // --fault (the fault axis), e.g. "none,kill:node-proxy@3s"
 	Baseline       string // --baseline
 	Compare        string // --compare, e.g. "mesh,policies"
 
@@ -103,6 +104,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("substrate", f.Substrate)
 	set("workers", f.Workers)
 	set("axes.generator", f.Generator)
+	set("axes.fault", f.Fault)
 	set("baseline", f.Baseline)
 	set("compare", f.Compare)
 	set("thresholds.rate_shortfall", f.RateShortfall)

@@ -8,6 +8,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
@@ -110,6 +111,11 @@ type Axes struct {
 	// (Generators: vegeta and fortio by default, oha and wrk2 with
 	// --extra). Like the rate, it does not change the topology.
 	Generator []string
+	// Fault lists the faults every configuration runs with
+	// (fault.Parse; the zero Fault, "none", is a cell without one): each
+	// inside the measured window at its time, undone when the load ends.
+	// Like the rate, it does not change the topology. Local only.
+	Fault []fault.Fault
 }
 
 // Thresholds decide when a run is invalid. Each is a fraction.

@@ -146,6 +146,9 @@ func TestExamples(t *testing.T) {
 		// Linkerd's: none and linkerd × static and faces × policies 0 and 5
 		// (none with policies skipped) × 2 repetitions.
 		{"lab-vs-cluster-linkerd.yaml", 12, 12 * (2 + 20 + 2 + 3) * time.Second},
+		// Issue 31: 5 meshes × their meaningful faults (24 configurations) × 3.
+		{"faults.yaml", 72, 72 * (1 + 8 + 1 + 3) * time.Second},
+		{"faults-grpc.yaml", 24, 24 * (1 + 8 + 1 + 3) * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {

@@ -18,7 +18,7 @@ func (p *Plan) Settings(c Cell) platform.Settings {
 		timeout = ProbeTimeout(p.Search.Objective)
 	}
 	return platform.Settings{
-		Mesh: c.Mesh, Load: c.Rate.Load(), Generator: c.Generator,
+		Mesh: c.Mesh, Load: c.Rate.Load(), Generator: c.Generator, Fault: c.Fault,
 		Duration: p.Duration, Warmup: p.Warmup, Timeout: timeout, Connections: p.Connections, Workers: p.Workers,
 		SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 		LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors,

@@ -30,6 +30,7 @@ var schema = []setting{
 	{key: "axes.gateway", flag: "gateway", axis: true},
 	{key: "axes.mtls", flag: "mtls", axis: true},
 	{key: "axes.generator", flag: "generator", axis: true},
+	{key: "axes.fault", flag: "fault", axis: true},
 	{key: "nodes", flag: "nodes"},
 	{key: "duration", flag: "duration"},
 	{key: "warmup", flag: "warmup"},

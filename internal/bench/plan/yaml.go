@@ -57,6 +57,13 @@ func (p *Plan) YAML() []byte {
 	if !oneGen || (p.Platform != PlatformKube && p.Axes.Generator[0] != DefaultGenerator) {
 		add(axes, "generator", seq(p.Axes.Generator))
 	}
+	if len(p.Axes.Fault) > 0 { // written only when given: plans from before the axis read back the same
+		var fs []string
+		for _, f := range p.Axes.Fault {
+			fs = append(fs, f.String())
+		}
+		add(axes, "fault", seq(fs))
+	}
 	add(root, "axes", axes)
 	add(root, "nodes", plain(strconv.Itoa(p.Nodes)))
 	add(root, "duration", plain(dur(p.Duration)))

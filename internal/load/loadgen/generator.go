@@ -165,6 +165,10 @@ type Result struct {
 type Interval struct {
 	Start                             time.Duration // since the measured window opened
 	Latency, ServiceTime, ScheduleLag *latency.Compact
+	// Failed counts the interval's answers that were failures (an error,
+	// or a status that is not a success): the histograms hold every
+	// answer, failures too.
+	Failed int64
 }
 
 // shard is one set of recorders; workers map onto shards so memory stays
@@ -527,7 +531,8 @@ func record(ctx context.Context, s *shard, out Outcome, intended, actual, end ti
 	// A request sent a little before its intended time (the pacer's wake-up
 	// compensation) is timed from its actual send: latency is never
 	// shortened below the service time.
-	a := answer{end: int64(end), lat: int64(end - min(intended, actual)), svc: int64(end - actual), lag: int64(max(actual-intended, 0))}
+	a := answer{end: int64(end), lat: int64(end - min(intended, actual)), svc: int64(end - actual), lag: int64(max(actual-intended, 0)),
+		failed: out.Err != nil || !isSuccess(out.Code)}
 	s.lat.Record(a.lat)
 	s.svc.Record(a.svc)
 	s.lag.Record(a.lag)

@@ -88,3 +88,32 @@ func TestIntervalsShowStall(t *testing.T) {
 		t.Errorf("read %d intervals back, wrote %d", n, len(res.Intervals))
 	}
 }
+
+// TestIntervalsCountFailures: the intervals count the failed answers of
+// a server that fails 30% of its answers, and together they are the
+// run's failures.
+func TestIntervalsCountFailures(t *testing.T) {
+	cfg := workload.Config{Kind: workload.KindStatic, Listen: "127.0.0.1:0", Faults: workload.Faults{ErrorRatio: 0.3, Seed: 7}}
+	s, err := workload.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	lc := baseConfig(targets(t, false, "http://"+s.Addr()+"/"), 200, 2*time.Second)
+	lc.Interval = 500 * time.Millisecond
+	res := mustRun(t, lc)
+	var failed int64
+	for _, iv := range res.Intervals {
+		if iv.Failed > iv.Latency.Count() {
+			t.Errorf("interval at %v: %d failed of %d", iv.Start, iv.Failed, iv.Latency.Count())
+		}
+		failed += iv.Failed
+	}
+	if want := res.Completed - res.Success; failed != want || want < 60 {
+		t.Errorf("intervals count %d failed, the run %d of %d", failed, want, res.Completed)
+	}
+}

@@ -32,10 +32,15 @@ import (
 type answer struct {
 	end           int64 // since the run's start, warm-up included
 	lat, svc, lag int64 // the values record puts in the whole-run recorders
+	failed        bool  // an error or a status that is not a success
 }
 
-// openInterval is an interval's three full-range recorders.
-type openInterval struct{ lat, svc, lag *latency.Recorder }
+// openInterval is an interval's three full-range recorders and its count
+// of failed answers.
+type openInterval struct {
+	lat, svc, lag *latency.Recorder
+	failed        int64
+}
 
 // intervalSealer turns the shards' pending answers into sealed intervals.
 // Only its own goroutine (then, after that has stopped, Run) uses it.
@@ -119,6 +124,9 @@ func (s *intervalSealer) add(a answer) {
 	iv.lat.Record(a.lat)
 	iv.svc.Record(a.svc)
 	iv.lag.Record(a.lag)
+	if a.failed {
+		iv.failed++
+	}
 }
 
 // take returns a set of empty recorders, reused when one is free.
@@ -128,7 +136,7 @@ func (s *intervalSealer) take() *openInterval {
 		s.free = s.free[:n-1]
 		return iv
 	}
-	return &openInterval{latency.NewRecorder(), latency.NewRecorder(), latency.NewRecorder()}
+	return &openInterval{lat: latency.NewRecorder(), svc: latency.NewRecorder(), lag: latency.NewRecorder()}
 }
 
 // sealThrough seals the intervals from next to k: compacts them in order
@@ -144,6 +152,7 @@ func (s *intervalSealer) sealThrough(k int64) error {
 			o.lat.Reset()
 			o.svc.Reset()
 			o.lag.Reset()
+			o.failed = 0
 			s.free = append(s.free, o)
 		} else {
 			iv.Latency, iv.ServiceTime, iv.ScheduleLag = latency.NewCompact(), latency.NewCompact(), latency.NewCompact()
@@ -159,6 +168,7 @@ func (o *openInterval) compact(iv *Interval) error {
 	iv.Latency, errs[0] = o.lat.Compact()
 	iv.ServiceTime, errs[1] = o.svc.Compact()
 	iv.ScheduleLag, errs[2] = o.lag.Compact()
+	iv.Failed = o.failed
 	return errors.Join(errs[:]...)
 }
 
@@ -178,7 +188,8 @@ func (s *intervalSealer) finish(shards []*shard) ([]Interval, error) {
 		if err := o.compact(&late); err != nil {
 			return nil, err
 		}
-		iv := s.sealed[i]
+		iv := &s.sealed[i]
+		iv.Failed += late.Failed
 		if err := errors.Join(iv.Latency.Merge(late.Latency), iv.ServiceTime.Merge(late.ServiceTime),
 			iv.ScheduleLag.Merge(late.ScheduleLag)); err != nil {
 			return nil, fmt.Errorf("merging late answers into the interval at %v: %w", iv.Start, err)

@@ -277,6 +277,16 @@ func HBONESNI(id Identity) string {
 }
 
 // appServices lists the services of app, entry service first.
+// ServiceNames are app's services by name, the entry (the one the load
+// calls) first: "server"; faces: "face", "smiley", "color".
+func ServiceNames(app App) []string {
+	var out []string
+	for _, s := range appServices(app) {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
 func appServices(app App) []Service {
 	svc := func(i int, name string, proto AppProtocol, serve string, id Identity, backends ...string) Service {
 		s := Service{Name: name, Namespace: "default", Port: PortApp, Protocol: proto, Serve: serve, Identity: id,

@@ -27,6 +27,9 @@ type child struct {
 	stopped   bool
 	mu        sync.Mutex
 	log       *os.File
+	// control is an app's control socket (`serve --control`), "" for
+	// none.
+	control string
 }
 
 // startServe runs `meshbench serve ARGS` and waits for its READY line.

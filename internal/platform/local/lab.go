@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,10 +37,19 @@ type Lab struct {
 	dir   string
 	sup   *envoy.Supervisor
 	procs []*envoy.Proc
-	apps  []*child
+	// specs are the Envoys' specs by name, for a fault's restart.
+	specs map[string]envoy.Spec
+	// restarting names the processes a fault has killed and their
+	// supervisor is starting again: their exit is not a failure.
+	restarting map[string]bool
+	apps       []*child
 	// net is the lab's network on a substrate (Options.Substrate); nil on
 	// loopback.
 	net Network
+	// ctlDir holds the apps' control sockets (`serve --control`): a short
+	// path of its own under the temp dir, as a unix socket's path is at
+	// most 107 bytes; removed by stop.
+	ctlDir string
 
 	mu sync.Mutex
 	// phases are the prepare phases, given to the first cell's manifest.
@@ -227,6 +238,11 @@ func (l *Lab) prepare(ctx context.Context) error {
 		}
 	}
 	endApps := l.phase("prepare/apps")
+	var err error
+	if l.ctlDir, err = os.MkdirTemp("", "meshbench-app-"); err != nil {
+		endApps()
+		return err
+	}
 	// Apps first: sidecars and node proxies connect to them.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -241,11 +257,14 @@ func (l *Lab) prepare(ctx context.Context) error {
 			svc := l.topo.Svc(p.Service)
 			args := append([]string{svc.Serve, "--listen", p.AppAddr().String(), "--grace", "2s"}, callArgs(p)...)
 			args = append(args, l.opts.appArgs(svc.Serve)...)
+			ctl := filepath.Join(l.ctlDir, p.Name+".sock")
+			args = append(args, "--control", ctl)
 			c, err := startServe(ctx, l.enter(p.Name), l.opts.Meshbench, p.Name+" app", svc.Component,
 				filepath.Join(l.dir, results.LogsDir, p.Name+".log"), args...)
 			mu.Lock()
 			defer mu.Unlock()
 			if c != nil {
+				c.control = ctl
 				l.apps = append(l.apps, c)
 			}
 			if err != nil {
@@ -277,6 +296,10 @@ func (l *Lab) prepare(ctx context.Context) error {
 			spec.In, spec.Gid = l.net.EnvoyIn(p)
 		}
 		specs = append(specs, spec)
+	}
+	l.specs = map[string]envoy.Spec{}
+	for _, sp := range specs {
+		l.specs[sp.Name] = sp
 	}
 	start := time.Now()
 	procs, err := l.sup.StartAll(ctx, specs)
@@ -328,7 +351,14 @@ func (l *Lab) startInterval(ctx context.Context) error {
 }
 
 func (l *Lab) somethingDied() error {
-	for _, p := range l.procs {
+	l.mu.Lock()
+	procs := slices.Clone(l.procs)
+	restarting := maps.Clone(l.restarting)
+	l.mu.Unlock()
+	for _, p := range procs {
+		if restarting[p.Name] {
+			continue
+		}
 		select {
 		case <-p.Done():
 			//lint:ignore ST1005 Envoy is a name, capitalised wherever meshbench prints it
@@ -370,6 +400,11 @@ func (l *Lab) stop(ctx context.Context) error {
 		}
 	}
 	stopChildren(l.apps)
+	if l.ctlDir != "" {
+		if err := os.RemoveAll(l.ctlDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if l.net != nil {
 		if err := l.net.Close(); err != nil {
 			errs = append(errs, err)

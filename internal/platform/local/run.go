@@ -530,6 +530,11 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 		args = append(args, "--generator", c.opts.Generator)
 	} else {
 		args = append(args, "--hlog", filepath.Join(c.dir.Path, results.HlogFile))
+		if !c.opts.Fault.Zero() {
+			// A fault's cost is read from the intervals: finer than the
+			// default second.
+			args = append(args, "--interval", FaultInterval.String())
+		}
 	}
 	progressPath := ""
 	followLoad, _ := c.opts.Observer.(platform.LoadObserver)
@@ -551,7 +556,14 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	_ = c.sampler.Add(sample.Target{PID: lc.pid(), Name: "load", Component: "load", Category: sample.CategoryLoad})
 	started := time.Now()
 	measureFrom := started.Add(c.opts.Warmup)
-	warmTimer := time.AfterFunc(c.opts.Warmup, func() { endWarm(); enter(c.opts, "measure") })
+	// The fault, at its time in the window; undone when the load ends,
+	// however it ends.
+	faulted := c.scheduleFault(ctx, measureFrom)
+	warmTimer := time.AfterFunc(c.opts.Warmup, func() {
+		endWarm()
+		enter(c.opts, "measure")
+		l.resetAppDelays(ctx)
+	})
 	defer warmTimer.Stop()
 
 	// Watch for a process dying mid-run.
@@ -598,6 +610,8 @@ loop:
 		}
 	}
 	measureTo := time.Now()
+	c.stopFault(faulted)
+	c.recordAppDelays(context.WithoutCancel(ctx))
 	if warmTimer.Stop() {
 		endWarm() // ended during the warm-up: no measured window
 	} else {
@@ -799,7 +813,13 @@ func (c *cell) checkValidity(r *results.LoadResult) {
 	if r == nil {
 		return
 	}
-	for _, p := range r.Problems(c.opts.RateShortfall, c.opts.ErrorRatio) {
+	errorRatio := c.opts.ErrorRatio
+	if !c.opts.Fault.Zero() {
+		// A fault's failed requests are what the cell measures (its cost),
+		// not a sign the run went wrong.
+		errorRatio = 1
+	}
+	for _, p := range r.Problems(c.opts.RateShortfall, errorRatio) {
 		c.invalid(p)
 	}
 }

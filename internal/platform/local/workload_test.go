@@ -1,10 +1,12 @@
 package local
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -54,5 +56,37 @@ func TestAppArgs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunRecordsAppDelay: a cell whose app delays every answer 3 ms
+// records the waits the real app measured over the window beside the
+// delay asked, and none of them ends before the 3 ms.
+func TestRunRecordsAppDelay(t *testing.T) {
+	o := labOptions(t, topology.ModeNone, 1, 37)
+	o.AppFaults = workload.Faults{Delay: 3 * time.Millisecond}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	assertNothingLeft(t, res.Manifest)
+	if got := res.Manifest.Options["app_delay"]; got != "3ms" {
+		t.Errorf("app_delay %v, want 3ms", got)
+	}
+	ds, ok := res.Manifest.Options["app_delay_measured"].([]AppDelay)
+	if !ok || len(ds) != 1 {
+		t.Fatalf("app_delay_measured %#v: want one replica's", res.Manifest.Options["app_delay_measured"])
+	}
+	d := ds[0]
+	// 100/s for 2 s after the warm-up; the window's edges may move a
+	// few answers either way.
+	if d.Answers < 150 || d.Answers > 250 {
+		t.Errorf("%d answers measured, want about 200 (the window's)", d.Answers)
+	}
+	if m, err := time.ParseDuration(d.Min); err != nil || m < 3*time.Millisecond {
+		t.Errorf("min %q: want at least 3ms (a wait never ends early)", d.Min)
+	}
+	if _, err := time.ParseDuration(d.P50); err != nil {
+		t.Errorf("p50 %q: %v", d.P50, err)
 	}
 }

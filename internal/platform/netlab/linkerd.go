@@ -147,7 +147,9 @@ const (
 	ControlPlaneComponent = "control plane (lab stand-in for Linkerd's)"
 )
 
-func (ln *linkerdNet) died() error {
+// died says which of Linkerd's processes exited, except those being
+// restarted (by "sidecar/POD").
+func (ln *linkerdNet) died(restarting map[string]bool) error {
 	if c := ln.mesh.Child; c != nil {
 		select {
 		case <-c.Exited():
@@ -156,6 +158,9 @@ func (ln *linkerdNet) died() error {
 		}
 	}
 	for pod, p := range ln.mesh.Proxies {
+		if restarting["sidecar/"+pod] {
+			continue
+		}
 		select {
 		case <-p.Exited():
 			return fmt.Errorf("linkerd2-proxy of %s died (log %s)", pod, ln.mesh.Logs[pod])

@@ -385,6 +385,10 @@ type network struct {
 	// base holds each ztunnel's scrape at the cell's start, by node name.
 	mu   sync.Mutex
 	base map[string]scrape
+	// restarting are the processes a fault killed and Restart is starting
+	// again ("node-proxy/POD", "sidecar/POD"), whose exit Died ignores; mu
+	// also guards the ztunnels and Linkerd proxies Restart replaces.
+	restarting map[string]bool
 }
 
 // scrape is one ztunnel's metrics at one time.
@@ -486,6 +490,8 @@ func (n *network) Enter(pod string) func(func() error) error {
 // Proxies are the node ztunnels: data plane, component "node proxy
 // nodeN" as the loopback lab's Envoy node proxies.
 func (n *network) Proxies() []sample.Target {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	var out []sample.Target
 	for _, nd := range n.lab.Nodes {
 		if nd.Ztunnel != nil {
@@ -500,13 +506,15 @@ func (n *network) Proxies() []sample.Target {
 }
 
 func (n *network) Died() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.linkerd != nil {
-		if err := n.linkerd.died(); err != nil {
+		if err := n.linkerd.died(n.restarting); err != nil {
 			return err
 		}
 	}
 	for _, nd := range n.lab.Nodes {
-		if nd.Ztunnel == nil {
+		if nd.Ztunnel == nil || n.restartingNode(nd) {
 			continue
 		}
 		select {
@@ -516,6 +524,17 @@ func (n *network) Died() error {
 		}
 	}
 	return nil
+}
+
+// restartingNode reports whether nd's ztunnel is being restarted (n.mu
+// held).
+func (n *network) restartingNode(nd *Node) bool {
+	for _, p := range nd.Pods {
+		if n.restarting["node-proxy/"+p.Spec.Name] {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *network) Manifest() map[string]any {

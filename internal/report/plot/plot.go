@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -78,6 +79,16 @@ type ChartOptions struct {
 	// Caption is drawn under the chart, wrapped to its width: what the
 	// lines and the bands are. Empty for none.
 	Caption string
+	// Marks are vertical dashed lines across a LineChart at X, each with
+	// its legend entry (a fault's start and end). Other charts ignore
+	// them.
+	Marks []Mark
+}
+
+// Mark is one vertical line of a LineChart (ChartOptions.Marks).
+type Mark struct {
+	X     float64
+	Label string
 }
 
 // Series is one line of a LineChart: points (X[i], Y[i]) joined in order of
@@ -166,6 +177,17 @@ func LineChart(opts ChartOptions, series []Series) (*Chart, error) {
 	c, err := newChart(opts.Title, p, curves, true)
 	if err != nil {
 		return nil, err
+	}
+	for i, m := range opts.Marks {
+		// The first mark red, the others grey: a fault's start and end.
+		col := color.NRGBA{R: 0xC0, G: 0x30, B: 0x30, A: 0xFF}
+		if i > 0 {
+			col = color.NRGBA{R: 0x60, G: 0x60, B: 0x60, A: 0xFF}
+		}
+		v := &vline{x: m.X, style: draw.LineStyle{Color: col, Width: vg.Points(1), Dashes: pts(4, 2)}}
+		p.Add(v)
+		c.legend.Add(m.Label, v)
+		c.names = append(c.names, m.Label)
 	}
 	fitRange(&p.X, opts.LogX, false)
 	fitRange(&p.Y, opts.LogY, true)

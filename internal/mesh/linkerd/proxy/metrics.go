@@ -102,20 +102,27 @@ func labels(m *dto.Metric) map[string]string {
 
 // Sub is s minus an earlier scrape base of the same proxy: the requests
 // between the two (a proxy's counters only grow; the gauges of
-// Endpoints are s's own).
+// Endpoints are s's own). A counter that went down belongs to a proxy
+// started again in between (a fault's kill): it counts from 0.
 func (s Stats) Sub(base Stats) Stats {
+	d := func(v, b float64) float64 {
+		if v < b {
+			return v
+		}
+		return v - b
+	}
 	sub := func(a, b map[string]float64) map[string]float64 {
 		out := map[string]float64{}
 		for k, v := range a {
-			if d := v - b[k]; d != 0 {
-				out[k] = d
+			if x := d(v, b[k]); x != 0 {
+				out[k] = x
 			}
 		}
 		return out
 	}
 	return Stats{
-		InboundTLS: s.InboundTLS - base.InboundTLS, InboundPlain: s.InboundPlain - base.InboundPlain, Probes: s.Probes - base.Probes,
-		OutboundTLS: s.OutboundTLS - base.OutboundTLS, OutboundPlain: s.OutboundPlain - base.OutboundPlain,
+		InboundTLS: d(s.InboundTLS, base.InboundTLS), InboundPlain: d(s.InboundPlain, base.InboundPlain), Probes: d(s.Probes, base.Probes),
+		OutboundTLS: d(s.OutboundTLS, base.OutboundTLS), OutboundPlain: d(s.OutboundPlain, base.OutboundPlain),
 		ClientIDs: sub(s.ClientIDs, base.ClientIDs), ServerIDs: sub(s.ServerIDs, base.ServerIDs),
 		Denied: sub(s.Denied, base.Denied), Endpoints: maps.Clone(s.Endpoints),
 	}

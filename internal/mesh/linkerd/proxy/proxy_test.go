@@ -303,4 +303,10 @@ func TestStatsSub(t *testing.T) {
 	if d.Endpoints["default/server"] != 3 {
 		t.Errorf("endpoints %v, want the end's", d.Endpoints)
 	}
+	// A proxy killed and started again in between (a fault): its
+	// counters went down and count from 0.
+	restarted := Stats{InboundTLS: 4, ClientIDs: map[string]float64{"a": 4}}
+	if d := restarted.Sub(base); d.InboundTLS != 4 || d.ClientIDs["a"] != 4 || d.OutboundTLS != 0 {
+		t.Errorf("after a restart: %+v, want the new process's own counts", d)
+	}
 }

@@ -1,0 +1,76 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFaultAxis: the fault axis multiplies the cells of every
+// configuration it means something for, each fault's ID in the cell's
+// ID (none adds nothing), skips the others with the reason, round-trips
+// through the canonical YAML and reaches the cell's settings.
+func TestFaultAxis(t *testing.T) {
+	p := mustParse(t, "f.yaml", `duration: 10s
+repetitions: 2
+axes:
+  mesh: [none, sidecar, ambient]
+  replicas: [2]
+  fault: [none, "kill:node-proxy@3s", "slow-replica:1=200ms@2s+5s"]
+`)
+	ids := map[string]bool{}
+	for _, c := range p.Cells() {
+		ids[c.ID] = true
+		if s := p.Settings(c); s.Fault != c.Fault {
+			t.Errorf("%s: settings' fault %v, want %v", c.ID, s.Fault, c.Fault)
+		}
+	}
+	// none: no fault, slow replica; sidecar: the same; ambient: all three.
+	if len(ids) != (2+2+3)*2 {
+		t.Errorf("%d cells, want 14: %v", len(ids), ids)
+	}
+	for _, id := range []string{
+		"none-static-r100-x2-p0-http-pod-mtls-rep1",
+		"ambient-static-r100-x2-p0-http-pod-mtls-fkill-node-proxy-at3s-rep2",
+		"sidecar-static-r100-x2-p0-http-pod-mtls-fslow-replica-1-200ms-at2s-for5s-rep1",
+	} {
+		if !ids[id] {
+			t.Errorf("no cell %s", id)
+		}
+	}
+	var reasons []string
+	for _, s := range p.Skipped() {
+		reasons = append(reasons, s.TopologyKey+": "+s.Reason)
+	}
+	want := []string{
+		"none-static-x2-p0-http-pod-mtls-n1: fault kill:node-proxy@3s: mesh none has no node-proxy (its parts: none)",
+		"sidecar-static-x2-p0-http-pod-mtls-n1: fault kill:node-proxy@3s: mesh sidecar has no node-proxy (its parts: sidecar, control-plane)",
+	}
+	if strings.Join(reasons, "\n") != strings.Join(want, "\n") {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(reasons, "\n"), strings.Join(want, "\n"))
+	}
+	y := p.YAML()
+	q := mustParse(t, "again.yaml", string(y))
+	if len(q.Axes.Fault) != 3 || q.Axes.Fault[1] != p.Axes.Fault[1] || q.Axes.Fault[2] != p.Axes.Fault[2] {
+		t.Errorf("round trip: %v, want %v\n%s", q.Axes.Fault, p.Axes.Fault, y)
+	}
+	c := p.Cells()[len(p.Cells())-1]
+	if cfg, ok := p.BaselineOf(c); !ok || !strings.HasPrefix(cfg, "none-") || !strings.HasSuffix(cfg, "-fslow-replica-1-200ms-at2s-for5s") {
+		t.Errorf("baseline of %s: %q %v", c.ID, cfg, ok)
+	}
+}
+
+// TestFaultAxisProblems: a fault that does not parse, starts outside the
+// window, or is given on a cluster or with a search is refused with what
+// is allowed.
+func TestFaultAxisProblems(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"duration: 10s\naxes:\n  fault: [\"kill:ztunnel\"]\n", `axes.fault "kill:ztunnel": unknown part "ztunnel"; allowed:`},
+		{"duration: 10s\naxes:\n  fault: [\"kill:sidecar@12s\"]\n", `allowed: @AT inside the 10s measured window`},
+		{"platform: kube\naxes:\n  mesh: [sidecar]\n  fault: [\"kill:sidecar@1s\"]\n", `allowed on platform kube: none`},
+	} {
+		_, err := Parse("p.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package fault
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/sys/cgroup"
+	"github.com/meshbench/meshbench/internal/sys/process"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
+	"github.com/meshbench/meshbench/internal/workload"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in, str, id string
+	}{
+		{"none", "none", ""},
+		{"kill:node-proxy@3s", "kill:node-proxy@3s", "kill-node-proxy-at3s"},
+		{"kill:sidecar", "kill:sidecar@0s", "kill-sidecar-at0s"},
+		{"cpu-limit:waypoint=200m@2s+5s", "cpu-limit:waypoint=200@2s+5s", "cpu-limit-waypoint-200m-at2s-for5s"},
+		{"slow-replica:1=200ms@1s", "slow-replica:1=200ms@1s", "slow-replica-1-200ms-at1s"},
+		{"noisy-neighbour:1500@500ms+1s", "noisy-neighbour:1500@500ms+1s", "noisy-neighbour-1500m-at500ms-for1s"},
+		{"slow-replica:color/1=200ms@2s", "slow-replica:color/1=200ms@2s", "slow-replica-color-1-200ms-at2s"},
+	} {
+		f, err := Parse(tc.in)
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if f.String() != tc.str || f.ID() != tc.id {
+			t.Errorf("%s: String %q ID %q, want %q %q", tc.in, f.String(), f.ID(), tc.str, tc.id)
+		}
+		if g, err := Parse(f.String()); err != nil || g != f {
+			t.Errorf("%s: String does not parse back: %+v %v", tc.in, g, err)
+		}
+	}
+	for _, bad := range []string{"kill", "kill:ztunnel", "kill:sidecar@3s+1s", "cpu-limit:sidecar", "cpu-limit:sidecar=5",
+		"cpu-limit:sidecar=x", "slow-replica:0=1s", "slow-replica:1", "slow-replica:1=-1s", "noisy-neighbour:99999",
+		"explode:all", "kill:sidecar@-1s", "kill:sidecar@soon", "noisy-neighbour:100@1s+0s"} {
+		if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), "allowed:") {
+			t.Errorf("%q: error %v, want one saying what is allowed", bad, err)
+		}
+	}
+	f, _ := Parse("kill:sidecar@5s")
+	if f.Check(5*time.Second) == nil || f.Check(6*time.Second) != nil {
+		t.Error("Check: a fault must start inside the window")
+	}
+}
+
+// TestSkip: the combinations that mean nothing are said with the reason;
+// the others are not.
+func TestSkip(t *testing.T) {
+	get := func(n string) *mesh.Mesh {
+		m, ok := mesh.Get(n)
+		if !ok {
+			t.Fatalf("no mesh %s", n)
+		}
+		return m
+	}
+	p := func(s string) Fault {
+		f, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		fault, mesh string
+		replicas    int
+		want        string // "" or a piece of the reason
+	}{
+		{"kill:node-proxy", "sidecar", 2, "has no node-proxy"},
+		{"kill:node-proxy", "ambient", 2, ""},
+		{"kill:node-proxy", "waypoint", 2, ""},
+		{"kill:waypoint", "ambient", 2, "has no waypoint"},
+		{"kill:waypoint", "waypoint", 2, ""},
+		{"kill:sidecar", "linkerd", 2, ""},
+		{"kill:sidecar", "ambient", 2, "has no sidecar"},
+		{"kill:sidecar", "none", 2, "has no sidecar"},
+		{"kill:control-plane", "sidecar", 2, "runs no istiod"},
+		{"kill:control-plane", "linkerd", 2, "not on the lab yet"},
+		{"cpu-limit:sidecar=100", "sidecar", 1, ""},
+		{"slow-replica:1=100ms", "linkerd", 1, "replicas ≥ 2"},
+		{"slow-replica:1=100ms", "linkerd", 3, ""},
+		{"noisy-neighbour:500", "none", 1, ""},
+		{"slow-replica:color/1=200ms", "linkerd", 2, ""},
+		{"slow-replica:colour/1=200ms", "linkerd", 2, "app faces has face, smiley, color"},
+	} {
+		app := topology.AppStatic
+		if strings.Contains(tc.fault, "colo") {
+			app = topology.AppFaces
+		}
+		got := Skip(p(tc.fault), get(tc.mesh), app, tc.replicas, true)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s on %s ×%d: skip %q, want %q", tc.fault, tc.mesh, tc.replicas, got, tc.want)
+		}
+	}
+}
+
+// target is a Target of real processes: a busy loop as the part (what
+// a CPU limit hits; a kill starts a new one), real app servers with
+// control sockets as the replicas.
+type target struct {
+	mu    sync.Mutex
+	part  *exec.Cmd
+	reps  []workload.Control
+	kills int
+}
+
+func (tg *target) PartPID(mesh.Part) (int, string, error) {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.part.Process.Pid, "busy", nil
+}
+
+func (tg *target) Kill(context.Context, mesh.Part) (int, error) {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	process.KillGroup(tg.part.Process.Pid)
+	_ = tg.part.Wait()
+	tg.kills++
+	c, err := busy()
+	if err != nil {
+		return 0, err
+	}
+	tg.part = c
+	return c.Process.Pid, nil
+}
+
+func (tg *target) Replicas(string) []workload.Control { return tg.reps }
+
+func busy() (*exec.Cmd, error) {
+	c := exec.Command("sh", "-c", "while :; do :; done")
+	return c, process.Start(c)
+}
+
+func newTarget(t *testing.T, replicas int) *target {
+	t.Helper()
+	c, err := busy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{part: c}
+	t.Cleanup(func() {
+		tg.mu.Lock()
+		defer tg.mu.Unlock()
+		process.KillGroup(tg.part.Process.Pid)
+		_ = tg.part.Wait()
+	})
+	for i := range replicas {
+		sock := filepath.Join(t.TempDir(), "app"+strconv.Itoa(i)+".sock")
+		srv, err := workload.Start(context.Background(), workload.Config{Kind: workload.KindStatic, Listen: "127.0.0.1:0", Control: sock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+		tg.reps = append(tg.reps, workload.Control{Path: sock})
+	}
+	return tg
+}
+
+// ourCgroups are the fault cgroups this process made that still exist.
+func ourCgroups(t *testing.T, h cgroup.Hierarchy) []string {
+	t.Helper()
+	es, err := os.ReadDir(h.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		if strings.HasPrefix(e.Name(), cgroup.Prefix) && strings.HasSuffix(e.Name(), "-"+strconv.Itoa(os.Getpid())) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func cgroupOf(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	return string(b)
+}
+
+// TestScheduleCPULimitAndUndo: a CPU limit takes effect at its time (the
+// part's process moves into a limit cgroup), is undone after +FOR, and
+// Stop leaves no cgroup; a limit without +FOR is undone by Stop.
+func TestScheduleCPULimitAndUndo(t *testing.T) {
+	testutil.RequireRoot(t, "cgroups are written as root")
+	h, err := cgroup.Find()
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	tg := newTarget(t, 0)
+	pid, _, _ := tg.PartPID("")
+	home := cgroupOf(pid)
+	f, _ := Parse("cpu-limit:sidecar=100@200ms+400ms")
+	var lines []string
+	var mu sync.Mutex
+	r := Schedule(context.Background(), f, tg, time.Now(), func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() })
+	// Polled, not slept: a loaded machine may run the scheduler late,
+	// never early.
+	time.Sleep(50 * time.Millisecond)
+	if cgroupOf(pid) != home {
+		t.Error("limited before its time")
+	}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 5 s, still not %s", what)
+			}
+		}
+	}
+	until("in a limit cgroup", func() bool { return strings.Contains(cgroupOf(pid), cgroup.Prefix+"limit-") })
+	until("back home with no cgroup left", func() bool { return cgroupOf(pid) == home && len(ourCgroups(t, h)) == 0 })
+	rec := r.Stop()
+	if len(rec.Errors) != 0 || rec.StartS < 0.19 || rec.EndS-rec.StartS < 0.39 || len(rec.Events) != 2 {
+		t.Errorf("record %+v", rec)
+	}
+	mu.Lock()
+	if len(lines) != 2 || !strings.Contains(lines[0], "limited to 100m") {
+		t.Errorf("log lines %q", lines)
+	}
+	mu.Unlock()
+
+	// Without +FOR: to the end of the cell, which Stop is.
+	f, _ = Parse("cpu-limit:sidecar=100@0s")
+	r = Schedule(context.Background(), f, tg, time.Now(), nil)
+	until("limited (no +FOR)", func() bool { return strings.Contains(cgroupOf(pid), cgroup.Prefix) })
+	r.Stop()
+	if cgroupOf(pid) != home || len(ourCgroups(t, h)) != 0 {
+		t.Errorf("after Stop: in %q, cgroups left %v", cgroupOf(pid), ourCgroups(t, h))
+	}
+}
+
+// TestScheduleStopBeforeTime: a cell that ends (a failure, Ctrl-C)
+// before its fault's time applies nothing and says so.
+func TestScheduleStopBeforeTime(t *testing.T) {
+	tg := newTarget(t, 1)
+	f, _ := Parse("slow-replica:1=300ms@10s")
+	ctx, cancel := context.WithCancel(context.Background())
+	r := Schedule(ctx, f, tg, time.Now(), nil)
+	cancel()
+	rec := r.Stop()
+	if !rec.Start.IsZero() || len(rec.Events) != 1 || !strings.Contains(rec.Events[0].What, "not applied") {
+		t.Errorf("record %+v", rec)
+	}
+	if st, err := tg.reps[0].Stats(context.Background(), false); err != nil || st.ExtraDelayNs != 0 {
+		t.Errorf("replica's extra delay %v (%v), want none", st.ExtraDelayNs, err)
+	}
+}
+
+// TestScheduleSlowReplica: the first N replicas of real app servers
+// answer later while the fault lasts, the others never, and none after.
+func TestScheduleSlowReplica(t *testing.T) {
+	tg := newTarget(t, 3)
+	f, _ := Parse("slow-replica:2=250ms@0s")
+	r := Schedule(context.Background(), f, tg, time.Now(), nil)
+	time.Sleep(200 * time.Millisecond)
+	ctx := context.Background()
+	extra := func() []int64 {
+		var out []int64
+		for _, c := range tg.reps {
+			st, err := c.Stats(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, st.ExtraDelayNs)
+		}
+		return out
+	}
+	d := int64(250 * time.Millisecond)
+	if e := extra(); e[0] != d || e[1] != d || e[2] != 0 {
+		t.Errorf("extra delays during the fault %v, want [%d %d 0]", e, d, d)
+	}
+	rec := r.Stop()
+	if e := extra(); e[0] != 0 || e[1] != 0 || e[2] != 0 {
+		t.Errorf("extra delays after Stop %v, want none", e)
+	}
+	if len(rec.Errors) != 0 || rec.End.IsZero() {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+// TestScheduleNoisyNeighbour: the hog runs under its limit while the
+// fault lasts; after Stop neither its processes nor its cgroups remain.
+func TestScheduleNoisyNeighbour(t *testing.T) {
+	testutil.RequireRoot(t, "cgroups are written as root")
+	h, err := cgroup.Find()
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	tg := newTarget(t, 0)
+	f, _ := Parse("noisy-neighbour:1200@0s")
+	r := Schedule(context.Background(), f, tg, time.Now(), nil)
+	cgs := ourCgroups(t, h)
+	for deadline := time.Now().Add(5 * time.Second); len(cgs) < 2 && time.Now().Before(deadline); cgs = ourCgroups(t, h) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(cgs) != 2 {
+		t.Fatalf("hog cgroups %v, want 2 (1200m: two processes)", cgs)
+	}
+	var pids []int
+	for _, c := range cgs {
+		ps, err := cgroup.Procs(filepath.Join(h.Root, c))
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("cgroup %s holds %v (%v)", c, ps, err)
+		}
+		pids = append(pids, ps[0])
+	}
+	rec := r.Stop()
+	if len(rec.Errors) != 0 {
+		t.Errorf("record %+v", rec)
+	}
+	if left := ourCgroups(t, h); len(left) != 0 {
+		t.Errorf("cgroups left %v", left)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("hog pid %d still there (%v)", pid, err)
+		}
+	}
+}
+
+// TestScheduleKill: a kill calls the target's restart once and records
+// the new process; Stop waits for the restart.
+func TestScheduleKill(t *testing.T) {
+	tg := newTarget(t, 0)
+	old, _, _ := tg.PartPID("")
+	f, _ := Parse("kill:node-proxy@50ms")
+	r := Schedule(context.Background(), f, tg, time.Now(), nil)
+	killed := func() bool { tg.mu.Lock(); defer tg.mu.Unlock(); return tg.kills > 0 }
+	for deadline := time.Now().Add(5 * time.Second); !killed() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rec := r.Stop()
+	now, _, _ := tg.PartPID("")
+	if tg.kills != 1 || now == old || len(rec.Errors) != 0 || len(rec.Events) != 2 || rec.End.Before(rec.Start) {
+		t.Errorf("kills %d, pid %d→%d, record %+v", tg.kills, old, now, rec)
+	}
+}
+
+// TestScheduleRemovesStale: a fault cgroup left by a meshbench killed
+// with SIGKILL (its maker's PID gone) is removed when the next CPU fault
+// starts, and the record says so.
+func TestScheduleRemovesStale(t *testing.T) {
+	testutil.RequireRoot(t, "cgroups are written as root")
+	h, err := cgroup.Find()
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(h.Root, cgroup.Prefix+"limit-"+strconv.Itoa(gone.Process.Pid))
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(stale) })
+	tg := newTarget(t, 0)
+	f, _ := Parse("cpu-limit:sidecar=100@0s")
+	r := Schedule(context.Background(), f, tg, time.Now(), nil)
+	// Stop only once it is applied (Stop at its very time may win the
+	// race and apply nothing, as it should).
+	pid, _, _ := tg.PartPID("")
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(cgroupOf(pid), cgroup.Prefix) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rec := r.Stop()
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale cgroup %s still there (%v)", stale, err)
+	}
+	if len(rec.Events) == 0 || !strings.Contains(rec.Events[0].What, "removed 1 fault cgroup") {
+		t.Errorf("record %+v", rec)
+	}
+}
