@@ -24,6 +24,9 @@ type Pod struct {
 	Node                            string
 	IP                              netip.Addr
 	Labels                          map[string]string
+	// Containers are the pod's containers' names (default: "app"); none
+	// runs, a mesh reads them (Istio: "istio-proxy" marks a sidecar).
+	Containers []string
 }
 
 // Service is one lab service: its VIP and port, the pods' target port,
@@ -40,9 +43,12 @@ type Service struct {
 
 // Objects are the lab as Kubernetes objects.
 type Objects struct {
-	Nodes    []string
-	Pods     []Pod
-	Services []Service
+	// Namespaces are made besides those of the pods and services (a
+	// control plane's own: istio-system).
+	Namespaces []string
+	Nodes      []string
+	Pods       []Pod
+	Services   []Service
 }
 
 // Populate creates the lab's namespaces, service accounts, nodes, pods
@@ -52,6 +58,9 @@ type Objects struct {
 func (s *Server) Populate(ctx context.Context, o Objects) error {
 	core := s.Client.Core.CoreV1()
 	namespaces, accounts := map[string]bool{}, map[string]bool{}
+	for _, ns := range o.Namespaces {
+		namespaces[ns] = true
+	}
 	for _, p := range o.Pods {
 		namespaces[p.Namespace] = true
 		accounts[p.Namespace+"/"+p.ServiceAccount] = true
@@ -96,19 +105,28 @@ func (s *Server) Populate(ctx context.Context, o Objects) error {
 // containers run and are ready.
 func (s *Server) createPod(ctx context.Context, p Pod) error {
 	pods := s.Client.Core.CoreV1().Pods(p.Namespace)
+	names := p.Containers
+	if len(names) == 0 {
+		names = []string{"app"}
+	}
+	// Never run: the lab's processes run in the pod's netns.
+	const image = "meshbench.invalid/lab-pod"
+	var containers []corev1.Container
+	var statuses []corev1.ContainerStatus
+	now := metav1.NewTime(time.Now())
+	for _, n := range names {
+		containers = append(containers, corev1.Container{Name: n, Image: image})
+		statuses = append(statuses, corev1.ContainerStatus{Name: n, Ready: true, Image: image,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels},
-		Spec: corev1.PodSpec{
-			ServiceAccountName: p.ServiceAccount, NodeName: p.Node,
-			// Never run: the lab's processes run in the pod's netns.
-			Containers: []corev1.Container{{Name: "app", Image: "meshbench.invalid/lab-pod"}},
-		},
+		Spec:       corev1.PodSpec{ServiceAccountName: p.ServiceAccount, NodeName: p.Node, Containers: containers},
 	}
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	now := metav1.NewTime(time.Now())
 	created.Status = corev1.PodStatus{
 		Phase: corev1.PodRunning, PodIP: p.IP.String(), PodIPs: []corev1.PodIP{{IP: p.IP.String()}},
 		HostIP: p.IP.String(), StartTime: &now,
@@ -118,8 +136,7 @@ func (s *Server) createPod(ctx context.Context, p Pod) error {
 			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		},
-		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "meshbench.invalid/lab-pod",
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+		ContainerStatuses: statuses,
 	}
 	if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("pod %s/%s status: %w", p.Namespace, p.Name, err)
