@@ -16,9 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -196,4 +201,80 @@ type testLog struct{ t *testing.T }
 func (w testLog) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
+}
+
+// TestSubstrateRunIstiod runs a whole sidecar cell (local.Run) with the
+// sidecars configured by istiod: two server replicas behind the service's
+// VIP, the four ALLOW rules as AuthorizationPolicy objects. Every
+// request is answered 200; both replicas' sidecars accepted TLS
+// handshakes; istiod's ACK table is kept with the cell, every sidecar
+// ACKed; the sidecars (Envoy and pilot-agent), istiod and the lab's API
+// server are sampled under their names; the manifest names istiod as the
+// control plane; nothing is left after the run.
+func TestSubstrateRunIstiod(t *testing.T) {
+	testutil.RequireRoot(t, "netlab: needs root to make network namespaces")
+	if testing.Short() {
+		t.Skip("a whole cell with an API server, istiod and three sidecars (~30 s)")
+	}
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	bin := findEnvoy(t)
+	mb := testutil.BuildMeshbench(t)
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.Policies, mo.Replicas = topology.ModeSidecar, 4, 2
+	sub := &Substrate{ControlPlane: ControlPlaneIstiod, Istio: b, Envoy: bin.Path}
+	out := filepath.Join(t.TempDir(), "run")
+	o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second},
+		OutDir: out, Meshbench: mb, Substrate: sub, Envoy: bin}
+	res, _ := runCell(t, o, checkRunGone)
+	lr := res.Load
+	if lr.Completed < 100 || lr.Success != lr.Completed {
+		t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+	}
+	if len(res.Manifest.Invalid) > 0 {
+		t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+	}
+	cp, _ := res.Manifest.Options["control_plane"].(map[string]any)
+	if cp["name"] != ControlPlaneIstiod {
+		t.Errorf("manifest's control_plane %v, want istiod", cp)
+	}
+	if got := res.Manifest.Derived["istiod_server_tls_handshakes"]; got < 2 {
+		t.Errorf("the server sidecars accepted %v TLS handshakes, want at least one per replica", got)
+	}
+	acks, err := os.ReadFile(filepath.Join(out, results.NodeProxyDir, "istiod-acks.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("istiod's ACK table kept with the cell:\n%s", acks)
+	for _, pod := range []string{"client.default", "server-0.default", "server-1.default"} {
+		if !strings.Contains(string(acks), pod) {
+			t.Errorf("the ACK table lacks %s", pod)
+		}
+	}
+	if strings.Contains(string(acks), "NACK") || strings.Contains(string(acks), "pending") {
+		t.Errorf("not every type ACKed")
+	}
+	names := map[string]string{}
+	for _, p := range res.Manifest.Processes {
+		names[p.Name] = p.Category
+	}
+	for name, cat := range map[string]string{"istiod": sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead} {
+		if names[name] != cat {
+			t.Errorf("process %s sampled as %q, want %q (processes %v)", name, names[name], cat, names)
+		}
+	}
+	agents := 0
+	for name, cat := range names {
+		if strings.HasSuffix(name, " pilot-agent") && cat == sample.CategoryDataPlane {
+			agents++
+		}
+	}
+	if agents != 3 {
+		t.Errorf("%d pilot-agents sampled in the data plane, want 3 (processes %v)", agents, names)
+	}
 }
