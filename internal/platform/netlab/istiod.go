@@ -80,8 +80,9 @@ type IstiodOptions struct {
 	Envoy string
 	// API is the lab's API server; the lab's objects are created in it.
 	API *labapi.Server
-	// Concurrency is each sidecar Envoy's worker threads (0: 2, as
-	// Istio's injector sets).
+	// Concurrency is each sidecar Envoy's worker threads (0: 1, as the
+	// lab's own Envoys run, so the two control planes' sidecars differ
+	// in their config only; Istio's injector sets 2 on a cluster).
 	Concurrency int
 	// Objects, when set, are applied before istiod starts (besides the
 	// mesh-wide STRICT PeerAuthentication): a cell's policies.
@@ -117,7 +118,7 @@ type Istiod struct {
 func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error) {
 	t0 := time.Now()
 	if o.Concurrency == 0 {
-		o.Concurrency = 2
+		o.Concurrency = 1
 	}
 	d := &Istiod{lab: l, opts: o, dir: filepath.Join(l.Opts.Dir, "istiod"), Agents: map[string]*process.Child{},
 		Addr: netip.AddrPortFrom(l.fbr.Addr.Addr(), istiodXDSPort)}

@@ -268,6 +268,11 @@ func TestSubstrateRunIstiod(t *testing.T) {
 			t.Errorf("process %s sampled as %q, want %q (processes %v)", name, names[name], cat, names)
 		}
 	}
+	for _, name := range []string{"client-sidecar", "server-0-sidecar", "server-1-sidecar"} {
+		if names[name] != sample.CategoryDataPlane {
+			t.Errorf("no data-plane process %s, as the hand-rendered sidecar is named (processes %v)", name, names)
+		}
+	}
 	agents := 0
 	for name, cat := range names {
 		if strings.HasSuffix(name, " pilot-agent") && cat == sample.CategoryDataPlane {

@@ -411,7 +411,9 @@ func (u *upping) istiod(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if u.net.istiod, err = upIstiod(ctx, u.lab, &u.nt, u.s, u.dir); err != nil {
+	// The topology as planned names the sidecars (the one on the lab has
+	// none: pilot-agent starts them).
+	if u.net.istiod, err = upIstiod(ctx, u.lab, u.t, u.s, u.dir); err != nil {
 		err = errors.Join(err, u.lab.Close())
 		u.lab = nil
 		return err

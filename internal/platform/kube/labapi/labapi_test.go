@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -26,7 +27,7 @@ func TestLabAPIServer(t *testing.T) {
 		t.Skip("starts etcd and kube-apiserver (~5 s)")
 	}
 	if _, _, err := Check(); errors.Is(err, ErrNoBinaries) {
-		t.Skip(err)
+		testutil.SkipOrFail(t, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -81,7 +82,7 @@ func TestLabAPIServer(t *testing.T) {
 
 	b, err := istio.Open(istio.DefaultDir())
 	if err != nil {
-		t.Skipf("Istio's CRDs: %v", err)
+		testutil.SkipOrFail(t, "Istio's CRDs: "+err.Error())
 	}
 	crds, err := istio.CRDs(ctx, b)
 	if err != nil {
