@@ -51,6 +51,18 @@ type CellSettings struct {
 	// oha, wrk2, vegeta, fortio); empty for meshbench's own engine and in
 	// manifests written before the choice was recorded.
 	Generator string `json:"generator,omitempty"`
+	// ControlPlane is who configured the lab's sidecars, as the netns
+	// substrate records it (its control_plane entry, written through the
+	// platform's own keys); nil on loopback, on a cluster and before it
+	// was recorded.
+	ControlPlane *ControlPlane `json:"control_plane,omitempty"`
+}
+
+// ControlPlane is the netns substrate's record of who configured a
+// cell's sidecars: Name "lab" (meshbench's hand-rendered Envoy configs)
+// or "istiod" (the real istiod on the lab's API server).
+type ControlPlane struct {
+	Name string `json:"name"`
 }
 
 // Options returns s as the manifest's options map, with extra (a
