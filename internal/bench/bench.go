@@ -266,7 +266,7 @@ func (b *benchRun) controlPlane(context.Context) error {
 	if b.bin != nil {
 		envoyPath = b.bin.Path
 	}
-	return UseControlPlane(b.sub, b.p.ControlPlane, opts, envoyPath)
+	return UseControlPlane(b.sub, b.p.ControlPlane, opts, envoyPath, b.p.Hops)
 }
 
 // labLine says first what is real and what stands in on the lab, then

@@ -48,7 +48,7 @@ func RunCell(ctx context.Context, c Cell) (*local.Result, error) {
 		}
 		o.Envoy, envoyPath = bin, bin.Path
 	}
-	if err := UseControlPlane(sub, c.ControlPlane, []topology.Options{o.Mesh}, envoyPath); err != nil {
+	if err := UseControlPlane(sub, c.ControlPlane, []topology.Options{o.Mesh}, envoyPath, o.Hops); err != nil {
 		return nil, err
 	}
 	res, err := local.Run(ctx, o)

@@ -40,9 +40,9 @@ func TestUseControlPlane(t *testing.T) {
 			}
 			var err error
 			if sub == nil {
-				err = UseControlPlane(nil, tc.choice, []topology.Options{tc.opts}, "/envoy")
+				err = UseControlPlane(nil, tc.choice, []topology.Options{tc.opts}, "/envoy", false)
 			} else {
-				err = UseControlPlane(sub, tc.choice, []topology.Options{tc.opts}, "/envoy")
+				err = UseControlPlane(sub, tc.choice, []topology.Options{tc.opts}, "/envoy", false)
 			}
 			if tc.want == "" {
 				if err != nil {
@@ -65,6 +65,10 @@ func TestUseControlPlane(t *testing.T) {
 			}
 		})
 	}
+	err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{sidecar}, "/envoy", true)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--control-plane istiod with --hops: not yet") {
+		t.Errorf("istiod with hop timing: %v, want refused", err)
+	}
 	if _, err := istio.Open(istio.DefaultDir()); err != nil {
 		t.Skip(err)
 	}
@@ -72,7 +76,7 @@ func TestUseControlPlane(t *testing.T) {
 		t.Skip(err)
 	}
 	sub := &netlab.Substrate{}
-	if err := UseControlPlane(sub, ControlPlaneIstiod, []topology.Options{sidecar, topology.DefaultOptions()}, "/envoy"); err != nil {
+	if err := UseControlPlane(sub, ControlPlaneIstiod, []topology.Options{sidecar, topology.DefaultOptions()}, "/envoy", false); err != nil {
 		t.Fatal(err)
 	}
 	if sub.ControlPlane != ControlPlaneIstiod || sub.Envoy != "/envoy" || sub.Istio.Dir == "" {

@@ -234,14 +234,18 @@ const (
 // istiod: the real istiod against a lab API server) and checks, before
 // anything is made, that every cell of opts can run so: a usage error of
 // one line otherwise. envoyBin is the Envoy pilot-agent runs ("" when no
-// cell runs one).
-func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options, envoyBin string) error {
+// cell runs one); hops is whether the cells time their hops (from the
+// lab's own Envoys' access logs, which istiod's sidecars do not write).
+func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options, envoyBin string, hops bool) error {
 	switch choice {
 	case "", ControlPlaneLab:
 		return nil
 	case ControlPlaneIstiod:
 	default:
 		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' Envoy configs), istiod (the real istiod against a lab API server; netns substrate, mesh sidecar)", choice)
+	}
+	if hops {
+		return usagef("--control-plane istiod with --hops: not yet (hop timing reads the lab's own Envoys' access logs; istiod's sidecars log none); leave one out")
 	}
 	ns, ok := sub.(*netlab.Substrate)
 	if !ok {
