@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -281,5 +282,9 @@ func TestSubstrateRunIstiod(t *testing.T) {
 	}
 	if agents != 3 {
 		t.Errorf("%d pilot-agents sampled in the data plane, want 3 (processes %v)", agents, names)
+	}
+	d := res.Manifest.Derived
+	if per, all := d["data_plane_pss_mib_per_proxy"], d["data_plane_pss_mib_avg"]; all > 0 && math.Abs(per*3-all) > 0.01 {
+		t.Errorf("PSS per proxy %.2f MiB of %.2f: want it per sidecar (3), pilot-agent with its Envoy", per, all)
 	}
 }

@@ -170,7 +170,7 @@ func (in *istiodNet) targets() []sample.Target {
 	for _, pod := range in.pods() {
 		out = append(out,
 			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: sample.CategoryDataPlane},
-			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + " pilot-agent", Component: in.components[pod], Category: sample.CategoryDataPlane})
+			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: sample.CategoryDataPlane})
 	}
 	out = append(out, sample.Target{PID: in.d.Proc.PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
 	etcd, api := in.api.PIDs()
