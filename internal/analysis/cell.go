@@ -285,7 +285,7 @@ func readResources(dir string) (sample.Summary, *sample.NamespaceTable, error) {
 
 // configOf is a cell's Config from its manifest's settings.
 func configOf(s results.CellSettings) Config {
-	c := Config{Mesh: MeshLabel(s.Mesh, s.Substrate), App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
+	c := Config{Mesh: meshLabelOf(s), App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
 		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator, Fault: s.Fault}
 	if s.ClosedLoop {
 		c.Rate = loadgen.ClosedLoopText

@@ -1,6 +1,10 @@
 package analysis
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/meshbench/meshbench/internal/results"
+)
 
 // EnvoyStandIn ends the mesh label of an ambient or waypoint cell the
 // local lab ran on its loopback substrate, where Envoy stands in for
@@ -25,4 +29,21 @@ func MeshLabel(mode, substrate string) string {
 func MeshMode(label string) string {
 	m, _, _ := strings.Cut(label, " (")
 	return m
+}
+
+// IstiodConfigured ends the mesh label of a sidecar cell whose sidecars
+// the real istiod configured on the lab (--control-plane istiod):
+// "sidecar (config from istiod)", so every table, chart and export says
+// which control plane a figure came from; the lab's default,
+// hand-rendered configs keep the bare mode.
+const IstiodConfigured = " (config from istiod)"
+
+// meshLabelOf is MeshLabel for a cell's recorded settings, with
+// IstiodConfigured where istiod configured its sidecars.
+func meshLabelOf(s results.CellSettings) string {
+	l := MeshLabel(s.Mesh, s.Substrate)
+	if s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && s.Mesh == "sidecar" {
+		l += IstiodConfigured
+	}
+	return l
 }

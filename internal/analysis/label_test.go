@@ -43,3 +43,23 @@ func TestConfigOfSubstrate(t *testing.T) {
 		t.Error("the labelled ambient sorts before sidecar")
 	}
 }
+
+// TestMeshLabelIstiod: a sidecar cell istiod configured says so in its
+// label; the lab's hand-rendered sidecars, other modes and results
+// without the record keep theirs.
+func TestMeshLabelIstiod(t *testing.T) {
+	for _, tc := range []struct {
+		s    results.CellSettings
+		want string
+	}{
+		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "sidecar (config from istiod)"},
+		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "sidecar"},
+		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "none"},
+		{results.CellSettings{Mesh: "sidecar", Substrate: "netns"}, "sidecar"},
+		{results.CellSettings{Mesh: "ambient", Substrate: "loopback"}, "ambient (Envoy stand-in for ztunnel)"},
+	} {
+		if got := meshLabelOf(tc.s); got != tc.want {
+			t.Errorf("meshLabelOf(%+v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}

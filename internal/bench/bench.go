@@ -147,12 +147,13 @@ type benchStep struct {
 // prepareSteps find what every plan runs on, fixed rates or a capacity
 // search, in order.
 var prepareSteps = []benchStep{
-	{"file limit", (*benchRun).fileLimit},      // the lab's load generator's connections fit
-	{"order", (*benchRun).orderCells},          // the cells in the seeded order
-	{"substrate", (*benchRun).chooseSubstrate}, // the lab's network
-	{"cluster", (*benchRun).connect},           // the cluster answers
-	{"envoy", (*benchRun).findEnvoy},           // the Envoy the lab's cells need
-	{"lab line", (*benchRun).labLine},          // what is real and what stands in on the lab
+	{"file limit", (*benchRun).fileLimit},       // the lab's load generator's connections fit
+	{"order", (*benchRun).orderCells},           // the cells in the seeded order
+	{"substrate", (*benchRun).chooseSubstrate},  // the lab's network
+	{"cluster", (*benchRun).connect},            // the cluster answers
+	{"envoy", (*benchRun).findEnvoy},            // the Envoy the lab's cells need
+	{"control plane", (*benchRun).controlPlane}, // who configures the lab's sidecars
+	{"lab line", (*benchRun).labLine},           // what is real and what stands in on the lab
 }
 
 // planRunSteps run a plan of fixed rates after prepareSteps, in order.
@@ -256,6 +257,23 @@ func (b *benchRun) findEnvoy(ctx context.Context) error {
 	var err error
 	b.bin, err = FindEnvoy(ctx, b.cfg.EnvoyFlag, b.cfg.Getenv)
 	return err
+}
+
+// controlPlane sets who configures the lab's sidecars (plan key
+// control_plane) and checks that every cell can run so.
+func (b *benchRun) controlPlane(context.Context) error {
+	if b.onKube {
+		return nil
+	}
+	opts := make([]topology.Options, len(b.order))
+	for i, c := range b.order {
+		opts[i] = c.Mesh
+	}
+	envoyPath := ""
+	if b.bin != nil {
+		envoyPath = b.bin.Path
+	}
+	return UseControlPlane(b.sub, b.p.ControlPlane, opts, envoyPath, b.p.Hops)
 }
 
 // labLine says first what is real and what stands in on the lab, then

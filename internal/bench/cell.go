@@ -18,6 +18,9 @@ type Cell struct {
 	// LinkerdProxyFlag and EnvoyFlag the binaries given ("": found as usual).
 	Substrate                                string
 	ZtunnelFlag, LinkerdProxyFlag, EnvoyFlag string
+	// ControlPlane is --control-plane: who configures the sidecars (lab,
+	// istiod; "": lab).
+	ControlPlane string
 	// Getenv reads the environment; Stderr gets the substrate's fall-back
 	// note.
 	Getenv func(string) string
@@ -37,12 +40,16 @@ func RunCell(ctx context.Context, c Cell) (*local.Result, error) {
 		fmt.Fprintln(c.Stderr, fellBack)
 	}
 	o.Substrate = sub
+	envoyPath := ""
 	if NeedsEnvoy(o.Mesh, sub) {
 		bin, err := FindEnvoy(ctx, c.EnvoyFlag, c.Getenv)
 		if err != nil {
 			return nil, err
 		}
-		o.Envoy = bin
+		o.Envoy, envoyPath = bin, bin.Path
+	}
+	if err := UseControlPlane(sub, c.ControlPlane, []topology.Options{o.Mesh}, envoyPath, o.Hops); err != nil {
+		return nil, err
 	}
 	res, err := local.Run(ctx, o)
 	var pe *local.PrecheckError

@@ -14,6 +14,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/sys/toolbin"
@@ -218,6 +219,8 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			what = envoyName + " STANDS IN for ztunnel"
 		case ns == nil && m == topology.ModeWaypoint:
 			what = envoyName + " STANDS IN for ztunnel; a real " + envoyName + " waypoint"
+		case m == topology.ModeSidecar && ns.ControlPlane == ControlPlaneIstiod:
+			what = "real " + envoyName + " sidecars run by pilot-agent, configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server, istio-init's capture"
 		case m == topology.ModeSidecar:
 			what = "real " + envoyName + " sidecars, istio-init's capture"
 		case m == topology.ModeAmbient:
@@ -234,7 +237,9 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			lastIstio = len(parts) - 1
 		}
 	}
-	if lastIstio >= 0 {
+	if lastIstio >= 0 && ns != nil && ns.ControlPlane == ControlPlaneIstiod {
+		parts[lastIstio] += "; no other mode runs istiod yet"
+	} else if lastIstio >= 0 {
 		// After the last of Istio's modes: what stands in for istiod.
 		parts[lastIstio] += "; in Istio's modes istiod is not run (config from the topology, certificates from the lab's CA)"
 	}
@@ -243,4 +248,54 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 		where = "the loopback substrate (127.0.N.x, no network namespaces)"
 	}
 	return "on " + where + ": " + strings.Join(parts, "; ")
+}
+
+// The --control-plane values: who configures the lab's sidecars.
+const (
+	ControlPlaneLab    = netlab.ControlPlaneLab
+	ControlPlaneIstiod = netlab.ControlPlaneIstiod
+)
+
+// UseControlPlane sets which control plane configures the lab's sidecars
+// on sub (choice "" or lab: meshbench's hand-rendered Envoy configs;
+// istiod: the real istiod against a lab API server) and checks, before
+// anything is made, that every cell of opts can run so: a usage error of
+// one line otherwise. envoyBin is the Envoy pilot-agent runs ("" when no
+// cell runs one); hops is whether the cells time their hops (from the
+// lab's own Envoys' access logs, which istiod's sidecars do not write).
+func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options, envoyBin string, hops bool) error {
+	switch choice {
+	case "", ControlPlaneLab:
+		return nil
+	case ControlPlaneIstiod:
+	default:
+		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' Envoy configs), istiod (the real istiod against a lab API server; netns substrate, mesh sidecar)", choice)
+	}
+	if hops {
+		return usagef("--control-plane istiod with --hops: not yet (hop timing reads the lab's own Envoys' access logs; istiod's sidecars log none); leave one out")
+	}
+	ns, ok := sub.(*netlab.Substrate)
+	if !ok {
+		return usagef("--control-plane istiod: runs only on the netns substrate (root; --substrate netns), not on loopback")
+	}
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		return usagef("--control-plane istiod: %v", err)
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		return usagef("--control-plane istiod: %v", err)
+	}
+	ns.ControlPlane, ns.Istio, ns.Envoy = ControlPlaneIstiod, b, envoyBin
+	var bad []error
+	seen := map[string]bool{}
+	for _, o := range opts {
+		if err := ns.Supports(o); err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			bad = append(bad, err)
+		}
+	}
+	if len(bad) > 0 {
+		return &UsageError{Err: errors.New(oneLine(errors.Join(bad...)))}
+	}
+	return nil
 }

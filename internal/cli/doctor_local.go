@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/report"
 )
@@ -55,6 +58,9 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 	} else {
 		out = append(out, localCheck{"netns substrate", "network namespaces can be made, the kernel takes the capture rules (nftables over netlink; --substrate netns)", "ok"})
 	}
+	if asked(topology.ModeSidecar) {
+		out = append(out, istiodCheck(netErr))
+	}
 	if asked(topology.ModeAmbient) || asked(topology.ModeWaypoint) {
 		if bin, err := ztunnel.Find(ztunnelFlag, wd); err != nil {
 			out = append(out, localCheck{"ztunnel", oneLine(err) + "; ambient runs on loopback with Envoy standing in", "warn"})
@@ -92,4 +98,23 @@ func printLocalDoctor(env *Env, checks []localCheck) error {
 		return fmt.Errorf("%d of %d checks failed", failed, len(checks))
 	}
 	return nil
+}
+
+// istiodCheck says whether --control-plane istiod can configure the
+// lab's sidecars here: the Istio build (make istio-tools), the lab API
+// server's binaries (make k8s-tools) and the netns substrate. Optional:
+// a warning at most, as the lab's own configs are the default.
+func istiodCheck(netErr error) localCheck {
+	const name = "control plane istiod"
+	b, err := istio.Open(istio.DefaultDir())
+	if err == nil {
+		_, _, err = labapi.Check()
+	}
+	if err == nil && netErr != nil {
+		err = errors.New("it runs only on the netns substrate, which cannot be made here")
+	}
+	if err != nil {
+		return localCheck{name, oneLine(err) + "; sidecars get the lab's hand-rendered configs (--control-plane lab)", "warn"}
+	}
+	return localCheck{name, "can run here: istiod and pilot-agent " + istio.Version + " from " + b.Dir + ", a lab API server from " + labapi.BinDir() + " (--control-plane istiod)", "ok"}
 }

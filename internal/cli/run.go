@@ -199,7 +199,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator, Fault: flt})
 	o := local.Options{Settings: s, OutDir: f.out, Log: env.Stderr, Version: Version}
 	res, err := bench.RunCell(ctx, bench.Cell{Options: o, Substrate: f.sub.substrate, ZtunnelFlag: f.sub.ztunnel,
-		LinkerdProxyFlag: f.sub.linkerdProxy, EnvoyFlag: f.envoyPath, Getenv: env.Getenv, Stderr: env.Stderr})
+		LinkerdProxyFlag: f.sub.linkerdProxy, EnvoyFlag: f.envoyPath, ControlPlane: f.sub.controlPlane, Getenv: env.Getenv, Stderr: env.Stderr})
 	if res != nil {
 		printRun(env, res)
 	}

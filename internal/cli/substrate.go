@@ -22,7 +22,7 @@ const (
 // substrateFlags are `run`'s and `bench`'s choice of the local lab's
 // network.
 type substrateFlags struct {
-	substrate, ztunnel, linkerdProxy string
+	substrate, ztunnel, linkerdProxy, controlPlane string
 }
 
 func (s *substrateFlags) add(fl *pflag.FlagSet) {
@@ -30,6 +30,14 @@ func (s *substrateFlags) add(fl *pflag.FlagSet) {
 		"loopback (127.0.N.x addresses, Envoy standing in for ztunnel), or auto (netns when it can be made and runs every mode asked for, else loopback)")
 	fl.StringVar(&s.ztunnel, "ztunnel", "", "ztunnel binary for the netns substrate (default: $"+ztunnel.EnvBinary+", .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	addLinkerdProxyFlag(fl, &s.linkerdProxy)
+	addControlPlaneFlag(fl, &s.controlPlane)
+}
+
+// addControlPlaneFlag adds --control-plane: who configures the lab's
+// sidecars.
+func addControlPlaneFlag(fl *pflag.FlagSet, p *string) {
+	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's sidecars: lab (meshbench renders their Envoy configs from the topology, certificates from the lab's CA) or istiod "+
+		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy; netns substrate, mesh none or sidecar, static app)")
 }
 
 // addLinkerdProxyFlag adds --linkerd-proxy, the binary of mode linkerd.
@@ -52,6 +60,15 @@ func substrateNote(m *results.RunManifest) string {
 	if z, ok := m.Options["ztunnel"].(map[string]any); ok {
 		if sum, _ := z["sha256"].(string); len(sum) >= 12 {
 			out += " (Istio's ztunnel, sha256 " + sum[:12] + "…)"
+		}
+	}
+	if cp, ok := m.Options["control_plane"].(map[string]any); ok {
+		switch name, _ := cp["name"].(string); name {
+		case bench.ControlPlaneIstiod:
+			stamp, _ := cp["istio"].(string)
+			out += " (sidecars configured by the real istiod, " + strings.TrimPrefix(stamp, "istio=") + ", on the lab's API server)"
+		case bench.ControlPlaneLab:
+			out += " (sidecars configured by meshbench's hand-rendered Envoy configs, not istiod)"
 		}
 	}
 	if l, ok := m.Options["linkerd"].(map[string]any); ok {

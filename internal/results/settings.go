@@ -55,6 +55,18 @@ type CellSettings struct {
 	// ("kill:node-proxy@3s"); empty for none. What it did is recorded
 	// beside it (the platform's fault_record).
 	Fault string `json:"fault,omitempty"`
+	// ControlPlane is who configured the lab's sidecars, as the netns
+	// substrate records it (its control_plane entry, written through the
+	// platform's own keys); nil on loopback, on a cluster and before it
+	// was recorded.
+	ControlPlane *ControlPlane `json:"control_plane,omitempty"`
+}
+
+// ControlPlane is the netns substrate's record of who configured a
+// cell's sidecars: Name "lab" (meshbench's hand-rendered Envoy configs)
+// or "istiod" (the real istiod on the lab's API server).
+type ControlPlane struct {
+	Name string `json:"name"`
 }
 
 // Options returns s as the manifest's options map, with extra (a

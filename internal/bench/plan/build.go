@@ -152,6 +152,16 @@ func (b *builder) scalars() {
 			p.Substrate = it.text
 		}
 	}
+	if it, ok := b.one("control_plane"); ok {
+		switch {
+		case it.text != ControlPlaneLab && it.text != ControlPlaneIstiod:
+			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' Envoy configs), istiod (the real istiod against a lab API server; netns substrate)")
+		case kube:
+			b.s.badItem("control_plane", it, "only on platform local (a cluster runs the mesh's own control plane)")
+		default:
+			p.ControlPlane = it.text
+		}
+	}
 	b.integer("workers", 1, MaxWorkers, fmt.Sprintf("allowed: 1 to %d load generator pods", MaxWorkers), &p.Workers)
 	if kube {
 		// The kube platform's own defaults, and what it does not take.

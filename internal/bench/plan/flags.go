@@ -31,6 +31,7 @@ type Flags struct {
 	PSSEvery       string // --pss-every
 	ReuseTopology  string // --reuse-topology
 	Substrate      string // --substrate (platform local)
+	ControlPlane   string // --control-plane (platform local)
 	Workers        string // --workers (platform kube)
 	Generator      string // --generator (the generator axis)
 	Fault          string // --fault (the fault axis), e.g. "none,kill:node-proxy@3s"
@@ -102,6 +103,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("pss_every", f.PSSEvery)
 	set("reuse_topology", f.ReuseTopology)
 	set("substrate", f.Substrate)
+	set("control_plane", f.ControlPlane)
 	set("workers", f.Workers)
 	set("axes.generator", f.Generator)
 	set("axes.fault", f.Fault)

@@ -49,6 +49,10 @@ type Plan struct {
 	// Substrate is the local lab's network for every cell: SubstrateAuto,
 	// SubstrateNetns or SubstrateLoopback (never mixed within a plan).
 	Substrate string
+	// ControlPlane is who configures the lab's sidecars: ControlPlaneLab
+	// (meshbench's hand-rendered Envoy configs) or ControlPlaneIstiod
+	// (the real istiod against a lab API server; netns substrate).
+	ControlPlane string
 	// Baseline is the mesh mode the others are compared with; one of
 	// Axes.Mesh, or "" for none: the default, none, where the mesh axis
 	// has no none (the meshes are then compared with each other and along
@@ -136,6 +140,12 @@ type Thresholds struct {
 // format as a JSON Schema, plan-file.v1.schema.json, for editors). Files
 // without the key are read as this version.
 const FileSchema = "meshbench.plan-file/v1"
+
+// Who configures the local lab's sidecars (Plan.ControlPlane).
+const (
+	ControlPlaneLab    = "lab"
+	ControlPlaneIstiod = "istiod"
+)
 
 // The local lab's substrates (Plan.Substrate).
 const (
@@ -237,6 +247,7 @@ func Defaults() *Plan {
 		Workers:        1,
 		ReuseTopology:  true,
 		Substrate:      SubstrateAuto,
+		ControlPlane:   ControlPlaneLab,
 		Baseline:       topology.ModeNone,
 		Thresholds:     Thresholds{RateShortfall: DefaultRateShortfall, Errors: DefaultErrors, LoadCPU: DefaultLoadCPU},
 		Confidence:     DefaultConfidence,

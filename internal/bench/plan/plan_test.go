@@ -42,7 +42,7 @@ func TestDefaults(t *testing.T) {
 			Gateway: []bool{false}, MTLS: []bool{true}, Generator: []string{"meshbench"},
 		},
 		Nodes: 1, Duration: 10 * time.Second, Warmup: 2 * time.Second, Drain: 2 * time.Second,
-		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Substrate: "auto", Baseline: "none", Workers: 1,
+		Connections: 16, SampleInterval: time.Second, ReuseTopology: true, Substrate: "auto", ControlPlane: "lab", Baseline: "none", Workers: 1,
 		Thresholds: Thresholds{RateShortfall: 0.002, Errors: 0.01, LoadCPU: 0.9}, Confidence: 0.95, Compare: []string{"mesh"},
 	}
 	if !reflect.DeepEqual(p, want) {

@@ -19,7 +19,7 @@ func TestBadPlans(t *testing.T) {
 	}{
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
-			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
+			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, control_plane, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
 			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls, generator, fault`,
 		}},
 		// A plan file of another format version: named, with the one this
@@ -82,6 +82,14 @@ func TestBadPlans(t *testing.T) {
 		}},
 		{"substrate on kube", "platform: kube\nsubstrate: netns\naxes:\n  mesh: [none]\n", []string{
 			`p.yaml:2: substrate "netns": only on platform local (a cluster brings its own network)`,
+		}},
+		// Who configures the sidecars: a name it does not know, and one on
+		// a cluster.
+		{"control plane", "control_plane: consul\n", []string{
+			`p.yaml:1: control_plane "consul": allowed: lab (meshbench renders the sidecars' Envoy configs), istiod (the real istiod against a lab API server; netns substrate)`,
+		}},
+		{"control plane on kube", "platform: kube\ncontrol_plane: istiod\naxes:\n  mesh: [none]\n", []string{
+			`p.yaml:2: control_plane "istiod": only on platform local (a cluster runs the mesh's own control plane)`,
 		}},
 		// Scalars out of range.
 		{"scalars", `platform: kubernetes
@@ -174,7 +182,7 @@ thresholds: 0.5
 			`p.yaml:2: duration: given twice (first on line 1)`,
 		}},
 		{"not a mapping", "- a\n- b\n", []string{
-			`p.yaml:1: a plan is a mapping of keys (schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops), not [...]`,
+			`p.yaml:1: a plan is a mapping of keys (schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, control_plane, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops), not [...]`,
 		}},
 		// YAML syntax: the library's message and line. (yaml.v3 puts an
 		// unclosed flow list at the line where the list's key began.)

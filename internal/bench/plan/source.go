@@ -40,6 +40,7 @@ var schema = []setting{
 	{key: "pss_every", flag: "pss-every"},
 	{key: "reuse_topology", flag: "reuse-topology"},
 	{key: "substrate", flag: "substrate"},
+	{key: "control_plane", flag: "control-plane"},
 	{key: "workers", flag: "workers"},
 	{key: "generator", flag: "generator-one"}, // one value, as plans before axes.generator wrote it (files only)
 	{key: "baseline", flag: "baseline"},

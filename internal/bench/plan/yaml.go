@@ -80,6 +80,9 @@ func (p *Plan) YAML() []byte {
 		// the same.
 		add(root, "substrate", str(p.Substrate))
 	}
+	if p.Platform != PlatformKube && p.ControlPlane != ControlPlaneLab {
+		add(root, "control_plane", str(p.ControlPlane))
+	}
 	if p.Platform == PlatformKube {
 		add(root, "workers", plain(strconv.Itoa(p.Workers)))
 		if oneGen {

@@ -1,9 +1,13 @@
 package istio
 
 import (
+	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,4 +85,34 @@ func WaypointEnvoyFilter(namespace, gateway string) []runtime.Object {
 		"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway,
 	}}, "spec", "targetRefs")
 	return []runtime.Object{u}
+}
+
+// CRDs are Istio's CustomResourceDefinitions from its own install
+// manifests: what `istioctl manifest generate` (the build's istioctl,
+// its embedded charts) renders for the minimal profile, kept to the
+// CRDs (for an API server that runs istiod outside it, as the lab's).
+func CRDs(ctx context.Context, b Build) ([]runtime.Object, error) {
+	cmd := exec.CommandContext(ctx, b.Path("istioctl"), "manifest", "generate", "--set", "profile=minimal")
+	out, err := cmd.Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = strings.TrimSpace(string(ee.Stderr))
+		}
+		return nil, fmt.Errorf("istioctl manifest generate: %w: %s", err, msg)
+	}
+	objs, err := decodeObjects(out, "istioctl manifest generate")
+	if err != nil {
+		return nil, err
+	}
+	var crds []runtime.Object
+	for _, o := range objs {
+		if u := o.(*unstructured.Unstructured); u.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, u)
+		}
+	}
+	if len(crds) == 0 {
+		return nil, errors.New("istioctl manifest generate printed no CustomResourceDefinition")
+	}
+	return crds, nil
 }

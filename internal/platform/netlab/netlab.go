@@ -115,6 +115,10 @@ type Lab struct {
 	// temp dir, as a unix socket's path is at most 107 bytes and the
 	// lab's Dir may be deep in a results directory.
 	sockDir string
+	// fabric is the namespace routing the nodes to each other, fbr its
+	// bridge (istiod runs there: istiod.go).
+	fabric *netns.NS
+	fbr    *netns.Bridge
 }
 
 // Node is one node namespace with its ztunnel.
@@ -260,6 +264,7 @@ func (l *Lab) plumb() error {
 	if err != nil {
 		return err
 	}
+	l.fabric, l.fbr = fabric, fbr
 	for i := range l.Opts.Nodes {
 		n := &Node{Name: fmt.Sprintf("node%d", i+1)}
 		if n.NS, err = s.Namespace(fmt.Sprintf("n%d", i+1)); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	meshcapture "github.com/meshbench/meshbench/internal/mesh/capture"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -54,6 +55,14 @@ type Substrate struct {
 	// free one of Subnets.
 	Prefix string
 	Subnet netip.Prefix
+	// ControlPlane configures the sidecars: ControlPlaneLab ("" too), the
+	// lab's hand-rendered Envoy configs and CA; ControlPlaneIstiod, the
+	// real istiod against a lab API server of the lab's own, sidecars as
+	// pilot-agent + Envoy (istiodnet.go). Istio is then the build istiod
+	// and pilot-agent come from, Envoy the Envoy pilot-agent runs.
+	ControlPlane string
+	Istio        istio.Build
+	Envoy        string
 
 	once      sync.Once
 	stale     sync.Once
@@ -124,6 +133,9 @@ func (s *Substrate) Supports(o topology.Options) error {
 	}
 	if o.Attacker {
 		errs = append(errs, errors.New("attacker: the netns substrate has no attacker pod yet; use --substrate loopback"))
+	}
+	if s.ControlPlane == ControlPlaneIstiod {
+		errs = append(errs, supportsIstiod(o)...)
 	}
 	return errors.Join(errs...)
 }
@@ -203,6 +215,7 @@ var upSteps = []struct {
 	{"waypoint", (*upping).waypoint},        // the waypoint's pod
 	{"gateway", (*upping).gateway},          // the gateway's pod
 	{"linkerd", (*upping).linkerd},          // Linkerd's proxies and control plane (mode linkerd)
+	{"istiod", (*upping).istiod},            // the API server, istiod and its sidecars (control plane istiod)
 }
 
 // upping is a topology being brought up by upSteps.
@@ -309,7 +322,7 @@ func (u *upping) addresses(context.Context) error {
 // over), upstream from the pod's IP; the admin keeps its own loopback
 // address inside the pod.
 func (u *upping) sidecars(context.Context) error {
-	if u.t.Options.Mode != topology.ModeSidecar {
+	if u.t.Options.Mode != topology.ModeSidecar || u.istiodSidecars() {
 		return nil
 	}
 	for _, p := range u.t.Proxies {
@@ -337,6 +350,16 @@ func (u *upping) sidecars(context.Context) error {
 }
 
 func (u *upping) loadTargets(context.Context) error {
+	if u.istiodSidecars() {
+		// As on a cluster: the client calls the service's VIP, and its
+		// sidecar balances over the endpoints istiod sent (a pod's own
+		// IP is no service host to istiod: it would pass through, in
+		// plaintext, which STRICT refuses).
+		svc := u.nt.Service
+		u.nt.LoadTargets = []topology.LoadTarget{{URL: "http://" + netip.AddrPortFrom(u.lab.Services[svc.Name], uint16(svc.Port)).String() + "/"}}
+		u.nt.InPod = &topology.InPod{VIPs: maps.Clone(u.lab.Services)}
+		return nil
+	}
 	for _, p := range u.nt.ServicePods(u.nt.Service.Name) {
 		u.nt.LoadTargets = append(u.nt.LoadTargets, topology.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
 	}
@@ -361,7 +384,8 @@ func (u *upping) gateway(context.Context) error {
 // linkerd is the network Up returns, with Linkerd's proxies in mode
 // linkerd; if they fail, the lab is removed here and its error said too.
 func (u *upping) linkerd(ctx context.Context) error {
-	u.net = &network{lab: u.lab, sum: u.sum, version: u.version, bin: u.s.Ztunnel}
+	u.net = &network{lab: u.lab, sum: u.sum, version: u.version, bin: u.s.Ztunnel, topo: &u.nt,
+		sidecars: u.t.Options.Mode == topology.ModeSidecar}
 	if u.t.Options.Mode != topology.ModeLinkerd {
 		return nil
 	}
@@ -374,14 +398,42 @@ func (u *upping) linkerd(ctx context.Context) error {
 	return nil
 }
 
+// istiodSidecars: istiod configures this topology's sidecars (then the
+// lab renders and starts no Envoy: pilot-agent starts them).
+func (u *upping) istiodSidecars() bool {
+	return u.s.ControlPlane == ControlPlaneIstiod && u.t.Options.Mode == topology.ModeSidecar
+}
+
+// istiod starts the lab's API server, istiod and the sidecars from it;
+// if they fail, the lab is removed here and its error said too.
+func (u *upping) istiod(ctx context.Context) error {
+	if !u.istiodSidecars() {
+		return nil
+	}
+	var err error
+	// The topology as planned names the sidecars (the one on the lab has
+	// none: pilot-agent starts them).
+	if u.net.istiod, err = upIstiod(ctx, u.lab, u.t, u.s, u.dir); err != nil {
+		err = errors.Join(err, u.lab.Close())
+		u.lab = nil
+		return err
+	}
+	return nil
+}
+
 // network is a lab made by Substrate.Up (local.Network).
 type network struct {
 	lab          *Lab
+	topo         *topology.Topology // as it runs on the lab
+	sidecars     bool               // mode sidecar
 	sum, version string
 	bin          string
 	// linkerd is the mesh of mode linkerd (netlab/linkerd.go), nil in
 	// other modes.
 	linkerd *linkerdNet
+	// istiod is the control plane of sidecars configured by istiod
+	// (istiodnet.go), nil otherwise.
+	istiod *istiodNet
 	// base holds each ztunnel's scrape at the cell's start, by node name.
 	mu   sync.Mutex
 	base map[string]scrape
@@ -426,6 +478,9 @@ func (n *network) scrapeAll(ctx context.Context) (map[string]scrape, error) {
 func (n *network) StartInterval(ctx context.Context) error {
 	if n.linkerd != nil {
 		return n.linkerd.startInterval(ctx)
+	}
+	if n.istiod != nil {
+		return n.istiod.startInterval(ctx, n.lab)
 	}
 	base, err := n.scrapeAll(ctx)
 	n.mu.Lock()
@@ -502,6 +557,9 @@ func (n *network) Proxies() []sample.Target {
 	if n.linkerd != nil {
 		out = append(out, n.linkerd.targets()...)
 	}
+	if n.istiod != nil {
+		out = append(out, n.istiod.targets()...)
+	}
 	return out
 }
 
@@ -510,6 +568,11 @@ func (n *network) Died() error {
 	defer n.mu.Unlock()
 	if n.linkerd != nil {
 		if err := n.linkerd.died(n.restarting); err != nil {
+			return err
+		}
+	}
+	if n.istiod != nil {
+		if err := n.istiod.died(); err != nil {
 			return err
 		}
 	}
@@ -545,12 +608,20 @@ func (n *network) Manifest() map[string]any {
 	if n.linkerd != nil {
 		maps.Copy(m, n.linkerd.manifest())
 	}
+	if n.istiod != nil {
+		maps.Copy(m, n.istiod.manifest())
+	} else if n.sidecars {
+		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "sidecars: Envoy configs rendered by meshbench from the topology, certificates from the lab's CA"}
+	}
 	return m
 }
 
 // CheckMesh is Linkerd's mTLS verdict over the cell (local.MeshChecker);
 // nothing to check in other modes.
 func (n *network) CheckMesh(ctx context.Context, rawDir string) (local.MeshCheck, error) {
+	if n.istiod != nil {
+		return n.istiod.check(ctx, n.lab, n.topo, rawDir)
+	}
 	if n.linkerd == nil {
 		return local.MeshCheck{}, nil
 	}

@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/netlab"
+)
+
+// TestUseControlPlane: --control-plane istiod is refused, as a usage
+// error of one line, where it cannot run (loopback, a mode istiod does
+// not configure on the lab yet, an unknown name) and accepted for a
+// sidecar cell on the netns substrate, which it then configures.
+func TestUseControlPlane(t *testing.T) {
+	sidecar := topology.DefaultOptions()
+	sidecar.Mode = topology.ModeSidecar
+	ambient := sidecar
+	ambient.Mode = topology.ModeAmbient
+	for _, tc := range []struct {
+		name   string
+		sub    func() *netlab.Substrate
+		choice string
+		opts   topology.Options
+		want   string
+	}{
+		{"lab is the default", nil, "", sidecar, ""},
+		{"unknown", nil, "consul", sidecar, `--control-plane "consul": allowed: lab`},
+		{"loopback", nil, ControlPlaneIstiod, sidecar, "--control-plane istiod: runs only on the netns substrate"},
+		{"ambient", func() *netlab.Substrate { return &netlab.Substrate{Ztunnel: "ztunnel"} }, ControlPlaneIstiod, ambient,
+			"mesh ambient with control plane istiod: istiod configures the lab's sidecars only so far"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sub *netlab.Substrate
+			if tc.sub != nil {
+				sub = tc.sub()
+			}
+			var err error
+			if sub == nil {
+				err = UseControlPlane(nil, tc.choice, []topology.Options{tc.opts}, "/envoy", false)
+			} else {
+				err = UseControlPlane(sub, tc.choice, []topology.Options{tc.opts}, "/envoy", false)
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ue *UsageError
+			if !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("want a one-line usage error, got %v", err)
+			}
+			if _, berr := istio.Open(istio.DefaultDir()); berr != nil && tc.sub != nil {
+				t.Skipf("no Istio build, so refused for that first: %v", err)
+			}
+			if _, _, cerr := labapi.Check(); cerr != nil && tc.sub != nil {
+				t.Skipf("no API server binaries, so refused for that first: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %q, want it to say %q", err, tc.want)
+			}
+		})
+	}
+	err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{sidecar}, "/envoy", true)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--control-plane istiod with --hops: not yet") {
+		t.Errorf("istiod with hop timing: %v, want refused", err)
+	}
+	if _, err := istio.Open(istio.DefaultDir()); err != nil {
+		t.Skip(err)
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		t.Skip(err)
+	}
+	sub := &netlab.Substrate{}
+	if err := UseControlPlane(sub, ControlPlaneIstiod, []topology.Options{sidecar, topology.DefaultOptions()}, "/envoy", false); err != nil {
+		t.Fatal(err)
+	}
+	if sub.ControlPlane != ControlPlaneIstiod || sub.Envoy != "/envoy" || sub.Istio.Dir == "" {
+		t.Errorf("the substrate is not configured for istiod: %+v", sub)
+	}
+}

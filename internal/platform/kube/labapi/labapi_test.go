@@ -1,0 +1,119 @@
+package labapi
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestLabAPIServer starts the real etcd and kube-apiserver, fills them
+// with a small lab and Istio's CRDs from its own install manifests, and
+// checks what a control plane would read: pods Running and Ready with
+// their IPs, the EndpointSlice, a TokenRequest; then that Close leaves
+// nothing.
+func TestLabAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver (~5 s)")
+	}
+	if _, _, err := Check(); errors.Is(err, ErrNoBinaries) {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "api")
+	s, err := Start(ctx, Options{Dir: dir, ServiceCIDR: netip.MustParsePrefix("10.98.254.0/23"), Log: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	etcdRSS, apiRSS, err := s.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ready in %v; RSS etcd %.0f MiB, kube-apiserver %.0f MiB", s.StartTime.Round(time.Millisecond), float64(etcdRSS)/(1<<20), float64(apiRSS)/(1<<20))
+
+	labels := map[string]string{"app": "server"}
+	o := Objects{
+		Nodes: []string{"node1", "node2"},
+		Pods: []Pod{
+			{Name: "client", Namespace: "default", ServiceAccount: "client", Node: "node1", IP: netip.MustParseAddr("10.98.1.10"), Labels: map[string]string{"app": "client"}},
+			{Name: "server-0", Namespace: "default", ServiceAccount: "server", Node: "node2", IP: netip.MustParseAddr("10.98.2.10"), Labels: labels},
+			{Name: "server-1", Namespace: "default", ServiceAccount: "server", Node: "node2", IP: netip.MustParseAddr("10.98.2.11"), Labels: labels},
+		},
+		Services: []Service{{Name: "server", Namespace: "default", VIP: netip.MustParseAddr("10.98.255.1"), Port: 80, TargetPort: 8080, Selector: labels}},
+	}
+	if err := s.Populate(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	core := s.Client.Core.CoreV1()
+	pod, err := core.Pods("default").Get(ctx, "server-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Phase != "Running" || pod.Status.PodIP != "10.98.2.11" || pod.Spec.ServiceAccountName != "server" {
+		t.Errorf("server-1: phase %s, IP %s, service account %s", pod.Status.Phase, pod.Status.PodIP, pod.Spec.ServiceAccountName)
+	}
+	slice, err := s.Client.Core.DiscoveryV1().EndpointSlices("default").Get(ctx, "server-lab", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, e := range slice.Endpoints {
+		addrs = append(addrs, e.Addresses...)
+	}
+	if len(addrs) != 2 || addrs[0] != "10.98.2.10" || addrs[1] != "10.98.2.11" {
+		t.Errorf("server's endpoints %v, want the two server pods", addrs)
+	}
+	svc, err := core.Services("default").Get(ctx, "server", metav1.GetOptions{})
+	if err != nil || svc.Spec.ClusterIP != "10.98.255.1" {
+		t.Errorf("service server: %v, VIP %v", err, svc.Spec.ClusterIP)
+	}
+
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, "Istio's CRDs: "+err.Error())
+	}
+	crds, err := istio.CRDs(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.ApplyCRDs(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d Istio CRDs established in %v", len(crds), time.Since(start).Round(time.Millisecond))
+	if _, err := s.Client.Dynamic.Resource(schema.GroupVersionResource{Group: "security.istio.io", Version: "v1", Resource: "authorizationpolicies"}).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("listing AuthorizationPolicies: %v", err)
+	}
+
+	etcdPID, apiPID := s.PIDs()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{etcdPID, apiPID} {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
+			t.Errorf("process %d still runs after Close", pid)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the API server's directory is still there: %v", err)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}

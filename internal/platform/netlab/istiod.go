@@ -1,0 +1,522 @@
+package netlab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/sys/process"
+)
+
+// The control planes that can configure the lab's sidecars: the lab's
+// own hand-rendered configs (the default), or Istio's istiod against the
+// lab's API server (StartIstiod).
+const (
+	ControlPlaneLab    = "lab"
+	ControlPlaneIstiod = "istiod"
+)
+
+// istiod's ports: the xDS and CA port the sidecars dial at the fabric's
+// address, the rest on the fabric namespace's loopback (nothing outside
+// the lab reaches them; two labs never collide).
+const (
+	istiodXDSPort  = 15012
+	istiodHTTPPort = 8080
+	istiodMonPort  = 15014
+	apiForwardPort = 6443
+	// istiodSAN is the name istiod's serving certificate carries and the
+	// agents check (ISTIOD_SAN).
+	istiodSAN = "istiod.istio-system.svc"
+	// labelService marks a pod as backing a service: the service's
+	// selector (the lab's pods have no app labels of their own).
+	labelService = "lab.meshbench.io/"
+	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
+	// Istio's virtualInbound listener.
+	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
+)
+
+// IstiodEnv is what istiod is told so that upstream Envoy (not Istio's
+// proxy build) accepts its config (../shared/ISTIO-FROM-SOURCE.md; the
+// same knobs as the cluster's overlay, istio.OverlaySettings), besides
+// its usual pod environment.
+var IstiodEnv = []string{
+	"PILOT_ENABLE_METADATA_EXCHANGE=false", // no istio.metadata_exchange filters
+	"PILOT_ENABLE_ALPN_FILTER=false",       // no istio.alpn filter
+}
+
+// meshConfig is istiod's mesh config: Istio's built-in defaults, and no
+// default metrics provider (the istio.stats filter upstream Envoy lacks).
+const meshConfig = `trustDomain: cluster.local
+rootNamespace: istio-system
+enableAutoMtls: true
+accessLogFile: ""
+defaultConfig:
+  discoveryAddress: %s
+`
+
+// IstiodOptions start istiod on a lab.
+type IstiodOptions struct {
+	Build istio.Build
+	// Envoy is the Envoy binary pilot-agent runs (upstream Envoy).
+	Envoy string
+	// API is the lab's API server; the lab's objects are created in it.
+	API *labapi.Server
+	// Concurrency is each sidecar Envoy's worker threads (0: 1, as the
+	// lab's own Envoys run, so the two control planes' sidecars differ
+	// in their config only; Istio's injector sets 2 on a cluster).
+	Concurrency int
+	// Objects, when set, are applied before istiod starts (besides the
+	// mesh-wide STRICT PeerAuthentication): a cell's policies.
+	Objects func() ([]runtime.Object, error)
+}
+
+// Istiod is istiod running in the lab's fabric namespace and the
+// sidecars it configures: pilot-agent + Envoy in each sidecar pod.
+type Istiod struct {
+	Proc *process.Child
+	// Addr is where the sidecars reach istiod (xDS and CA): the fabric
+	// bridge's address, port 15012.
+	Addr netip.AddrPort
+	// StartTime is from the start of StartIstiod to istiod's /ready;
+	// SidecarsTime from then to every sidecar's readiness.
+	StartTime, SidecarsTime time.Duration
+	// Agents are the pilot-agents by pod name.
+	Agents map[string]*process.Child
+	lab    *Lab
+	opts   IstiodOptions
+	dir    string
+	mu     sync.Mutex // Agents, filled by the sidecars' goroutines
+}
+
+// StartIstiod makes the lab's objects in o.API (namespaces, service
+// accounts, nodes, pods with their netns IPs, services with their VIPs
+// and EndpointSlices, Istio's CRDs from its install manifests, a
+// mesh-wide STRICT PeerAuthentication), starts istiod in the fabric
+// namespace against it, and in every sidecar pod (PodSpec.Sidecar)
+// pilot-agent with the bootstrap it renders, its certificate from
+// istiod's CA with a TokenRequest token. It returns once istiod and every
+// sidecar are ready; what it starts is stopped by the lab's Close.
+func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error) {
+	t0 := time.Now()
+	if o.Concurrency == 0 {
+		o.Concurrency = 1
+	}
+	d := &Istiod{lab: l, opts: o, dir: filepath.Join(l.Opts.Dir, "istiod"), Agents: map[string]*process.Child{},
+		Addr: netip.AddrPortFrom(l.fbr.Addr.Addr(), istiodXDSPort)}
+	if err := os.MkdirAll(filepath.Join(d.dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	// The fabric answers the pods (the nodes route to it already).
+	for j := range l.Nodes {
+		if err := l.fabric.Route(l.fbr.Name, netip.PrefixFrom(l.addr(j+1, 0), 24), l.addr(0, 10+j+1)); err != nil {
+			return nil, fmt.Errorf("fabric route to node%d's pods: %w", j+1, err)
+		}
+	}
+	kubeconfig, err := d.forwardAPI()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.API.Populate(ctx, l.objects()); err != nil {
+		return nil, err
+	}
+	crds, err := istio.CRDs(ctx, o.Build)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.API.ApplyCRDs(ctx, crds); err != nil {
+		return nil, err
+	}
+	objs := []runtime.Object{strictMTLS()}
+	if o.Objects != nil {
+		more, err := o.Objects()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, more...)
+	}
+	if err := o.API.Client.Apply(ctx, objs); err != nil {
+		return nil, err
+	}
+	if err := d.startIstiod(ctx, kubeconfig); err != nil {
+		return nil, err
+	}
+	d.StartTime = time.Since(t0)
+	t1 := time.Now()
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range l.Nodes {
+		for _, p := range n.Pods {
+			if !p.Spec.Sidecar {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := d.startSidecar(ctx, p); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	d.SidecarsTime = time.Since(t1)
+	if l.Opts.Log != nil {
+		fmt.Fprintf(l.Opts.Log, "istiod ready in %v, %d sidecars from it in %v\n",
+			d.StartTime.Round(time.Millisecond), len(d.Agents), d.SidecarsTime.Round(time.Millisecond))
+	}
+	return d, nil
+}
+
+// forwardAPI lets istiod, in the fabric namespace, reach the API server
+// on the host's loopback: a listener on the fabric's 127.0.0.1 whose
+// connections meshbench carries to the API server. It returns istiod's
+// kubeconfig, naming that listener.
+func (d *Istiod) forwardAPI() (string, error) {
+	l := d.lab
+	var lis net.Listener
+	if err := l.fabric.Do(func() (err error) {
+		lis, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(apiForwardPort))
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("API server forwarder in the fabric: %w", err)
+	}
+	target := strings.TrimPrefix(d.opts.API.URL, "https://")
+	var conns sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				forward(c, target)
+			}()
+		}
+	}()
+	l.sub.OnClose("API server forwarder", func() error {
+		err := lis.Close()
+		<-done
+		return err
+	})
+	data, err := os.ReadFile(d.opts.API.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(d.dir, "kubeconfig")
+	fwd := strings.Replace(string(data), d.opts.API.URL, "https://127.0.0.1:"+strconv.Itoa(apiForwardPort), 1)
+	return path, os.WriteFile(path, []byte(fwd), 0o600)
+}
+
+// forward copies c to and from a new connection to target until either
+// side closes.
+func forward(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.DialTimeout("tcp", target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done
+}
+
+// objects are the lab as Kubernetes objects: every pod with its IP,
+// identity and a label per service it backs (each service's selector),
+// sidecar pods marked as Istio's injector marks them.
+func (l *Lab) objects() labapi.Objects {
+	o := labapi.Objects{Namespaces: []string{"istio-system"}}
+	for _, n := range l.Nodes {
+		o.Nodes = append(o.Nodes, n.Name)
+		for _, p := range n.Pods {
+			app := p.Spec.Name
+			if len(p.Spec.Services) > 0 {
+				app = p.Spec.Services[0]
+			}
+			labels := map[string]string{"app": app, "service.istio.io/canonical-name": app}
+			containers := []string{"app"}
+			if p.Spec.Sidecar {
+				labels["security.istio.io/tlsMode"] = "istio"
+				containers = append(containers, "istio-proxy")
+			}
+			for _, s := range p.Spec.Services {
+				labels[labelService+s] = "true"
+			}
+			o.Pods = append(o.Pods, labapi.Pod{Name: p.Spec.Name, Namespace: p.Spec.Identity.Namespace,
+				ServiceAccount: p.Spec.Identity.ServiceAccount, Node: n.Name, IP: p.IP, Labels: labels, Containers: containers})
+		}
+	}
+	for _, s := range l.Opts.Services {
+		o.Services = append(o.Services, labapi.Service{Name: s.Name, Namespace: s.Namespace, VIP: l.Services[s.Name],
+			Port: s.Port, TargetPort: s.TargetPort, PortName: "http", Selector: map[string]string{labelService + s.Name: "true"}})
+	}
+	return o
+}
+
+// ServiceCIDR is the range the lab's API server allocates VIPs from: the
+// lab's VIPs are x.y.255.N, and the API server keeps the range's first
+// address (x.y.254.1) for its own "kubernetes" Service.
+func ServiceCIDR(subnet netip.Prefix) netip.Prefix {
+	b := subnet.Addr().As4()
+	b[2], b[3] = 254, 0
+	return netip.PrefixFrom(netip.AddrFrom4(b), 23)
+}
+
+func strictMTLS() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",
+		"metadata": map[string]any{"name": "default", "namespace": "istio-system"},
+		"spec":     map[string]any{"mtls": map[string]any{"mode": "STRICT"}},
+	}}
+}
+
+// startIstiod starts pilot-discovery in the fabric namespace and waits
+// for its /ready.
+func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
+	l := d.lab
+	mesh := filepath.Join(d.dir, "mesh.yaml")
+	if err := os.WriteFile(mesh, fmt.Appendf(nil, meshConfig, d.Addr), 0o644); err != nil {
+		return err
+	}
+	lo := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	cmd := exec.Command(d.opts.Build.Path("pilot-discovery"), "discovery",
+		"--kubeconfig="+kubeconfig, "--meshConfig="+mesh, "--domain=cluster.local",
+		"--secureGRPCAddr="+d.Addr.String(), "--httpAddr="+lo(istiodHTTPPort), "--httpsAddr="+lo(15017),
+		"--grpcAddr="+lo(15010), "--monitoringAddr="+lo(istiodMonPort))
+	cmd.Dir = d.dir
+	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + kubeconfig,
+		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=Kubernetes",
+		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "ENABLE_CA_SERVER=true"}, IstiodEnv...)
+	var err error
+	if d.Proc, err = process.StartLogged("istiod", filepath.Join(d.dir, "logs"), cmd, l.fabric.Do); err != nil {
+		return err
+	}
+	l.sub.OnClose("istiod", func() error { d.Proc.Stop(5 * time.Second); return nil })
+	hc := l.fabric.HTTPClient(2*time.Second, false)
+	if err := waitReady(ctx, d.Proc, hc, "http://"+lo(istiodHTTPPort)+"/ready", 90*time.Second); err != nil {
+		return err
+	}
+	return nil
+}
+
+// startSidecar writes pod p's pilot-agent files (its TokenRequest token
+// for istiod's CA, the root certificate istiod published, Istio's
+// bootstrap template) and starts `pilot-agent proxy sidecar` in the pod,
+// with group 1337 (the capture exempts it), then waits for its readiness.
+func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
+	api := d.opts.API.Client.Core.CoreV1()
+	ns, sa := p.Spec.Identity.Namespace, p.Spec.Identity.ServiceAccount
+	dir := filepath.Join(d.dir, "pods", p.Spec.Name)
+	for _, sub := range []string{"var/run/secrets/tokens", "var/run/secrets/istio", "var/lib/istio/envoy", "etc/istio/proxy", "etc/istio/pod"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	podObj, err := api.Pods(ns).Get(ctx, p.Spec.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	expiry := int64(24 * 3600)
+	tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		Audiences: []string{"istio-ca"}, ExpirationSeconds: &expiry,
+		BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Spec.Name, UID: podObj.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("token of %s: %w", p.Spec.Name, err)
+	}
+	root, err := d.rootCert(ctx, ns)
+	if err != nil {
+		return err
+	}
+	tmpl, err := os.ReadFile(d.opts.Build.Path(istio.BootstrapFile))
+	if err != nil {
+		return err
+	}
+	var labels strings.Builder
+	for k, v := range podObj.Labels {
+		fmt.Fprintf(&labels, "%s=%q\n", k, v)
+	}
+	files := map[string][]byte{
+		"var/run/secrets/tokens/istio-token":            []byte(tok.Status.Token),
+		"var/run/secrets/istio/root-cert.pem":           []byte(root),
+		"var/lib/istio/envoy/envoy_bootstrap_tmpl.json": tmpl,
+		"etc/istio/pod/labels":                          []byte(labels.String()),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	var ports []string
+	for _, s := range d.lab.Opts.Services {
+		for _, name := range p.Spec.Services {
+			if name == s.Name {
+				ports = append(ports, fmt.Sprintf(`{"name":"http","containerPort":%d,"protocol":"TCP"}`, s.TargetPort))
+			}
+		}
+	}
+	owner := "kubernetes://apis/v1/namespaces/" + ns + "/pods/" + p.Spec.Name
+	cmd := exec.Command(d.opts.Build.Path("pilot-agent"), "proxy", "sidecar",
+		"--domain", ns+".svc.cluster.local", "--proxyLogLevel=warning", "--log_output_level=default:info")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir,
+		"POD_NAME=" + p.Spec.Name, "POD_NAMESPACE=" + ns, "INSTANCE_IP=" + p.IP.String(), "SERVICE_ACCOUNT=" + sa,
+		"HOST_IP=" + d.lab.addr(p.nodeIndex()+1, 1).String(),
+		"ISTIO_META_CLUSTER_ID=Kubernetes", "ISTIO_META_MESH_ID=cluster.local", "TRUST_DOMAIN=" + topology.TrustDomain,
+		"ISTIO_META_WORKLOAD_NAME=" + p.Spec.Name, "ISTIO_META_OWNER=" + owner,
+		"ISTIO_META_INTERCEPTION_MODE=REDIRECT", "ISTIO_META_APP_CONTAINERS=app",
+		"ISTIO_META_POD_PORTS=[" + strings.Join(ports, ",") + "]",
+		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "CA_ADDR=" + d.Addr.String(), "ISTIOD_SAN=" + istiodSAN,
+		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
+		// annotation sets it) adds the one counter the lab's mTLS
+		// verdict reads to the few Istio's bootstrap keeps.
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes),
+	}
+	// Group 1337, user root: the capture exempts the group, and root can
+	// run the cached binaries (under a home directory uid 1337 cannot
+	// enter), as the lab's own sidecar Envoys run.
+	process.SetGid(cmd, SidecarID)
+	c, err := process.StartLogged("pilot-agent-"+p.Spec.Name, filepath.Join(d.dir, "logs"), cmd, p.NS.Do)
+	if err != nil {
+		return err
+	}
+	d.lab.sub.OnClose("pilot-agent of "+p.Spec.Name, func() error { c.Stop(5 * time.Second); return nil })
+	d.mu.Lock()
+	d.Agents[p.Spec.Name] = c
+	d.mu.Unlock()
+	return waitReady(ctx, c, p.NS.HTTPClient(2*time.Second, false), "http://127.0.0.1:15021/healthz/ready", 90*time.Second)
+}
+
+// rootCert is istiod's root certificate as it publishes it in every
+// namespace (ConfigMap istio-ca-root-cert), waiting until it does.
+func (d *Istiod) rootCert(ctx context.Context, ns string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		cm, err := d.opts.API.Client.Core.CoreV1().ConfigMaps(ns).Get(ctx, "istio-ca-root-cert", metav1.GetOptions{})
+		if err == nil && cm.Data["root-cert.pem"] != "" {
+			return cm.Data["root-cert.pem"], nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("istiod published no root certificate in namespace %s: %v", ns, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Syncz is istiod's ACK table: every connected proxy and, per xDS type,
+// whether it ACKed the last push (istiod's /debug/syncz, as `istioctl x
+// internal-debug syncz` gives it on a cluster).
+func (d *Istiod) Syncz(ctx context.Context) ([]istio.ProxySync, error) {
+	hc := d.lab.fabric.HTTPClient(5*time.Second, false)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(istiodMonPort)+"/debug/syncz", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("istiod's syncz: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("istiod's syncz: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return istio.ParseSyncz(b)
+}
+
+// WaitACKed waits until istiod lists every sidecar and each has ACKed
+// every type; on timeout it returns the last table and what is missing.
+func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.ProxySync, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ps, err := d.Syncz(ctx)
+		var missing []string
+		if err == nil {
+			missing = istio.NotACKed(ps)
+			if len(ps) < len(d.Agents) {
+				missing = append(missing, fmt.Sprintf("%d of %d sidecars connected", len(ps), len(d.Agents)))
+			}
+			if len(missing) == 0 {
+				return ps, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New(strings.Join(missing, "; "))
+			}
+			return ps, fmt.Errorf("istiod's ACK table after %v: %w", timeout, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// nodeIndex is the index of p's node in the lab.
+func (p *Pod) nodeIndex() int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(p.Node.Name, "node"))
+	return n - 1
+}
+
+// waitReady polls url until it answers 200, c exits, or timeout passes.
+func waitReady(ctx context.Context, c *process.Child, hc *http.Client, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = errors.New(resp.Status)
+		}
+		last = err
+		select {
+		case <-c.Done():
+			return fmt.Errorf("%s exited: %v\n%s", c.Name, c.Err(), c.Tail(15))
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %v (%s: %v)\n%s", c.Name, timeout, url, last, c.Tail(15))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package netlab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
+)
+
+// TestIstiodSidecars runs the real istiod against the lab's real API
+// server and, in three pod namespaces, pilot-agent with upstream Envoy:
+// a request from the client pod to the server's VIP gets 200 through
+// both sidecars over mTLS with the identities istiod's CA issued (the
+// server sidecar's XFCC names both), an AuthorizationPolicy object
+// refuses the attacker's identity (403), istiod's ACK table lists every
+// sidecar with every type ACKed, and Close leaves no process, namespace
+// or API server file behind.
+func TestIstiodSidecars(t *testing.T) {
+	testutil.RequireRoot(t, "netlab: needs root to make network namespaces")
+	if testing.Short() {
+		t.Skip("starts an API server, istiod and three sidecars (~20 s)")
+	}
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	envoyBin := findEnvoy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	subnet, prefix := freeLab(t, map[string]bool{})
+	dir := t.TempDir()
+	apiDir := filepath.Join(dir, "api")
+	t0 := time.Now()
+	api, err := labapi.Start(ctx, labapi.Options{Dir: apiDir, ServiceCIDR: ServiceCIDR(subnet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	sidecar := func(name string, id topology.Identity, svcs ...string) PodSpec {
+		return PodSpec{Name: name, Identity: id, Sidecar: true, Services: svcs}
+	}
+	lab, err := Up(ctx, Options{Prefix: prefix, Subnet: subnet, Dir: filepath.Join(dir, "lab"), Log: testLog{t},
+		Nodes: []NodeSpec{
+			{Pods: []PodSpec{sidecar("client", topology.IdentityClient), sidecar("attacker", topology.IdentityAttacker)}},
+			{Pods: []PodSpec{sidecar("server-0", topology.IdentityServer, "server")}},
+		},
+		Services: []ServiceSpec{{Name: "server", Namespace: "default", Port: 80, TargetPort: 8080}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+
+	// The app: who called it, as the server sidecar tells (XFCC).
+	lis, err := lab.Pod("server-0").Listen("tcp", "0.0.0.0:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "xfcc=%s", r.Header.Get("X-Forwarded-Client-Cert"))
+	})}
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Close()
+
+	d, err := lab.StartIstiod(ctx, IstiodOptions{Build: b, Envoy: envoyBin.Path, API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API server ready in %v; istiod ready %v after StartIstiod began; 3 sidecars ready in %v more; %v in all",
+		api.StartTime.Round(time.Millisecond), d.StartTime.Round(time.Millisecond), d.SidecarsTime.Round(time.Millisecond),
+		time.Since(t0).Round(time.Millisecond))
+	ps, err := d.WaitACKed(ctx, 60*time.Second)
+	logSync(t, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 3 {
+		t.Fatalf("istiod lists %d proxies, want the 3 sidecars", len(ps))
+	}
+
+	vip := "http://" + lab.Services["server"].String() + ":80/"
+	get := func(pod string) (int, string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, vip, nil)
+		resp, err := lab.Pod(pod).HTTPClient(false).Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), nil
+	}
+	code, body, err := get("client")
+	if err != nil || code != 200 {
+		t.Fatalf("client → server: %d %q %v", code, body, err)
+	}
+	for _, want := range []string{"By=spiffe://cluster.local/ns/default/sa/server", "URI=spiffe://cluster.local/ns/default/sa/client"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the server sidecar's XFCC %q lacks %s: not mTLS with istiod's identities", body, want)
+		}
+	}
+	t.Logf("client → server: %d, %s", code, body)
+	if code, _, err := get("attacker"); err != nil || code != 200 {
+		t.Fatalf("attacker → server before the policy: %d %v", code, err)
+	}
+
+	if err := api.Client.Apply(ctx, []runtime.Object{allowOnly("server", topology.IdentityClient)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body, err := get("attacker")
+		if err == nil && code == 403 {
+			t.Logf("attacker → server after the AuthorizationPolicy: %d %q", code, body)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the AuthorizationPolicy did not refuse the attacker in 30 s: %d %q %v", code, body, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if code, body, err := get("client"); err != nil || code != 200 {
+		t.Errorf("client → server under the policy: %d %q %v", code, body, err)
+	}
+	if ps, err = d.WaitACKed(ctx, 30*time.Second); err != nil {
+		logSync(t, ps)
+		t.Error(err)
+	}
+
+	pids := []int{d.Proc.PID}
+	for _, a := range d.Agents {
+		pids = append(pids, a.PID)
+	}
+	etcdPID, apiPID := api.PIDs()
+	pids = append(pids, etcdPID, apiPID)
+	if err := lab.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := api.Close(); err != nil {
+		t.Error(err)
+	}
+	for _, pid := range pids {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			t.Errorf("process %d still runs after Close", pid)
+		}
+	}
+	if left, err := netns.Named(prefix); err != nil || len(left) > 0 {
+		t.Errorf("namespaces left: %v %v", left, err)
+	}
+	if _, err := os.Stat(apiDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the API server's files are left in %s: %v", apiDir, err)
+	}
+}
+
+// allowOnly is an AuthorizationPolicy on svc's pods allowing only id.
+func allowOnly(svc string, id topology.Identity) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+		"metadata": map[string]any{"name": "allow-" + id.ServiceAccount, "namespace": "default"},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{labelService + svc: "true"}},
+			"action":   "ALLOW",
+			"rules": []any{map[string]any{"from": []any{map[string]any{"source": map[string]any{
+				"principals": []any{"cluster.local/ns/" + id.Namespace + "/sa/" + id.ServiceAccount}}}}}},
+		},
+	}}
+}
+
+func logSync(t *testing.T, ps []istio.ProxySync) {
+	t.Helper()
+	for _, r := range istio.SyncRows(ps) {
+		t.Logf("istiod ACK table: %-20s %-8s %v", r.Proxy, r.Type, r.States)
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// TestSubstrateRunIstiod runs a whole sidecar cell (local.Run) with the
+// sidecars configured by istiod: two server replicas behind the service's
+// VIP, the four ALLOW rules as AuthorizationPolicy objects. Every
+// request is answered 200; both replicas' sidecars accepted TLS
+// handshakes; istiod's ACK table is kept with the cell, every sidecar
+// ACKed; the sidecars (Envoy and pilot-agent), istiod and the lab's API
+// server are sampled under their names; the manifest names istiod as the
+// control plane; nothing is left after the run.
+func TestSubstrateRunIstiod(t *testing.T) {
+	testutil.RequireRoot(t, "netlab: needs root to make network namespaces")
+	if testing.Short() {
+		t.Skip("a whole cell with an API server, istiod and three sidecars (~30 s)")
+	}
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	bin := findEnvoy(t)
+	mb := testutil.BuildMeshbench(t)
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.Policies, mo.Replicas = topology.ModeSidecar, 4, 2
+	sub := &Substrate{ControlPlane: ControlPlaneIstiod, Istio: b, Envoy: bin.Path}
+	out := filepath.Join(t.TempDir(), "run")
+	o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second},
+		OutDir: out, Meshbench: mb, Substrate: sub, Envoy: bin}
+	res, _ := runCell(t, o, checkRunGone)
+	lr := res.Load
+	if lr.Completed < 100 || lr.Success != lr.Completed {
+		t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+	}
+	if len(res.Manifest.Invalid) > 0 {
+		t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+	}
+	cp, _ := res.Manifest.Options["control_plane"].(map[string]any)
+	if cp["name"] != ControlPlaneIstiod {
+		t.Errorf("manifest's control_plane %v, want istiod", cp)
+	}
+	if got := res.Manifest.Derived["istiod_server_tls_handshakes"]; got < 2 {
+		t.Errorf("the server sidecars accepted %v TLS handshakes, want at least one per replica", got)
+	}
+	acks, err := os.ReadFile(filepath.Join(out, results.NodeProxyDir, "istiod-acks.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("istiod's ACK table kept with the cell:\n%s", acks)
+	for _, pod := range []string{"client.default", "server-0.default", "server-1.default"} {
+		if !strings.Contains(string(acks), pod) {
+			t.Errorf("the ACK table lacks %s", pod)
+		}
+	}
+	if strings.Contains(string(acks), "NACK") || strings.Contains(string(acks), "pending") {
+		t.Errorf("not every type ACKed")
+	}
+	names := map[string]string{}
+	for _, p := range res.Manifest.Processes {
+		names[p.Name] = p.Category
+	}
+	for name, cat := range map[string]string{"istiod": sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead} {
+		if names[name] != cat {
+			t.Errorf("process %s sampled as %q, want %q (processes %v)", name, names[name], cat, names)
+		}
+	}
+	for _, name := range []string{"client-sidecar", "server-0-sidecar", "server-1-sidecar"} {
+		if names[name] != sample.CategoryDataPlane {
+			t.Errorf("no data-plane process %s, as the hand-rendered sidecar is named (processes %v)", name, names)
+		}
+	}
+	agents := 0
+	for name, cat := range names {
+		if strings.HasSuffix(name, " pilot-agent") && cat == sample.CategoryDataPlane {
+			agents++
+		}
+	}
+	if agents != 3 {
+		t.Errorf("%d pilot-agents sampled in the data plane, want 3 (processes %v)", agents, names)
+	}
+	d := res.Manifest.Derived
+	if per, all := d["data_plane_pss_mib_per_proxy"], d["data_plane_pss_mib_avg"]; all > 0 && math.Abs(per*3-all) > 0.01 {
+		t.Errorf("PSS per proxy %.2f MiB of %.2f: want it per sidecar (3), pilot-agent with its Envoy", per, all)
+	}
+}

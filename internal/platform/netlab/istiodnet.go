@@ -1,0 +1,294 @@
+package netlab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/kube/policy"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/report"
+)
+
+// The processes of a lab configured by istiod, as results name them.
+const (
+	IstiodName      = "istiod"
+	IstiodComponent = "istiod"
+	// LabAPIComponent is the lab's API server (etcd and kube-apiserver):
+	// meshbench's own infrastructure, not the mesh's (a cluster's API
+	// server is not sampled either), so sampled as overhead.
+	LabAPIComponent = "lab API server"
+)
+
+// supportsIstiod returns why istiod cannot configure a topology with
+// options o yet (nil: it can): sidecar mode with the static app over
+// HTTP and mTLS, without gateway; mode none needs no control plane.
+func supportsIstiod(o topology.Options) []error {
+	var errs []error
+	switch o.Mode {
+	case topology.ModeNone:
+		return nil
+	case topology.ModeSidecar:
+	default:
+		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars only so far (mesh none or sidecar); use --control-plane lab", o.Mode))
+	}
+	if o.App == topology.AppFaces {
+		errs = append(errs, errors.New("app faces with control plane istiod: not yet (its calls go to the pod's own sidecar); use app static or --control-plane lab"))
+	}
+	if o.Gateway {
+		errs = append(errs, errors.New("gateway with control plane istiod: not yet; use --control-plane lab"))
+	}
+	if o.Protocol == topology.ProtocolTCP {
+		errs = append(errs, errors.New("protocol tcp with control plane istiod: not yet (the services declare http); use --control-plane lab"))
+	}
+	if o.Mode == topology.ModeSidecar && !o.MTLS {
+		errs = append(errs, errors.New("mtls false with control plane istiod: not yet; use --control-plane lab"))
+	}
+	return errs
+}
+
+// istiodNet is a lab's sidecars configured by istiod (Substrate
+// ControlPlane istiod): the API server, istiod and per sidecar pod
+// pilot-agent and its Envoy, all stopped by the lab's Close.
+type istiodNet struct {
+	api *labapi.Server
+	d   *Istiod
+	// envoys are each sidecar's Envoy (pilot-agent's child) by pod.
+	envoys map[string]int
+	// names and components are the topology's for each sidecar pod's
+	// proxy (so results line up with the hand-rendered sidecars').
+	names, components map[string]string
+	stamp             string
+	// base is each sidecar's inbound TLS handshakes at the cell's start.
+	base map[string]float64
+}
+
+// upIstiod starts the lab's API server and istiod, and the sidecars
+// from it, with the cell's PeerAuthentication and AuthorizationPolicies
+// as on a cluster (policy.MeshObjects, policy.PolicyObjects).
+func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, dir string) (*istiodNet, error) {
+	api, err := labapi.Start(ctx, labapi.Options{Dir: filepath.Join(dir, "labapi"), ServiceCIDR: ServiceCIDR(l.Opts.Subnet), Log: l.Opts.Log})
+	if err != nil {
+		return nil, err
+	}
+	l.sub.OnClose("lab API server", api.Close)
+	d, err := l.StartIstiod(ctx, IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t)})
+	if err != nil {
+		return nil, err
+	}
+	in := &istiodNet{api: api, d: d, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
+	for pod, a := range d.Agents {
+		pid, err := childPID(a.PID, "envoy")
+		if err != nil {
+			return nil, fmt.Errorf("the Envoy of %s's pilot-agent: %w", pod, err)
+		}
+		in.envoys[pod] = pid
+		if p := t.Sidecar(pod); p != nil {
+			in.names[pod], in.components[pod] = p.Name, p.Component
+		} else {
+			in.names[pod], in.components[pod] = pod+"-sidecar", pod+" sidecar"
+		}
+	}
+	if _, err := d.WaitACKed(ctx, 60*time.Second); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// cellObjects are the cell's Istio objects as a cluster cell gets them:
+// the PeerAuthentication and the ALLOW rules as AuthorizationPolicies.
+func cellObjects(t *topology.Topology) func() ([]runtime.Object, error) {
+	return func() ([]runtime.Object, error) {
+		m, ok := mesh.Get(string(topology.ModeSidecar))
+		if !ok {
+			return nil, errors.New("no sidecar mesh descriptor")
+		}
+		c := policy.Cell{Mesh: m, Options: t.Options, AppNamespace: "default", LoadNamespace: "default",
+			AppPort: topology.PortApp, LoadServiceAccount: topology.IdentityClient.ServiceAccount,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "meshbench"}}
+		objs := policy.MeshObjects(c)
+		pols, err := policy.PolicyObjects(c)
+		return append(objs, pols...), err
+	}
+}
+
+// childPID is the PID of ppid's child named comm (waiting up to 10 s).
+func childPID(ppid int, comm string) (int, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			open, shut := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+			if err != nil || open < 0 || shut < open {
+				continue
+			}
+			// After "(comm)": the state, then the parent's PID.
+			f := strings.Fields(string(b[shut+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(ppid) && string(b[open+1:shut]) == comm {
+				return pid, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no child %q of process %d", comm, ppid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (in *istiodNet) pods() []string { return slices.Sorted(maps.Keys(in.envoys)) }
+
+// targets: each sidecar's Envoy and pilot-agent as the sidecar (the
+// istio-proxy container holds both on a cluster), istiod as the control
+// plane, the API server as overhead.
+func (in *istiodNet) targets() []sample.Target {
+	var out []sample.Target
+	for _, pod := range in.pods() {
+		out = append(out,
+			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: sample.CategoryDataPlane},
+			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: sample.CategoryDataPlane})
+	}
+	out = append(out, sample.Target{PID: in.d.Proc.PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
+	etcd, api := in.api.PIDs()
+	out = append(out,
+		sample.Target{PID: api, Name: "lab kube-apiserver", Component: LabAPIComponent, Category: sample.CategoryOverhead},
+		sample.Target{PID: etcd, Name: "lab etcd", Component: LabAPIComponent, Category: sample.CategoryOverhead})
+	return out
+}
+
+func (in *istiodNet) died() error {
+	if in.d.Proc.Exited() {
+		return fmt.Errorf("istiod died (log %s)", in.d.Proc.LogFile)
+	}
+	for _, pod := range in.pods() {
+		if a := in.d.Agents[pod]; a.Exited() {
+			return fmt.Errorf("pilot-agent of %s died (log %s)", pod, a.LogFile)
+		}
+	}
+	return in.api.Died()
+}
+
+// manifest records which control plane configured the sidecars, and
+// what the set-up cost.
+func (in *istiodNet) manifest() map[string]any {
+	etcdRSS, apiRSS, _ := in.api.Memory()
+	return map[string]any{"control_plane": map[string]any{
+		"name": ControlPlaneIstiod, "istio": in.stamp,
+		"what":               "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server",
+		"api_server_ready_s": in.api.StartTime.Seconds(), "istiod_ready_s": in.d.StartTime.Seconds(), "sidecars_ready_s": in.d.SidecarsTime.Seconds(),
+		"api_server_rss_bytes": etcdRSS + apiRSS,
+	}}
+}
+
+// handshakes are each sidecar's inbound TLS handshakes (Envoy's own
+// counter on Istio's virtualInbound listener, 0.0.0.0:15006).
+func (in *istiodNet) handshakes(ctx context.Context, l *Lab) (map[string]float64, error) {
+	out := map[string]float64{}
+	var errs []error
+	for _, pod := range in.pods() {
+		v, err := envoyCounter(ctx, l.Pod(pod), inboundHandshakes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", pod, err))
+			continue
+		}
+		out[pod] = v
+	}
+	return out, errors.Join(errs...)
+}
+
+// envoyCounter reads one counter from the Envoy admin in pod p (Istio's
+// admin: 127.0.0.1:15000 in the pod).
+func envoyCounter(ctx context.Context, p *Pod, name string) (float64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://127.0.0.1:15000/stats?filter=^"+strings.ReplaceAll(name, ".", `\.`)+"$", nil)
+	resp, err := p.HTTPClient(false).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok && k == name {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, nil // not yet counted
+}
+
+func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
+	var err error
+	in.base, err = in.handshakes(ctx, l)
+	return err
+}
+
+// check is the cell's verdict from istiod's side: its ACK table (kept in
+// rawDir), every sidecar ACKed; and the server sidecars' inbound TLS
+// handshakes over the cell (STRICT mTLS: plaintext is refused).
+func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, rawDir string) (local.MeshCheck, error) {
+	mc := local.MeshCheck{Derived: map[string]float64{}}
+	ps, err := in.d.Syncz(ctx)
+	if err != nil {
+		return mc, err
+	}
+	if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		return mc, err
+	}
+	var tb bytes.Buffer
+	_ = report.SyncTable(&tb, istio.SyncRows(ps))
+	if err := os.WriteFile(filepath.Join(rawDir, "istiod-acks.txt"), tb.Bytes(), 0o644); err != nil {
+		return mc, err
+	}
+	mc.Lines = append(mc.Lines, "istiod's ACK table (the sidecars' config came from istiod):")
+	for _, line := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
+		mc.Lines = append(mc.Lines, "  "+line)
+	}
+	if bad := istio.NotACKed(ps); len(bad) > 0 {
+		mc.Invalid = append(mc.Invalid, "istiod: not ACKed: "+strings.Join(bad, "; "))
+	}
+	if len(ps) < len(in.envoys) {
+		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d sidecars", len(ps), len(in.envoys)))
+	}
+	end, err := in.handshakes(ctx, l)
+	if err != nil {
+		return mc, err
+	}
+	var total float64
+	for _, p := range t.ServicePods(t.Service.Name) {
+		total += end[p.Name] - in.base[p.Name]
+	}
+	mc.Derived["istiod_server_tls_handshakes"] = total
+	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
+	if total <= 0 {
+		mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
+	}
+	mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", total))
+	return mc, nil
+}
