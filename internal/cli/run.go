@@ -183,6 +183,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	} else if m, ok := mesh.Get(f.mesh); ok && !flt.Zero() {
 		if why := fault.Skip(flt, m, topology.App(f.app), f.replicas, true); why != "" {
 			errs = append(errs, fmt.Errorf("--fault %s with --mesh %s: %s", flt, f.mesh, why))
+		} else if f.sub.controlPlane == plan.ControlPlaneIstiod {
+			errs = append(errs, fmt.Errorf("--fault %s: allowed with --control-plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use --control-plane lab", flt))
 		}
 	}
 	mo.LoopbackNet = uint8(f.loopbackNet)

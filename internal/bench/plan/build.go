@@ -456,6 +456,9 @@ func (b *builder) axes() {
 		case kube:
 			b.s.badItem("axes.fault", it, "allowed on platform kube: none (faults run on the local lab so far)")
 			return f.String(), false
+		case b.p.ControlPlane == ControlPlaneIstiod:
+			b.s.badItem("axes.fault", it, "allowed with control_plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use control_plane lab")
+			return f.String(), false
 		case b.p.Search != nil:
 			b.s.badItem("axes.fault", it, "a capacity search runs without faults; remove the fault or the search")
 			return f.String(), false

@@ -120,7 +120,14 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if o.Concurrency == 0 {
 		o.Concurrency = 1
 	}
-	d := &Istiod{lab: l, opts: o, dir: filepath.Join(l.Opts.Dir, "istiod"), Agents: map[string]*process.Child{},
+	// Absolute: istiod and the pilot-agents run in their own directories
+	// and are handed paths under it (a run's results directory is
+	// relative to where meshbench was started).
+	dir, err := filepath.Abs(filepath.Join(l.Opts.Dir, "istiod"))
+	if err != nil {
+		return nil, err
+	}
+	d := &Istiod{lab: l, opts: o, dir: dir, Agents: map[string]*process.Child{},
 		Addr: netip.AddrPortFrom(l.fbr.Addr.Addr(), istiodXDSPort)}
 	if err := os.MkdirAll(filepath.Join(d.dir, "logs"), 0o755); err != nil {
 		return nil, err

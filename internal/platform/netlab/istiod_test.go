@@ -229,7 +229,11 @@ func TestSubstrateRunIstiod(t *testing.T) {
 	mo := topology.DefaultOptions()
 	mo.Mode, mo.Policies, mo.Replicas = topology.ModeSidecar, 4, 2
 	sub := &Substrate{ControlPlane: ControlPlaneIstiod, Istio: b, Envoy: bin.Path}
-	out := filepath.Join(t.TempDir(), "run")
+	// A results directory relative to where meshbench runs, as a user's
+	// results/TIME-MESH is: istiod and the pilot-agents run in their own
+	// directories and must still find their files.
+	t.Chdir(t.TempDir())
+	out := "run"
 	o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second},
 		OutDir: out, Meshbench: mb, Substrate: sub, Envoy: bin}
 	res, _ := runCell(t, o, checkRunGone)
