@@ -506,6 +506,19 @@ func (c *cell) waitIdle(ctx context.Context) error {
 	return fmt.Errorf("lab not idle before the load: CPU %.0fm, threshold %.0fm after %v", last, threshold, c.opts.IdleTimeout)
 }
 
+// loadShapeArgs are the `meshbench load` flags of the cell's requests
+// per connection and arrivals (none at their defaults).
+func (c *cell) loadShapeArgs() []string {
+	var args []string
+	if c.opts.RequestsPerConnection > 0 {
+		args = append(args, "--requests-per-connection", strconv.Itoa(c.opts.RequestsPerConnection))
+	}
+	if c.opts.Arrivals == loadgen.ArrivalsPoisson {
+		args = append(args, "--arrivals", string(loadgen.ArrivalsPoisson), "--seed", strconv.FormatUint(c.opts.ArrivalsSeed, 10))
+	}
+	return args
+}
+
 // runLoad runs `meshbench load` as its own (sampled) process and reads its
 // result. It watches every other process: one dying ends the load.
 func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time.Time, error) {
@@ -537,8 +550,14 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 		progressPath = filepath.Join(c.dir.Path, results.LogsDir, "load-progress.json")
 		args = append(args, "--progress-file", progressPath)
 	}
+	args = append(args, c.loadShapeArgs()...)
 	for _, t := range l.topo.LoadTargets {
-		args = append(args, t.URL)
+		u := t.URL
+		if c.opts.Load.Bulk() {
+			// Bulk reads the static app's endless answer.
+			u = strings.TrimSuffix(u, "/") + workload.StreamPath
+		}
+		args = append(args, u)
 	}
 	lc, _, err := startChild(l.enter(loadPod), c.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(c.dir.Path, results.LogsDir, "load.log"), args...)
 	if err != nil {
@@ -779,10 +798,11 @@ func (c *cell) checkMesh() {
 // LoadCPUMax of one core (its engine runs on one thread by default), where
 // its own scheduling, not the mesh, would shape the latencies.
 //
-// The closed loop is exempt: there the generator runs flat out by design,
-// and the output already labels its latencies as queueing-dominated.
+// The closed loop and bulk are exempt: there the generator runs flat out
+// by design, and the output already labels its latencies as
+// queueing-dominated (bulk has none: its figure is bytes per second).
 func (c *cell) checkLoadCPU(s sample.Summary) {
-	if c.opts.Load.Closed() {
+	if c.opts.Load.Closed() || c.opts.Load.Bulk() {
 		return
 	}
 	limit := c.opts.LoadCPUMax
