@@ -37,6 +37,57 @@ type Config struct {
 	// Generator is the external load generator that measured the cells
 	// ("vegeta", "fortio", …); "" for meshbench's own engine.
 	Generator string `json:"generator,omitempty"`
+	// Params are the later axes' values (connections, payload, …).
+	Params
+}
+
+// Params are a config's values of the axes added after the first ten,
+// each zero when not recorded or when every cell of the set has the same
+// value (Analyze folds those: a setting that does not vary is no factor,
+// and labels stay as they were before the axes).
+type Params struct {
+	Connections           int    `json:"connections,omitempty"`
+	Payload               int    `json:"payload,omitempty"`
+	ProxyThreads          int    `json:"proxy_threads,omitempty"`
+	RequestsPerConnection int    `json:"requests_per_connection,omitempty"`
+	Placement             string `json:"placement,omitempty"`
+	Arrivals              string `json:"arrivals,omitempty"`
+}
+
+// key is p's part of a scenario key: "" when every value is zero.
+func (p Params) key() string {
+	if p == (Params{}) {
+		return ""
+	}
+	return fmt.Sprintf("|c%d|b%d|t%d|k%d|%s|%s", p.Connections, p.Payload, p.ProxyThreads, p.RequestsPerConnection, p.Placement, p.Arrivals)
+}
+
+// words are p's values as a label's parts: ", 64 connections, 1024 B, 2
+// proxy threads, a connection per request, poisson arrivals".
+func (p Params) words() string {
+	var out string
+	if p.Connections > 0 {
+		out += ", " + plural(p.Connections, "connection")
+	}
+	if p.Payload > 0 {
+		out += fmt.Sprintf(", %d B answers", p.Payload)
+	}
+	if p.ProxyThreads > 0 {
+		out += ", " + plural(p.ProxyThreads, "proxy thread")
+	}
+	switch k := p.RequestsPerConnection; {
+	case k == 1:
+		out += ", a connection per request"
+	case k > 1:
+		out += fmt.Sprintf(", a connection per %d requests", k)
+	}
+	if p.Placement != "" {
+		out += ", " + p.Placement
+	}
+	if p.Arrivals != "" {
+		out += ", " + p.Arrivals + " arrivals"
+	}
+	return out
 }
 
 // Key identifies the Config.
@@ -47,7 +98,8 @@ func (c Config) Key() string {
 // Scenario is the Config without its mesh: the meshes of one scenario are
 // compared with each other.
 func (c Config) Scenario() Scenario {
-	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS, Generator: c.Generator}
+	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS, Generator: c.Generator,
+		Params: c.Params}
 }
 
 // Scenario is a Config without its mesh.
@@ -61,6 +113,13 @@ type Scenario struct {
 	MTLS     bool   `json:"mtls"`
 	// Generator: "" for meshbench's own engine (Config.Generator).
 	Generator string `json:"generator,omitempty"`
+	Params
+}
+
+// Config is s on mesh m.
+func (s Scenario) Config(m string) Config {
+	return Config{Mesh: m, App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies, Protocol: s.Protocol, Gateway: s.Gateway,
+		MTLS: s.MTLS, Generator: s.Generator, Params: s.Params}
 }
 
 // Key identifies the scenario.
@@ -69,15 +128,18 @@ func (s Scenario) Key() string {
 	if s.Generator != "" {
 		k += "|" + s.Generator
 	}
-	return k
+	return k + s.Params.key()
 }
 
 // String is a short human label: "static, 50 rps, 10 replicas, 4 policies".
 func (s Scenario) String() string {
 	out := s.App + ", "
-	if s.Rate == loadgen.ClosedLoopText {
+	switch s.Rate {
+	case loadgen.ClosedLoopText:
 		out += "closed loop"
-	} else {
+	case loadgen.BulkText:
+		out += "bulk"
+	default:
 		out += s.Rate + " rps"
 	}
 	out += fmt.Sprintf(", %d replica", s.Replicas)
@@ -96,6 +158,7 @@ func (s Scenario) String() string {
 	if !s.MTLS {
 		out += ", no mTLS"
 	}
+	out += s.Params.words()
 	if s.Generator != "" {
 		out += ", by " + s.Generator
 	}
@@ -260,9 +323,20 @@ func readResources(dir string) (sample.Summary, error) {
 // configOf is a cell's Config from its manifest's settings.
 func configOf(s results.CellSettings) Config {
 	c := Config{Mesh: MeshLabel(s.Mesh, s.Substrate), App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
-		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator}
+		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator,
+		Params: Params{Connections: s.Connections, Payload: s.Payload, ProxyThreads: s.ProxyThreads,
+			RequestsPerConnection: s.RequestsPerConnection, Placement: s.Placement, Arrivals: s.Arrivals}}
 	if s.ClosedLoop {
 		c.Rate = loadgen.ClosedLoopText
+	}
+	if s.Bulk {
+		c.Rate = loadgen.BulkText
+	}
+	if c.Arrivals == string(loadgen.ArrivalsConstant) {
+		c.Arrivals = ""
+	}
+	if c.Placement == string(topology.PlacementCrossNode) {
+		c.Placement = ""
 	}
 	return c
 }
@@ -367,6 +441,7 @@ func ReadPlan(dir string) (*Plan, error) {
 		}
 		p.Cells = append(p.Cells, c)
 	}
+	foldParams(p.Cells)
 	return p, nil
 }
 

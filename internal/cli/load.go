@@ -209,7 +209,7 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		cfg.Load = loadgen.OpenLoop(r)
 	}
 	if (f.max || f.bulk) && cmd.Flags().Changed("rate") {
-		errs = append(errs, errors.New("--rate excludes --max and --bulk: they send as fast as answers allow"))
+		errs = append(errs, errors.New("--rate, --max and --bulk exclude each other: --max and --bulk send as fast as answers allow"))
 	}
 	arrivals, err := loadgen.ParseArrivals(f.arrivals)
 	if err != nil {

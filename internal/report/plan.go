@@ -400,11 +400,12 @@ func NighthawkCSV(w io.Writer, a *analysis.Analysis) error {
 // own tools: scenario columns, mesh, figure, median, lo, hi, level (the
 // coverage the interval achieves where it is known exactly — 0.75 for the
 // range of 3 runs — else the nominal level), nominal_level, n (valid
-// repetitions), cells, method.
+// repetitions), cells, method, generator, then the later axes'
+// (paramColumns: empty where a set does not vary them).
 func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
-		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method", "generator"})
+	_ = cw.Write(append([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
+		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method", "generator"}, paramColumns...))
 	for _, s := range a.Scenarios {
 		for _, mesh := range a.Meshes {
 			g := a.Group(mesh, s)
@@ -413,14 +414,33 @@ func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 			}
 			for _, f := range slices.Sorted(maps.Keys(g.Figures)) {
 				iv := g.Figures[f]
-				_ = cw.Write([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
+				_ = cw.Write(append([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
 					strconv.FormatBool(s.Gateway), strconv.FormatBool(s.MTLS), mesh, f, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
-					num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method, generatorName(s.Generator)})
+					num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method, generatorName(s.Generator)},
+					paramValues(s.Params)...))
 			}
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// paramColumns are the CSV columns of the later axes (analysis.Params),
+// in paramValues' order.
+var paramColumns = []string{"connections", "payload", "proxy_threads", "requests_per_connection", "placement", "arrivals"}
+
+// paramValues are p's CSV cells, empty at zero: a value the set does not
+// vary (Analyze folds it; the plan's YAML says the setting), and for
+// requests_per_connection kept connections, for placement cross-node,
+// for arrivals constant.
+func paramValues(p analysis.Params) []string {
+	n := func(v int) string {
+		if v == 0 {
+			return ""
+		}
+		return strconv.Itoa(v)
+	}
+	return []string{n(p.Connections), n(p.Payload), n(p.ProxyThreads), n(p.RequestsPerConnection), p.Placement, p.Arrivals}
 }
 
 func num(x float64) string {

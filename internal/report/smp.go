@@ -285,10 +285,13 @@ func testConfig(c *analysis.Cell, run *results.RunManifest, l *results.LoadResul
 	case "tcp":
 		proto = "PROTOCOL_TCP"
 	}
+	// The connections have a field of their own below: not in the name.
+	sc := cfg.Scenario()
+	sc.Connections = 0
 	return smpTestConfig{
 		SMPVersion: SMPVersion,
 		ID:         c.ID + "/test",
-		Name:       cfg.Mesh + ", " + cfg.Scenario().String(),
+		Name:       cfg.Mesh + ", " + sc.String(),
 		Labels: map[string]string{
 			"meshbench.app":      cfg.App,
 			"meshbench.rate":     cfg.Rate,
