@@ -118,7 +118,8 @@ func (a *Analysis) Group(mesh string, s Scenario) *Group {
 
 // CompareFigures are the figures comparisons and verdicts are made on.
 var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP95, LatencyP99, LatencyMax,
-	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate}
+	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate,
+	ThroughputGbps, CPUPerGbpsPrefix + "data-plane", CPUPerGbpsPrefix + "TOTAL"}
 
 // foldParams zeroes each of the cells' Params that has one value across
 // them all: a setting that does not vary is no factor (connections are

@@ -439,6 +439,8 @@ func diffParts(diffs map[string]stats.Interval, deltas map[string]float64, rate 
 			say(MemPrefix+"TOTAL", "total memory")
 		}
 		say(AchievedRate, "achieved rate")
+		say(ThroughputGbps, "throughput")
+		say(CPUPerGbpsPrefix+"data-plane", "data-plane CPU per Gb/s")
 	}
 	return parts
 }
@@ -463,6 +465,10 @@ func deltaText(fig string, deltas map[string]float64, rate float64) string {
 		return " (" + signed(d) + " mCPU)"
 	case strings.HasPrefix(fig, MemPrefix):
 		return " (" + signed(d) + " MiB)"
+	case fig == ThroughputGbps:
+		return " (" + signed(d) + " Gb/s)"
+	case strings.HasPrefix(fig, CPUPerGbpsPrefix):
+		return " (" + signed(d) + " mCPU per Gb/s)"
 	case fig == AchievedRate:
 		// To 0.1 rps: smaller differences are the schedule's rounding.
 		if r := math.Round(d*10) / 10; r != 0 {

@@ -176,7 +176,26 @@ const (
 	LatencyMax   = "latency_max_ms"
 	LatencyMean  = "latency_mean_ms"
 	AchievedRate = "achieved_rps"
-	SuccessRatio = "success_ratio"
+	// ThroughputGbps is a bulk cell's figure (load_model bulk): body bits
+	// received per second of the measured window, in Gb/s; a bulk cell
+	// has no AchievedRate (its "requests" are its streams).
+	ThroughputGbps = "throughput_gbps"
+	// CPUPerGbpsPrefix is a bulk cell's CPU per Gb/s of throughput, per
+	// category and TOTAL: "cpu_m_per_gbps:data-plane".
+	CPUPerGbpsPrefix = "cpu_m_per_gbps:"
+	// ConnectionRate is a cell's connections completed per second when
+	// every request had a connection of its own (requests_per_connection
+	// 1, netperf's TCP_CRR): its achieved rate, named for what it is.
+	ConnectionRate = "connections_per_sec"
+	// The kernel's CPU over the measured window, millicores (the lab's
+	// manifest, sample.KernelBetween): the whole machine's system, irq
+	// and softirq time; its softirq part; the part no sampled process was
+	// charged with, and that per 1000 achieved rps.
+	KernelNodeCPU           = sample.KernelNodeCPU
+	KernelSoftIRQCPU        = sample.KernelSoftIRQCPU
+	KernelOutsideCPU        = sample.KernelOutsideCPU
+	KernelOutsideCPUPer1000 = "kernel_outside_cpu_m_per_1000rps"
+	SuccessRatio            = "success_ratio"
 	// Per category: "cpu_m:data-plane", "mem_mib:app", …; TOTAL too.
 	CPUPrefix = "cpu_m:"
 	MemPrefix = "mem_mib:"
@@ -275,7 +294,21 @@ func ReadCell(dir, id string) (*Cell, error) {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
 	rate := lr.AchievedRatePerSec()
-	c.Figures[AchievedRate] = rate
+	gbps := 0.0
+	if lr.Bulk() {
+		// Bulk: its "requests" are the streams, one per connection; its
+		// figure is the bytes, and its costs are per Gb/s, not per rps.
+		gbps = lr.ThroughputBytesPerSec() * 8 / 1e9
+		c.Figures[ThroughputGbps] = gbps
+		rate = 0
+	} else {
+		c.Figures[AchievedRate] = rate
+	}
+	if lr.RequestsPerConnection == 1 {
+		// A connection per request: each answer is a connection opened,
+		// used and closed (netperf's TCP_CRR).
+		c.Figures[ConnectionRate] = rate
+	}
 	c.Figures[SuccessRatio] = lr.SuccessRatio()
 
 	sum, err := readResources(dir)
@@ -297,6 +330,20 @@ func ReadCell(dir, id string) (*Cell, error) {
 		put(ComponentInfix, g.Name, g.Figures)
 	}
 	maps.Copy(c.Figures, sample.DataPlaneFigures(sum, rate, appPods(c.Config)))
+	for _, k := range []string{sample.KernelNodeCPU, sample.KernelSoftIRQCPU, sample.KernelOutsideCPU} {
+		if v, ok := m.Derived[k]; ok {
+			c.Figures[k] = v
+		}
+	}
+	if v, ok := m.Derived[sample.KernelOutsideCPU]; ok && rate > 0 {
+		c.Figures[KernelOutsideCPUPer1000] = v / rate * 1000
+	}
+	if gbps > 0 {
+		for _, g := range sum.Categories {
+			c.Figures[CPUPerGbpsPrefix+g.Name] = g.Figures.CPUMillicores.Avg / gbps
+		}
+		c.Figures[CPUPerGbpsPrefix+"TOTAL"] = sum.Total.CPUMillicores.Avg / gbps
+	}
 	seedRatios(c.Figures)
 	return c, nil
 }

@@ -24,6 +24,12 @@ var tableRows = []struct{ label, figure, format string }{
 	{"p99.9 ms", analysis.LatencyP999, "%.3g"},
 	{"max ms", analysis.LatencyMax, "%.3g"},
 	{"achieved rps", analysis.AchievedRate, "%.1f"},
+	{"connections/s", analysis.ConnectionRate, "%.1f"},
+	{"throughput Gb/s", analysis.ThroughputGbps, "%.3g"},
+	{"DP CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "data-plane", "%.0f"},
+	{"app CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "app", "%.0f"},
+	{"load CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "load", "%.0f"},
+	{"TOTAL CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "TOTAL", "%.0f"},
 	{"success", analysis.SuccessRatio, "%.4f"},
 	{"data-plane CPU m", analysis.CPUPrefix + "data-plane", "%.0f"},
 	{"data-plane MiB", analysis.MemPrefix + "data-plane", "%.1f"},
@@ -39,6 +45,10 @@ var tableRows = []struct{ label, figure, format string }{
 	{"load CPU m", analysis.CPUPrefix + "load", "%.0f"},
 	{"gateway CPU m", analysis.CPUPrefix + "gateway", "%.0f"},
 	{"TOTAL CPU m", analysis.CPUPrefix + "TOTAL", "%.0f"},
+	{"kernel CPU m, outside", analysis.KernelOutsideCPU, "%.0f"},
+	{"kernel m / 1000 rps", analysis.KernelOutsideCPUPer1000, "%.0f"},
+	{"node kernel CPU m", analysis.KernelNodeCPU, "%.0f"},
+	{"node softirq CPU m", analysis.KernelSoftIRQCPU, "%.0f"},
 	{"TOTAL MiB", analysis.MemPrefix + "TOTAL", "%.1f"},
 }
 

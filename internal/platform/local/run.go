@@ -109,6 +109,57 @@ type cell struct {
 	// hopOffsets are the sizes of the proxies' hop logs when the cell's
 	// load started (Options.Hops).
 	hopOffsets map[string]int64
+	// kernel are the kernel snapshots at the measured window's start and
+	// near its end (kernelCPU), nil when not taken.
+	kernel [2]*sample.KernelSnapshot
+}
+
+// snapKernel takes the kernel snapshot i (0: the window's start, 1: its
+// end) of the machine and of every process of the cell so far.
+func (c *cell) snapKernel(i int) {
+	c.mu.Lock()
+	// meshbench itself too: its sampler's reads of /proc (smaps_rollup
+	// above all) are kernel work of its own, reported as its overhead.
+	pids := []int{os.Getpid()}
+	for _, p := range c.manifest.Processes {
+		if p.PID > 0 {
+			pids = append(pids, p.PID)
+		}
+	}
+	c.mu.Unlock()
+	s, err := sample.ReadKernel(pids)
+	if err != nil {
+		c.logf("kernel CPU: %v", err)
+		return
+	}
+	c.mu.Lock()
+	c.kernel[i] = &s
+	c.mu.Unlock()
+}
+
+// kernelCPU puts the kernel's CPU over the measured window into the
+// manifest's derived figures (sample.KernelBetween): the whole machine's
+// system, irq and softirq time, and that part no sampled process was
+// charged with. The end snapshot is taken shortly before the load ends,
+// while every process still runs.
+func (c *cell) kernelCPU() {
+	c.mu.Lock()
+	a, b := c.kernel[0], c.kernel[1]
+	c.mu.Unlock()
+	if a == nil || b == nil {
+		return
+	}
+	k, err := sample.KernelBetween(*a, *b)
+	if err != nil {
+		c.logf("%v", err)
+		return
+	}
+	if c.manifest.Derived == nil {
+		c.manifest.Derived = map[string]float64{}
+	}
+	c.manifest.Derived[sample.KernelNodeCPU] = k.Node
+	c.manifest.Derived[sample.KernelSoftIRQCPU] = k.SoftIRQ
+	c.manifest.Derived[sample.KernelOutsideCPU] = k.Outside
 }
 
 func (c *cell) logf(format string, a ...any) {
@@ -419,6 +470,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	c.checkValidity(loadRes)
 	c.checkLoadCPU(summary)
 	c.manifest.Derived = derive(l.topo, loadRes, summary)
+	c.kernelCPU()
 	c.checkNodeProxyMTLS()
 	c.checkMesh()
 	return res, ctx.Err()
@@ -570,8 +622,12 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	_ = c.sampler.Add(sample.Target{PID: lc.pid(), Name: "load", Component: "load", Category: sample.CategoryLoad})
 	started := time.Now()
 	measureFrom := started.Add(c.opts.Warmup)
-	warmTimer := time.AfterFunc(c.opts.Warmup, func() { endWarm(); enter(c.opts, "measure") })
+	warmTimer := time.AfterFunc(c.opts.Warmup, func() { c.snapKernel(0); endWarm(); enter(c.opts, "measure") })
 	defer warmTimer.Stop()
+	// The window's end for the kernel's CPU: a little before the load's,
+	// so that every sampled process still runs and is read.
+	kernelEnd := time.AfterFunc(c.opts.Warmup+c.opts.Duration-min(200*time.Millisecond, c.opts.Duration/5), func() { c.snapKernel(1) })
+	defer kernelEnd.Stop()
 
 	// Watch for a process dying mid-run.
 	var died error

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -77,5 +79,90 @@ func TestProxyThreads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestThroughputCells runs the two throughput cells through every mesh
+// of the lab: bulk (one endless answer per connection, bytes per second)
+// and the connection rate (the closed loop with a connection per
+// request). Each is valid, analysis reads a throughput in Gb/s with the
+// CPU per Gb/s of the data plane, or connections per second; in the
+// connection-rate cells the client's proxy accepted a new connection
+// for every request (Envoy's listener, ztunnel's own counters). The
+// kernel's CPU over the window is recorded.
+func TestThroughputCells(t *testing.T) {
+	zt := requirements(t)
+	lp := linkerdProxy(t)
+	mb := testutil.BuildMeshbench(t)
+	for _, mode := range []topology.Mode{topology.ModeNone, topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint, topology.ModeLinkerd} {
+		for _, crr := range []bool{false, true} {
+			name := string(mode) + "/bulk"
+			if crr {
+				name = string(mode) + "/connection-rate"
+			}
+			t.Run(name, func(t *testing.T) {
+				mo := topology.DefaultOptions()
+				mo.Mode = mode
+				out := filepath.Join(t.TempDir(), "run")
+				s := platform.Settings{Mesh: mo, Load: loadgen.Bulk, Duration: 2 * time.Second, Connections: 2}
+				if crr {
+					s.Load, s.RequestsPerConnection = loadgen.ClosedLoop, 1
+				}
+				o := local.Options{Settings: s, OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: zt, LinkerdProxy: lp, Meshbench: mb}}
+				gone := checkRunGone
+				switch mode {
+				case topology.ModeSidecar, topology.ModeWaypoint:
+					o.Envoy = findEnvoy(t)
+				case topology.ModeLinkerd:
+					gone = checkLinkerdGone
+				}
+				res, _ := runCell(t, o, gone)
+				if !res.Manifest.Valid {
+					t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+				}
+				c, err := analysis.ReadCell(out, "cell")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Moving bytes through sockets is kernel work: the
+				// window's kernel CPU is measured, and its part outside
+				// the sampled processes is at most the whole.
+				d := res.Manifest.Derived
+				if d[sample.KernelNodeCPU] <= 0 || d[sample.KernelOutsideCPU] > d[sample.KernelNodeCPU] || c.Figures[analysis.KernelNodeCPU] != d[sample.KernelNodeCPU] {
+					t.Errorf("kernel CPU: derived %v, figure %v", d, c.Figures[analysis.KernelNodeCPU])
+				}
+				lr := res.Load
+				if !crr {
+					if !lr.Bulk() || c.Figures[analysis.ThroughputGbps] <= 0 {
+						t.Errorf("bulk %v, throughput %v Gb/s", lr.Bulk(), c.Figures[analysis.ThroughputGbps])
+					}
+					_, hasRate := c.Figures[analysis.AchievedRate]
+					_, dpPerGbps := c.Figures[analysis.CPUPerGbpsPrefix+"data-plane"]
+					if hasRate || dpPerGbps != (mode != topology.ModeNone) {
+						t.Errorf("figures %v: want no achieved rate, and data-plane CPU per Gb/s where there is a data plane", c.Figures)
+					}
+					return
+				}
+				if lr.Completed < 100 || lr.Success != lr.Completed || c.Figures[analysis.ConnectionRate] <= 0 {
+					t.Errorf("%d of %d answered, %v connections/s", lr.Success, lr.Completed, c.Figures[analysis.ConnectionRate])
+				}
+				accepted := uint64(0)
+				switch mode {
+				case topology.ModeSidecar:
+					for name, l := range res.EnvoyStats["client-sidecar"].Listeners {
+						if l.CxTotal != nil && strings.Contains(name, "15001") {
+							accepted += *l.CxTotal
+						}
+					}
+				case topology.ModeAmbient:
+					accepted = res.NodeProxyStats["ztunnel-node1"].ConnectionsOpened
+				default:
+					return
+				}
+				if accepted < uint64(lr.Completed) {
+					t.Errorf("the client's proxy accepted %d connections for %d requests: want one each", accepted, lr.Completed)
+				}
+			})
+		}
 	}
 }
