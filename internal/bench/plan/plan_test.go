@@ -143,6 +143,11 @@ func TestExamples(t *testing.T) {
 		{"throttled-vs-unthrottled.yaml", 20, 20 * 10 * time.Second},
 		// The seed-002 shape for the lab-vs-cluster table: 4 modes × 2 repetitions.
 		{"lab-vs-cluster-istio.yaml", 8, 8 * (2 + 20 + 2 + 3) * time.Second},
+		// Issue 30's: Istio's published experiment, threads × connections,
+		// throughput.
+		{"istio-perf.yaml", 24, 24 * 10 * time.Second},
+		{"threads-connections.yaml", 30, 30 * 10 * time.Second},
+		{"throughput.yaml", 15, 15 * 10 * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {
