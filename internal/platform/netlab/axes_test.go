@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -22,7 +23,8 @@ import (
 // (topology.Options.ProxyThreads) and reads the thread count back from
 // the proxy itself: every Envoy sidecar's server.concurrency gauge, each
 // ztunnel's startup config (numWorkerThreads) and each linkerd2-proxy's
-// runtime line; the manifest records the setting.
+// runtime line; the manifest records the setting and the SMP export
+// labels it.
 func TestProxyThreads(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("linkerd2-proxy runs one thread on one core whatever it is asked")
@@ -61,6 +63,14 @@ func TestProxyThreads(t *testing.T) {
 			}
 			if got := res.Manifest.Options["proxy_threads"]; got != 3 && got != float64(3) {
 				t.Errorf("manifest proxy_threads %v (%T), want 3", got, got)
+			}
+			// The SMP export labels it (read back from the cell's files).
+			c, err := analysis.ReadCell(out, "cell")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if smp, err := report.SMPResult(c, res.Manifest, res.Load); err != nil || !strings.Contains(string(smp), `"meshbench.proxy_threads": "3"`) {
+				t.Errorf("SMP (%v) has no meshbench.proxy_threads label 3:\n%s", err, smp)
 			}
 			if tc.mode == topology.ModeSidecar {
 				if len(res.EnvoyStats) != 2 {
