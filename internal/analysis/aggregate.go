@@ -417,6 +417,14 @@ func (c Comparison) Verdict() string {
 // plane's CPU and memory, or the whole lab's when one side has no data
 // plane.
 func verdictFigures(diffs map[string]stats.Interval) []string {
+	if _, ok := diffs[ThroughputGbps]; ok {
+		// Bulk: the throughput and what each Gb/s of it costs, not a
+		// latency or a CPU total that moves with the throughput.
+		if _, ok := diffs[CPUPerGbpsPrefix+"data-plane"]; ok {
+			return []string{ThroughputGbps, CPUPerGbpsPrefix + "data-plane", MemPrefix + "data-plane"}
+		}
+		return []string{ThroughputGbps, CPUPerGbpsPrefix + "TOTAL", MemPrefix + "TOTAL"}
+	}
 	if _, ok := diffs[CPUPrefix+"data-plane"]; ok {
 		return []string{LatencyP50, LatencyP99, CPUPrefix + "data-plane", MemPrefix + "data-plane"}
 	}
@@ -479,10 +487,15 @@ func verdictParts(diffs map[string]stats.Interval, ratios, deltas map[string]flo
 	}
 	figs := verdictFigures(diffs)
 	labels := map[string]string{LatencyP50: "p50", LatencyP99: "p99", CPUPrefix + "data-plane": "data-plane CPU",
-		MemPrefix + "data-plane": "data-plane memory", CPUPrefix + "TOTAL": "total CPU", MemPrefix + "TOTAL": "total memory"}
+		MemPrefix + "data-plane": "data-plane memory", CPUPrefix + "TOTAL": "total CPU", MemPrefix + "TOTAL": "total memory",
+		ThroughputGbps: "throughput", CPUPerGbpsPrefix + "data-plane": "data-plane CPU per Gb/s", CPUPerGbpsPrefix + "TOTAL": "total CPU per Gb/s"}
 	for _, f := range figs {
 		unit := "ms"
 		switch {
+		case f == ThroughputGbps:
+			unit = "Gb/s"
+		case strings.HasPrefix(f, CPUPerGbpsPrefix):
+			unit = "mCPU per Gb/s"
 		case strings.HasPrefix(f, CPUPrefix):
 			unit = "mCPU"
 		case strings.HasPrefix(f, MemPrefix):

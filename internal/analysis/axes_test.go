@@ -259,3 +259,31 @@ func TestParamsAxes(t *testing.T) {
 		t.Errorf("%d sidecar vs none comparisons, want one per thread count", vsNone)
 	}
 }
+
+// TestBulkVerdict: a bulk comparison is worded in throughput and CPU per
+// Gb/s (what a Gb/s costs), not in latency or a CPU total that moves
+// with the throughput.
+func TestBulkVerdict(t *testing.T) {
+	p := &analysis.Plan{Failed: map[string]string{}}
+	for _, mesh := range []string{"sidecar", "ambient"} {
+		for rep, j := range []float64{1, 1.01, 0.99, 1.02, 0.98} {
+			gbps, perGbps := 2*j, 300*j
+			if mesh == "ambient" {
+				gbps, perGbps = 4*j, 150*j
+			}
+			f := map[string]float64{analysis.LatencyP50: 50 * j, analysis.ThroughputGbps: gbps,
+				analysis.CPUPrefix + "data-plane": gbps * perGbps, analysis.CPUPerGbpsPrefix + "data-plane": perGbps}
+			cfg := analysis.Config{Mesh: mesh, App: "static", Rate: "bulk", Replicas: 1, Protocol: "http", MTLS: true}
+			p.Cells = append(p.Cells, &analysis.Cell{ID: fmt.Sprintf("%s-rep%d", mesh, rep+1), Config: cfg, Valid: true, Figures: f})
+		}
+	}
+	a := analysis.Analyze(p, analysis.Options{Seed: 1, Baseline: "sidecar"})
+	if len(a.Comparisons) != 1 {
+		t.Fatalf("%d comparisons, want ambient vs sidecar", len(a.Comparisons))
+	}
+	v := a.Comparisons[0].Verdict()
+	if !strings.Contains(v, "~2× the throughput (+2 Gb/s)") || !strings.Contains(v, "~1/2 the data-plane CPU per Gb/s (−150 mCPU per Gb/s)") ||
+		strings.Contains(v, "p50") {
+		t.Errorf("verdict %q: want throughput and data-plane CPU per Gb/s, no latency", v)
+	}
+}

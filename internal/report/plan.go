@@ -266,7 +266,8 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 			fmt.Fprintf(bw, "  %s vs %s:", c.Mesh, c.Baseline)
 			for _, f := range []struct{ label, fig string }{{"p50", analysis.LatencyP50}, {"p95", analysis.LatencyP95}, {"p99", analysis.LatencyP99},
 				{"DP CPU", analysis.CPUPrefix + "data-plane"}, {"DP mem", analysis.MemPrefix + "data-plane"},
-				{"total CPU", analysis.CPUPrefix + "TOTAL"}} {
+				{"total CPU", analysis.CPUPrefix + "TOTAL"}, {"throughput", analysis.ThroughputGbps},
+				{"DP CPU per Gb/s", analysis.CPUPerGbpsPrefix + "data-plane"}} {
 				if iv, ok := c.Diffs[f.fig]; ok {
 					fmt.Fprintf(bw, "  %s %s;", f.label, pct(iv))
 				}
