@@ -105,7 +105,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Payload, "payload", "", "the static app's answer sizes in bytes, an axis (e.g. 1024,65536; one value: --body-size)")
 	fl.StringVar(&f.ProxyThreads, "proxy-threads", "", "every proxy's worker threads, an axis: Envoy --concurrency, ztunnel's worker threads, linkerd2-proxy's cores (default: Envoy 1, ztunnel 2, linkerd2-proxy 1)")
 	fl.StringVar(&f.RequestsPerConnection, "requests-per-connection", "", "requests per load connection before a new one, an axis: 0 keeps every connection (default), 1 is one per request (TCP_CRR)")
-	fl.StringVar(&f.Placement, "placement", "", "where the client runs, an axis: cross-node (default; same-node is not yet supported)")
+	fl.StringVar(&f.Placement, "placement", "", "where the client runs, an axis: cross-node (default: a node of its own), same-node (beside the app's first pod; local)")
 	fl.StringVar(&f.Arrivals, "arrivals", "", "open-loop spacing, an axis: constant (default), poisson (exponential gaps at the same mean rate, seeded per repetition)")
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")

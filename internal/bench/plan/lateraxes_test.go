@@ -123,7 +123,7 @@ func TestLaterAxesProblems(t *testing.T) {
 		{"both connections", "connections: 4\naxes:\n  connections: [2, 8]\n", `connections "4": given with axes.connections`},
 		{"threads", "axes:\n  proxy_threads: [0]\n", `axes.proxy_threads "0": allowed: 1 to 256 worker threads per proxy`},
 		{"arrivals", "axes:\n  arrivals: [bursty]\n", `axes.arrivals "bursty": allowed: constant`},
-		{"same node", "axes:\n  mesh: [sidecar]\n  placement: [same-node]\n", `not yet supported`},
+		{"same node gateway", "axes:\n  mesh: [sidecar]\n  gateway: [true]\n  placement: [same-node]\n", `axes.placement same-node: the load enters through the gateway's own node`},
 		{"kube threads", "platform: kube\naxes:\n  proxy_threads: [2]\n", `axes.proxy_threads: not yet supported on platform kube`},
 		{"kube bulk", "platform: kube\naxes:\n  load_model: [bulk]\n", `axes.load_model "bulk": not yet supported on platform kube`},
 		{"poisson only closed", "axes:\n  load_model: [closed]\n  arrivals: [poisson]\n", `axes.arrivals "poisson": no cell has it: arrivals poisson with load_model max`},

@@ -97,8 +97,8 @@ const (
 	// PlacementCrossNode puts the client on a node of its own, the app on
 	// the app nodes: every request crosses nodes (the default, "").
 	PlacementCrossNode Placement = "cross-node"
-	// PlacementSameNode would put the client beside the app's first pod,
-	// a node proxy carrying both ends of a request: not yet supported.
+	// PlacementSameNode puts the client on the first app node, beside the
+	// app's first pod: a node proxy carries both ends of a request.
 	PlacementSameNode Placement = "same-node"
 )
 
@@ -158,9 +158,9 @@ type Options struct {
 	// LINKERD2_PROXY_CORES; 0 leaves the lab's defaults (Envoy 1, ztunnel
 	// 2, linkerd2-proxy 1). 0 to MaxProxyThreads.
 	ProxyThreads int
-	// Placement is where the client pod runs: PlacementCrossNode ("" too);
-	// PlacementSameNode is named but not yet supported (Validate refuses
-	// it).
+	// Placement is where the client pod runs: PlacementCrossNode ("" too)
+	// or PlacementSameNode (on the first app node, with the app's first
+	// pod; not with a gateway).
 	Placement Placement
 	// LoopbackNet is the second octet of every address of the lab:
 	// 127.<LoopbackNet>.<node>.<host>. 0, the default, gives LAB.md's
@@ -262,7 +262,9 @@ func (o Options) Validate() error {
 	switch o.Placement {
 	case "", PlacementCrossNode:
 	case PlacementSameNode:
-		bad("placement", string(o.Placement), "not yet supported on the lab or clusters: the client runs on a node of its own (cross-node)")
+		if o.Gateway {
+			bad("placement", string(o.Placement), "the load enters through the gateway's own node: placement applies to a client pod in the mesh")
+		}
 	default:
 		bad("placement", strconv.Quote(string(o.Placement)), "allowed: cross-node, same-node")
 	}

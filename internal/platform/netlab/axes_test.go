@@ -176,3 +176,30 @@ func TestThroughputCells(t *testing.T) {
 		}
 	}
 }
+
+// TestSameNode runs ambient with the client beside the app's first pod
+// (placement same-node): the cell is valid, mTLS verified, and a single
+// ztunnel — the app node's — carries both ends of every request,
+// reporting its connections as source and as destination.
+func TestSameNode(t *testing.T) {
+	zt := requirements(t)
+	mb := testutil.BuildMeshbench(t)
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.Placement = topology.ModeAmbient, topology.PlacementSameNode
+	out := filepath.Join(t.TempDir(), "run")
+	res, _ := runCell(t, local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second},
+		OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: zt}}, checkRunGone)
+	if !res.Manifest.Valid {
+		t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+	}
+	if lr := res.Load; lr.Completed < 150 || lr.Success != lr.Completed {
+		t.Errorf("%d of %d requests answered 200", lr.Success, lr.Completed)
+	}
+	s, ok := res.NodeProxyStats["ztunnel-node2"]
+	if len(res.NodeProxyStats) != 1 || !ok || s.OpenedByReporter["source"] == 0 || s.OpenedByReporter["destination"] == 0 || s.PlaintextOpened() != 0 {
+		t.Errorf("node proxy stats %+v: want ztunnel-node2 alone, reporting mutual TLS connections as source and destination", res.NodeProxyStats)
+	}
+	if got := res.Manifest.Options["placement"]; got != "same-node" {
+		t.Errorf("manifest placement %v", got)
+	}
+}

@@ -102,7 +102,7 @@ func planKeys() map[string]*jsonschema.Schema {
 		"axes.payload":                 integer("The static app's answer in bytes, one cell each (instead of body_size).", 1, workload.MaxBodySize),
 		"axes.proxy_threads":           integer("Every proxy's worker threads: Envoy's --concurrency, ztunnel's worker threads, linkerd2-proxy's cores.", 1, topology.MaxProxyThreads),
 		"axes.requests_per_connection": integer("Requests per load connection before a new one: 0 keeps every connection, 1 is one per request (TCP_CRR).", 0, plan.MaxRequestsPerConnection),
-		"axes.placement":               enum("Where the client runs: cross-node (a node of its own); same-node is not yet supported.", string(topology.PlacementCrossNode), string(topology.PlacementSameNode)),
+		"axes.placement":               enum("Where the client runs: cross-node (a node of its own) or same-node (the app's first node; local only).", string(topology.PlacementCrossNode), string(topology.PlacementSameNode)),
 		"axes.arrivals":                enum("The open loop's spacing: constant, or poisson (exponential gaps, the same mean rate).", loadgen.ArrivalsNames...),
 		"nodes":                        integer("App nodes.", 1, topology.MaxAppNodes),
 		"duration":                     duration("The measured window of every cell, such as 30s.", false),
