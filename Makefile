@@ -5,7 +5,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo demo-load test check test-short test-main test-timing envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools fmt-check vet staticcheck fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test check test-short test-main test-timing envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools linkerd-tools fmt-check vet staticcheck fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -33,12 +33,12 @@ demo-load: build
 # Envoy tests need the pinned Envoy and the Kubernetes tests the k8s
 # tools, so those come first; under `make test` a missing toolset fails
 # the Kubernetes tests instead of skipping them (MESHBENCH_REQUIRE_K8S=1).
-# The Istio build is for the end-to-end tests that install Istio on the
-# test nodes. Then the static checks, and the two test lanes one after the
-# other (hack/test/lanes.sh, docs/testing.md): every package side by side
-# without the timing-sensitive tests, then those alone.
+# The Istio and Linkerd builds are for the end-to-end tests that install
+# them on the test nodes. Then the static checks, and the two test lanes
+# one after the other (hack/test/lanes.sh, docs/testing.md): every package
+# side by side without the timing-sensitive tests, then those alone.
 test: export MESHBENCH_REQUIRE_K8S=1
-test: envoy generators k8s-tools istio-tools fmt-check vet staticcheck
+test: envoy generators k8s-tools istio-tools linkerd-tools fmt-check vet staticcheck
 	./hack/test/lanes.sh main timing
 
 # The check for every change, in under 2 minutes: gofmt, go vet,
@@ -78,6 +78,8 @@ staticcheck:
 #   linkerd-proxy  linkerd2-proxy for the lab's Linkerd, into .tools/linkerd2-proxy
 #   k8s-tools      a Kubernetes control plane and what the real test nodes run
 #   istio-tools    Istio built here, for the end-to-end tests
+#   linkerd-tools  Linkerd's control plane, CLI and proxy for clusters (prebuilt,
+#                  sha256-checked; MESHBENCH_LINKERD_SRC=DIR builds them)
 envoy:
 	./hack/envoy/install.sh
 
@@ -99,6 +101,16 @@ k8s-tools:
 # ~4–9 minutes on 2 cores the first time, instant once built.
 istio-tools:
 	./hack/istio/build.sh
+
+# Linkerd edge-26.8.3 into $MESHBENCH_LINKERD_BIN or
+# ~/.cache/meshbench/linkerd/edge-26.8.3 with their provenance: the
+# project's prebuilt binaries (../shared/bin/linkerd, sha256 pinned in the
+# script; nothing compiles, ~3 s), or with MESHBENCH_LINKERD_SRC=DIR built
+# from fetched sources (hack/linkerd/build.sh, Go and Rust, ~30 min).
+# Without either, meshbench image linkerd --from-images takes them out of
+# Linkerd's official images. Instant once installed.
+linkerd-tools:
+	./hack/linkerd/install.sh
 
 # Regenerate the ZDS protocol's Go types (needs protoc and protoc-gen-go).
 zdsapi:

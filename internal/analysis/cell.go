@@ -253,6 +253,9 @@ type Cell struct {
 	// its measured window (one second with meshbench's engine); empty
 	// for results without intervals.
 	OverTime []TimePoint `json:"over_time,omitempty"`
+	// Namespaces is a cluster cell's per-namespace table (the seed
+	// reports'); nil on the local lab and in older results.
+	Namespaces *sample.NamespaceTable `json:"namespaces,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.
@@ -311,10 +314,11 @@ func ReadCell(dir, id string) (*Cell, error) {
 	}
 	c.Figures[SuccessRatio] = lr.SuccessRatio()
 
-	sum, err := readResources(dir)
+	sum, nst, err := readResources(dir)
 	if err != nil {
 		return nil, &CellError{ID: id, File: results.ResourcesFile, Err: err}
 	}
+	c.Namespaces = nst
 	const mib = 1 << 20
 	put := func(prefix, name string, f sample.Figures) {
 		c.Figures[CPUPrefix+prefix+name] = f.CPUMillicores.Avg
@@ -353,18 +357,16 @@ func appPods(c Config) int {
 	return topology.Options{App: topology.App(c.App), Replicas: c.Replicas}.AppPods()
 }
 
-func readResources(dir string) (sample.Summary, error) {
+func readResources(dir string) (sample.Summary, *sample.NamespaceTable, error) {
 	b, err := os.ReadFile(filepath.Join(dir, results.ResourcesFile))
 	if err != nil {
-		return sample.Summary{}, err
+		return sample.Summary{}, nil, err
 	}
-	var doc struct {
-		Summary sample.Summary `json:"summary"`
-	}
+	var doc sample.Resources
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return sample.Summary{}, fmt.Errorf("%s: %w", results.ResourcesFile, err)
+		return sample.Summary{}, nil, fmt.Errorf("%s: %w", results.ResourcesFile, err)
 	}
-	return doc.Summary, nil
+	return doc.Summary, doc.Namespaces, nil
 }
 
 // configOf is a cell's Config from its manifest's settings.

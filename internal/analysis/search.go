@@ -37,7 +37,7 @@ func JudgeProbe(dir string, o SearchOptions) (slo.Outcome, float64, error) {
 	if err != nil {
 		return slo.Outcome{}, 0, err
 	}
-	sum, err := readResources(dir)
+	sum, _, err := readResources(dir)
 	if err != nil {
 		return slo.Outcome{}, 0, err
 	}

@@ -72,9 +72,11 @@ type Kube struct {
 	FacesChart, AllowForeign, Keep   bool
 	InstallMesh                      bool
 	IstioBuild                       string
-	IdleTimeout, ReadyTimeout        time.Duration
-	MetricsSource                    string
-	KubeletInterval                  time.Duration
+	// LinkerdBuild and LinkerdCerts: --linkerd-build and --linkerd-certs.
+	LinkerdBuild, LinkerdCerts string
+	IdleTimeout, ReadyTimeout  time.Duration
+	MetricsSource              string
+	KubeletInterval            time.Duration
 }
 
 // Start is what a plan's progress display needs to know as it starts.
@@ -125,6 +127,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if b.p.Search != nil {
 		return runSearch(ctx, cfg, b.bin, b.sub, b.substrate)
 	}
+	// The identity files meshbench made for Linkerd are read by `linkerd
+	// install` only: gone once the plan ran.
+	defer b.linkerdDone()
 	for _, step := range planRunSteps {
 		if err := step.do(b, ctx); err != nil {
 			return err
@@ -153,6 +158,7 @@ var prepareSteps = []benchStep{
 // planRunSteps run a plan of fixed rates after prepareSteps, in order.
 var planRunSteps = []benchStep{
 	{"istio", (*benchRun).istioBuild},           // how Istio installs (--istio-build)
+	{"linkerd", (*benchRun).linkerdBuild},       // how Linkerd installs (--linkerd-build)
 	{"cells", (*benchRun).cellSettings},         // every cell's settings
 	{"mesh installs", (*benchRun).meshInstalls}, // the cells that install their mesh
 	{"header", (*benchRun).header},              // what runs where, and the resume
@@ -175,12 +181,13 @@ type benchRun struct {
 	substrate, fellBack string
 	cluster             *kube.Cluster
 	bin                 *envoy.Binary
-	// istio is how Istio installs; rcells the cells as they run, installs
-	// and istioProfile the cluster's mesh installs.
-	istio        *install.MeshInstall
-	rcells       []platform.Cell
-	installs     map[string]bool
-	istioProfile string
+	// istio and linkerd are how Istio and Linkerd install; rcells the
+	// cells as they run, installs and istioProfile the cluster's mesh
+	// installs.
+	istio, linkerd *install.MeshInstall
+	rcells         []platform.Cell
+	installs       map[string]bool
+	istioProfile   string
 	// started is when the cells started; pd and a the plan directory read
 	// back and its analysis.
 	started time.Time
@@ -273,6 +280,23 @@ func (b *benchRun) istioBuild(ctx context.Context) error {
 	return err
 }
 
+func (b *benchRun) linkerdBuild(context.Context) error {
+	if !b.onKube {
+		return nil
+	}
+	var err error
+	b.linkerd, err = LinkerdInstall(b.cfg.Kube.LinkerdBuild, b.cfg.Kube.LinkerdCerts, b.cfg.Kube.InstallMesh)
+	return err
+}
+
+// linkerdDone removes the identity files meshbench made for Linkerd's
+// install (install.MeshInstall.Done), if it made them.
+func (b *benchRun) linkerdDone() {
+	if err := b.linkerd.Done(); err != nil {
+		fmt.Fprintf(b.cfg.Stderr, "meshbench bench: %v\n", err)
+	}
+}
+
 func (b *benchRun) cellSettings(context.Context) error {
 	b.rcells = make([]platform.Cell, len(b.order))
 	for i, c := range b.order {
@@ -349,7 +373,7 @@ func (b *benchRun) runCells(ctx context.Context) error {
 		ro.Progress = obs.Cell
 	}
 	if b.onKube {
-		ro.On = &kube.Platform{Options: cfg.kubeOptions(b.istio, obs), Installs: b.installs, IstioProfile: b.istioProfile}
+		ro.On = &kube.Platform{Options: cfg.kubeOptions(b.istio, b.linkerd, obs), Installs: b.installs, IstioProfile: b.istioProfile}
 	} else {
 		ro.On = local.NewPlatform(cfg.labOptions(b.bin, b.sub, obs))
 	}
@@ -435,14 +459,15 @@ func (cfg Config) labOptions(bin *envoy.Binary, sub local.Substrate, obs Observe
 
 // kubeOptions are what the cluster runs every cell with, but its
 // settings: the cluster, the namespaces and images, the timeouts, the
-// metrics source; mi is how Istio is installed (nil: as usual); obs (nil:
-// none) follows the cells and gets their progress lines.
-func (cfg Config) kubeOptions(mi *install.MeshInstall, obs Observer) kube.Options {
+// metrics source; istio and linkerd are how Istio and Linkerd are
+// installed (nil: as usual); obs (nil: none) follows the cells and gets
+// their progress lines.
+func (cfg Config) kubeOptions(istio, linkerd *install.MeshInstall, obs Observer) kube.Options {
 	k := cfg.Kube
 	o := kube.Options{Connect: k.Connect,
 		Spec:         kube.Spec{AppNamespace: k.NamespacePrefix + "-app", LoadNamespace: k.NamespacePrefix + "-load", Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart},
 		AllowForeign: k.AllowForeign, Keep: k.Keep, IdleTimeout: k.IdleTimeout, ReadyTimeout: k.ReadyTimeout,
-		MetricsSource: k.MetricsSource, KubeletInterval: k.KubeletInterval, IstioInstall: mi, Version: cfg.Version}
+		MetricsSource: k.MetricsSource, KubeletInterval: k.KubeletInterval, IstioInstall: istio, LinkerdInstall: linkerd, Version: cfg.Version}
 	if obs != nil {
 		o.Observer, o.Log = obs, obs.Log()
 	}

@@ -101,7 +101,7 @@ func runSearch(ctx context.Context, cfg Config, bin *envoy.Binary, sub local.Sub
 		so.Progress = obs.Cell
 	}
 	if onKube {
-		so.On = &kube.Platform{Options: cfg.kubeOptions(nil, obs)}
+		so.On = &kube.Platform{Options: cfg.kubeOptions(nil, nil, obs)}
 	} else {
 		so.On = local.NewPlatform(cfg.labOptions(bin, sub, obs))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
@@ -155,6 +156,32 @@ func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag
 		return nil, err
 	}
 	return install.IstioBuilt(b, "", "", bin.Build)
+}
+
+// LinkerdInstall is how --install-mesh installs Linkerd with
+// --linkerd-build DIR (build): the build's linkerd CLI, meshbench's
+// images, and the identity from --linkerd-certs (certs) or a pair
+// meshbench makes (install.LinkerdBuilt; Done removes it). Nil without
+// --linkerd-build.
+func LinkerdInstall(build, certs string, installMesh bool) (*install.MeshInstall, error) {
+	if build == "" {
+		if certs != "" {
+			return nil, usagef("--linkerd-certs %s: needs --linkerd-build (meshbench installs its own Linkerd images with them)", certs)
+		}
+		return nil, nil
+	}
+	if !installMesh {
+		return nil, usagef("--linkerd-build %s: needs --install-mesh (the build's linkerd installs Linkerd)", build)
+	}
+	b, err := release.Open(build)
+	if err != nil {
+		return nil, usagef("--linkerd-build: %v", err)
+	}
+	mi, err := install.LinkerdBuilt(b, "", "", certs)
+	if err != nil {
+		return nil, usagef("--linkerd-certs: %v", err)
+	}
+	return mi, nil
 }
 
 // LabLine says, in one line, where a local plan's cells run and, for

@@ -82,6 +82,15 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"image istio nothing to do", []string{"image", "istio"}, "nothing to do"},
 		{"image istio not a build", []string{"image", "istio", "-o", out, "--istio-build", tmp}, "hack/istio/build.sh"},
 		{"image istio bad load target", []string{"image", "istio", "--load", "docker:x"}, "is not kind, k3d"},
+		// --linkerd-build: meshbench's images with the build's CLI, only
+		// with --install-mesh and a complete build; --linkerd-certs only
+		// with it.
+		{"run linkerd-build without install-mesh", []string{"run", "--platform", "kube", "--linkerd-build", tmp, "--out", out}, "--linkerd-build " + tmp + ": needs --install-mesh"},
+		{"run linkerd-build not a build", []string{"run", "--platform", "kube", "--install-mesh", "--linkerd-build", tmp, "--out", out}, "make linkerd-tools"},
+		{"run linkerd-certs without build", []string{"run", "--platform", "kube", "--install-mesh", "--linkerd-certs", tmp, "--out", out}, "needs --linkerd-build"},
+		{"image linkerd nothing to do", []string{"image", "linkerd"}, "nothing to do"},
+		{"image linkerd not a build", []string{"image", "linkerd", "-o", out, "--linkerd-build", tmp}, "make linkerd-tools"},
+		{"image linkerd bad load target", []string{"image", "linkerd", "--load", "docker:x"}, "is not kind, k3d"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

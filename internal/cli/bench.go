@@ -49,7 +49,7 @@ type benchFlags struct {
 var (
 	benchLocalFlags   = []string{"envoy", "quiet", "loopback-net", "ztunnel", "linkerd-proxy", "fail-on"}
 	benchClusterFlags = []string{"kubeconfig", "context", "namespace-prefix", "image", "app-image", "faces-chart",
-		"install-mesh", "istio-build", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
+		"install-mesh", "istio-build", "linkerd-build", "linkerd-certs", "allow-foreign-workloads", "keep", "idle-timeout", "ready-timeout", "metrics-source", "kubelet-interval"}
 	benchRunFlags = slices.Concat(benchLocalFlags, benchClusterFlags)
 )
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -98,5 +99,27 @@ func TestDoctorIstioBuild(t *testing.T) {
 	}
 	if !strings.Contains(line, " ok ") || !strings.Contains(line, "version ") {
 		t.Errorf("the build's istioctl row: %q; want ok with its version\n%s", line, inv.stdout)
+	}
+}
+
+// TestDoctorLinkerdBuild: `doctor --install-mesh --linkerd-build DIR`
+// checks the build's linkerd, not PATH's (PATH has none here).
+func TestDoctorLinkerdBuild(t *testing.T) {
+	b, err := release.Open(release.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	t.Setenv("PATH", t.TempDir())
+	kubeconfig := filepath.Join(t.TempDir(), "missing-kubeconfig")
+	inv := runCLI(t, nil, "doctor", "--kubeconfig", kubeconfig, "--mesh", "linkerd", "--install-mesh", "--linkerd-build", b.Dir)
+	want := "linkerd (" + b.Path(release.CLI) + ")  "
+	var line string
+	for _, l := range strings.Split(inv.stdout, "\n") {
+		if strings.HasPrefix(l, want) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, " ok ") || !strings.Contains(line, "version "+release.Version) {
+		t.Errorf("the build's linkerd row: %q; want ok with its version\n%s", line, inv.stdout)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/report"
@@ -38,6 +39,8 @@ type kubeFlags struct {
 	idleTimeout, timeout time.Duration
 	generator            string // the load workers' --generator
 	istioBuild           string // --istio-build
+	linkerdBuild         string // --linkerd-build
+	linkerdCerts         string // --linkerd-certs
 }
 
 // Which kubeFlags a command takes.
@@ -65,6 +68,8 @@ func (k *kubeFlags) add(cmd *cobra.Command, which int) {
 	}
 	fl.BoolVar(&k.installMesh, "install-mesh", false, "install the mesh with its own CLI (istioctl, linkerd) first; default: verify the one installed (kube platform)")
 	fl.StringVar(&k.istioBuild, "istio-build", "", "with --install-mesh: install Istio's modes from the Istio built here in `DIR` (make istio-tools; images from meshbench image istio) with the upstream-Envoy overlay (kube platform)")
+	fl.StringVar(&k.linkerdBuild, "linkerd-build", "", "with --install-mesh: install Linkerd from the Linkerd built here in `DIR` (make linkerd-tools; images from meshbench image linkerd) (kube platform)")
+	fl.StringVar(&k.linkerdCerts, "linkerd-certs", "", "with --linkerd-build: Linkerd's trust anchor and issuer from `DIR` (ca.crt, issuer.crt, issuer.key); default: a pair meshbench makes (kube platform)")
 	fl.BoolVar(&k.allowForeign, "allow-foreign-workloads", false, "run even if the namespaces hold workloads meshbench did not create (kube platform)")
 	fl.BoolVar(&k.keep, "keep", false, "leave the namespaces after the run (kube platform)")
 	if which == kubeRun {
@@ -145,7 +150,15 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 		return err
 	}
 	o.IstioInstall = ii
+	li, err := bench.LinkerdInstall(f.kube.linkerdBuild, f.kube.linkerdCerts, f.kube.installMesh)
+	if err != nil {
+		return err
+	}
+	o.LinkerdInstall = li
 	res, err := kube.Run(ctx, o)
+	if derr := li.Done(); derr != nil && err == nil {
+		err = derr
+	}
 	if res != nil {
 		printKubeRun(env, mo, res)
 	}
@@ -173,6 +186,11 @@ func printKubeRun(env *Env, mo topology.Options, res *kube.Result) {
 		mem = sample.CounterWorkingSet
 	}
 	printMeasured(w, res.Load, res.Summary, mem)
+	if len(res.Namespaces.Rows) > 0 {
+		fmt.Fprintln(w)
+		_ = report.NamespaceTable(w, res.Namespaces, mem)
+		_ = report.NamespaceNote(w, mem)
+	}
 	if len(res.Nodes) > 0 {
 		fmt.Fprintln(w)
 		_ = report.NodeTable(w, res.Nodes, res.Source == kube.SourceKubelet)
@@ -317,7 +335,7 @@ only warns.`,
 					modes = append(modes, m)
 				}
 			}
-			var istioctl string
+			clis := map[string]string{}
 			if f.kube.istioBuild != "" {
 				if !f.kube.installMesh {
 					return usagef("--istio-build %s: needs --install-mesh (as run: the build's istioctl installs Istio)", f.kube.istioBuild)
@@ -326,11 +344,21 @@ only warns.`,
 				if err != nil {
 					return usagef("--istio-build: %v", err)
 				}
-				istioctl = b.Path("istioctl")
+				clis["istioctl"] = b.Path("istioctl")
+			}
+			if f.kube.linkerdBuild != "" {
+				if !f.kube.installMesh {
+					return usagef("--linkerd-build %s: needs --install-mesh (as run: the build's linkerd installs Linkerd)", f.kube.linkerdBuild)
+				}
+				b, err := release.Open(f.kube.linkerdBuild)
+				if err != nil {
+					return usagef("--linkerd-build: %v", err)
+				}
+				clis["linkerd"] = b.Path(release.CLI)
 			}
 			ns := []string{f.kube.namespacePrefix + "-app", f.kube.namespacePrefix + "-load"}
 			checks, _ := kube.Doctor(cmd.Context(), kube.DoctorOptions{Connect: f.kube.connect(), Meshes: modes,
-				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns, MetricsSource: f.kube.metricsSource, Istioctl: istioctl})
+				InstallMesh: f.kube.installMesh, Nodes: f.nodes, Namespaces: ns, MetricsSource: f.kube.metricsSource, CLIs: clis})
 			rows := make([]report.DoctorCheck, len(checks))
 			for i, c := range checks {
 				st := "ok"
@@ -359,6 +387,7 @@ only warns.`,
 	f.kube.add(cmd, kubeConnect)
 	cmd.Flags().BoolVar(&f.kube.installMesh, "install-mesh", false, "the run will install the meshes (as run --install-mesh): require their CLIs instead of verifying the installed meshes")
 	cmd.Flags().StringVar(&f.kube.istioBuild, "istio-build", "", "with --install-mesh: the run will install Istio from the build in DIR (as run --istio-build): its istioctl is checked, not PATH's")
+	cmd.Flags().StringVar(&f.kube.linkerdBuild, "linkerd-build", "", "with --install-mesh: the run will install Linkerd from the build in DIR (as run --linkerd-build): its linkerd is checked, not PATH's")
 	return cmd
 }
 
@@ -369,5 +398,6 @@ func kubeModeList() string { return strings.Join(mesh.Names(false), ", ") }
 func (k *kubeFlags) bench() bench.Kube {
 	return bench.Kube{Connect: k.connect(), NamespacePrefix: k.namespacePrefix, Image: k.image, AppImage: k.appImage,
 		FacesChart: k.facesChart, AllowForeign: k.allowForeign, Keep: k.keep, InstallMesh: k.installMesh, IstioBuild: k.istioBuild,
+		LinkerdBuild: k.linkerdBuild, LinkerdCerts: k.linkerdCerts,
 		IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout, MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval}
 }

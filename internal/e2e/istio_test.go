@@ -96,12 +96,12 @@ func loadIstioImages(t *testing.T, kc *kubetest.Cluster, b istio.Build, envoyPat
 // ok. Then `run --mesh ambient` on the same install (istioctl upgrades it
 // to the ambient profile: istio-cni and ztunnel on the real nodes) with
 // mTLS verified from ztunnel's own counters and ztunnel, istio-cni and
-// istiod classified; doctor --mesh sidecar,ambient; a bench plan
-// none/sidecar/ambient × 2 reuses the install and writes its report (ztunnel
-// mesh-idle in its none and sidecar cells, the data plane in its ambient
-// cells); istiod's ACK table, kept by every run, has every proxy ACKed;
+// istiod classified; then `run --mesh waypoint`; doctor --mesh
+// sidecar,ambient; istiod's ACK table, kept by every run, has every proxy
+// ACKed;
 // and `meshbench mesh uninstall` leaves the cluster (and the nodes' CNI
-// chains) as it was.
+// chains) as it was. (A plan of every mesh, Linkerd's too, on one install
+// is TestMeshesOnRealNodes.)
 // One install for all of it: the install is the slow part (about a
 // minute).
 func TestIstioOnRealNodes(t *testing.T) {
@@ -294,76 +294,6 @@ func TestIstioOnRealNodes(t *testing.T) {
 		t.Errorf("doctor --mesh sidecar,ambient: exit %d", inv.code)
 	}
 
-	// A plan none/sidecar/ambient × 2 on the installed mesh (the ambient
-	// profile runs sidecars too: istioctl install again is a no-op
-	// upgrade), with its report.
-	dir := t.TempDir()
-	plan := filepath.Join(dir, "plan.yaml")
-	if err := os.WriteFile(plan, []byte(`platform: kube
-repetitions: 2
-axes:
-  mesh: [none, sidecar, ambient]
-  rate: [40]
-duration: 15s
-warmup: 1s
-connections: 4
-workers: 1
-sample_interval: 10s
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bout := filepath.Join(dir, "out")
-	inv = meshbench(t, nil, "bench", plan, "--seed", "7", "--out", bout, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2j",
-		"--install-mesh", "--istio-build", b.Dir, "--envoy", env.Path)
-	if inv.code != 0 {
-		t.Fatalf("bench none/sidecar/ambient: exit %d", inv.code)
-	}
-	report, err := os.ReadFile(filepath.Join(bout, "report", "report.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("bench none/sidecar/ambient × 2 on the test cluster, report.txt:\n%s", report)
-	for _, m := range []string{"sidecar", "ambient"} {
-		if !strings.Contains(string(report), m) {
-			t.Errorf("the report has no %s row", m)
-		}
-	}
-	tBench := inv.took
-	t.Logf("bench stdout:\n%s", inv.stdout)
-	// The none and sidecar cells run on the ambient profile's install:
-	// ztunnel runs on every node but serves none of their pods, so it is
-	// mesh-idle there (shown), not their data plane; in the ambient cells
-	// it is the data plane.
-	cells, _ := filepath.Glob(filepath.Join(bout, "cells", "*", "resources.json"))
-	checked := map[string]int{}
-	for _, f := range cells {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cell := filepath.Base(filepath.Dir(f))
-		mode := strings.SplitN(cell, "-", 2)[0]
-		idle, dpZtunnel := strings.Contains(string(data), `"idle node proxy `), strings.Contains(string(data), `"node proxy `)
-		switch mode {
-		case "none", "sidecar":
-			if !idle || dpZtunnel {
-				t.Errorf("%s: ztunnel idle %v, as data plane %v; want mesh-idle only", cell, idle, dpZtunnel)
-			}
-			if mode == "none" && strings.Contains(string(data), `"name": "data-plane"`) {
-				t.Errorf("%s: a data-plane category in a none cell", cell)
-			}
-		case "ambient":
-			if idle || !dpZtunnel {
-				t.Errorf("%s: ztunnel idle %v, as data plane %v; want data plane", cell, idle, dpZtunnel)
-			}
-		}
-		checked[mode]++
-	}
-	if checked["none"] != 2 || checked["ambient"] != 2 {
-		t.Errorf("bench cells checked: %v; want 2 none and 2 ambient", checked)
-	}
-	checkClean(t, c, "e2j-app", "e2j-load")
-
 	// Uninstall: the cluster as it was.
 	tUninstall, unout := uninstallIstio(t, b, kc.Kubeconfig)
 	installed = false
@@ -387,8 +317,8 @@ sample_interval: 10s
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, bench 6 cells %.1fs, uninstall %.1fs",
-		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tBench.Seconds(), tUninstall.Seconds())
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs",
+		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds())
 }
 
 // ackTable reads istiod's ACK table a run kept (k8s/istiod-syncz.json),

@@ -27,7 +27,7 @@ func istioCluster(profile string) Cluster {
 	return Cluster{
 		CLI:          "istioctl",
 		VersionArgs:  []string{"istioctl", "version", "--remote=false", "--short"},
-		Install:      []Command{{Args: []string{"istioctl", "install", "-y", "--set", "profile=" + profile}}},
+		Install:      []Command{{Args: []string{"istioctl", "install", "-y", "--set", "profile=" + profile}, ControlPlane: true}},
 		Namespace:    IstioNamespace,
 		APIGroup:     "istio.io",
 		Deployments:  []string{"istiod"},

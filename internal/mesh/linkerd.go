@@ -28,14 +28,18 @@ func init() {
 		Cluster: Cluster{
 			CLI:         "linkerd",
 			VersionArgs: []string{"linkerd", "version", "--client", "--short"},
+			// Linkerd's CRDs (with its bundle of the Gateway API's when the
+			// cluster has none: its policy controller watches HTTPRoutes),
+			// the control plane, then `linkerd check` until it passes.
 			Install: []Command{
-				{Args: []string{"linkerd", "install", "--crds"}, ApplyOutput: true},
-				{Args: []string{"linkerd", "install"}, ApplyOutput: true},
+				{Args: []string{"linkerd", "install", "--crds"}, ApplyOutput: true, NoGatewayAPI: []string{"--set", "installGatewayAPI=true"}},
+				{Args: []string{"linkerd", "install"}, ApplyOutput: true, ControlPlane: true},
 				{Args: []string{"linkerd", "check", "--wait", "5m"}},
 			},
-			Namespace:   LinkerdNamespace,
-			APIGroup:    "linkerd.io",
-			Deployments: []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"},
+			Namespace:          LinkerdNamespace,
+			InstalledConfigMap: "linkerd-config",
+			APIGroup:           "linkerd.io",
+			Deployments:        []string{"linkerd-destination", "linkerd-identity", "linkerd-proxy-injector"},
 			NamespaceAnnotations: map[string]string{
 				"linkerd.io/inject":                        "enabled",
 				"config.linkerd.io/default-inbound-policy": "all-authenticated",

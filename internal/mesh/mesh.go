@@ -98,6 +98,12 @@ type Cluster struct {
 	Install []Command
 	// Namespace is where the control plane runs.
 	Namespace string
+	// InstalledConfigMap, when set, is a ConfigMap of Namespace whose
+	// presence means the mesh is installed and its CLI refuses to install
+	// it again (Linkerd's linkerd-config: `linkerd install` says to run
+	// `linkerd upgrade`); an install then runs only the commands after
+	// the control plane's (the check). Istio's install is idempotent.
+	InstalledConfigMap string
 	// APIGroup is the suffix of the API groups of the mesh's own resources
 	// ("istio.io"): a missing kind of such a group means the mesh is not
 	// installed.
@@ -143,7 +149,19 @@ type Command struct {
 	Args []string
 	// ApplyOutput: the command prints manifests that meshbench applies.
 	ApplyOutput bool
+	// ControlPlane marks the command that installs the control plane: the
+	// settings of a build meshbench installs (its images, its identity)
+	// are added to it.
+	ControlPlane bool
+	// NoGatewayAPI are arguments added when the cluster serves no Gateway
+	// API (no HTTPRoute CRD): Linkerd from edge-25 refuses to install its
+	// CRDs without them unless told to install its own bundle of them.
+	NoGatewayAPI []string
 }
+
+// GatewayAPICRD is the CRD whose presence says a cluster serves the
+// Gateway API (what Linkerd's installer looks for).
+const GatewayAPICRD = "httproutes.gateway.networking.k8s.io"
 
 // all holds every descriptor in the order help texts, tables and charts
 // show them (Mesh.Order); each mesh's file adds itself with register.

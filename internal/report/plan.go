@@ -13,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/load/latency"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 )
 
 // tableRows are the rows of a scenario's comparison table.
@@ -299,6 +300,7 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 	for _, e := range hopErrs {
 		fmt.Fprintf(bw, "\nhop timing unreadable: %v\n", e)
 	}
+	writeNamespaces(bw, a)
 	writeAxesText(bw, a)
 	if len(a.Fits) > 0 {
 		fmt.Fprintln(bw, "\nScaling with replicas (least-squares fit over every valid cell):")
@@ -475,4 +477,37 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, nil
+}
+
+// writeNamespaces writes, for a cluster plan, the seed reports'
+// per-namespace table of every configuration (analysis.Group.Namespaces:
+// medians over its valid repetitions), under one heading; nothing for a
+// plan of the local lab.
+func writeNamespaces(w io.Writer, a *analysis.Analysis) {
+	head := false
+	for _, s := range a.Scenarios {
+		for _, mesh := range a.Meshes {
+			g := a.Group(mesh, s)
+			if g == nil {
+				continue
+			}
+			t, ok := g.Namespaces()
+			if !ok {
+				continue
+			}
+			if !head {
+				mem := sample.WorkingSet
+				for _, c := range g.Cells {
+					if c.Valid && c.MetricsSource == "kubelet" {
+						mem = sample.CounterWorkingSet
+					}
+				}
+				fmt.Fprintln(w, "\n== Per namespace (the seed reports' table; each figure the median over the valid repetitions) ==")
+				_ = NamespaceNote(w, mem)
+				head = true
+			}
+			fmt.Fprintf(w, "\n-- %s, %s (%d/%d valid) --\n", mesh, s, g.Valid, len(g.Cells))
+			_ = NamespaceTable(w, t, sample.WorkingSet)
+		}
+	}
 }

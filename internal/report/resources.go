@@ -230,3 +230,39 @@ func NodeTable(w io.Writer, nodes []sample.NodeSummary, kubeletCounters bool) er
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// NamespaceNote says what NamespaceTable's figures are (once for any
+// number of tables).
+func NamespaceNote(w io.Writer, mem sample.Memory) error {
+	_, err := fmt.Fprintf(w, "Each namespace's containers (their proxies included, and all of the mesh's namespace: idle parts too) summed per interval, as in the seed reports' tables; TOTAL sums the rows; Mem is %s.\n", memoryName(mem))
+	return err
+}
+
+// NamespaceTable writes the seed reports' per-namespace table of a
+// cluster cell:
+//
+//	Namespace       CPU_min   CPU_max   CPU_avg   Mem_min   Mem_max   Mem_avg
+//	linkerd         2m        7m        3.17m     78Mi      79Mi      78.55Mi
+//	meshbench-app   …
+//	TOTAL           …
+//
+// the mesh's namespaces and the app's (each summed over its containers,
+// sidecars included, per interval), TOTAL their sum, then a line with the
+// load's namespace, which the table leaves out as the seed reports' load
+// ran outside the cluster. Cells as ResourceTable's; NamespaceNote says
+// what they are.
+func NamespaceTable(w io.Writer, t sample.NamespaceTable, mem sample.Memory) error {
+	table := [][]string{{"Namespace", "CPU_min", "CPU_max", "CPU_avg", "Mem_min", "Mem_max", "Mem_avg"}}
+	for _, g := range t.Rows {
+		table = append(table, figureCells(g.Name, g.Figures, mem))
+	}
+	table = append(table, figureCells("TOTAL", t.Total, mem))
+	var b strings.Builder
+	WriteColumns(&b, table)
+	if l := t.Load; l != nil {
+		c := figureCells(l.Name, l.Figures, mem)
+		fmt.Fprintf(&b, "Not in TOTAL: the load's namespace %s (the seed reports' load ran outside the cluster): CPU_avg %s, Mem_avg %s.\n", l.Name, c[3], c[6])
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

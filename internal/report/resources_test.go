@@ -223,3 +223,28 @@ func TestSamplerOverheadWording(t *testing.T) {
 		}
 	}
 }
+
+// TestNamespaceTable: the seed reports' shape (Namespace, then the six
+// figures), the rows in their order, TOTAL, and the load apart; a
+// namespace without samples shows dashes.
+func TestNamespaceTable(t *testing.T) {
+	f := func(cpuMin, cpuMax, cpuAvg, memMiB float64) sample.Figures {
+		m := memMiB * (1 << 20)
+		return sample.Figures{Rounds: 3, PSSRounds: 3, CPUMillicores: sample.Stats{Min: cpuMin, Max: cpuMax, Avg: cpuAvg},
+			PSSBytes: sample.Stats{Min: m, Max: m, Avg: m}}
+	}
+	tb := sample.NamespaceTable{
+		Rows: []sample.GroupSummary{{Name: "linkerd", Figures: f(2, 7, 3.17, 78)}, {Name: "meshbench-app", Figures: f(9, 13, 10.49, 21)},
+			{Name: "empty"}},
+		Total: f(11, 20, 13.66, 99),
+		Load:  &sample.GroupSummary{Name: "meshbench-load", Figures: f(30, 40, 31.5, 21)},
+	}
+	var b strings.Builder
+	if err := NamespaceTable(&b, tb, sample.WorkingSet); err != nil {
+		t.Fatal(err)
+	}
+	if err := NamespaceNote(&b, sample.WorkingSet); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Golden(t, "namespace-table.txt", []byte(b.String()))
+}

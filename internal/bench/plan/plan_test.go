@@ -148,6 +148,9 @@ func TestExamples(t *testing.T) {
 		{"istio-perf.yaml", 24, 24 * 10 * time.Second},
 		{"threads-connections.yaml", 30, 30 * 10 * time.Second},
 		{"throughput.yaml", 15, 15 * 10 * time.Second},
+		// Linkerd's: none and linkerd × static and faces × policies 0 and 5
+		// (none with policies skipped) × 2 repetitions.
+		{"lab-vs-cluster-linkerd.yaml", 12, 12 * (2 + 20 + 2 + 3) * time.Second},
 	} {
 		p := readExample(t, tc.file)
 		if n := len(p.Cells()); n != tc.cells {

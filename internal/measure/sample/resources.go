@@ -34,6 +34,11 @@ type Resources struct {
 	// MixedRounds counts metrics.k8s.io rounds in which only some pods had
 	// a fresh sample (a cluster measured by metrics.k8s.io).
 	MixedRounds *int `json:"mixed_rounds,omitempty"`
+	// Namespaces is the seed reports' per-namespace table of the measured
+	// window (a cluster with a load result): the cell's mesh namespaces
+	// and the app's, TOTAL their sum per interval, the load's namespace
+	// apart.
+	Namespaces *NamespaceTable `json:"namespaces,omitempty"`
 	// Nodes summarises each node over the window (a cluster; null without
 	// a measured window).
 	Nodes Present[[]NodeSummary] `json:"nodes,omitzero" jsonschema:"nullable"`

@@ -2,8 +2,10 @@ package sample
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -360,4 +362,99 @@ func Window(rounds []Round, from, to time.Time) []Round {
 		out = append(out, r)
 	}
 	return out
+}
+
+// Rollup sums, in every round, the samples that key maps to the same
+// group (those it maps to "" are left out), and takes min, max and avg
+// over the rounds in which a group had at least one sample, as Summarize
+// does for components (PSS over the rounds where every summed sample had
+// it). total sums every sample kept, per round. Groups come sorted by
+// name, with Category empty. It is the seed reports' per-namespace table
+// when key is a sample's namespace (on a cluster, a target's Name is
+// "<namespace>/<pod>/<container>").
+func Rollup(rounds []Round, key func(Sample) string) (groups []GroupSummary, total Figures) {
+	accs := map[string]*group{}
+	var tot acc
+	for _, r := range rounds {
+		round := map[string]*sums{}
+		var all sums
+		kept := false
+		for _, x := range r.Samples {
+			k := key(x)
+			if k == "" {
+				continue
+			}
+			if accs[k] == nil {
+				accs[k] = &group{pids: map[Target]bool{}}
+			}
+			accs[k].pids[x.Target] = true
+			if round[k] == nil {
+				round[k] = &sums{}
+			}
+			round[k].add(x)
+			all.add(x)
+			kept = true
+		}
+		for k, s := range round {
+			accs[k].fold(s)
+		}
+		if kept {
+			tot.fold(&all)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(accs)) {
+		g := accs[k]
+		groups = append(groups, GroupSummary{Name: k, Processes: len(g.pids), Figures: g.figures()})
+	}
+	return groups, tot.figures()
+}
+
+// NamespaceTable is the seed reports' per-namespace table of a cluster
+// cell: one row per namespace asked for, in that order (one without
+// samples has a row with no rounds), TOTAL as their sum per round, and
+// Load, a namespace shown apart, in neither.
+type NamespaceTable struct {
+	Rows  []GroupSummary `json:"rows"`
+	Total Figures        `json:"total"`
+	// Load is the load generator's namespace (the seed reports' load ran
+	// outside the cluster); nil when not asked for.
+	Load *GroupSummary `json:"load,omitempty"`
+}
+
+// Namespaces is the NamespaceTable of rounds of cluster samples (a
+// target's Name is "<namespace>/<pod>/<container>") for namespaces and,
+// apart, load ("" for none).
+func Namespaces(rounds []Round, namespaces []string, load string) NamespaceTable {
+	nsOf := func(x Sample) string {
+		n, _, _ := strings.Cut(x.Name, "/")
+		return n
+	}
+	groups, total := Rollup(rounds, func(x Sample) string {
+		if n := nsOf(x); slices.Contains(namespaces, n) {
+			return n
+		}
+		return ""
+	})
+	t := NamespaceTable{Total: total}
+	for _, n := range namespaces {
+		row := GroupSummary{Name: n}
+		if i := slices.IndexFunc(groups, func(g GroupSummary) bool { return g.Name == n }); i >= 0 {
+			row = groups[i]
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	if load != "" {
+		g, _ := Rollup(rounds, func(x Sample) string {
+			if nsOf(x) == load {
+				return load
+			}
+			return ""
+		})
+		row := GroupSummary{Name: load}
+		if len(g) == 1 {
+			row = g[0]
+		}
+		t.Load = &row
+	}
+	return t
 }

@@ -3,7 +3,6 @@ package istio
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -43,64 +42,6 @@ type ImageOptions struct {
 	Ztunnel string
 	// LibDirs override image.LibDirs for finding the libraries the
 	// dynamically linked binaries need (tests).
-}
-
-// iptablesTools are what istio-init (pilot-agent istio-iptables) and
-// istio-cni run: Debian's nft and legacy multi-call binaries under every
-// name Istio looks for (it detects the mode in use from both).
-var iptablesTools = map[string][]string{
-	"xtables-nft-multi": {"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore",
-		"iptables-nft", "iptables-nft-save", "iptables-nft-restore", "ip6tables-nft", "ip6tables-nft-save", "ip6tables-nft-restore"},
-	"xtables-legacy-multi": {"iptables-legacy", "iptables-legacy-save", "iptables-legacy-restore",
-		"ip6tables-legacy", "ip6tables-legacy-save", "ip6tables-legacy-restore"},
-}
-
-// xtablesDir holds the iptables match and target modules.
-const xtablesDir = "/usr/lib/x86_64-linux-gnu/xtables"
-
-// iptablesFiles are the host's iptables tools with their modules, for an
-// image; the error says to install Debian's iptables when they are missing.
-func iptablesFiles() ([]image.File, []string, error) {
-	var files []image.File
-	var elfs []string
-	for multi, names := range iptablesTools {
-		src := filepath.Join("/usr/sbin", multi)
-		if _, err := os.Stat(src); err != nil {
-			return nil, nil, fmt.Errorf("the proxy images need Debian's iptables (%s): apt-get install iptables: %w", src, err)
-		}
-		files = append(files, image.File{Path: src, Source: src, Mode: 0o755})
-		elfs = append(elfs, src)
-		for _, n := range names {
-			files = append(files, image.File{Path: "/usr/sbin/" + n, Link: multi})
-		}
-	}
-	mods, _ := filepath.Glob(filepath.Join(xtablesDir, "*.so"))
-	if len(mods) == 0 {
-		return nil, nil, fmt.Errorf("no iptables modules in %s: apt-get install iptables", xtablesDir)
-	}
-	for _, m := range mods {
-		files = append(files, image.File{Path: m, Source: m, Mode: 0o644})
-		elfs = append(elfs, m)
-	}
-	return files, elfs, nil
-}
-
-// withLibraries adds the interpreter and libraries the ELF files need.
-func withLibraries(files []image.File, elfs ...string) ([]image.File, error) {
-	libs, err := image.SharedLibraries(elfs...)
-	if err != nil {
-		return nil, err
-	}
-	have := map[string]bool{}
-	for _, f := range files {
-		have[f.Path] = true
-	}
-	for _, l := range libs {
-		if !have[l.Path] {
-			files = append(files, l)
-		}
-	}
-	return files, nil
 }
 
 // users are /etc/passwd and /etc/group with root and istio-proxy (1337),
@@ -155,7 +96,7 @@ func Images(b Build, o ImageOptions) ([]Image, error) {
 		r.Source = "https://github.com/istio/istio"
 		return r
 	}
-	ipt, iptELF, err := iptablesFiles()
+	ipt, iptELF, err := image.Iptables()
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +137,7 @@ func Images(b Build, o ImageOptions) ([]Image, error) {
 		image.File{Path: "/var/lib/istio/envoy/envoy_bootstrap_tmpl.istio.json", Data: tmpl},
 	)
 	files = append(files, ipt...)
-	if files, err = withLibraries(files, append([]string{o.Envoy}, iptELF...)...); err != nil {
+	if files, err = image.WithLibraries(files, append([]string{o.Envoy}, iptELF...)...); err != nil {
 		return nil, err
 	}
 	add("proxyv2", ann(image.Rootfs{Files: files, Entrypoint: []string{"/usr/local/bin/pilot-agent"}}, "proxyv2"))
@@ -209,7 +150,7 @@ func Images(b Build, o ImageOptions) ([]Image, error) {
 		image.File{Path: "/opt/cni/bin/istio-cni", Source: b.Path("istio-cni"), Mode: 0o755},
 	)
 	files = append(files, ipt...)
-	if files, err = withLibraries(files, iptELF...); err != nil {
+	if files, err = image.WithLibraries(files, iptELF...); err != nil {
 		return nil, err
 	}
 	add("install-cni", ann(image.Rootfs{Files: files, WorkingDir: "/opt/cni/bin", Cmd: []string{"/usr/local/bin/install-cni"},
@@ -217,7 +158,7 @@ func Images(b Build, o ImageOptions) ([]Image, error) {
 
 	if o.Ztunnel != "" {
 		files = append(users(), image.File{Path: "/usr/local/bin/ztunnel", Source: o.Ztunnel, Mode: 0o755})
-		if files, err = withLibraries(files, o.Ztunnel); err != nil {
+		if files, err = image.WithLibraries(files, o.Ztunnel); err != nil {
 			return nil, err
 		}
 		add("ztunnel", ann(image.Rootfs{Files: files, Entrypoint: []string{"/usr/local/bin/ztunnel"}}, "ztunnel"))

@@ -36,9 +36,10 @@ type DoctorOptions struct {
 	Nodes int
 	// Namespaces are the namespaces meshbench would create.
 	Namespaces []string
-	// Istioctl, when set, is the istioctl Istio's modes are checked with
-	// (run's --istio-build: the build's own) instead of the one on PATH.
-	Istioctl string
+	// CLIs are the mesh CLIs to check instead of those on PATH, by name
+	// ("istioctl", "linkerd"): run's --istio-build and --linkerd-build give
+	// their builds' own.
+	CLIs map[string]string
 	// MetricsSource is the run's --metrics-source ("": auto): the doctor
 	// says which source a run will use (ChooseSource).
 	MetricsSource string
@@ -109,7 +110,7 @@ var doctorChecks = []preflight.Check[*doctor]{
 	{Category: "meshes", Name: "mesh CLIs", Independent: true,
 		Description: "one row per mesh CLI (istioctl, linkerd): found and its version; required only for meshes to be installed",
 		Run: func(ctx context.Context, d *doctor) []DoctorCheck {
-			return cliChecks(ctx, d.o.Meshes, d.o.InstallMesh, d.o.Istioctl)
+			return cliChecks(ctx, d.o.Meshes, d.o.InstallMesh, d.o.CLIs)
 		}},
 	{Category: "meshes", Name: "mesh installed", Hint: "install it, or run with --install-mesh",
 		Description: "one row per mesh asked for, unless the run installs them: it runs on the cluster as a run needs it (VerifyMesh)",
@@ -234,7 +235,7 @@ func nodesCheck(ctx context.Context, c *Cluster, need int) DoctorCheck {
 // cliChecks looks for the mesh CLIs: required (fails) for a mesh asked
 // for when it is to be installed, optional (a warning) otherwise;
 // istioctl, when set, is the istioctl to run instead of PATH's.
-func cliChecks(ctx context.Context, modes []string, installing bool, istioctl string) []DoctorCheck {
+func cliChecks(ctx context.Context, modes []string, installing bool, clis map[string]string) []DoctorCheck {
 	want := map[string][]string{}
 	for _, m := range modes {
 		if cli := install.MeshCLI(m); cli != "" {
@@ -255,9 +256,9 @@ func cliChecks(ctx context.Context, modes []string, installing bool, istioctl st
 	for _, probe := range probes {
 		chk := DoctorCheck{Name: probe.cli}
 		v, err := install.CLIVersion(ctx, probe.mode)
-		if probe.cli == "istioctl" && istioctl != "" {
-			chk.Name = "istioctl (" + istioctl + ")"
-			v, err = install.CLIVersionAt(ctx, probe.mode, istioctl)
+		if bin := clis[probe.cli]; bin != "" {
+			chk.Name = probe.cli + " (" + bin + ")"
+			v, err = install.CLIVersionAt(ctx, probe.mode, bin)
 		}
 		switch {
 		case err == nil:

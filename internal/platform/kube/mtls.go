@@ -26,10 +26,15 @@ var IstioStatsInclusion = map[string]string{"sidecar.istio.io/statsInclusionSuff
 // VerifyMTLS checks, after the load, from each app pod's own proxy's
 // counters that the traffic it served came over mutual TLS: in sidecar
 // mode every app pod's istio-proxy must count TLS handshakes on its
-// listeners (envoy_listener_ssl_handshake) and no failed ones. Other
-// modes return no checks (nothing is verified there yet). It returns
-// every check and an error listing the failed ones.
+// listeners (envoy_listener_ssl_handshake) and no failed ones; with
+// Linkerd every app pod's linkerd-proxy must count requests in over mTLS
+// and none in plaintext (verifyLinkerdMTLS). Ambient's are ztunnel's
+// (VerifyAmbientMTLS); other modes return no checks. It returns every
+// check and an error listing the failed ones.
 func (c *Cluster) VerifyMTLS(ctx context.Context, mode, ns string) ([]Check, error) {
+	if isLinkerd(mode) {
+		return c.verifyLinkerdMTLS(ctx, ns)
+	}
 	if mode != "sidecar" {
 		return nil, nil
 	}

@@ -445,9 +445,18 @@ func TestObjectsPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
+	var onWaypoint []string // the rules bound to the waypoint
 	for _, u := range unstructuredOf(objs, "AuthorizationPolicy") {
 		if u.GetAPIVersion() != "security.istio.io/v1" || u.GetNamespace() != DefaultAppNamespace {
 			t.Errorf("%s: %s in %s", u.GetName(), u.GetAPIVersion(), u.GetNamespace())
+		}
+		if name, ok := strings.CutSuffix(u.GetName(), "-waypoint"); ok && name != "allow" {
+			refs, _, _ := unstructured.NestedSlice(u.Object, "spec", "targetRefs")
+			if fmt.Sprint(refs) != "[map[group:gateway.networking.k8s.io kind:Gateway name:waypoint]]" {
+				t.Errorf("%s: targetRefs %v, want the waypoint Gateway", u.GetName(), refs)
+			}
+			onWaypoint = append(onWaypoint, name)
+			continue
 		}
 		if a, _, _ := unstructured.NestedString(u.Object, "spec", "action"); a != "ALLOW" {
 			t.Errorf("%s: action %s", u.GetName(), a)
@@ -471,6 +480,12 @@ func TestObjectsPolicies(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d policies, want %d: %v", len(got), len(want), got)
 	}
+	// In waypoint mode every rule but the waypoint's own is also the
+	// waypoint's, so that it checks the client's identity.
+	slices.Sort(onWaypoint)
+	if want := []string{"allow-client", "allow-face", "allow-ingress", "allow-monitoring", "allow-svc-5"}; !slices.Equal(onWaypoint, want) {
+		t.Errorf("rules on the waypoint %v, want %v", onWaypoint, want)
+	}
 
 	objs, err = AppObjects(spec(ModeLinkerd, topology.AppStatic, 4))
 	if err != nil {
@@ -480,7 +495,7 @@ func TestObjectsPolicies(t *testing.T) {
 	for _, u := range unstructuredOf(objs, "Server") {
 		port, _, _ := unstructured.NestedInt64(u.Object, "spec", "port")
 		servers = append(servers, fmt.Sprintf("%s:%d", u.GetName(), port))
-		if u.GetAPIVersion() != "policy.linkerd.io/v1beta1" {
+		if u.GetAPIVersion() != "policy.linkerd.io/v1beta3" {
 			t.Errorf("Server %s", u.GetAPIVersion())
 		}
 	}

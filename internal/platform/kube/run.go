@@ -82,9 +82,9 @@ type Options struct {
 	// ambient once, which runs sidecars too, rather than switching
 	// profiles, which would remove ztunnel.
 	IstioProfile string
-	// IstioInstall, when set, changes how InstallMesh installs Istio's
-	// modes (see MeshInstall).
-	IstioInstall *install.MeshInstall
+	// IstioInstall and LinkerdInstall, when set, change how InstallMesh
+	// installs Istio's modes and Linkerd (see install.MeshInstall).
+	IstioInstall, LinkerdInstall *install.MeshInstall
 
 	OutDir string
 	// Log gets the run's progress lines (nil: none), and "phase NAME" as
@@ -124,6 +124,9 @@ type Result struct {
 	// MetricsAPI, with SourceKubelet: what metrics.k8s.io said over the
 	// same window, side by side (nil when it was not available).
 	MetricsAPI *sample.MetricsAPIReport
+	// Namespaces is the seed reports' per-namespace table of the measured
+	// window (namespaceTable); empty without a load result.
+	Namespaces sample.NamespaceTable
 }
 
 // run is one cell on a cluster (Run): what runSteps share.
@@ -334,6 +337,7 @@ var runSteps = []struct {
 	{"load", false, (*run).load},                     // the load Job: warmup and measure
 	{"drain", true, (*run).drain},                    // sampling after the load
 	{"sampling end", false, (*run).endSampling},      // the samplers stopped
+	{"attacker", false, (*run).probeAttacker},        // a foreign identity against the policies (its own phase)
 	{"collect", true, (*run).collect},                // checks, samples, resources, validity
 }
 
@@ -360,41 +364,8 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 func (r *run) prepareMesh(ctx context.Context) error {
 	o, c := r.o, r.c
 	mode := string(o.Spec.Mesh.Mode)
-	if o.InstallMesh && mesh.HasProxies(mode) {
-		if v, err := o.IstioInstall.CLIVersion(ctx, mode); err == nil {
-			r.manifest.Options["mesh_cli_version"] = v
-		} else {
-			return err
-		}
-		// What the cluster had before, for install's record (what
-		// `meshbench mesh uninstall` removes).
-		var crdsBefore []string
-		if install.MeshCLI(mode) == "istioctl" {
-			var err error
-			if crdsBefore, err = install.CRDNames(ctx, c.Client); err != nil {
-				return err
-			}
-		}
-		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(install.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
-		r.keepJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
-		if err == nil && o.IstioInstall != nil && install.MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
-			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
-				err = c.Apply(ctx, o.IstioInstall.Objects)
-			}
-		}
-		if err == nil && install.MeshCLI(mode) == "istioctl" {
-			var applied []runtime.Object
-			if o.IstioInstall != nil {
-				applied = o.IstioInstall.Objects
-			}
-			err = install.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && install.MeshCLI(mode) == "istioctl" {
-		r.manifest.Options["mesh_proxy"] = o.IstioInstall.Proxy
+	if err := r.installMesh(ctx); err != nil {
+		return err
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
 	r.keepJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
@@ -406,6 +377,11 @@ func (r *run) prepareMesh(ctx context.Context) error {
 func (r *run) prepareApp(ctx context.Context) error {
 	o, c := r.o, r.c
 	objs, err := AppObjects(o.Spec)
+	if err == nil {
+		var access []runtime.Object
+		access, err = c.meshReadAccess(ctx, o.Spec)
+		objs = append(objs, access...)
+	}
 	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(string(o.Spec.Mesh.Mode), mesh.KindWaypoint) {
 		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
 	}
@@ -585,6 +561,7 @@ var collectSteps = []struct {
 	{"samples", (*run).writeSamples},      // every round of the source
 	{"figures", (*run).figures},           // the measured window's summary and nodes
 	{"counters", (*run).counterFigures},   // the kubelet's counters over it, when they are the source
+	{"namespaces", (*run).namespaces},     // the per-namespace table over the window
 	{"resources", (*run).writeResources},  // resources.json
 	{"validity", (*run).checkMeasurement}, // sampling errors in the window, the load's own problems
 }
@@ -612,6 +589,7 @@ func (r *run) checkMTLS(ctx context.Context) error {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if err == nil && o.Log != nil {
 			fmt.Fprintf(o.Log, "mTLS verified from the sidecars' own counters on %d app pod(s)\n", len(checks))
+			logChecks(o.Log, checks)
 		}
 	}
 	if isAmbient(mode) {
@@ -684,7 +662,7 @@ func (r *run) counterFigures(ctx context.Context) error {
 	r.resources.Window.Rule = "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"
 	if loadRes != nil {
 		var err error
-		res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, r.sampling.counters, r.from, r.to)
+		res.Summary, res.Nodes, res.Counters, r.window, err = counterWindow(ctx, c, r.sampling.counters, r.from, r.to)
 		if err != nil {
 			return err
 		}
@@ -708,6 +686,16 @@ func (r *run) counterFigures(ctx context.Context) error {
 		if n := len(res.Counters.Partial); n > 0 {
 			r.logf("%d container(s) counted for part of the measured window only (appeared, disappeared or restarted): see resources.json counters.partial", n)
 		}
+	}
+	return nil
+}
+
+// namespaces is the seed reports' per-namespace table of the measured
+// window, when the load ran.
+func (r *run) namespaces(context.Context) error {
+	if r.loadRes != nil {
+		r.measured.Namespaces = r.namespaceTable(r.window)
+		r.resources.Namespaces = &r.measured.Namespaces
 	}
 	return nil
 }

@@ -73,11 +73,11 @@ func kubeletClassify(cls *metricsapi.Classifier) func(pod *corev1.Pod, container
 
 // counterWindow turns the kubelet sampler's records into the window's
 // summary, node summaries and the counter report.
-func counterWindow(ctx context.Context, c *Cluster, s *kubelet.Sampler, from, to time.Time) (sample.Summary, []sample.NodeSummary, *sample.CounterReport, error) {
+func counterWindow(ctx context.Context, c *Cluster, s *kubelet.Sampler, from, to time.Time) (sample.Summary, []sample.NodeSummary, *sample.CounterReport, []sample.Round, error) {
 	recs := s.Records()
 	res, err := kubelet.Window(recs, from, to, s.Period())
 	if err != nil {
-		return sample.Summary{}, nil, nil, err
+		return sample.Summary{}, nil, nil, nil, err
 	}
 	rep := &sample.CounterReport{PeriodNs: int64(s.Period()), StepNs: int64(res.Step), Resets: res.Resets,
 		Containers: res.Containers, StaleReadings: res.StaleRecords, FreshReadings: res.FreshRecords, Lag: res.Lag,
@@ -127,7 +127,7 @@ func counterWindow(ctx context.Context, c *Cluster, s *kubelet.Sampler, from, to
 		}
 		nrs = append(nrs, out)
 	}
-	return sample.Summarize(res.Rounds), sample.SummarizeNodes(nrs), rep, nil
+	return sample.Summarize(res.Rounds), sample.SummarizeNodes(nrs), rep, res.Rounds, nil
 }
 
 // roundSource is what the idle gate and the drain read: the rounds so

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,23 +117,83 @@ func Extract(ctx context.Context, ref name.Reference, wantDigest string, b Binar
 // symlink, a directory) is an error: the official images hold a plain
 // file.
 func copyFile(tr *tar.Reader, want string, w io.Writer) (bool, error) {
-	for {
+	missing, err := copyFiles(tr, map[string]io.Writer{want: w})
+	return len(missing) == 0, err
+}
+
+// copyFiles copies each regular file of want (path without the leading
+// slash -> where to) from tr, and returns the paths it did not find,
+// sorted. Anything else at such a path is an error.
+func copyFiles(tr *tar.Reader, want map[string]io.Writer) ([]string, error) {
+	left := maps.Clone(want)
+	for len(left) > 0 {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return false, nil
+			break
 		}
 		if err != nil {
-			return false, fmt.Errorf("reading its layers: %w", err)
+			return nil, fmt.Errorf("reading its layers: %w", err)
 		}
-		if path.Clean(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/")) != want {
+		p := path.Clean(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"))
+		w, ok := left[p]
+		if !ok {
 			continue
 		}
 		if h.Typeflag != tar.TypeReg {
-			return false, fmt.Errorf("/%s is not a regular file (tar type %q)", want, h.Typeflag)
+			return nil, fmt.Errorf("/%s is not a regular file (tar type %q)", p, h.Typeflag)
 		}
 		if _, err := io.Copy(w, tr); err != nil {
-			return false, fmt.Errorf("copying /%s: %w", want, err)
+			return nil, fmt.Errorf("copying /%s: %w", p, err)
 		}
-		return true, nil
+		delete(left, p)
 	}
+	return slices.Sorted(maps.Keys(left)), nil
+}
+
+// ExtractFiles pulls ref (for this machine's architecture) and writes
+// each file of files (path in the image, without the leading slash ->
+// the file to write, mode 0755) as the image's layers leave it; every
+// one must be there. It returns the manifest digest pulled. opts reach
+// the registry client (credentials, transport).
+func ExtractFiles(ctx context.Context, ref name.Reference, files map[string]string, opts ...remote.Option) (v1.Hash, error) {
+	opts = append(opts, remote.WithContext(ctx), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	want := map[string]io.Writer{}
+	var opened []*os.File
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
+	for p, dst := range files {
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		opened = append(opened, f)
+		want[p] = f
+	}
+	rc := mutate.Extract(img)
+	missing, err := copyFiles(tar.NewReader(rc), want)
+	rc.Close()
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("image %s: %w", ref, err)
+	}
+	if len(missing) > 0 {
+		return v1.Hash{}, fmt.Errorf("image %s has no /%s", ref, strings.Join(missing, ", /"))
+	}
+	for _, f := range opened {
+		if err := f.Close(); err != nil {
+			return v1.Hash{}, err
+		}
+	}
+	opened = nil
+	return digest, nil
 }

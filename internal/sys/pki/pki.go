@@ -130,39 +130,7 @@ func NewRootCA(subject pkix.Name, opts Options) (*CA, error) {
 // newRoot makes a self-signed root CA named subject, with no trust domain;
 // what names it in errors.
 func newRoot(what string, subject pkix.Name, opts Options) (*CA, error) {
-	notBefore, notAfter, err := opts.window()
-	if err != nil {
-		return nil, fmt.Errorf("making %s: %w", what, err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("making %s key: %w", what, err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               subject,
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		MaxPathLenZero:        true, // signs leaves only, no intermediates
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("signing %s certificate: %w", what, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("reading back %s certificate: %w", what, err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &CA{Cert: cert, key: key, pool: pool}, nil
+	return newSignedCA(what, subject, opts, nil, 0, x509.KeyUsageDigitalSignature)
 }
 
 // Pool returns a certificate pool holding only this CA, for

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,9 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube"
+	"github.com/meshbench/meshbench/internal/platform/kube/policy"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 func TestMain(m *testing.M) { kubetest.Main(m, kubetest.Options{}) }
@@ -50,10 +55,9 @@ func moduleDir(t *testing.T, mod string) string {
 // and without L4 policies (and sidecar without mTLS). A row with a field the CRD does not
 // have must be refused, so the check is known to bite.
 //
-// Linkerd's objects are not here: its CRDs come from `linkerd install
-// --crds`, whose module the Go proxy refuses and whose CLI is not on this
-// machine; they are checked by kube's golden files and on a real cluster
-// by the e2e suite's Linkerd install.
+// Linkerd's objects (Servers, AuthorizationPolicies,
+// MeshTLSAuthentications, NetworkAuthentications) against the CRDs the
+// Linkerd build's own CLI renders (make linkerd-tools).
 func TestMeshObjectsAgainstUpstreamCRDs(t *testing.T) {
 	kc := kubetest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -98,6 +102,63 @@ func TestMeshObjectsAgainstUpstreamCRDs(t *testing.T) {
 		}
 	}
 
+	// Linkerd's: its CRDs as the build's CLI renders them (offline; the
+	// Gateway API's are above), then every Linkerd object of a cell with
+	// and without policies, and meshbench's access to the proxies' admin
+	// port.
+	if b, err := release.Open(release.DefaultDir()); err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	} else {
+		cmd := exec.CommandContext(ctx, b.Path(release.CLI), "install", "--crds", "--ignore-cluster", "--set", "installGatewayAPI=false")
+		cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+		crds, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("linkerd install --crds: %v", err)
+		}
+		if out, err := kc.KubectlStdin(ctx, crds, "apply", "--server-side", "-f", "-"); err != nil {
+			t.Fatalf("installing Linkerd's CRDs: %v\n%s", err, out)
+		}
+		if out, err := kc.Kubectl(ctx, "wait", "--for=condition=Established", "crd", "--all", "--timeout=120s"); err != nil {
+			t.Fatalf("CRDs not established: %v\n%s", err, out)
+		}
+		for _, policies := range []int{0, 5} {
+			t.Run(fmt.Sprintf("linkerd-p%d", policies), func(t *testing.T) {
+				o := topology.DefaultOptions()
+				o.Mode, o.Policies, o.App, o.Replicas = kube.ModeLinkerd, policies, topology.AppFaces, 2
+				s := kube.Spec{RunID: fmt.Sprintf("crd%d", n), Mesh: o, NodeCount: 2}
+				n++
+				objs, err := kube.AppObjects(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s = s.WithDefaults()
+				cell := policy.Cell{Mesh: linkerdMesh(t), Options: o, AppNamespace: s.AppNamespace, LoadNamespace: s.LoadNamespace}
+				objs = append(objs, policy.LinkerdAdminAccess(cell, []string{"10.99.0.1/32", "fd00::1/128"})...)
+				checked := dryRun(t, ctx, kc, objs)
+				// The admin port's Server, NetworkAuthentication and
+				// AuthorizationPolicy; with rules, a Server per port they
+				// name (the app's, 9090) and a MeshTLSAuthentication and
+				// an AuthorizationPolicy per rule.
+				want := 3
+				if policies > 0 {
+					want += 2 + 2*policies
+				}
+				if checked != want {
+					t.Errorf("%d Linkerd objects checked, want %d", checked, want)
+				}
+				t.Logf("%d mesh objects accepted", checked)
+			})
+		}
+		bad := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "policy.linkerd.io/v1beta3", "kind": "Server",
+			"metadata": map[string]any{"name": "bad", "namespace": "default"},
+			"spec":     map[string]any{"podSelector": map[string]any{}, "port": int64(8080), "proxyProtocl": "HTTP/1"},
+		}}
+		if err := dryRunOne(ctx, kc, bad); err == nil || !strings.Contains(err.Error(), "proxyProtocl") {
+			t.Errorf("a Server with an unknown field: %v, want it refused naming the field", err)
+		}
+	}
+
 	// The check bites: a PeerAuthentication with a field its CRD lacks.
 	bad := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "security.istio.io/v1", "kind": "PeerAuthentication",
@@ -128,7 +189,8 @@ func dryRun(t *testing.T, ctx context.Context, kc *kubetest.Cluster, objs []runt
 			if out, err := kc.KubectlStdin(ctx, y, "apply", "-f", "-"); err != nil {
 				t.Fatalf("namespace %s: %v\n%s", obj.GetName(), err, out)
 			}
-		case strings.Contains(obj.GetAPIVersion(), "istio.io/") || strings.Contains(obj.GetAPIVersion(), "gateway.networking.k8s.io/"):
+		case strings.Contains(obj.GetAPIVersion(), "istio.io/") || strings.Contains(obj.GetAPIVersion(), "gateway.networking.k8s.io/") ||
+			strings.Contains(obj.GetAPIVersion(), "linkerd.io/"):
 			if err := dryRunOne(ctx, kc, obj); err != nil {
 				t.Errorf("%s %s/%s refused by the upstream CRD: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 			}
@@ -148,4 +210,13 @@ func dryRunOne(ctx context.Context, kc *kubetest.Cluster, obj *unstructured.Unst
 		return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+func linkerdMesh(t *testing.T) *mesh.Mesh {
+	t.Helper()
+	m, ok := mesh.Get(mesh.NameLinkerd)
+	if !ok {
+		t.Fatal("no linkerd descriptor")
+	}
+	return m
 }

@@ -132,7 +132,7 @@ func mapOf(v any, title, desc string) func() (*jsonschema.Schema, error) {
 func resourcesSchema() (*jsonschema.Schema, error) {
 	s := reflector().Reflect(&sample.Resources{})
 	s.Title = "meshbench resources, version 1"
-	s.Description = "A run's resource figures over its measured window: the rule that chose the samples (window) and the summary per process, component, category and TOTAL; on a cluster also the metrics source, the drain, the nodes, and what the kubelet's counters or metrics.k8s.io said besides."
+	s.Description = "A run's resource figures over its measured window: the rule that chose the samples (window) and the summary per process, component, category and TOTAL; on a cluster also the metrics source, the drain, the nodes, the per-namespace table, and what the kubelet's counters or metrics.k8s.io said besides."
 	if p, ok := s.Properties.Get("schema"); ok {
 		p.Const = results.ResourcesSchema
 		p.Description = "The format's version; absent in files written before it was added (meshbench 0.1.0-dev), which have this shape too."

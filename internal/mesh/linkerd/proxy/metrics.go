@@ -14,11 +14,16 @@ import (
 // Stats is the TLS state of a proxy's traffic, summed from its admin
 // /metrics: HTTP requests (request_total) by direction and TLS, the peer
 // identities, the requests its inbound policy denied, and its balancers'
-// ready endpoints. Requests to the proxy's own admin port are left out.
+// ready endpoints. Requests to the proxy's own admin port are left out, and
+// so are the kubelet's probes of the app's ports (on a cluster: the policy
+// controller's default "probe" route, plaintext by design), counted apart.
 type Stats struct {
 	// InboundTLS and InboundPlain are inbound requests over mTLS and
-	// without.
+	// without (probes apart).
 	InboundTLS, InboundPlain float64
+	// Probes are inbound requests on the probe route: the kubelet's
+	// health checks of the app's container.
+	Probes float64
 	// OutboundTLS and OutboundPlain are outbound requests over mTLS and
 	// without.
 	OutboundTLS, OutboundPlain float64
@@ -51,6 +56,10 @@ func ParseStats(r io.Reader) (Stats, error) {
 		}
 		v := m.GetCounter().GetValue()
 		tls := l["tls"] == "true"
+		if l["direction"] == "inbound" && l["route_kind"] == "default" && l["route_name"] == "probe" {
+			s.Probes += v
+			continue
+		}
 		switch l["direction"] {
 		case "inbound":
 			if tls {
@@ -105,7 +114,7 @@ func (s Stats) Sub(base Stats) Stats {
 		return out
 	}
 	return Stats{
-		InboundTLS: s.InboundTLS - base.InboundTLS, InboundPlain: s.InboundPlain - base.InboundPlain,
+		InboundTLS: s.InboundTLS - base.InboundTLS, InboundPlain: s.InboundPlain - base.InboundPlain, Probes: s.Probes - base.Probes,
 		OutboundTLS: s.OutboundTLS - base.OutboundTLS, OutboundPlain: s.OutboundPlain - base.OutboundPlain,
 		ClientIDs: sub(s.ClientIDs, base.ClientIDs), ServerIDs: sub(s.ServerIDs, base.ServerIDs),
 		Denied: sub(s.Denied, base.Denied), Endpoints: maps.Clone(s.Endpoints),

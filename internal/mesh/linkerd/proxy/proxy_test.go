@@ -38,6 +38,16 @@ func TestParseStats(t *testing.T) {
 				s.ServerIDs[serverID] == 21 && s.ServerIDs[grpcID] == 1 && len(s.Denied) == 0 &&
 				s.Endpoints["default/server"] == 2 && s.Endpoints["default/grpc"] == 1
 		}},
+		// an app pod of a cluster run (run --platform kube --mesh linkerd
+		// --policies 4, Linkerd edge-26.8.3's control plane): the load's
+		// requests over mTLS, the kubelet's plaintext probes of the app
+		// port apart, the attacker's requests refused; the API server's
+		// reads of the admin port left out
+		{"metrics-cluster-static.txt", func(s Stats) bool {
+			return s.InboundTLS == 243 && s.InboundPlain == 0 && s.Probes == 23 &&
+				s.ClientIDs["client.meshbench-load.serviceaccount.identity.linkerd.cluster.local"] == 243 && len(s.ClientIDs) == 1 &&
+				s.Denied["attacker.meshbench-load.serviceaccount.identity.linkerd.cluster.local"] == 7 && len(s.Denied) == 1
+		}},
 		// server-0: inbound over mTLS from the client only (its own admin
 		// port's plaintext /ready checks left out), two refusals
 		{"metrics-server-0.txt", func(s Stats) bool {

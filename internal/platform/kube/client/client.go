@@ -105,7 +105,9 @@ const FieldManager = "meshbench"
 // Apply creates or updates objs with server-side apply, in order. Typed
 // objects (a Deployment) and unstructured ones (a mesh's CRDs) are both
 // accepted; a kind the cluster does not serve is an error naming it and
-// the mesh that would have installed it.
+// the mesh that would have installed it. An object an admission webhook
+// refused because it has not seen the object's namespace yet
+// (NamespaceNotCached) is applied again for up to WebhookCacheWait.
 func (c *Client) Apply(ctx context.Context, objs []runtime.Object) error {
 	for _, obj := range objs {
 		u, gvk, err := ToUnstructured(obj)
@@ -116,11 +118,47 @@ func (c *Client) Apply(ctx context.Context, objs []runtime.Object) error {
 		if err != nil {
 			return err
 		}
-		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		deadline := time.Now().Add(WebhookCacheWait)
+		for {
+			_, err = ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+			if err == nil || !NamespaceNotCached(err, u.GetNamespace()) || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("applying %s %s: %w", gvk.Kind, objectName(u), err)
 		}
 	}
 	return nil
+}
+
+// WebhookCacheWait bounds how long Apply applies again an object that an
+// admission webhook refused because its namespace is not in the webhook's
+// cache yet.
+var WebhookCacheWait = 30 * time.Second
+
+// NamespaceNotCached reports whether err is an admission webhook's refusal
+// of an object in namespace ns because the webhook has not seen ns:
+// Linkerd's proxy-injector reads the namespace from its informer's cache,
+// which lags a namespace just made (a cell's namespaces are deleted and
+// made again between cells), and its webhook fails closed ("admission
+// webhook "linkerd-proxy-injector.linkerd.io" denied the request:
+// namespaces "NS" not found"). The API server says so only in the
+// message.
+func NamespaceNotCached(err error, ns string) bool {
+	if err == nil || ns == "" {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "admission webhook") && strings.Contains(msg, "denied the request") &&
+		strings.Contains(msg, fmt.Sprintf("namespaces %q not found", ns))
 }
 
 // Resource is the dynamic client for kind gvk in namespace ns; a kind

@@ -29,10 +29,19 @@ type Command struct {
 	// ApplyOutput: the command prints manifests that meshbench applies
 	// itself (what `CMD | kubectl apply -f -` does), instead of running
 	// them through kubectl.
-	ApplyOutput bool    `json:"apply_output,omitempty"`
-	Output      string  `json:"output,omitempty"`
-	Err         string  `json:"error,omitempty"`
-	Seconds     float64 `json:"seconds,omitempty"`
+	ApplyOutput bool `json:"apply_output,omitempty"`
+	// ControlPlane marks the command that installs the control plane
+	// (mesh.Command.ControlPlane): a MeshInstall adds its arguments there.
+	ControlPlane bool `json:"control_plane,omitempty"`
+	// NoGatewayAPI are arguments WithGatewayAPI adds when the cluster has
+	// no Gateway API (mesh.Command.NoGatewayAPI).
+	NoGatewayAPI []string `json:"-"`
+	Output       string   `json:"output,omitempty"`
+	// Applied lists the objects meshbench applied from the command's
+	// output, one "group/version/Kind namespace/name" each.
+	Applied []string `json:"applied,omitempty"`
+	Err     string   `json:"error,omitempty"`
+	Seconds float64  `json:"seconds,omitempty"`
 }
 
 // String is the command as a user would type it.
@@ -76,9 +85,38 @@ func InstallCommands(mode, kubeconfig, context string) []Command {
 	conn := connArgs(kubeconfig, context)
 	var out []Command
 	for _, c := range m.Cluster.Install {
-		out = append(out, Command{Args: append(slices.Clone(c.Args), conn...), ApplyOutput: c.ApplyOutput})
+		out = append(out, Command{Args: append(slices.Clone(c.Args), conn...), ApplyOutput: c.ApplyOutput,
+			ControlPlane: c.ControlPlane, NoGatewayAPI: slices.Clone(c.NoGatewayAPI)})
 	}
 	return out
+}
+
+// WithGatewayAPI adds to cmds the arguments they take when the cluster,
+// whose CRDs are crds, has no Gateway API (mesh.GatewayAPICRD missing):
+// Linkerd then installs its own bundle of the Gateway API CRDs.
+func WithGatewayAPI(cmds []Command, crds []string) []Command {
+	if slices.Contains(crds, mesh.GatewayAPICRD) {
+		return cmds
+	}
+	out := make([]Command, len(cmds))
+	for i, c := range cmds {
+		if len(c.NoGatewayAPI) > 0 {
+			c.Args = append(slices.Clone(c.Args), c.NoGatewayAPI...)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// AfterControlPlane are the commands of cmds after the one that installs
+// the control plane (the check), for a mesh installed already.
+func AfterControlPlane(cmds []Command) []Command {
+	for i, c := range cmds {
+		if c.ControlPlane {
+			return cmds[i+1:]
+		}
+	}
+	return nil
 }
 
 // connArgs are istioctl's and linkerd's flags for the cluster.
@@ -165,10 +203,18 @@ func Run(ctx context.Context, a Applier, cmds []Command, log io.Writer) ([]Comma
 				if derr == nil {
 					derr = a.Apply(ctx, objs)
 				}
+				if derr == nil {
+					cmd.Applied, derr = ObjectLines(objs)
+				}
 				err = derr
 			}
 		} else {
 			cmd.Output = stdout.String() + stderr.String()
+		}
+		if log != nil && !cmd.ApplyOutput && strings.TrimSpace(cmd.Output) != "" {
+			// What the CLI says (istioctl's progress, `linkerd check`'s
+			// table), as a user sees it.
+			fmt.Fprintf(log, "  %s\n", strings.ReplaceAll(strings.TrimRight(cmd.Output, "\n"), "\n", "\n  "))
 		}
 		if err != nil {
 			cmd.Err = err.Error()

@@ -12,16 +12,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// MeshInstall changes how --install-mesh installs Istio's modes: another
-// istioctl (a build of a pinned version), arguments added to `istioctl
-// install` (the images' hub and tag, settings), objects applied once it
-// succeeded (EnvoyFilters), and which proxy build the run measures. Nil:
-// istioctl from PATH with Istio's own images, nothing added. Package istio
-// IstioBuilt makes the one for Istio built here.
+// MeshInstall changes how --install-mesh installs one mesh's modes (those
+// whose CLI is For): another CLI (a build of a pinned version), arguments
+// added to the command that installs the control plane (the images,
+// settings, Linkerd's identity), objects applied once it succeeded
+// (Istio's EnvoyFilters), and which proxy build the run measures. Nil: the
+// CLI from PATH with the mesh's own images, nothing added. IstioBuilt and
+// LinkerdBuilt make the ones for the meshes built here.
 type MeshInstall struct {
-	// Istioctl is the istioctl to run ("": istioctl on PATH).
-	Istioctl string
-	// Args are added to `istioctl install`.
+	// For is the CLI whose commands this changes (mesh.Cluster.CLI:
+	// "istioctl", "linkerd").
+	For string
+	// CLI is the binary to run instead ("": For on PATH).
+	CLI string
+	// Args are added to the command that installs the control plane
+	// (`istioctl install`, `linkerd install`).
 	Args []string
 	// Objects are applied after the install commands succeeded; kept in
 	// the results as k8s/mesh-install-objects.yaml.
@@ -34,6 +39,14 @@ type MeshInstall struct {
 	// (Istio applies EnvoyFilters to a waypoint only through targetRefs
 	// naming its Gateway); they go with the app's namespace.
 	WaypointObjects func(namespace, gateway string) []runtime.Object
+	// Describe says in a line what is installed (the build and where its
+	// settings came from), for the run's log and manifest
+	// ("mesh_install").
+	Describe string
+	// Close, when set, removes what the install's commands read and no
+	// longer need (files meshbench made for them); called once the plan
+	// ran.
+	Close func() error
 	// Syncz, when set, reads istiod's ACK table (every connected proxy,
 	// each xDS type ACKed, NACKed or pending) from the cluster of
 	// kubeconfig/context; a run calls it once the measured window began,
@@ -53,31 +66,43 @@ type SyncReport struct {
 	NotACKed []string
 }
 
-// Commands applies mi to Istio's install commands (others unchanged).
+// Commands applies mi to the commands of its CLI (others unchanged): its
+// CLI runs them, and its Args go on the one that installs the control
+// plane.
 func (mi *MeshInstall) Commands(cmds []Command) []Command {
 	if mi == nil {
 		return cmds
 	}
 	out := make([]Command, len(cmds))
 	for i, c := range cmds {
-		if c.Args[0] == "istioctl" {
-			args := slices.Clone(c.Args)
-			if mi.Istioctl != "" {
-				args[0] = mi.Istioctl
+		if c.Args[0] == mi.For {
+			c.Args = slices.Clone(c.Args)
+			if mi.CLI != "" {
+				c.Args[0] = mi.CLI
 			}
-			c.Args = append(args, mi.Args...)
+			if c.ControlPlane {
+				c.Args = append(c.Args, mi.Args...)
+			}
 		}
 		out[i] = c
 	}
 	return out
 }
 
-// CLIVersion is CLIVersion with mi's istioctl for Istio's modes.
+// CLIVersion is CLIVersion with mi's CLI for the modes of its mesh.
 func (mi *MeshInstall) CLIVersion(ctx context.Context, mode string) (string, error) {
-	if mi == nil || mi.Istioctl == "" || MeshCLI(mode) != "istioctl" {
+	if mi == nil || mi.CLI == "" || MeshCLI(mode) != mi.For {
 		return CLIVersion(ctx, mode)
 	}
-	return CLIVersionAt(ctx, mode, mi.Istioctl)
+	return CLIVersionAt(ctx, mode, mi.CLI)
+}
+
+// Done calls mi.Close when set (nil-safe).
+func (mi *MeshInstall) Done() error {
+	if mi == nil || mi.Close == nil {
+		return nil
+	}
+	return mi.Close()
 }
 
 // IstioBuilt is how meshbench installs Istio built here: the build's istioctl,
@@ -98,7 +123,9 @@ func IstioBuilt(b istio.Build, hub, tag, envoyBuild string) (*MeshInstall, error
 	}
 	objs = append(objs, efs...)
 	return &MeshInstall{
-		Istioctl:        b.Path("istioctl"),
+		For:             "istioctl",
+		CLI:             b.Path("istioctl"),
+		Describe:        fmt.Sprintf("Istio %s built here (%s), images %s/*:%s, upstream-Envoy overlay", istio.Version, b.Dir, cmpOr(hub, istio.DefaultHub), cmpOr(tag, istio.Version)),
 		Args:            istio.InstallArgs(hub, tag),
 		Objects:         objs,
 		WaypointObjects: istio.WaypointEnvoyFilter,
@@ -113,4 +140,11 @@ func IstioBuilt(b istio.Build, hub, tag, envoyBuild string) (*MeshInstall, error
 		},
 		Proxy: fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, istio.Version),
 	}, nil
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

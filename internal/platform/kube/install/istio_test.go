@@ -21,7 +21,7 @@ func TestIstioBuilt(t *testing.T) {
 		testutil.SkipOrFail(t, err.Error())
 	}
 	mi, err := IstioBuilt(b, "", "", "BUILD")
-	if err != nil || mi.Istioctl != b.Path("istioctl") || !strings.Contains(mi.Proxy, "upstream Envoy BUILD") || !slices.Contains(mi.Args, "tag="+istio.Version) {
+	if err != nil || mi.CLI != b.Path("istioctl") || mi.For != "istioctl" || !strings.Contains(mi.Proxy, "upstream Envoy BUILD") || !slices.Contains(mi.Args, "tag="+istio.Version) {
 		t.Fatalf("IstioBuilt: %v %+v", err, mi)
 	}
 	if wf := mi.WaypointObjects("demo", "waypoint"); len(wf) != 1 || wf[0].(*unstructured.Unstructured).GetNamespace() != "demo" {

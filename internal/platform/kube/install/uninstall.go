@@ -1,6 +1,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/manifest"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
 )
 
@@ -50,11 +52,11 @@ func CRDNames(ctx context.Context, c *client.Client) ([]string, error) {
 	return names, nil
 }
 
-// WriteRecord records in ns/RecordName that meshbench installed Istio
+// WriteRecord records in ns/RecordName that meshbench installed a mesh
 // there, with crdsBefore (the CRDs before this install; an existing
-// record's list is kept) and the objects it applied (added to the
-// record's).
-func WriteRecord(ctx context.Context, c *client.Client, ns string, crdsBefore []string, applied []runtime.Object) error {
+// record's list is kept) and the objects it applied (ObjectLines; added
+// to the record's).
+func WriteRecord(ctx context.Context, c *client.Client, ns string, crdsBefore []string, applied []string) error {
 	cms := c.Core.CoreV1().ConfigMaps(ns)
 	cm, err := cms.Get(ctx, RecordName, metav1.GetOptions{})
 	create := apierrors.IsNotFound(err)
@@ -70,8 +72,8 @@ func WriteRecord(ctx context.Context, c *client.Client, ns string, crdsBefore []
 		cm.Data = map[string]string{}
 	}
 	lines := splitLines(cm.Data[RecordApplied])
-	for _, o := range applied {
-		if l, err := objectLine(o); err == nil && !slices.Contains(lines, l) {
+	for _, l := range applied {
+		if !slices.Contains(lines, l) {
 			lines = append(lines, l)
 		}
 	}
@@ -87,14 +89,18 @@ func WriteRecord(ctx context.Context, c *client.Client, ns string, crdsBefore []
 	return nil
 }
 
-// objectLine is "group/version/Kind namespace/name" ("namespace" empty
-// for cluster-scoped objects).
-func objectLine(o runtime.Object) (string, error) {
-	u, gvk, err := client.ToUnstructured(o)
-	if err != nil {
-		return "", err
+// ObjectLines are objs as the record keeps them: "group/version/Kind
+// namespace/name" each ("namespace" empty for cluster-scoped objects).
+func ObjectLines(objs []runtime.Object) ([]string, error) {
+	var out []string
+	for _, o := range objs {
+		u, gvk, err := client.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gvk.Group+"/"+gvk.Version+"/"+gvk.Kind+" "+u.GetNamespace()+"/"+u.GetName())
 	}
-	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind + " " + u.GetNamespace() + "/" + u.GetName(), nil
+	return out, nil
 }
 
 // parseObjectLine reads objectLine's form back.
@@ -118,17 +124,32 @@ func splitLines(s string) []string {
 	return out
 }
 
-// UninstallOptions say how to remove Istio.
+// UninstallOptions say how to remove a mesh.
 type UninstallOptions struct {
-	// Istioctl runs `uninstall --purge` ("": istioctl on PATH).
-	Istioctl string
-	// Kubeconfig and Context are passed to istioctl as given.
+	// CLI is the mesh's CLI ("": istioctl or linkerd on PATH).
+	CLI string
+	// Kubeconfig and Context are passed to the CLI as given.
 	Kubeconfig, Context string
-	// Timeout bounds the wait for istio-system to be gone (istio-cni's
-	// pods take their plugin out of the nodes' CNI chains as they stop).
+	// Timeout bounds each wait: for the mesh's namespace to be gone
+	// (istio-cni's pods take their plugin out of the nodes' CNI chains as
+	// they stop) and for its CRDs to be gone.
 	Timeout time.Duration
 	// Log gets one line per step (nil: none).
 	Log io.Writer
+}
+
+func (o UninstallOptions) cli(def string) string {
+	if o.CLI != "" {
+		return o.CLI
+	}
+	return def
+}
+
+func (o UninstallOptions) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return 3 * time.Minute
 }
 
 // Step is one thing Uninstall did, with what it found.
@@ -136,6 +157,143 @@ type Step struct {
 	What   string `json:"what"`
 	Detail string `json:"detail"`
 	Err    string `json:"error,omitempty"`
+}
+
+// uninstall is one uninstall's steps so far, logged as they are taken.
+type uninstall struct {
+	c     *client.Client
+	o     UninstallOptions
+	steps []Step
+	errs  []error
+}
+
+func (u *uninstall) step(what, detail string, err error) {
+	s := Step{What: what, Detail: detail}
+	if err != nil {
+		s.Err = err.Error()
+		u.errs = append(u.errs, fmt.Errorf("%s: %w", what, err))
+	}
+	u.steps = append(u.steps, s)
+	if u.o.Log != nil {
+		st := "ok"
+		if err != nil {
+			st = "FAIL: " + err.Error()
+		}
+		fmt.Fprintf(u.o.Log, "%s: %s (%s)\n", what, detail, st)
+	}
+}
+
+func (u *uninstall) done() ([]Step, error) { return u.steps, errors.Join(u.errs...) }
+
+// record reads the install record in ns (before anything goes): the CRDs
+// the cluster had before meshbench's first install, and the objects it
+// applied. ok is false without one.
+func (u *uninstall) record(ctx context.Context, ns, mesh string) (crdsBefore, applied []string, ok bool) {
+	cm, err := u.c.Core.CoreV1().ConfigMaps(ns).Get(ctx, RecordName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		crdsBefore, applied = splitLines(cm.Data[RecordCRDsBefore]), splitLines(cm.Data[RecordApplied])
+		u.step("meshbench's install record", fmt.Sprintf("%s/%s: %d objects applied, %d CRDs before", ns, RecordName, len(applied), len(crdsBefore)), nil)
+		return crdsBefore, applied, true
+	case apierrors.IsNotFound(err):
+		u.step("meshbench's install record", "none in "+ns+": "+mesh+" was not installed by meshbench (or is gone); no CRD will be deleted", nil)
+	default:
+		u.step("meshbench's install record", ns+"/"+RecordName, err)
+	}
+	return nil, nil, false
+}
+
+// deleteObjects deletes the objects of lines (ObjectLines' form) but the
+// CRDs and those whose kind is in skip, while their kinds are still
+// served; it returns the CRDs among them and how many it deleted (or
+// found gone).
+func (u *uninstall) deleteObjects(ctx context.Context, lines []string, skip ...string) (crds []string, n int, err error) {
+	var errs []error
+	for _, l := range lines {
+		gvk, ns, name, err := parseObjectLine(l)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if gvk.Group == crdGVR.Group && gvk.Kind == "CustomResourceDefinition" {
+			crds = append(crds, name)
+			continue
+		}
+		if slices.Contains(skip, gvk.Kind) {
+			continue
+		}
+		ri, err := u.c.Resource(gvk, ns)
+		if err == nil {
+			err = ri.Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "not serve") {
+			errs = append(errs, fmt.Errorf("%s: %w", l, err))
+			continue
+		}
+		n++
+	}
+	return crds, n, errors.Join(errs...)
+}
+
+// deleteNamespace deletes ns and waits until it is gone.
+func (u *uninstall) deleteNamespace(ctx context.Context, ns string) {
+	timeout := u.o.timeout()
+	start := time.Now()
+	err := u.c.Core.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	if err == nil {
+		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			_, err := u.c.Core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			err = fmt.Errorf("still there after %s: %w", timeout, err)
+		}
+	}
+	u.step("namespace "+ns+" deleted", fmt.Sprintf("gone after %.1f s", time.Since(start).Seconds()), err)
+}
+
+// deleteCRDs deletes the CRDs of crds the cluster did not have before
+// meshbench's first install (never one of crdsBefore) and waits until they
+// are gone (the API server first removes their objects).
+func (u *uninstall) deleteCRDs(ctx context.Context, crds, crdsBefore []string) {
+	var gone []string
+	var errs []error
+	kept := 0
+	for _, name := range crds {
+		if slices.Contains(crdsBefore, name) {
+			kept++
+			continue
+		}
+		if slices.Contains(gone, name) {
+			continue
+		}
+		err := u.c.Dynamic.Resource(crdGVR).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		gone = append(gone, name)
+	}
+	if len(gone) > 0 {
+		timeout := u.o.timeout()
+		var left []string
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			left = left[:0]
+			for _, name := range gone {
+				if _, err := u.c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					left = append(left, name)
+				}
+			}
+			return len(left) == 0, nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("still there after %s: %s", timeout, strings.Join(left, ", ")))
+		}
+	}
+	u.step("CRDs meshbench applied", fmt.Sprintf("%d deleted (%d it applied existed before and stay)", len(gone), kept), errors.Join(errs...))
 }
 
 // UninstallIstio removes Istio from c and what meshbench's install added:
@@ -150,141 +308,29 @@ type Step struct {
 // Istio and its ConfigMaps but deletes no CRD. It goes on past a failed
 // step and returns every step and their errors joined.
 func UninstallIstio(ctx context.Context, c *client.Client, o UninstallOptions) ([]Step, error) {
+	u := &uninstall{c: c, o: o}
 	ns := mesh.IstioNamespace
-	var steps []Step
-	var errs []error
-	step := func(what, detail string, err error) {
-		s := Step{What: what, Detail: detail}
-		if err != nil {
-			s.Err = err.Error()
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-		steps = append(steps, s)
-		if o.Log != nil {
-			st := "ok"
-			if err != nil {
-				st = "FAIL: " + err.Error()
-			}
-			fmt.Fprintf(o.Log, "%s: %s (%s)\n", what, detail, st)
-		}
-	}
-
-	// The record, read before anything goes.
-	var crdsBefore, applied []string
-	haveRecord := false
-	cm, err := c.Core.CoreV1().ConfigMaps(ns).Get(ctx, RecordName, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		haveRecord = true
-		crdsBefore, applied = splitLines(cm.Data[RecordCRDsBefore]), splitLines(cm.Data[RecordApplied])
-		step("meshbench's install record", fmt.Sprintf("%s/%s: %d objects applied, %d CRDs before", ns, RecordName, len(applied), len(crdsBefore)), nil)
-	case apierrors.IsNotFound(err):
-		step("meshbench's install record", "none in "+ns+": Istio was not installed by meshbench (or is gone); no CRD will be deleted", nil)
-	default:
-		step("meshbench's install record", ns+"/"+RecordName, err)
-	}
+	crdsBefore, applied, haveRecord := u.record(ctx, ns, "Istio")
 
 	// The applied objects that are not CRDs (EnvoyFilters), while their
 	// kinds are still served.
-	var crds []string
-	var n int
-	var objErrs []error
-	for _, l := range applied {
-		gvk, ons, name, err := parseObjectLine(l)
-		if err != nil {
-			objErrs = append(objErrs, err)
-			continue
-		}
-		if gvk.Group == crdGVR.Group && gvk.Kind == "CustomResourceDefinition" {
-			crds = append(crds, name)
-			continue
-		}
-		ri, err := c.Resource(gvk, ons)
-		if err == nil {
-			err = ri.Delete(ctx, name, metav1.DeleteOptions{})
-		}
-		if err != nil && !apierrors.IsNotFound(err) && !strings.Contains(err.Error(), "not serve") {
-			objErrs = append(objErrs, fmt.Errorf("%s: %w", l, err))
-			continue
-		}
-		n++
-	}
+	crds, n, err := u.deleteObjects(ctx, applied)
 	if haveRecord {
-		step("objects meshbench applied", fmt.Sprintf("%d deleted", n), errors.Join(objErrs...))
+		u.step("objects meshbench applied", fmt.Sprintf("%d deleted", n), err)
 	}
 
 	// istioctl uninstall --purge.
-	bin := o.Istioctl
-	if bin == "" {
-		bin = "istioctl"
-	}
-	args := append([]string{bin, "uninstall", "--purge", "-y"}, connArgs(o.Kubeconfig, o.Context)...)
+	args := append([]string{o.cli("istioctl"), "uninstall", "--purge", "-y"}, connArgs(o.Kubeconfig, o.Context)...)
 	start := time.Now()
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		err = fmt.Errorf("%v: %s", err, oneLine(string(out)))
 	}
-	step("$ "+shellJoin(args), fmt.Sprintf("%.1f s", time.Since(start).Seconds()), err)
+	u.step("$ "+shellJoin(args), fmt.Sprintf("%.1f s", time.Since(start).Seconds()), err)
 
-	// istio-system, until it is gone.
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = 3 * time.Minute
-	}
-	start = time.Now()
-	err = c.Core.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		err = nil
-	}
-	if err == nil {
-		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-			_, err := c.Core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, nil
-		})
-		if err != nil {
-			err = fmt.Errorf("still there after %s: %w", timeout, err)
-		}
-	}
-	step("namespace "+ns+" deleted", fmt.Sprintf("gone after %.1f s", time.Since(start).Seconds()), err)
-
-	// The CRDs meshbench applied and the cluster did not have before.
-	var gone []string
-	var crdErrs []error
-	kept := 0
-	for _, name := range crds {
-		if slices.Contains(crdsBefore, name) {
-			kept++
-			continue
-		}
-		err := c.Dynamic.Resource(crdGVR).Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			crdErrs = append(crdErrs, fmt.Errorf("%s: %w", name, err))
-			continue
-		}
-		gone = append(gone, name)
-	}
-	// A CRD goes once the API server removed its objects (its
-	// finalizer): wait, so that the cluster is as it was when this returns.
-	if len(gone) > 0 {
-		var left []string
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			left = left[:0]
-			for _, name := range gone {
-				if _, err := c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-					left = append(left, name)
-				}
-			}
-			return len(left) == 0, nil
-		})
-		if err != nil {
-			crdErrs = append(crdErrs, fmt.Errorf("still there after %s: %s", timeout, strings.Join(left, ", ")))
-		}
-	}
+	u.deleteNamespace(ctx, ns)
 	if haveRecord {
-		step("CRDs meshbench applied", fmt.Sprintf("%d deleted (%d it applied existed before and stay)", len(gone), kept), errors.Join(crdErrs...))
+		u.deleteCRDs(ctx, crds, crdsBefore)
 	}
 
 	// istiod's ConfigMaps in every namespace.
@@ -305,6 +351,63 @@ func UninstallIstio(ctx context.Context, c *client.Client, o UninstallOptions) (
 		}
 		err = errors.Join(cmErrs...)
 	}
-	step("istiod's istio-ca-root-cert/istio-ca-crl ConfigMaps", fmt.Sprintf("%d deleted", n), err)
-	return steps, errors.Join(errs...)
+	u.step("istiod's istio-ca-root-cert/istio-ca-crl ConfigMaps", fmt.Sprintf("%d deleted", n), err)
+	return u.done()
+}
+
+// UninstallLinkerd removes Linkerd from c as `linkerd uninstall | kubectl
+// delete -f -` does, and exactly what meshbench's install applied:
+// `linkerd uninstall` lists Linkerd's objects (it refuses while meshed pods
+// other than the control plane's run: then nothing is deleted); its
+// webhook configurations go first (no pod is injected while the rest goes),
+// then every other object but the namespace and the CRDs, then the linkerd
+// namespace (waited for until gone), then the CRDs — those it lists and
+// those the install record says meshbench applied — but never one the
+// cluster had before meshbench's first install (the Gateway API's when
+// another installer brought them). Without a record (Linkerd not
+// installed by meshbench) no CRD is deleted. It goes on past a failed step
+// and returns every step and their errors joined.
+func UninstallLinkerd(ctx context.Context, c *client.Client, o UninstallOptions) ([]Step, error) {
+	u := &uninstall{c: c, o: o}
+	ns := mesh.LinkerdNamespace
+	crdsBefore, applied, haveRecord := u.record(ctx, ns, "Linkerd")
+
+	args := append([]string{o.cli("linkerd"), "uninstall"}, connArgs(o.Kubeconfig, o.Context)...)
+	start := time.Now()
+	var stdout, stderr bytes.Buffer
+	x := exec.CommandContext(ctx, args[0], args[1:]...)
+	x.Stdout, x.Stderr = &stdout, &stderr
+	err := x.Run()
+	var lines []string
+	if err == nil {
+		var objs []runtime.Object
+		if objs, err = manifest.Decode(stdout.Bytes()); err == nil {
+			lines, err = ObjectLines(objs)
+		}
+	} else {
+		err = fmt.Errorf("%v: %s", err, oneLine(stderr.String()))
+	}
+	u.step("$ "+shellJoin(args), fmt.Sprintf("%d objects listed in %.1f s", len(lines), time.Since(start).Seconds()), err)
+	if err != nil {
+		return u.done()
+	}
+	var hooks []string
+	for _, l := range lines {
+		if strings.Contains(l, "WebhookConfiguration ") {
+			hooks = append(hooks, l)
+		}
+	}
+	_, n, err := u.deleteObjects(ctx, hooks)
+	u.step("Linkerd's webhook configurations", fmt.Sprintf("%d deleted", n), err)
+	crds, n, err := u.deleteObjects(ctx, lines, "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Namespace")
+	u.step("Linkerd's other objects (namespace and CRDs last)", fmt.Sprintf("%d deleted", n), err)
+	u.deleteNamespace(ctx, ns)
+	// What the record lists and `linkerd uninstall` did not (objects
+	// outside the namespace, CRDs of another bundle).
+	recCRDs, n, err := u.deleteObjects(ctx, applied, "Namespace")
+	if haveRecord {
+		u.step("objects meshbench applied", fmt.Sprintf("%d deleted or gone", n), err)
+		u.deleteCRDs(ctx, append(crds, recCRDs...), crdsBefore)
+	}
+	return u.done()
 }

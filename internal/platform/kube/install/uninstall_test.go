@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // The record's object lines read back as written: a namespaced
@@ -25,11 +26,12 @@ func TestObjectLine(t *testing.T) {
 		u.SetKind(tc.kind)
 		u.SetNamespace(tc.ns)
 		u.SetName(tc.name)
-		l, err := objectLine(u)
-		if err != nil || l != tc.want {
-			t.Errorf("%s: %q %v, want %q", tc.kind, l, err, tc.want)
+		ls, err := ObjectLines([]runtime.Object{u})
+		if err != nil || len(ls) != 1 || ls[0] != tc.want {
+			t.Errorf("%s: %q %v, want %q", tc.kind, ls, err, tc.want)
 			continue
 		}
+		l := ls[0]
 		gvk, ns, name, err := parseObjectLine(l)
 		if err != nil || gvk.Kind != tc.kind || ns != tc.ns || name != tc.name || gvk.GroupVersion().String() != tc.apiVersion {
 			t.Errorf("%q read back as %v %q %q %v", l, gvk, ns, name, err)

@@ -81,7 +81,10 @@ func cmpOr(s, def string) string {
 //
 //  1. Linkerd's namespace: everything is control-plane, its linkerd-proxy
 //     containers included; component = the pod's workload
-//     ("linkerd-destination").
+//     ("linkerd-destination"); in the modes that are not Linkerd's
+//     (Linkerd and Istio both installed on the cluster, as a plan of both
+//     leaves them) mesh-idle, "idle <workload>": shown, not the cell's
+//     control plane.
 //  2. ztunnel, the pods of the DaemonSet "ztunnel" in Istio's namespace
 //     (or, when the pod has no owner, labelled app=ztunnel there):
 //     data-plane, component "node proxy <node>", in the modes that run
@@ -96,7 +99,8 @@ func cmpOr(s, def string) string {
 //     class istio or gateway.istio.io/managed =
 //     istio.io-gateway-controller, in any namespace: gateway, "gateway".
 //  5. Everything else in Istio's namespace (istiod, istio-cni-node):
-//     control-plane, component = the pod's workload ("istiod").
+//     control-plane, component = the pod's workload ("istiod"); in the
+//     modes that run no Istio (none, linkerd) mesh-idle, "idle <workload>".
 //  6. kube-* namespaces: overhead, "k8s".
 //  7. istio-proxy and linkerd-proxy containers anywhere else but the
 //     Faces GUI (sidecars, also as native sidecars): data-plane,
@@ -109,7 +113,7 @@ func cmpOr(s, def string) string {
 //  10. The load namespace: load, "load".
 //  11. Anything else: overhead, "other <namespace>".
 //
-// Apart from ztunnel's rule the rules do not depend on the mode: a mesh
+// Apart from the idle rules the rules do not depend on the mode: a mesh
 // component the mode does not explain (a sidecar in a baseline run) is
 // still counted as what it is, and Unexpected says so. <service> is the pod's app label, else its
 // app.kubernetes.io/name label, else its workload. A workload is the
@@ -211,8 +215,14 @@ func (c *Classifier) role(pod *corev1.Pod, container string) role {
 // owner references and node name refine workloads and node proxies.
 func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, component, category string) {
 	name = pod.Namespace + "/" + pod.Name + "/" + container
-	switch c.role(pod, container) {
-	case roleLinkerdControl:
+	switch r := c.role(pod, container); r {
+	case roleLinkerdControl, roleIstioControl:
+		if !c.runs(r.component()) {
+			// Another mesh's control plane (both installed on the
+			// cluster, a plan's cells take turns): it serves none of the
+			// cell's pods.
+			return name, "idle " + workloadName(pod), sample.CategoryMeshIdle
+		}
 		return name, workloadName(pod), sample.CategoryControlPlane
 	case roleZtunnel:
 		comp, cat := "node proxy", sample.CategoryDataPlane
@@ -229,8 +239,6 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 		return name, "waypoint", sample.CategoryDataPlane
 	case roleGateway:
 		return name, "gateway", sample.CategoryGateway
-	case roleIstioControl:
-		return name, workloadName(pod), sample.CategoryControlPlane
 	case roleK8s:
 		return name, "k8s", sample.CategoryOverhead
 	case roleIstioSidecar, roleLinkerdSidecar:

@@ -167,7 +167,13 @@ func TestClassify(t *testing.T) {
 			if tt.ns != nil {
 				ns = *tt.ns
 			}
-			c, err := NewClassifier("sidecar", ns)
+			// Linkerd's control plane is the cell's in mode linkerd only
+			// (TestClassifyControlPlaneByMode); the rest in sidecar mode.
+			mode := "sidecar"
+			if tt.pod.Namespace == ns.linkerd() {
+				mode = "linkerd"
+			}
+			c, err := NewClassifier(mode, ns)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,15 +214,50 @@ func TestClassifyZtunnelByMode(t *testing.T) {
 	}
 }
 
-// TestClassifyModeIndependent: apart from ztunnel (above) the mode never
-// changes a container's labels.
+// TestClassifyControlPlaneByMode: a mesh's control plane is the cell's
+// control plane in that mesh's modes, and idle mesh infrastructure in the
+// others (Istio and Linkerd both installed, as a plan of both leaves the
+// cluster; none runs either).
+func TestClassifyControlPlaneByMode(t *testing.T) {
+	istiod := testPod("istio-system", "istiod-x", ownedBy("Deployment", "istiod"))
+	cni := testPod("istio-system", "istio-cni-node-x", ownedBy("DaemonSet", "istio-cni-node"))
+	l5d := testPod("linkerd", "linkerd-destination-x", ownedBy("Deployment", "linkerd-destination"))
+	for _, tc := range []struct {
+		mode      string
+		pod       *corev1.Pod
+		component string
+		category  string
+	}{
+		{"sidecar", istiod, "istiod", sample.CategoryControlPlane},
+		{"ambient", cni, "istio-cni-node", sample.CategoryControlPlane},
+		{"linkerd", istiod, "idle istiod", sample.CategoryMeshIdle},
+		{"linkerd", cni, "idle istio-cni-node", sample.CategoryMeshIdle},
+		{"none", istiod, "idle istiod", sample.CategoryMeshIdle},
+		{"linkerd", l5d, "linkerd-destination", sample.CategoryControlPlane},
+		{"waypoint", l5d, "idle linkerd-destination", sample.CategoryMeshIdle},
+		{"none", l5d, "idle linkerd-destination", sample.CategoryMeshIdle},
+	} {
+		c, err := NewClassifier(tc.mode, testNamespaces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, comp, cat := c.Classify(tc.pod, "c"); comp != tc.component || cat != tc.category {
+			t.Errorf("mode %s: %s is %q (%s), want %q (%s)", tc.mode, tc.pod.Name, comp, cat, tc.component, tc.category)
+		}
+	}
+}
+
+// TestClassifyModeIndependent: apart from ztunnel and the control planes
+// (above) the mode never changes a container's labels.
 func TestClassifyModeIndependent(t *testing.T) {
 	pods := []struct {
 		pod       *corev1.Pod
 		container string
 	}{
 		{testPod("mb-app", "server-0", withLabels("app", "server")), "istio-proxy"},
-		{testPod("linkerd", "linkerd-destination-x", ownedBy("Deployment", "linkerd-destination")), "destination"},
+		{testPod("mb-app", "server-0", withLabels("app", "server")), "linkerd-proxy"},
+		{testPod("mb-load", "load-0", withLabels("app", "load")), "load"},
+		{testPod("kube-system", "coredns-0"), "coredns"},
 	}
 	base, _ := NewClassifier("none", testNamespaces)
 	for _, mode := range ClassifyModes {

@@ -45,13 +45,37 @@ func istioObjects(c Cell) []runtime.Object {
 	return out
 }
 
-// istioPolicies are the rules as Istio AuthorizationPolicies, one each.
+// istioPolicies are the rules as Istio AuthorizationPolicies, one each;
+// in waypoint mode each also bound to the waypoint (waypointPolicy).
 func istioPolicies(c Cell, rules []rule) []runtime.Object {
 	var out []runtime.Object
 	for _, r := range rules {
 		out = append(out, c.istioPolicy(r))
 	}
+	if c.Mesh.Kind == mesh.KindWaypoint {
+		for _, r := range rules {
+			if r.SA == topology.IdentityWaypoint.ServiceAccount && r.Namespace == c.AppNamespace {
+				continue // the waypoint's own identity, for the servers' ztunnels
+			}
+			out = append(out, c.waypointPolicy(r))
+		}
+	}
 	return out
+}
+
+// waypointPolicy is a rule bound to the waypoint Gateway (targetRefs), so
+// that the waypoint enforces it on the client's own identity, as the
+// lab's waypoint does with its HTTP RBAC. The namespace-wide policy alone
+// is ztunnel's, and the server's ztunnel sees the waypoint's identity
+// (allow-waypoint), not the client's: without this one any meshed
+// identity reaches the app through the waypoint (the cluster's attacker
+// got 200s).
+func (c Cell) waypointPolicy(r rule) *unstructured.Unstructured {
+	u := c.istioPolicy(r)
+	u.SetName(r.Name + "-" + mesh.WaypointName)
+	spec := u.Object["spec"].(map[string]any)
+	spec["targetRefs"] = []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": mesh.WaypointName}}
+	return u
 }
 
 // portStrings are ports as the strings Istio's operation.ports takes.

@@ -11,10 +11,10 @@ import (
 
 // API versions of Linkerd's policy objects.
 const (
-	// linkerdServerAPI is the Server version every Linkerd from stable
-	// 2.14 on serves (v1beta3, with accessPolicy, is 2.16+ only; later
-	// releases still serve v1beta1, with a deprecation warning).
-	linkerdServerAPI = "policy.linkerd.io/v1beta1"
+	// linkerdServerAPI is the Server version Linkerd serves from 2.16 on
+	// (Aug 2024; v1beta1, of 2.14 and 2.15, is still served by edge-26,
+	// with a deprecation warning on every apply).
+	linkerdServerAPI = "policy.linkerd.io/v1beta3"
 	// linkerdPolicyAPI serves AuthorizationPolicy and
 	// MeshTLSAuthentication since Linkerd 2.12.
 	linkerdPolicyAPI   = "policy.linkerd.io/v1alpha1"
@@ -85,6 +85,40 @@ func linkerdPolicies(c Cell, rules []rule) []runtime.Object {
 		}))
 	}
 	return out
+}
+
+// LinkerdAdminServer names the Server of LinkerdAdminAccess.
+const LinkerdAdminServer = "linkerd-admin"
+
+// LinkerdAdminAccess are meshbench's own objects that let the API server
+// (its addresses: apiServerNets, CIDRs) read the app's proxies' admin
+// port, where meshbench reads their request counters through the pods'
+// proxy subresource to verify mTLS: a Server for the named port
+// linkerd-admin of every pod in the app namespace, a NetworkAuthentication
+// of those networks, and an AuthorizationPolicy for the Server requiring
+// it. With the namespace's all-authenticated default policy the API
+// server's plaintext requests are refused otherwise (403); the Server has
+// no HTTPRoutes, so the policy controller keeps authorizing the kubelet's
+// probes of /live and /ready there. None without networks.
+func LinkerdAdminAccess(c Cell, apiServerNets []string) []runtime.Object {
+	if len(apiServerNets) == 0 {
+		return nil
+	}
+	nets := make([]any, len(apiServerNets))
+	for i, n := range apiServerNets {
+		nets[i] = map[string]any{"cidr": n}
+	}
+	const name = "meshbench-kube-apiserver"
+	return []runtime.Object{
+		c.object(linkerdServerAPI, "Server", c.AppNamespace, LinkerdAdminServer, map[string]any{
+			"podSelector": map[string]any{}, "port": LinkerdAdminServer, "proxyProtocol": "HTTP/1"}),
+		c.object(linkerdPolicyAPI, "NetworkAuthentication", c.AppNamespace, name, map[string]any{"networks": nets}),
+		c.object(linkerdPolicyAPI, "AuthorizationPolicy", c.AppNamespace, name, map[string]any{
+			"targetRef": map[string]any{"group": linkerdPolicyGroup, "kind": "Server", "name": LinkerdAdminServer},
+			"requiredAuthenticationRefs": []any{map[string]any{
+				"group": linkerdPolicyGroup, "kind": "NetworkAuthentication", "name": name}},
+		}),
+	}
 }
 
 // toAny is a label map as unstructured data.
