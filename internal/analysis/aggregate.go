@@ -92,6 +92,25 @@ type Analysis struct {
 	Invalid         []*Cell
 }
 
+// baselineGroup is the baseline's group in scenario s, or nil. A
+// baseline without proxies (mode none) runs at one proxy_threads value
+// only (the plan skips the others: the same run): a scenario at another
+// count is compared with that one.
+func (a *Analysis) baselineGroup(s Scenario) *Group {
+	if g := a.Group(a.Baseline, s); g != nil || s.ProxyThreads == 0 || MeshMode(a.Baseline) != "none" {
+		return g
+	}
+	var best *Group
+	for _, g := range a.Groups {
+		o := g.Config.Scenario()
+		o.ProxyThreads = s.ProxyThreads
+		if g.Config.Mesh == a.Baseline && o.Key() == s.Key() && (best == nil || g.Config.ProxyThreads < best.Config.ProxyThreads) {
+			best = g
+		}
+	}
+	return best
+}
+
 // Group returns the group of mesh in scenario s, or nil.
 func (a *Analysis) Group(mesh string, s Scenario) *Group {
 	return a.Groups[mesh+"|"+s.Key()]
@@ -99,7 +118,49 @@ func (a *Analysis) Group(mesh string, s Scenario) *Group {
 
 // CompareFigures are the figures comparisons and verdicts are made on.
 var CompareFigures = []string{LatencyP50, LatencyP90, LatencyP95, LatencyP99, LatencyMax,
-	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate}
+	CPUPrefix + "data-plane", MemPrefix + "data-plane", CPUPrefix + "TOTAL", MemPrefix + "TOTAL", AchievedRate,
+	ThroughputGbps, CPUPerGbpsPrefix + "data-plane", CPUPerGbpsPrefix + "TOTAL"}
+
+// foldParams zeroes each of the cells' Params that has one value across
+// them all: a setting that does not vary is no factor (connections are
+// recorded in every cell, payload wherever body_size was set), and the
+// labels of sets without the later axes stay as they were.
+func foldParams(cells []*Cell) {
+	if len(cells) == 0 {
+		return
+	}
+	fields := []func(*Params) any{
+		func(p *Params) any { return &p.Connections },
+		func(p *Params) any { return &p.Payload },
+		func(p *Params) any { return &p.ProxyThreads },
+		func(p *Params) any { return &p.RequestsPerConnection },
+		func(p *Params) any { return &p.Placement },
+		func(p *Params) any { return &p.Arrivals },
+	}
+	for _, f := range fields {
+		same := true
+		first := f(&cells[0].Config.Params)
+		for _, c := range cells[1:] {
+			switch v := f(&c.Config.Params).(type) {
+			case *int:
+				same = same && *v == *first.(*int)
+			case *string:
+				same = same && *v == *first.(*string)
+			}
+		}
+		if !same {
+			continue
+		}
+		for _, c := range cells {
+			switch v := f(&c.Config.Params).(type) {
+			case *int:
+				*v = 0
+			case *string:
+				*v = ""
+			}
+		}
+	}
+}
 
 // Analyze aggregates a plan's cells.
 func Analyze(p *Plan, o Options) *Analysis {
@@ -111,6 +172,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 	a := &Analysis{Plan: p, Level: level, Groups: map[string]*Group{}}
 	seen := map[string]bool{}
 	scen := map[string]Scenario{}
+	foldParams(p.Cells)
 	for _, c := range p.Cells {
 		g := a.Groups[c.Config.Key()]
 		if g == nil {
@@ -186,7 +248,7 @@ func Analyze(p *Plan, o Options) *Analysis {
 	}
 	// Every mesh against the baseline, per scenario.
 	for _, s := range a.Scenarios {
-		base := a.Group(a.Baseline, s)
+		base := a.baselineGroup(s)
 		if base == nil {
 			continue
 		}
@@ -355,6 +417,14 @@ func (c Comparison) Verdict() string {
 // plane's CPU and memory, or the whole lab's when one side has no data
 // plane.
 func verdictFigures(diffs map[string]stats.Interval) []string {
+	if _, ok := diffs[ThroughputGbps]; ok {
+		// Bulk: the throughput and what each Gb/s of it costs, not a
+		// latency or a CPU total that moves with the throughput.
+		if _, ok := diffs[CPUPerGbpsPrefix+"data-plane"]; ok {
+			return []string{ThroughputGbps, CPUPerGbpsPrefix + "data-plane", MemPrefix + "data-plane"}
+		}
+		return []string{ThroughputGbps, CPUPerGbpsPrefix + "TOTAL", MemPrefix + "TOTAL"}
+	}
 	if _, ok := diffs[CPUPrefix+"data-plane"]; ok {
 		return []string{LatencyP50, LatencyP99, CPUPrefix + "data-plane", MemPrefix + "data-plane"}
 	}
@@ -417,10 +487,15 @@ func verdictParts(diffs map[string]stats.Interval, ratios, deltas map[string]flo
 	}
 	figs := verdictFigures(diffs)
 	labels := map[string]string{LatencyP50: "p50", LatencyP99: "p99", CPUPrefix + "data-plane": "data-plane CPU",
-		MemPrefix + "data-plane": "data-plane memory", CPUPrefix + "TOTAL": "total CPU", MemPrefix + "TOTAL": "total memory"}
+		MemPrefix + "data-plane": "data-plane memory", CPUPrefix + "TOTAL": "total CPU", MemPrefix + "TOTAL": "total memory",
+		ThroughputGbps: "throughput", CPUPerGbpsPrefix + "data-plane": "data-plane CPU per Gb/s", CPUPerGbpsPrefix + "TOTAL": "total CPU per Gb/s"}
 	for _, f := range figs {
 		unit := "ms"
 		switch {
+		case f == ThroughputGbps:
+			unit = "Gb/s"
+		case strings.HasPrefix(f, CPUPerGbpsPrefix):
+			unit = "mCPU per Gb/s"
 		case strings.HasPrefix(f, CPUPrefix):
 			unit = "mCPU"
 		case strings.HasPrefix(f, MemPrefix):

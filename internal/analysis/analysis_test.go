@@ -215,7 +215,8 @@ func TestReadCell(t *testing.T) {
 			if strings.Contains(id, "-r200-") {
 				rate = "200"
 			}
-			wantCfg := analysis.Config{Mesh: mesh, App: "static", Rate: rate, Replicas: 1, Policies: 0, Protocol: "http", MTLS: true}
+			wantCfg := analysis.Config{Mesh: mesh, App: "static", Rate: rate, Replicas: 1, Policies: 0, Protocol: "http", MTLS: true,
+				Params: analysis.Params{Connections: 16}} // one cell: nothing to fold
 			if c.Config != wantCfg {
 				t.Errorf("config %+v, want %+v", c.Config, wantCfg)
 			}

@@ -28,16 +28,27 @@ const (
 	AxisLoadModel = "load_model"
 	AxisGenerator = "generator"
 	AxisFault     = "fault"
+	// The axes added after the first ten (Params).
+	AxisConnections           = "connections"
+	AxisPayload               = "payload"
+	AxisProxyThreads          = "proxy_threads"
+	AxisRequestsPerConnection = "requests_per_connection"
+	AxisPlacement             = "placement"
+	AxisArrivals              = "arrivals"
 )
 
 // CompareAxes are the axes a plan can name in `compare:`, in report order.
-var CompareAxes = []string{AxisMesh, AxisPolicies, AxisMTLS, AxisLoadModel, AxisGateway, AxisProtocol, AxisReplicas, AxisRate, AxisApp, AxisGenerator, AxisFault}
+var CompareAxes = []string{AxisMesh, AxisPolicies, AxisMTLS, AxisLoadModel, AxisGateway, AxisProtocol, AxisReplicas, AxisRate, AxisApp, AxisGenerator, AxisFault,
+	AxisConnections, AxisPayload, AxisProxyThreads, AxisRequestsPerConnection, AxisPlacement, AxisArrivals}
 
-// LoadModel is "closed" for a closed-loop config (Rate "max") and "open"
-// otherwise.
+// LoadModel is "closed" for a closed-loop config (Rate "max"), "bulk"
+// for bulk throughput and "open" otherwise.
 func (c Config) LoadModel() string {
-	if c.Rate == loadgen.ClosedLoopText {
+	switch c.Rate {
+	case loadgen.ClosedLoopText:
 		return "closed"
+	case loadgen.BulkText:
+		return "bulk"
 	}
 	return "open"
 }
@@ -58,8 +69,11 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 		return 0, c.App, r.Key()
 	case AxisRate:
 		r.Rate = ""
-		if c.Rate == loadgen.ClosedLoopText {
+		switch c.Rate {
+		case loadgen.ClosedLoopText:
 			return math.Inf(1), "closed loop", r.Key()
+		case loadgen.BulkText:
+			return math.Inf(1), "bulk", r.Key() // bulk pairs with no rate: a load model of its own
 		}
 		return RateValue(c.Rate), c.Rate + " rps", r.Key()
 	case AxisReplicas:
@@ -86,10 +100,46 @@ func axisValue(c Config, axis string) (order float64, words, rest string) {
 		return 0, "mTLS off", r.Key()
 	case AxisLoadModel:
 		r.Rate = ""
-		if c.Rate == loadgen.ClosedLoopText {
+		switch c.Rate {
+		case loadgen.ClosedLoopText:
 			return 1, "closed loop", r.Key()
+		case loadgen.BulkText:
+			return 2, "bulk", r.Key()
 		}
 		return 0, "open loop at " + c.Rate + " rps", r.Key()
+	case AxisConnections:
+		r.Connections = 0
+		return float64(c.Connections), plural(c.Connections, "connection"), r.Key()
+	case AxisPayload:
+		r.Payload = 0
+		return float64(c.Payload), fmt.Sprintf("%d B answers", c.Payload), r.Key()
+	case AxisProxyThreads:
+		r.ProxyThreads = 0
+		return float64(c.ProxyThreads), plural(c.ProxyThreads, "proxy thread"), r.Key()
+	case AxisRequestsPerConnection:
+		// Kept connections (0) first, then fewer requests per connection:
+		// more churn further along.
+		r.RequestsPerConnection = 0
+		switch k := c.RequestsPerConnection; k {
+		case 0:
+			return 0, "kept connections", r.Key()
+		case 1:
+			return math.Inf(1), "a connection per request", r.Key()
+		default:
+			return 1 / float64(k) * 1e6, fmt.Sprintf("a connection per %d requests", k), r.Key()
+		}
+	case AxisPlacement:
+		r.Placement = ""
+		if c.Placement == "" {
+			return 0, "cross-node", r.Key()
+		}
+		return 1, c.Placement, r.Key()
+	case AxisArrivals:
+		r.Arrivals = ""
+		if c.Arrivals == "" {
+			return 0, "constant arrivals", r.Key()
+		}
+		return 1, c.Arrivals + " arrivals", r.Key()
 	case AxisGenerator:
 		// meshbench's engine first: the others are compared with it.
 		r.Generator = ""
@@ -242,8 +292,7 @@ func interactions(a *Analysis, axis string) []Interaction {
 			if c1.Mesh != c2.Mesh {
 				continue
 			}
-			cfg1 := Config{Mesh: c1.Mesh, App: c1.Scenario.App, Rate: c1.Scenario.Rate, Replicas: c1.Scenario.Replicas, Policies: c1.Scenario.Policies, Protocol: c1.Scenario.Protocol, Gateway: c1.Scenario.Gateway, MTLS: c1.Scenario.MTLS, Generator: c1.Scenario.Generator, Fault: c1.Scenario.Fault}
-			cfg2 := Config{Mesh: c2.Mesh, App: c2.Scenario.App, Rate: c2.Scenario.Rate, Replicas: c2.Scenario.Replicas, Policies: c2.Scenario.Policies, Protocol: c2.Scenario.Protocol, Gateway: c2.Scenario.Gateway, MTLS: c2.Scenario.MTLS, Generator: c2.Scenario.Generator, Fault: c2.Scenario.Fault}
+			cfg1, cfg2 := c1.Scenario.Config(c1.Mesh), c2.Scenario.Config(c2.Mesh)
 			o1, w1, r1 := axisValue(cfg1, axis)
 			o2, w2, r2 := axisValue(cfg2, axis)
 			if r1 != r2 || o1 == o2 {
@@ -279,6 +328,18 @@ func (c AxisComparison) Label() string {
 		s.Generator = "" // both tools are in the line's head
 	case AxisFault:
 		s.Fault = "" // both are in the line's head
+	case AxisConnections:
+		s.Connections = 0
+	case AxisPayload:
+		s.Payload = 0
+	case AxisProxyThreads:
+		s.ProxyThreads = 0
+	case AxisRequestsPerConnection:
+		s.RequestsPerConnection = 0
+	case AxisPlacement:
+		s.Placement = ""
+	case AxisArrivals:
+		s.Arrivals = ""
 	}
 	text := s.String()
 	switch c.Axis {
@@ -335,7 +396,8 @@ func (c AxisComparison) Verdict() string {
 // relative difference with its absolute one.
 func (in Interaction) Verdict() string {
 	s := in.AScenario
-	label := Config{Mesh: in.Mesh, App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies, Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS}
+	label := s.Config(in.Mesh)
+	label.Generator = ""
 	ac := AxisComparison{Axis: in.Axis, Base: label}
 	head := in.Mesh + " vs " + in.Baseline + " " + strings.TrimPrefix(ac.Label(), in.Mesh+" ")
 	prep := "with" // "with 4 policies", "with mTLS on"
@@ -387,6 +449,8 @@ func diffParts(diffs map[string]stats.Interval, deltas map[string]float64, rate 
 			say(MemPrefix+"TOTAL", "total memory")
 		}
 		say(AchievedRate, "achieved rate")
+		say(ThroughputGbps, "throughput")
+		say(CPUPerGbpsPrefix+"data-plane", "data-plane CPU per Gb/s")
 	}
 	return parts
 }
@@ -411,6 +475,10 @@ func deltaText(fig string, deltas map[string]float64, rate float64) string {
 		return " (" + signed(d) + " mCPU)"
 	case strings.HasPrefix(fig, MemPrefix):
 		return " (" + signed(d) + " MiB)"
+	case fig == ThroughputGbps:
+		return " (" + signed(d) + " Gb/s)"
+	case strings.HasPrefix(fig, CPUPerGbpsPrefix):
+		return " (" + signed(d) + " mCPU per Gb/s)"
 	case fig == AchievedRate:
 		// To 0.1 rps: smaller differences are the schedule's rounding.
 		if r := math.Round(d*10) / 10; r != 0 {

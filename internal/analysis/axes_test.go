@@ -202,3 +202,88 @@ func TestAxisGenerator(t *testing.T) {
 		t.Errorf("scenarios %v: want one per generator", scen)
 	}
 }
+
+// TestParamsAxes: a later axis (proxy_threads here) compares like the
+// others; a setting every cell shares (16 connections) is folded out of
+// the configs and their labels; mode none, run at one thread count, is
+// the baseline at every count.
+func TestParamsAxes(t *testing.T) {
+	p := &analysis.Plan{Failed: map[string]string{}}
+	jitter := []float64{1, 1.01, 0.99, 1.02, 0.98}
+	for _, mesh := range []string{"none", "sidecar"} {
+		for _, threads := range []int{1, 2} {
+			if mesh == "none" && threads == 2 {
+				continue // skipped by the plan: no proxy
+			}
+			cfg := analysis.Config{Mesh: mesh, App: "static", Rate: "1000", Replicas: 1, Protocol: "http", MTLS: true,
+				Params: analysis.Params{Connections: 16, ProxyThreads: threads}}
+			for rep, j := range jitter {
+				p99 := 10 * j
+				if threads == 2 {
+					p99 = 5 * j // twice the threads, half the tail
+				}
+				f := map[string]float64{analysis.LatencyP50: j, analysis.LatencyP99: p99, analysis.CPUPrefix + "TOTAL": 100 * j}
+				p.Cells = append(p.Cells, &analysis.Cell{ID: fmt.Sprintf("%s-t%d-rep%d", mesh, threads, rep+1), Config: cfg, Valid: true, Figures: f})
+			}
+		}
+	}
+	a := analysis.Analyze(p, analysis.Options{Seed: 1, Compare: []string{"mesh", "proxy_threads"}})
+	var got []analysis.AxisComparison
+	for _, c := range a.AxisComparisons {
+		if c.Axis == analysis.AxisProxyThreads {
+			got = append(got, c)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d proxy_threads comparisons, want sidecar's one", len(got))
+	}
+	v := got[0].Verdict()
+	if !strings.HasPrefix(v, "sidecar (static, 1000 rps, 1 replica): 2 proxy threads vs 1 proxy thread: ") ||
+		!strings.Contains(v, "p99 −50% [") || strings.Contains(v, "connections") {
+		t.Errorf("verdict %q: want sidecar's 2 vs 1 proxy threads, p99 −50%%, and no connections (every cell has 16)", v)
+	}
+	for _, s := range a.Scenarios {
+		if s.Connections != 0 {
+			t.Errorf("scenario %s keeps the connections every cell shares", s)
+		}
+	}
+	// none ran at one thread count only: sidecar at 2 threads is
+	// compared with it too.
+	vsNone := 0
+	for _, c := range a.Comparisons {
+		if c.Mesh == "sidecar" && c.Baseline == "none" {
+			vsNone++
+		}
+	}
+	if vsNone != 2 {
+		t.Errorf("%d sidecar vs none comparisons, want one per thread count", vsNone)
+	}
+}
+
+// TestBulkVerdict: a bulk comparison is worded in throughput and CPU per
+// Gb/s (what a Gb/s costs), not in latency or a CPU total that moves
+// with the throughput.
+func TestBulkVerdict(t *testing.T) {
+	p := &analysis.Plan{Failed: map[string]string{}}
+	for _, mesh := range []string{"sidecar", "ambient"} {
+		for rep, j := range []float64{1, 1.01, 0.99, 1.02, 0.98} {
+			gbps, perGbps := 2*j, 300*j
+			if mesh == "ambient" {
+				gbps, perGbps = 4*j, 150*j
+			}
+			f := map[string]float64{analysis.LatencyP50: 50 * j, analysis.ThroughputGbps: gbps,
+				analysis.CPUPrefix + "data-plane": gbps * perGbps, analysis.CPUPerGbpsPrefix + "data-plane": perGbps}
+			cfg := analysis.Config{Mesh: mesh, App: "static", Rate: "bulk", Replicas: 1, Protocol: "http", MTLS: true}
+			p.Cells = append(p.Cells, &analysis.Cell{ID: fmt.Sprintf("%s-rep%d", mesh, rep+1), Config: cfg, Valid: true, Figures: f})
+		}
+	}
+	a := analysis.Analyze(p, analysis.Options{Seed: 1, Baseline: "sidecar"})
+	if len(a.Comparisons) != 1 {
+		t.Fatalf("%d comparisons, want ambient vs sidecar", len(a.Comparisons))
+	}
+	v := a.Comparisons[0].Verdict()
+	if !strings.Contains(v, "~2× the throughput (+2 Gb/s)") || !strings.Contains(v, "~1/2 the data-plane CPU per Gb/s (−150 mCPU per Gb/s)") ||
+		strings.Contains(v, "p50") {
+		t.Errorf("verdict %q: want throughput and data-plane CPU per Gb/s, no latency", v)
+	}
+}

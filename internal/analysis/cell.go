@@ -39,6 +39,57 @@ type Config struct {
 	Generator string `json:"generator,omitempty"`
 	// Fault is the cell's fault ("kill:node-proxy@3s"); "" for none.
 	Fault string `json:"fault,omitempty"`
+	// Params are the later axes' values (connections, payload, …).
+	Params
+}
+
+// Params are a config's values of the axes added after the first ten,
+// each zero when not recorded or when every cell of the set has the same
+// value (Analyze folds those: a setting that does not vary is no factor,
+// and labels stay as they were before the axes).
+type Params struct {
+	Connections           int    `json:"connections,omitempty"`
+	Payload               int    `json:"payload,omitempty"`
+	ProxyThreads          int    `json:"proxy_threads,omitempty"`
+	RequestsPerConnection int    `json:"requests_per_connection,omitempty"`
+	Placement             string `json:"placement,omitempty"`
+	Arrivals              string `json:"arrivals,omitempty"`
+}
+
+// key is p's part of a scenario key: "" when every value is zero.
+func (p Params) key() string {
+	if p == (Params{}) {
+		return ""
+	}
+	return fmt.Sprintf("|c%d|b%d|t%d|k%d|%s|%s", p.Connections, p.Payload, p.ProxyThreads, p.RequestsPerConnection, p.Placement, p.Arrivals)
+}
+
+// words are p's values as a label's parts: ", 64 connections, 1024 B, 2
+// proxy threads, a connection per request, poisson arrivals".
+func (p Params) words() string {
+	var out string
+	if p.Connections > 0 {
+		out += ", " + plural(p.Connections, "connection")
+	}
+	if p.Payload > 0 {
+		out += fmt.Sprintf(", %d B answers", p.Payload)
+	}
+	if p.ProxyThreads > 0 {
+		out += ", " + plural(p.ProxyThreads, "proxy thread")
+	}
+	switch k := p.RequestsPerConnection; {
+	case k == 1:
+		out += ", a connection per request"
+	case k > 1:
+		out += fmt.Sprintf(", a connection per %d requests", k)
+	}
+	if p.Placement != "" {
+		out += ", " + p.Placement
+	}
+	if p.Arrivals != "" {
+		out += ", " + p.Arrivals + " arrivals"
+	}
+	return out
 }
 
 // Key identifies the Config.
@@ -49,7 +100,8 @@ func (c Config) Key() string {
 // Scenario is the Config without its mesh: the meshes of one scenario are
 // compared with each other.
 func (c Config) Scenario() Scenario {
-	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS, Generator: c.Generator, Fault: c.Fault}
+	return Scenario{App: c.App, Rate: c.Rate, Replicas: c.Replicas, Policies: c.Policies, Protocol: c.Protocol, Gateway: c.Gateway, MTLS: c.MTLS, Generator: c.Generator, Fault: c.Fault,
+		Params: c.Params}
 }
 
 // Scenario is a Config without its mesh.
@@ -65,6 +117,13 @@ type Scenario struct {
 	Generator string `json:"generator,omitempty"`
 	// Fault: "" for none (Config.Fault).
 	Fault string `json:"fault,omitempty"`
+	Params
+}
+
+// Config is s on mesh m.
+func (s Scenario) Config(m string) Config {
+	return Config{Mesh: m, App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies, Protocol: s.Protocol, Gateway: s.Gateway,
+		MTLS: s.MTLS, Generator: s.Generator, Fault: s.Fault, Params: s.Params}
 }
 
 // Key identifies the scenario.
@@ -76,15 +135,18 @@ func (s Scenario) Key() string {
 	if s.Fault != "" {
 		k += "|fault " + s.Fault
 	}
-	return k
+	return k + s.Params.key()
 }
 
 // String is a short human label: "static, 50 rps, 10 replicas, 4 policies".
 func (s Scenario) String() string {
 	out := s.App + ", "
-	if s.Rate == loadgen.ClosedLoopText {
+	switch s.Rate {
+	case loadgen.ClosedLoopText:
 		out += "closed loop"
-	} else {
+	case loadgen.BulkText:
+		out += "bulk"
+	default:
 		out += s.Rate + " rps"
 	}
 	out += fmt.Sprintf(", %d replica", s.Replicas)
@@ -103,6 +165,7 @@ func (s Scenario) String() string {
 	if !s.MTLS {
 		out += ", no mTLS"
 	}
+	out += s.Params.words()
 	if s.Generator != "" {
 		out += ", by " + s.Generator
 	}
@@ -123,7 +186,26 @@ const (
 	LatencyMax   = "latency_max_ms"
 	LatencyMean  = "latency_mean_ms"
 	AchievedRate = "achieved_rps"
-	SuccessRatio = "success_ratio"
+	// ThroughputGbps is a bulk cell's figure (load_model bulk): body bits
+	// received per second of the measured window, in Gb/s; a bulk cell
+	// has no AchievedRate (its "requests" are its streams).
+	ThroughputGbps = "throughput_gbps"
+	// CPUPerGbpsPrefix is a bulk cell's CPU per Gb/s of throughput, per
+	// category and TOTAL: "cpu_m_per_gbps:data-plane".
+	CPUPerGbpsPrefix = "cpu_m_per_gbps:"
+	// ConnectionRate is a cell's connections completed per second when
+	// every request had a connection of its own (requests_per_connection
+	// 1, netperf's TCP_CRR): its achieved rate, named for what it is.
+	ConnectionRate = "connections_per_sec"
+	// The kernel's CPU over the measured window, millicores (the lab's
+	// manifest, sample.KernelBetween): the whole machine's system, irq
+	// and softirq time; its softirq part; the part no sampled process was
+	// charged with, and that per 1000 achieved rps.
+	KernelNodeCPU           = sample.KernelNodeCPU
+	KernelSoftIRQCPU        = sample.KernelSoftIRQCPU
+	KernelOutsideCPU        = sample.KernelOutsideCPU
+	KernelOutsideCPUPer1000 = "kernel_outside_cpu_m_per_1000rps"
+	SuccessRatio            = "success_ratio"
 	// Per category: "cpu_m:data-plane", "mem_mib:app", …; TOTAL too.
 	CPUPrefix = "cpu_m:"
 	MemPrefix = "mem_mib:"
@@ -239,7 +321,21 @@ func ReadCell(dir, id string) (*Cell, error) {
 		maps.Copy(c.Figures, fc.figures())
 	}
 	rate := lr.AchievedRatePerSec()
-	c.Figures[AchievedRate] = rate
+	gbps := 0.0
+	if lr.Bulk() {
+		// Bulk: its "requests" are the streams, one per connection; its
+		// figure is the bytes, and its costs are per Gb/s, not per rps.
+		gbps = lr.ThroughputBytesPerSec() * 8 / 1e9
+		c.Figures[ThroughputGbps] = gbps
+		rate = 0
+	} else {
+		c.Figures[AchievedRate] = rate
+	}
+	if lr.RequestsPerConnection == 1 {
+		// A connection per request: each answer is a connection opened,
+		// used and closed (netperf's TCP_CRR).
+		c.Figures[ConnectionRate] = rate
+	}
 	c.Figures[SuccessRatio] = lr.SuccessRatio()
 
 	sum, nst, err := readResources(dir)
@@ -262,6 +358,20 @@ func ReadCell(dir, id string) (*Cell, error) {
 		put(ComponentInfix, g.Name, g.Figures)
 	}
 	maps.Copy(c.Figures, sample.DataPlaneFigures(sum, rate, appPods(c.Config)))
+	for _, k := range []string{sample.KernelNodeCPU, sample.KernelSoftIRQCPU, sample.KernelOutsideCPU} {
+		if v, ok := m.Derived[k]; ok {
+			c.Figures[k] = v
+		}
+	}
+	if v, ok := m.Derived[sample.KernelOutsideCPU]; ok && rate > 0 {
+		c.Figures[KernelOutsideCPUPer1000] = v / rate * 1000
+	}
+	if gbps > 0 {
+		for _, g := range sum.Categories {
+			c.Figures[CPUPerGbpsPrefix+g.Name] = g.Figures.CPUMillicores.Avg / gbps
+		}
+		c.Figures[CPUPerGbpsPrefix+"TOTAL"] = sum.Total.CPUMillicores.Avg / gbps
+	}
 	seedRatios(c.Figures)
 	return c, nil
 }
@@ -286,9 +396,20 @@ func readResources(dir string) (sample.Summary, *sample.NamespaceTable, error) {
 // configOf is a cell's Config from its manifest's settings.
 func configOf(s results.CellSettings) Config {
 	c := Config{Mesh: meshLabelOf(s), App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies,
-		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator, Fault: s.Fault}
+		Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator, Fault: s.Fault,
+		Params: Params{Connections: s.Connections, Payload: s.Payload, ProxyThreads: s.ProxyThreads,
+			RequestsPerConnection: s.RequestsPerConnection, Placement: s.Placement, Arrivals: s.Arrivals}}
 	if s.ClosedLoop {
 		c.Rate = loadgen.ClosedLoopText
+	}
+	if s.Bulk {
+		c.Rate = loadgen.BulkText
+	}
+	if c.Arrivals == string(loadgen.ArrivalsConstant) {
+		c.Arrivals = ""
+	}
+	if c.Placement == string(topology.PlacementCrossNode) {
+		c.Placement = ""
 	}
 	return c
 }
@@ -393,6 +514,7 @@ func ReadPlan(dir string) (*Plan, error) {
 		}
 		p.Cells = append(p.Cells, c)
 	}
+	foldParams(p.Cells)
 	return p, nil
 }
 

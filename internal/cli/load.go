@@ -31,8 +31,14 @@ import (
 )
 
 type loadFlags struct {
-	rate        string
-	max         bool
+	rate string
+	max  bool
+	bulk bool
+	// perConn is --requests-per-connection; arrivals and seed space an
+	// open loop's requests.
+	perConn     int
+	arrivals    string
+	seed        uint64
 	duration    time.Duration
 	warmup      time.Duration
 	timeout     time.Duration
@@ -130,6 +136,10 @@ W results merged with 'meshbench merge' are the whole load.`,
 func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.StringVarP(&f.rate, "rate", "r", "50", `requests per second, exact; fractions allowed ("33.3") or N/UNIT ("60/m")`)
 	fl.BoolVar(&f.max, "max", false, "closed loop: maximum throughput, each connection sends when its last answer arrives")
+	fl.BoolVar(&f.bulk, "bulk", false, "bulk throughput (netperf's TCP_STREAM, server to client): each connection reads one endless answer, e.g. serve static's "+loadgen.StreamPath+"; reports bytes per second of the window")
+	fl.IntVar(&f.perConn, "requests-per-connection", 0, "requests each connection carries before a new one is opened (http/1.1, tcp): 1 is a connection per request (netperf's TCP_CRR); 0 keeps every connection")
+	fl.StringVar(&f.arrivals, "arrivals", string(loadgen.ArrivalsConstant), "open-loop spacing: constant (every 1/rate) or poisson (exponential gaps, the same mean rate)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of --arrivals poisson (a worker of --workers adds its index)")
 	fl.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "measured duration (after the warm-up)")
 	fl.DurationVar(&f.warmup, "warmup", time.Second, "load sent before the measured window, not counted (0 to skip)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "per-request timeout, from the actual send")
@@ -188,17 +198,43 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		}
 		cfg.Targets = append(cfg.Targets, t)
 	}
-	if !f.max {
+	switch {
+	case f.max && f.bulk:
+		errs = append(errs, errors.New("--max and --bulk exclude each other: --bulk reads one endless answer per connection"))
+	case f.bulk:
+		cfg.Load = loadgen.Bulk
+	case f.max:
+		cfg.Load = loadgen.ClosedLoop
+	default:
 		r, err := loadgen.ParseRate(f.rate)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%w", err))
 		}
 		cfg.Load = loadgen.OpenLoop(r)
-	} else {
-		cfg.Load = loadgen.ClosedLoop
 	}
-	if f.max && cmd.Flags().Changed("rate") {
-		errs = append(errs, errors.New("--rate and --max exclude each other: --max sends as fast as answers allow"))
+	if (f.max || f.bulk) && cmd.Flags().Changed("rate") {
+		errs = append(errs, errors.New("--rate, --max and --bulk exclude each other: --max and --bulk send as fast as answers allow"))
+	}
+	arrivals, err := loadgen.ParseArrivals(f.arrivals)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--%w", err))
+	}
+	cfg.Arrivals, cfg.Seed = arrivals, f.seed
+	switch {
+	case f.perConn < 0:
+		errs = append(errs, fmt.Errorf("--requests-per-connection %d: allowed: 0 (keep every connection) or more", f.perConn))
+	case f.perConn > 0 && !f.keepAlive && f.perConn != 1:
+		errs = append(errs, fmt.Errorf("--requests-per-connection %d with --keepalive=false: --keepalive=false is one request per connection", f.perConn))
+	case !f.keepAlive:
+		cfg.RequestsPerConnection = 1
+	default:
+		cfg.RequestsPerConnection = f.perConn
+	}
+	if cfg.RequestsPerConnection == 1 {
+		cfg.KeepAlive = false // the external generators' spelling of it
+	}
+	if f.bulk && f.perConn > 0 {
+		errs = append(errs, fmt.Errorf("--requests-per-connection with --bulk: a bulk connection carries one endless answer"))
 	}
 	if !cmd.Flags().Changed("connections") && len(cfg.Targets) > cfg.Connections {
 		cfg.Connections = len(cfg.Targets)
@@ -328,6 +364,9 @@ func splitForWorker(cmd *cobra.Command, f *loadFlags, cfg *loadgen.Config) error
 	if w == 1 {
 		return nil
 	}
+	// Each worker's Poisson arrivals are its own: W processes of one seed
+	// would burst together.
+	cfg.Seed += uint64(i)
 	if !cfg.Load.Closed() && cfg.Load.Rate().Freq > 0 {
 		r, err := loadgen.WorkerRate(cfg.Load.Rate(), w, i)
 		if err != nil {

@@ -38,6 +38,15 @@ type Settings struct {
 	// Connections is the load generator's connection count (0:
 	// loadgen.DefaultConnections; on the lab at least one per target).
 	Connections int
+	// RequestsPerConnection closes each load connection after this many
+	// requests (loadgen.Config.RequestsPerConnection; 1: a new connection
+	// per request); 0 keeps them.
+	RequestsPerConnection int
+	// Arrivals spaces an open loop's requests (loadgen.Arrivals; ""
+	// constant), ArrivalsSeed draws a Poisson schedule: the same seed for
+	// every mesh of a repetition, so they meet the same bursts.
+	Arrivals     loadgen.Arrivals
+	ArrivalsSeed uint64
 	// Workers is the number of load pods on a cluster (a Job's
 	// parallelism; 0: 1); the rate and connections are split among them.
 	// The lab runs one load generator.
@@ -108,6 +117,8 @@ func (s Settings) Record(m topology.Options) results.CellSettings {
 		Rate: s.Load.RateText(), ClosedLoop: s.Load.Closed(), Duration: s.Duration.String(), Warmup: s.Warmup.String(),
 		Connections: s.Connections, SampleInterval: s.SampleInterval.String(), Drain: s.Drain.String(),
 		Fault: faultText(s.Fault),
+		Bulk:  s.Load.Bulk(), Payload: s.BodySize, ProxyThreads: m.ProxyThreads, Placement: string(m.Placement),
+		RequestsPerConnection: s.RequestsPerConnection, Arrivals: string(s.Arrivals),
 	}
 }
 

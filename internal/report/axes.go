@@ -84,12 +84,12 @@ func writeAxesText(w io.Writer, a *analysis.Analysis) {
 // (false below 3 runs a side: too few to judge).
 func AxesCSV(w io.Writer, a *analysis.Analysis) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"kind", "axis", "mesh", "app", "rate", "replicas", "policies", "protocol", "gateway", "mtls",
-		"a", "b", "figure", "diff", "lo", "hi", "level", "nominal_level", "n", "significant", "generator"})
+	_ = cw.Write(append([]string{"kind", "axis", "mesh", "app", "rate", "replicas", "policies", "protocol", "gateway", "mtls",
+		"a", "b", "figure", "diff", "lo", "hi", "level", "nominal_level", "n", "significant", "generator"}, paramColumns...))
 	row := func(kind, axis, mesh string, c analysis.Config, av, bv, fig string, iv stats.Interval) {
-		_ = cw.Write([]string{kind, axis, mesh, c.App, c.Rate, strconv.Itoa(c.Replicas), strconv.Itoa(c.Policies), c.Protocol,
+		_ = cw.Write(append([]string{kind, axis, mesh, c.App, c.Rate, strconv.Itoa(c.Replicas), strconv.Itoa(c.Policies), c.Protocol,
 			strconv.FormatBool(c.Gateway), strconv.FormatBool(c.MTLS), av, bv, fig, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
-			num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.FormatBool(iv.Significant()), generatorName(c.Generator)})
+			num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.FormatBool(iv.Significant()), generatorName(c.Generator)}, paramValues(c.Params)...))
 	}
 	for _, c := range a.AxisComparisons {
 		for _, f := range append(slices.Clone(analysis.CompareFigures), analysis.CPUPrefix+"load") {
@@ -107,7 +107,7 @@ func AxesCSV(w io.Writer, a *analysis.Analysis) error {
 			c     analysis.Comparison
 		}{{in.AValue, in.A}, {in.BValue, in.B}} {
 			s := side.c.Scenario
-			cfg := analysis.Config{App: s.App, Rate: s.Rate, Replicas: s.Replicas, Policies: s.Policies, Protocol: s.Protocol, Gateway: s.Gateway, MTLS: s.MTLS, Generator: s.Generator}
+			cfg := s.Config("")
 			for _, f := range analysis.CompareFigures {
 				if iv, ok := side.c.Diffs[f]; ok {
 					row("interaction", in.Axis, in.Mesh+" vs "+in.Baseline, cfg, "", side.value, f, iv)

@@ -69,6 +69,10 @@ func LoadText(w io.Writer, r *results.LoadResult) error {
 			DurNs(int64(math.Round(svc.MeanNs()))), pctText(svc, 50), pctText(svc, 90),
 			pctText(svc, 99), pctText(svc, 99.9), DurNs(svc.MaxNs()))
 	}
+	if r.Bulk() {
+		bps := r.ThroughputBytesPerSec()
+		fmt.Fprintf(tw, "Throughput\t[bytes/s, Gb/s, bytes in window]\t%.0f, %.3f, %d\n", bps, bps*8/1e9, r.BytesIn)
+	}
 	if r.Model == results.ModelOpen {
 		if unknown(lag) {
 			fmt.Fprintf(tw, "Sched. lag\t[mean, 50, 99, max]\tunknown (not reported by %s)\n", r.Generator.Name)
@@ -138,18 +142,31 @@ func vegetaBlock(w io.Writer, r *results.LoadResult, lat *latency.Recorder, latU
 // open- and closed-loop results are never confused.
 func Headline(r *results.LoadResult) string {
 	var b strings.Builder
-	if r.Model == results.ModelClosed {
+	switch {
+	case r.Model == results.ModelClosed:
 		b.WriteString("Load model: CLOSED loop (max throughput; latencies are queueing-dominated)")
-	} else {
+	case r.Bulk():
+		b.WriteString("Load model: BULK throughput (each connection reads one endless answer; its latency is the time to the first byte)")
+	default:
 		from := "latency from intended send time"
 		if g := r.Generator; g != nil && g.LatencyFromActualSend {
 			from = "latency from actual send (" + g.Name + "'s timing; its own lateness unmeasured)"
 		}
 		fmt.Fprintf(&b, "Load model: open loop (throttled) at %s/s, %s", fmtFloat(r.TargetRatePerSec), from)
+		if r.Arrivals != "" {
+			fmt.Fprintf(&b, "; %s arrivals (seed %d)", r.Arrivals, r.Seed)
+		}
 	}
 	fmt.Fprintf(&b, "; %s; %d connection", r.Protocol, r.Connections)
 	if r.Connections != 1 {
 		b.WriteString("s")
+	}
+	switch r.RequestsPerConnection {
+	case 0:
+	case 1:
+		b.WriteString(", a new connection per request")
+	default:
+		fmt.Fprintf(&b, ", a new connection every %d requests", r.RequestsPerConnection)
 	}
 	fmt.Fprintf(&b, "; %s measured", Dur(time.Duration(r.DurationNs)))
 	if r.WarmupNs > 0 {
@@ -191,7 +208,9 @@ func Warnings(r *results.LoadResult) []string {
 	if r.Dropped > 0 {
 		out = append(out, fmt.Sprintf("%d requests dropped: every connection was busy and the queue (%d) was full", r.Dropped, r.MaxQueue))
 	}
-	if failed := r.Completed - r.Success; failed > 0 {
+	if failed := r.Completed - r.Success; failed > 0 && r.Bulk() {
+		out = append(out, fmt.Sprintf("%d of %d bulk streams ended before the measured window did", failed, r.Completed))
+	} else if failed > 0 {
 		out = append(out, fmt.Sprintf("%d of %d requests failed (%.2f%%)", failed, r.Completed, 100*ratio(failed, r.Completed)))
 	}
 	if r.Latency.OutOfRange > 0 {

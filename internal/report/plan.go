@@ -25,6 +25,12 @@ var tableRows = []struct{ label, figure, format string }{
 	{"p99.9 ms", analysis.LatencyP999, "%.3g"},
 	{"max ms", analysis.LatencyMax, "%.3g"},
 	{"achieved rps", analysis.AchievedRate, "%.1f"},
+	{"connections/s", analysis.ConnectionRate, "%.1f"},
+	{"throughput Gb/s", analysis.ThroughputGbps, "%.3g"},
+	{"DP CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "data-plane", "%.0f"},
+	{"app CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "app", "%.0f"},
+	{"load CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "load", "%.0f"},
+	{"TOTAL CPU m / Gb/s", analysis.CPUPerGbpsPrefix + "TOTAL", "%.0f"},
 	{"success", analysis.SuccessRatio, "%.4f"},
 	{"data-plane CPU m", analysis.CPUPrefix + "data-plane", "%.0f"},
 	{"data-plane MiB", analysis.MemPrefix + "data-plane", "%.1f"},
@@ -40,6 +46,10 @@ var tableRows = []struct{ label, figure, format string }{
 	{"load CPU m", analysis.CPUPrefix + "load", "%.0f"},
 	{"gateway CPU m", analysis.CPUPrefix + "gateway", "%.0f"},
 	{"TOTAL CPU m", analysis.CPUPrefix + "TOTAL", "%.0f"},
+	{"kernel CPU m, outside", analysis.KernelOutsideCPU, "%.0f"},
+	{"kernel m / 1000 rps", analysis.KernelOutsideCPUPer1000, "%.0f"},
+	{"node kernel CPU m", analysis.KernelNodeCPU, "%.0f"},
+	{"node softirq CPU m", analysis.KernelSoftIRQCPU, "%.0f"},
 	{"TOTAL MiB", analysis.MemPrefix + "TOTAL", "%.1f"},
 	// A fault's cost (scenarios with a fault only).
 	{"fault: failed during", analysis.FaultFailedDuring, "%.0f"},
@@ -265,7 +275,8 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 			fmt.Fprintf(bw, "  %s vs %s:", c.Mesh, c.Baseline)
 			for _, f := range []struct{ label, fig string }{{"p50", analysis.LatencyP50}, {"p95", analysis.LatencyP95}, {"p99", analysis.LatencyP99},
 				{"DP CPU", analysis.CPUPrefix + "data-plane"}, {"DP mem", analysis.MemPrefix + "data-plane"},
-				{"total CPU", analysis.CPUPrefix + "TOTAL"}} {
+				{"total CPU", analysis.CPUPrefix + "TOTAL"}, {"throughput", analysis.ThroughputGbps},
+				{"DP CPU per Gb/s", analysis.CPUPerGbpsPrefix + "data-plane"}} {
 				if iv, ok := c.Diffs[f.fig]; ok {
 					fmt.Fprintf(bw, "  %s %s;", f.label, pct(iv))
 				}
@@ -410,11 +421,12 @@ func NighthawkCSV(w io.Writer, a *analysis.Analysis) error {
 // own tools: scenario columns, mesh, figure, median, lo, hi, level (the
 // coverage the interval achieves where it is known exactly — 0.75 for the
 // range of 3 runs — else the nominal level), nominal_level, n (valid
-// repetitions), cells, method.
+// repetitions), cells, method, generator, then the later axes'
+// (paramColumns: empty where a set does not vary them).
 func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
-		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method", "generator"})
+	_ = cw.Write(append([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
+		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method", "generator"}, paramColumns...))
 	for _, s := range a.Scenarios {
 		for _, mesh := range a.Meshes {
 			g := a.Group(mesh, s)
@@ -423,14 +435,33 @@ func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 			}
 			for _, f := range slices.Sorted(maps.Keys(g.Figures)) {
 				iv := g.Figures[f]
-				_ = cw.Write([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
+				_ = cw.Write(append([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
 					strconv.FormatBool(s.Gateway), strconv.FormatBool(s.MTLS), mesh, f, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
-					num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method, generatorName(s.Generator)})
+					num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method, generatorName(s.Generator)},
+					paramValues(s.Params)...))
 			}
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// paramColumns are the CSV columns of the later axes (analysis.Params),
+// in paramValues' order.
+var paramColumns = []string{"connections", "payload", "proxy_threads", "requests_per_connection", "placement", "arrivals"}
+
+// paramValues are p's CSV cells, empty at zero: a value the set does not
+// vary (Analyze folds it; the plan's YAML says the setting), and for
+// requests_per_connection kept connections, for placement cross-node,
+// for arrivals constant.
+func paramValues(p analysis.Params) []string {
+	n := func(v int) string {
+		if v == 0 {
+			return ""
+		}
+		return strconv.Itoa(v)
+	}
+	return []string{n(p.Connections), n(p.Payload), n(p.ProxyThreads), n(p.RequestsPerConnection), p.Placement, p.Arrivals}
 }
 
 func num(x float64) string {

@@ -285,21 +285,41 @@ func testConfig(c *analysis.Cell, run *results.RunManifest, l *results.LoadResul
 	case "tcp":
 		proto = "PROTOCOL_TCP"
 	}
+	// The connections have a field of their own below: not in the name.
+	sc := cfg.Scenario()
+	sc.Connections = 0
+	labels := map[string]string{
+		"meshbench.app":      cfg.App,
+		"meshbench.rate":     cfg.Rate,
+		"meshbench.replicas": strconv.Itoa(cfg.Replicas),
+		"meshbench.policies": strconv.Itoa(cfg.Policies),
+		"meshbench.protocol": l.Protocol,
+		"meshbench.gateway":  strconv.FormatBool(cfg.Gateway),
+		"meshbench.mtls":     strconv.FormatBool(cfg.MTLS),
+		"meshbench.cell":     c.ID,
+		"meshbench.platform": run.Platform,
+	}
+	// The later axes as the cell recorded them, each where set.
+	if st, err := run.Settings(); err == nil {
+		for k, v := range map[string]int{"payload": st.Payload, "proxy_threads": st.ProxyThreads, "requests_per_connection": st.RequestsPerConnection} {
+			if v > 0 {
+				labels["meshbench."+k] = strconv.Itoa(v)
+			}
+		}
+		for k, v := range map[string]string{"placement": st.Placement, "arrivals": st.Arrivals} {
+			if v != "" {
+				labels["meshbench."+k] = v
+			}
+		}
+		if st.Bulk {
+			labels["meshbench.rate"] = "bulk"
+		}
+	}
 	return smpTestConfig{
 		SMPVersion: SMPVersion,
 		ID:         c.ID + "/test",
-		Name:       cfg.Mesh + ", " + cfg.Scenario().String(),
-		Labels: map[string]string{
-			"meshbench.app":      cfg.App,
-			"meshbench.rate":     cfg.Rate,
-			"meshbench.replicas": strconv.Itoa(cfg.Replicas),
-			"meshbench.policies": strconv.Itoa(cfg.Policies),
-			"meshbench.protocol": l.Protocol,
-			"meshbench.gateway":  strconv.FormatBool(cfg.Gateway),
-			"meshbench.mtls":     strconv.FormatBool(cfg.MTLS),
-			"meshbench.cell":     c.ID,
-			"meshbench.platform": run.Platform,
-		},
+		Name:       cfg.Mesh + ", " + sc.String(),
+		Labels:     labels,
 		Clients: []smpClient{{
 			LoadGenerator: "meshbench " + l.MeshbenchVersion,
 			Protocol:      proto,

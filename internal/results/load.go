@@ -56,10 +56,20 @@ func (r *LoadResult) Problems(shortfall, errRatio float64) []string {
 		}
 		out = append(out, msg)
 	}
+	if r.Bulk() {
+		// Every stream is the load: one that ended early leaves the
+		// others carrying what it would have, so none may fail.
+		if failed := r.Completed - r.Success; failed > 0 {
+			out = append(out, fmt.Sprintf("%d of %d bulk streams ended before the measured window did", failed, r.Completed))
+		}
+		if r.BytesIn == 0 && !r.Interrupted {
+			out = append(out, "no bytes arrived in the measured window")
+		}
+	}
 	if n := r.LocalErrors(); n > 0 {
 		out = append(out, fmt.Sprintf("%d requests failed in the load generator itself (%s), not in the target", n, loadgen.KindLocal))
 	}
-	if failed := r.Completed - r.Success; failed > 0 && float64(failed) > errRatio*float64(r.Completed) {
+	if failed := r.Completed - r.Success; !r.Bulk() && failed > 0 && float64(failed) > errRatio*float64(r.Completed) {
 		out = append(out, fmt.Sprintf("%d of %d requests failed", failed, r.Completed))
 	}
 	if r.Interrupted {
@@ -84,15 +94,34 @@ func (r *LoadResult) LocalErrors() int64 {
 const (
 	ModelOpen   = "open"   // open loop at a constant rate (throttled)
 	ModelClosed = "closed" // closed loop (loadgen.ClosedLoop), maximum throughput
+	ModelBulk   = "bulk"   // bulk throughput (loadgen.Bulk): endless answers read flat out
 )
 
 // ModelOf is the stored label of load l: ModelClosed for the closed loop,
-// else ModelOpen.
+// ModelBulk for bulk, else ModelOpen.
 func ModelOf(l loadgen.Load) string {
-	if l.Closed() {
+	switch {
+	case l.Closed():
 		return ModelClosed
+	case l.Bulk():
+		return ModelBulk
 	}
 	return ModelOpen
+}
+
+// Bulk reports whether r is a bulk-throughput result: its figure is the
+// bytes received in the window (ThroughputBytesPerSec), its "requests"
+// are the streams, one per connection, and its latencies each stream's
+// time to its first byte.
+func (r *LoadResult) Bulk() bool { return r.Model == ModelBulk }
+
+// ThroughputBytesPerSec is a bulk result's body bytes received in the
+// measured window per second of it (0 for other models).
+func (r *LoadResult) ThroughputBytesPerSec() float64 {
+	if !r.Bulk() || r.DurationNs <= 0 {
+		return 0
+	}
+	return float64(r.BytesIn) / time.Duration(r.DurationNs).Seconds()
 }
 
 // LoadResult is one load run (or the exact merge of several), as written by
@@ -152,6 +181,16 @@ type LoadResult struct {
 	ScheduleLag latency.Encoded `json:"schedule_lag"`
 
 	Interrupted bool `json:"interrupted"`
+
+	// RequestsPerConnection is how many requests each connection carried
+	// before a new one was opened (loadgen.Config.RequestsPerConnection;
+	// 1: a connection per request); 0, omitted, kept every connection.
+	// Arrivals is the open loop's spacing ("poisson"; omitted for
+	// constant) and Seed its draw. Added within v1, so earlier readers
+	// refuse only results that carry them.
+	RequestsPerConnection int    `json:"requests_per_connection,omitempty"`
+	Arrivals              string `json:"arrivals,omitempty"`
+	Seed                  uint64 `json:"seed,omitempty"`
 
 	// Intervals holds the three histograms per interval of the measured
 	// window (one second with meshbench's engine), by answer time, from
@@ -266,7 +305,11 @@ func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 	if r.NotSent > 0 {
 		out.NotSentReason = loadgen.NotSentReason
 	}
-	if r.Config.Load.Closed() {
+	out.RequestsPerConnection = r.Config.RequestsPerConnection
+	if r.Config.Arrivals == loadgen.ArrivalsPoisson {
+		out.Arrivals, out.Seed = string(r.Config.Arrivals), r.Config.Seed
+	}
+	if r.Config.Load.Closed() || r.Config.Load.Bulk() {
 		out.MaxQueue = 0
 	} else {
 		out.TargetRatePerSec = r.Config.Load.PerSecond()
@@ -443,8 +486,8 @@ func (r *LoadResult) Check() error {
 	if r.Schema != LoadSchema {
 		errs = append(errs, fmt.Errorf("schema %q: this meshbench reads %q", r.Schema, LoadSchema))
 	}
-	if r.Model != ModelOpen && r.Model != ModelClosed {
-		errs = append(errs, fmt.Errorf("model %q: allowed: %q, %q", r.Model, ModelOpen, ModelClosed))
+	if r.Model != ModelOpen && r.Model != ModelClosed && r.Model != ModelBulk {
+		errs = append(errs, fmt.Errorf("model %q: allowed: %q, %q, %q", r.Model, ModelOpen, ModelClosed, ModelBulk))
 	}
 	for name, v := range map[string]int64{"scheduled": r.Scheduled, "sent": r.Sent, "completed": r.Completed,
 		"success": r.Success, "dropped": r.Dropped, "not_sent": r.NotSent, "canceled": r.Canceled, "bytes_in": r.BytesIn, "bytes_out": r.BytesOut} {

@@ -9,9 +9,13 @@ import (
 // (schema/cell-settings.v1.schema.json in the repository).
 const CellSettingsSchema = "meshbench.cell-settings/v1"
 
-// CellSettingsVersion is the version of CellSettings this meshbench
-// writes (the "settings_version" key) and the newest it reads.
-const CellSettingsVersion = 1
+// CellSettingsVersion is the newest version of CellSettings this
+// meshbench reads. It writes version 1 when a cell uses none of version
+// 2's settings (bulk, payload, proxy_threads, placement,
+// requests_per_connection, arrivals), so earlier readers still read it,
+// and version 2 otherwise, which they refuse instead of misreading (a
+// bulk cell taken for an open loop, say).
+const CellSettingsVersion = 2
 
 // CellSettings are the settings of one cell that every platform records in
 // RunManifest.Options, under these keys, and analysis reads back: the
@@ -60,6 +64,22 @@ type CellSettings struct {
 	// platform's own keys); nil on loopback, on a cluster and before it
 	// was recorded.
 	ControlPlane *ControlPlane `json:"control_plane,omitempty"`
+	// The settings below are version 2's: each omitted at its zero value,
+	// which a version-1 manifest reads as.
+	//
+	// Bulk: the load was bulk throughput (loadgen.Bulk; Rate "", not the
+	// closed loop). Payload is the static app's answer in bytes (0: the
+	// app's default, 615). ProxyThreads is every proxy's worker threads (0:
+	// the platform's defaults). Placement is the client's placement
+	// ("cross-node", "same-node"; "": the platform's default, cross-node).
+	// RequestsPerConnection: 0 kept every connection, N opened a new one
+	// every N requests. Arrivals: "" or "constant", "poisson".
+	Bulk                  bool   `json:"bulk,omitempty"`
+	Payload               int    `json:"payload,omitempty"`
+	ProxyThreads          int    `json:"proxy_threads,omitempty"`
+	Placement             string `json:"placement,omitempty"`
+	RequestsPerConnection int    `json:"requests_per_connection,omitempty"`
+	Arrivals              string `json:"arrivals,omitempty"`
 }
 
 // ControlPlane is the netns substrate's record of who configured a
@@ -73,7 +93,7 @@ type ControlPlane struct {
 // platform's own keys) added; extra may not redefine a key of s.
 func (s CellSettings) Options(extra map[string]any) map[string]any {
 	m := map[string]any{
-		"settings_version": CellSettingsVersion, "mesh": s.Mesh, "app": s.App, "replicas": s.Replicas, "nodes": s.Nodes,
+		"settings_version": 1, "mesh": s.Mesh, "app": s.App, "replicas": s.Replicas, "nodes": s.Nodes,
 		"policies": s.Policies, "gateway": s.Gateway, "protocol": s.Protocol, "mtls": s.MTLS,
 		"rate": s.Rate, "closed_loop": s.ClosedLoop, "duration": s.Duration, "warmup": s.Warmup,
 		"connections": s.Connections, "sample_interval": s.SampleInterval, "drain": s.Drain,
@@ -86,6 +106,13 @@ func (s CellSettings) Options(extra map[string]any) map[string]any {
 	}
 	if s.Fault != "" {
 		m["fault"] = s.Fault
+	}
+	for k, v := range map[string]any{"bulk": s.Bulk, "payload": s.Payload, "proxy_threads": s.ProxyThreads, "placement": s.Placement,
+		"requests_per_connection": s.RequestsPerConnection, "arrivals": s.Arrivals} {
+		if v != false && v != 0 && v != "" {
+			m[k] = v
+			m["settings_version"] = CellSettingsVersion
+		}
 	}
 	for k, v := range extra {
 		if _, ok := m[k]; ok {

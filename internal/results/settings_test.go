@@ -14,7 +14,7 @@ import (
 // TestCellSettingsRoundTrip writes settings as a platform does, through a
 // manifest file, and reads them back.
 func TestCellSettingsRoundTrip(t *testing.T) {
-	want := CellSettings{Version: CellSettingsVersion, Mesh: "linkerd", App: "faces", Replicas: 3, Nodes: 2, Policies: 5, Protocol: "tcp", MTLS: true,
+	want := CellSettings{Version: 1, Mesh: "linkerd", App: "faces", Replicas: 3, Nodes: 2, Policies: 5, Protocol: "tcp", MTLS: true,
 		Rate: "33.3", Duration: "10s", Warmup: "2s", Connections: 16, SampleInterval: "1s", Drain: "1m0s"}
 	m := &RunManifest{Schema: RunSchema, Options: want.Options(map[string]any{"workers": 3})}
 	b, err := json.Marshal(m)
@@ -34,6 +34,14 @@ func TestCellSettingsRoundTrip(t *testing.T) {
 	}
 	if back.Options["workers"] != float64(3) {
 		t.Errorf("the platform's own key workers = %v, want 3", back.Options["workers"])
+	}
+	// Version 2's settings make the record version 2, which a reader of
+	// version 1 refuses rather than read a bulk cell as an open loop.
+	v2 := want
+	v2.Version, v2.Rate, v2.Bulk, v2.Payload, v2.ProxyThreads, v2.Placement, v2.RequestsPerConnection, v2.Arrivals = 2, "", true, 1024, 2, "same-node", 1, "poisson"
+	m2 := &RunManifest{Schema: RunSchema, Options: v2.Options(nil)}
+	if got, err := m2.Settings(); err != nil || got != v2 {
+		t.Errorf("version 2 read back %+v, %v; want %+v", got, err, v2)
 	}
 	// A record newer than this meshbench reads is refused, not misread.
 	back.Options["settings_version"] = CellSettingsVersion + 1

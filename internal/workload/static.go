@@ -40,9 +40,20 @@ var (
 	hdrErrorLen  = []string{strconv.Itoa(len(errorBody))}
 )
 
+// StreamPath is where the static app answers one endless body (GET): the
+// server's side of a bulk-throughput load (`meshbench load --bulk`,
+// loadgen.StreamPath), written 64 KiB at a time until the client goes
+// away. Faults do not apply to it.
+const StreamPath = "/stream"
+
+// streamChunk is each write of a stream.
+var streamChunk = StaticBody(64 << 10)
+
+var hdrOctet = []string{"application/octet-stream"}
+
 // staticHandler answers every method and path with the same precomputed
 // body, like nginx serving its index page; GET/HEAD /healthz answers "ok"
-// without faults.
+// without faults, and GET StreamPath an endless body.
 type staticHandler struct {
 	inj       *injector
 	body      []byte
@@ -57,6 +68,16 @@ func (h *staticHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr["Content-Length"] = hdrHealthLen
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(healthBody)
+		return
+	}
+	if r.URL.Path == StreamPath && r.Method == http.MethodGet {
+		hdr["Content-Type"] = hdrOctet
+		w.WriteHeader(http.StatusOK)
+		for r.Context().Err() == nil {
+			if _, err := w.Write(streamChunk); err != nil {
+				return
+			}
+		}
 		return
 	}
 	fail, err := h.inj.apply(r.Context())

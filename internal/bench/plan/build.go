@@ -39,6 +39,7 @@ func build(s *source) (*Plan, error) {
 	b.appFaults()
 	b.hops()
 	b.axes()
+	b.laterAxes()
 	b.bodySize()
 	b.loadModel()
 	b.compare()
@@ -319,6 +320,18 @@ func (b *builder) axisLen(key string) int {
 		return len(a.Generator)
 	case "axes.fault":
 		return len(a.Fault)
+	case "axes.connections":
+		return len(a.Connections)
+	case "axes.payload":
+		return len(a.Payload)
+	case "axes.proxy_threads":
+		return len(a.ProxyThreads)
+	case "axes.requests_per_connection":
+		return len(a.RequestsPerConnection)
+	case "axes.placement":
+		return len(a.Placement)
+	case "axes.arrivals":
+		return len(a.Arrivals)
 	}
 	return 0
 }
@@ -480,12 +493,14 @@ func parseBool(s string) (v, ok bool) {
 	return false, false
 }
 
-// axisKeys are the axes in topo.idx order.
-var axisKeys = [7]string{"axes.mesh", "axes.app", "axes.replicas", "axes.policies", "axes.protocol", "axes.gateway", "axes.mtls"}
+// axisKeys are the topology's axes in topo.idx order.
+var axisKeys = [nTopoAxes]string{"axes.mesh", "axes.app", "axes.replicas", "axes.policies", "axes.protocol", "axes.gateway", "axes.mtls",
+	"axes.payload", "axes.proxy_threads", "axes.placement"}
 
 // fieldAxis maps a topology.OptionError field to the index of its axis in
 // topo.idx.
-var fieldAxis = map[string]int{"mode": 0, "app": 1, "replicas": 2, "policies": 3, "protocol": 4, "gateway": 5, "mtls": 6}
+var fieldAxis = map[string]int{"mode": axMesh, "app": axApp, "replicas": axReplicas, "policies": axPolicies, "protocol": axProtocol,
+	"gateway": axGateway, "mtls": axMTLS, "proxy_threads": axProxyThreads, "placement": axPlacement}
 
 // matrix checks the combinations: baseline, skipped and unused values,
 // the cell count, and topology.Options.Validate for every topology.
@@ -515,7 +530,7 @@ func (b *builder) matrix() {
 	}
 
 	raw := 1
-	for _, n := range []int{len(a.Mesh), len(a.App), len(a.Replicas), len(a.Policies), len(a.Protocol), len(a.Gateway), len(a.MTLS)} {
+	for _, n := range p.topoLens() {
 		raw = satMul(raw, n)
 	}
 	axesLine := s.lineOf(keyAxes)
@@ -529,14 +544,15 @@ func (b *builder) matrix() {
 
 	var kept []topo
 	var reasons []string
-	var used [7][]bool
-	var unusedWhy [7][][]string // the skip reasons met by each value
+	var used [nTopoAxes][]bool
+	var unusedWhy [nTopoAxes][][]string // the skip reasons met by each value
+	lens := p.topoLens()
 	for k := range used {
-		used[k] = make([]bool, b.axisLen(axisKeys[k]))
+		used[k] = make([]bool, lens[k])
 		unusedWhy[k] = make([][]string, len(used[k]))
 	}
 	p.eachTopology(func(t topo) {
-		if why := p.skipReason(t.o); why != "" {
+		if why := p.skipReason(t); why != "" {
 			if !contains(reasons, why) {
 				reasons = append(reasons, why)
 			}
@@ -559,18 +575,23 @@ func (b *builder) matrix() {
 		return
 	}
 	for k := range used {
+		if b.axisLen(axisKeys[k]) == 0 {
+			continue // an optional axis the plan does not list
+		}
 		for i, u := range used[k] {
 			if !u {
 				s.bad(axisKeys[k], b.lines[axisKeys[k]][i], b.axisValue(k, i), "no cell has it: "+strings.Join(unusedWhy[k][i], "; "))
 			}
 		}
 	}
-	cells := satMul(satMul(len(kept), len(a.Rate)), p.Repetitions)
+	configs := satMul(satMul(satMul(len(kept), len(a.Rate)), len(p.generators())), len(p.loadParams()))
+	cells := satMul(configs, p.Repetitions)
 	if cells > MaxCells {
 		s.bad(keyAxes, axesLine, "", fmt.Sprintf("expands to %d cells (%d configurations × %d repetitions); allowed: at most %d",
-			cells, satMul(len(kept), len(a.Rate)), p.Repetitions, MaxCells))
+			cells, configs, p.Repetitions, MaxCells))
 		return
 	}
+	b.loadMatrix(kept)
 	for _, t := range kept {
 		for _, e := range unjoin(validOptions(t.o)) {
 			var oe *topology.OptionError
@@ -613,8 +634,14 @@ func (b *builder) axisValue(k, i int) string {
 		return strconv.Quote(string(a.Protocol[i]))
 	case 5:
 		return strconv.FormatBool(a.Gateway[i])
-	case 6:
+	case axMTLS:
 		return strconv.FormatBool(a.MTLS[i])
+	case axPayload:
+		return strconv.Itoa(a.Payload[i])
+	case axProxyThreads:
+		return strconv.Itoa(a.ProxyThreads[i])
+	case axPlacement:
+		return strconv.Quote(string(a.Placement[i]))
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/fault"
@@ -19,20 +20,28 @@ type Cell struct {
 	// name ([a-z0-9.-]), the same whatever order the axes list their
 	// values in:
 	//
-	//	MESH-APP-rRATE-xREPLICAS-pPOLICIES-PROTOCOL-ENTRY-SECURITY-repN
+	//	MESH-APP-rRATE-xREPLICAS-pPOLICIES-PROTOCOL-ENTRY-SECURITY[-PARAMS]-repN
 	//	sidecar-static-r50-x10-p4-http-pod-mtls-rep2
+	//	sidecar-static-r1000-x1-p0-http-pod-mtls-c64-t2-rep1
 	//
-	// RATE is requests per second ("r33.3") or "rmax" (closed loop); ENTRY
-	// is "pod" (the load comes from a client pod in the mesh) or "gw"
-	// (through the ingress gateway); SECURITY is "mtls" or "plain"
-	// (topology.Options.MTLS, which mode none ignores); N counts from 1. The
-	// plan-wide settings (nodes, duration, …) are not in it.
+	// RATE is requests per second ("r33.3"), "rmax" (closed loop) or
+	// "rbulk"; ENTRY is "pod" (the load comes from a client pod in the
+	// mesh) or "gw" (through the ingress gateway); SECURITY is "mtls" or
+	// "plain" (topology.Options.MTLS, which mode none ignores); N counts
+	// from 1. PARAMS name the values of the axes added later, each only
+	// when the plan lists that axis, so a plan without them keeps its IDs:
+	// "-bBYTES" payload, "-tN" proxy threads, "-same-node"/"-cross-node"
+	// placement, "-cN" connections, "-kN" requests per connection (k0:
+	// kept), "-poisson"/"-constant" arrivals; then "-gNAME" for an
+	// external generator. The plan-wide settings (nodes, duration, …) are
+	// not in it.
 	ID string
 	// Config is ID without "-repN": the cells of one configuration share it.
 	Config string
-	// Mesh is the topology to run (LoopbackNet is left 0 for the runner).
+	// Mesh is the topology to run (LoopbackNet is left 0 for the runner);
+	// its ProxyThreads and Placement are the cell's values of those axes.
 	Mesh topology.Options
-	// Rate is the load: requests per second, or the closed loop.
+	// Rate is the load: requests per second, the closed loop or bulk.
 	Rate Rate
 	// Generator is the load generator (Axes.Generator): DefaultGenerator
 	// or an external tool. IDs of cells measured by meshbench's engine
@@ -43,52 +52,113 @@ type Cell struct {
 	// IDs of cells without one have no fault part; others end
 	// "-fFAULT.ID()" before "-repN".
 	Fault fault.Fault
+	// Payload is the static app's answer in bytes on the payload axis; 0
+	// when the plan has no such axis (Plan.BodySize applies).
+	Payload int
+	// Load are the cell's values of the load's own axes (connections,
+	// requests per connection, arrivals); zero where the plan has none.
+	Load LoadParams
 	// Repetition counts the configuration's runs from 1 to Plan.Repetitions.
 	Repetition int
 	// TopologyKey is the same for cells that can share one running
 	// topology: the same topology.Options (mode, app, replicas, policies,
-	// protocol, gateway, mtls, nodes); they differ only in rate and
-	// repetition. Readable and file-name safe:
-	// "sidecar-static-x10-p4-http-pod-mtls-n1".
+	// protocol, gateway, mtls, nodes, proxy threads, placement) and
+	// payload; they differ only in the load (rate, generator, connections,
+	// requests per connection, arrivals) and repetition. Readable and
+	// file-name safe: "sidecar-static-x10-p4-http-pod-mtls-n1".
 	TopologyKey string
 }
 
-// Skip is a combination of axis values that is not a cell, at any rate or
-// repetition (see the package doc).
+// LoadParams are a cell's values on the axes of the load that do not
+// change the topology beyond rate and generator: each zero when the plan
+// does not list its axis (the plan-wide setting applies).
+type LoadParams struct {
+	// Connections is the load generator's connections (0: Plan.Connections).
+	Connections int
+	// RequestsPerConnection: 0 keeps every connection, N opens a new one
+	// every N requests (1: netperf's TCP_CRR).
+	RequestsPerConnection int
+	// Arrivals spaces an open loop's requests ("": constant).
+	Arrivals loadgen.Arrivals
+}
+
+// Skip is a combination of axis values that is not a cell, at any
+// repetition (see the package doc). A combination of the topology's axes
+// is skipped at every load (Config ""); one of the load's axes only in
+// its configuration.
 type Skip struct {
 	// TopologyKey is what Cell.TopologyKey would be.
 	TopologyKey string
-	Mesh        topology.Options
-	// Fault, when not zero, is the fault skipped on a topology that is
-	// otherwise a cell: it means nothing there.
+	// Config is what Cell.Config would be, "" for a whole topology.
+	Config string
+	Mesh   topology.Options
+	// Fault, when not zero, is the fault skipped on a configuration that
+	// is otherwise a cell: it means nothing there.
 	Fault  fault.Fault
 	Reason string
 }
 
+// The topology's axes, in the order eachTopology crosses them (mesh
+// outermost): what changes the running lab.
+const (
+	axMesh = iota
+	axApp
+	axReplicas
+	axPolicies
+	axProtocol
+	axGateway
+	axMTLS
+	axPayload
+	axProxyThreads
+	axPlacement
+	nTopoAxes
+)
+
 // topo is one combination of the topology axes, with the index of each
-// value in its axis (in axisKeys order).
+// value in its axis (in axisKeys order; 0 for an optional axis the plan
+// does not list).
 type topo struct {
-	o   topology.Options
-	idx [7]int
+	o       topology.Options
+	payload int
+	idx     [nTopoAxes]int
+}
+
+// topoLens is the number of values eachTopology crosses on each topology
+// axis: an optional axis the plan does not list counts one (its zero
+// value).
+func (p *Plan) topoLens() [nTopoAxes]int {
+	a := &p.Axes
+	return [nTopoAxes]int{len(a.Mesh), len(a.App), len(a.Replicas), len(a.Policies), len(a.Protocol), len(a.Gateway), len(a.MTLS),
+		max(1, len(a.Payload)), max(1, len(a.ProxyThreads)), max(1, len(a.Placement))}
 }
 
 // eachTopology calls fn for every combination of the axes other than
-// rate, in axis order (mesh outermost), skipped ones included.
+// the load's, in axis order (mesh outermost), skipped ones included.
 func (p *Plan) eachTopology(fn func(t topo)) {
 	a := &p.Axes
-	lens := [7]int{len(a.Mesh), len(a.App), len(a.Replicas), len(a.Policies), len(a.Protocol), len(a.Gateway), len(a.MTLS)}
+	lens := p.topoLens()
 	for _, n := range lens {
 		if n == 0 {
 			return
 		}
 	}
-	var idx [7]int
+	var idx [nTopoAxes]int
 	for {
 		o := topology.DefaultOptions()
-		o.Mode, o.App, o.Replicas, o.Policies = a.Mesh[idx[0]], a.App[idx[1]], a.Replicas[idx[2]], a.Policies[idx[3]]
-		o.Protocol, o.Gateway, o.MTLS = a.Protocol[idx[4]], a.Gateway[idx[5]], a.MTLS[idx[6]]
+		o.Mode, o.App, o.Replicas, o.Policies = a.Mesh[idx[axMesh]], a.App[idx[axApp]], a.Replicas[idx[axReplicas]], a.Policies[idx[axPolicies]]
+		o.Protocol, o.Gateway, o.MTLS = a.Protocol[idx[axProtocol]], a.Gateway[idx[axGateway]], a.MTLS[idx[axMTLS]]
 		o.Nodes = p.Nodes
-		fn(topo{o: o, idx: idx})
+		t := topo{o: o, idx: idx}
+		if len(a.Payload) > 0 {
+			t.payload = a.Payload[idx[axPayload]]
+		}
+		if len(a.ProxyThreads) > 0 {
+			t.o.ProxyThreads = a.ProxyThreads[idx[axProxyThreads]]
+		}
+		if len(a.Placement) > 0 {
+			t.o.Placement = a.Placement[idx[axPlacement]]
+		}
+		fn(t)
 		k := len(idx) - 1
 		for ; k >= 0; k-- {
 			idx[k]++
@@ -103,13 +173,16 @@ func (p *Plan) eachTopology(fn func(t topo)) {
 	}
 }
 
-// skipReason says why o is not a cell of p, or "" when it is one.
-func (p *Plan) skipReason(o topology.Options) string {
+// skipReason says why topology t is not a cell of p, or "" when it is
+// one.
+func (p *Plan) skipReason(t topo) string {
+	o := t.o
 	m, _ := mesh.Get(string(o.Mode))
 	if m == nil {
 		return ""
 	}
 	none := m.Kind == mesh.KindNone
+	a := &p.Axes
 	switch {
 	case !none && !m.Plaintext && !o.MTLS:
 		return "mesh " + m.Name + " with mtls false: " + m.NoPlaintext
@@ -121,29 +194,88 @@ func (p *Plan) skipReason(o topology.Options) string {
 		return "mesh none with mtls false: mode none has no mTLS to turn off, the same run as mtls true"
 	case none && !o.Gateway && o.Protocol == topology.ProtocolTCP && contains(p.Axes.Protocol, topology.ProtocolHTTP):
 		return "mesh none without a gateway with protocol tcp: no proxy treats the traffic, the same run as protocol http"
+	case none && len(a.ProxyThreads) > 1 && o.ProxyThreads != a.ProxyThreads[0]:
+		return fmt.Sprintf("mesh none with proxy_threads %d: no proxy, the same run as proxy_threads %d", o.ProxyThreads, a.ProxyThreads[0])
+	case o.App == topology.AppFaces && len(a.Payload) > 1 && t.payload != a.Payload[0]:
+		return fmt.Sprintf("app faces with payload %d: faces answers what its callers ask for, the same run as payload %d", t.payload, a.Payload[0])
+	case o.Gateway && len(a.Placement) > 1 && o.Placement != a.Placement[0]:
+		return fmt.Sprintf("gateway true with placement %s: the load enters through the gateway's own node, the same run as placement %s", o.Placement, a.Placement[0])
 	}
 	return ""
 }
 
+// loadSkipReason says why the load r, g, lp on topology t is not a cell
+// of p, or "" when it is one.
+func (p *Plan) loadSkipReason(t topo, r Rate, g string, lp LoadParams) string {
+	external := g != "" && g != DefaultGenerator
+	switch {
+	case r.Bulk() && external:
+		return "load_model bulk with generator " + g + ": bulk throughput is meshbench's engine's"
+	case r.Bulk() && t.o.App == topology.AppFaces:
+		return "load_model bulk with app faces: bulk reads the static app's endless answer"
+	case r.Bulk() && lp.RequestsPerConnection > 0:
+		return fmt.Sprintf("load_model bulk with requests_per_connection %d: a bulk connection carries one endless answer", lp.RequestsPerConnection)
+	case lp.Arrivals == loadgen.ArrivalsPoisson && (r.Closed() || r.Bulk()):
+		return "arrivals poisson with load_model " + r.String() + ": only an open loop has a schedule to space"
+	case lp.Arrivals == loadgen.ArrivalsPoisson && external:
+		return "arrivals poisson with generator " + g + ": the tool spaces its requests evenly"
+	case lp.RequestsPerConnection > 1 && external:
+		return fmt.Sprintf("requests_per_connection %d with generator %s: the tool keeps its connections or opens one per request (1)", lp.RequestsPerConnection, g)
+	}
+	return ""
+}
+
+// loadParams lists every combination of the load's own axes, the plan's
+// zero values where it lists none.
+func (p *Plan) loadParams() []LoadParams {
+	a := &p.Axes
+	conns, perConn, arrivals := a.Connections, a.RequestsPerConnection, a.Arrivals
+	if len(conns) == 0 {
+		conns = []int{0}
+	}
+	if len(perConn) == 0 {
+		perConn = []int{0}
+	}
+	if len(arrivals) == 0 {
+		arrivals = []loadgen.Arrivals{""}
+	}
+	var out []LoadParams
+	for _, c := range conns {
+		for _, k := range perConn {
+			for _, ar := range arrivals {
+				out = append(out, LoadParams{Connections: c, RequestsPerConnection: k, Arrivals: ar})
+			}
+		}
+	}
+	return out
+}
+
 // Cells returns every cell of the plan: each configuration (axis order,
-// mesh outermost, rate innermost) with its repetitions 1 to Repetitions
-// in a row. Use Order for the order to run them in.
+// mesh outermost, rate, generator and the load's own axes innermost)
+// with its repetitions 1 to Repetitions in a row. Use Order for the order
+// to run them in.
 func (p *Plan) Cells() []Cell {
 	var cells []Cell
 	p.eachTopology(func(t topo) {
-		if p.skipReason(t.o) != "" {
+		if p.skipReason(t) != "" {
 			return
 		}
-		key := topologyKey(t.o)
+		key := p.topologyKey(t)
 		for _, r := range p.Axes.Rate {
 			for _, g := range p.generators() {
-				for _, f := range p.faults() {
-					if p.faultSkip(t.o, f) != "" {
+				for _, lp := range p.loadParams() {
+					if p.loadSkipReason(t, r, g, lp) != "" {
 						continue
 					}
-					cfg := configID(t.o, r, g) + faultID(f)
-					for rep := 1; rep <= p.Repetitions; rep++ {
-						cells = append(cells, Cell{ID: cfg + "-rep" + strconv.Itoa(rep), Config: cfg, Mesh: t.o, Rate: r, Generator: g, Fault: f, Repetition: rep, TopologyKey: key})
+					for _, f := range p.faults() {
+						if p.faultSkip(t.o, f) != "" {
+							continue
+						}
+						cfg := p.configID(t, r, g, lp) + faultID(f)
+						for rep := 1; rep <= p.Repetitions; rep++ {
+							cells = append(cells, Cell{ID: cfg + "-rep" + strconv.Itoa(rep), Config: cfg, Mesh: t.o, Rate: r, Generator: g,
+								Payload: t.payload, Load: lp, Fault: f, Repetition: rep, TopologyKey: key})
+						}
 					}
 				}
 			}
@@ -153,17 +285,27 @@ func (p *Plan) Cells() []Cell {
 }
 
 // Skipped lists the combinations of the axes that are not cells, with why,
-// in axis order.
+// in axis order: whole topologies, then the loads skipped on a topology
+// that runs.
 func (p *Plan) Skipped() []Skip {
 	var out []Skip
 	p.eachTopology(func(t topo) {
-		if why := p.skipReason(t.o); why != "" {
-			out = append(out, Skip{TopologyKey: topologyKey(t.o), Mesh: t.o, Reason: why})
+		if why := p.skipReason(t); why != "" {
+			out = append(out, Skip{TopologyKey: p.topologyKey(t), Mesh: t.o, Reason: why})
 			return
 		}
 		for _, f := range p.faults() {
 			if why := p.faultSkip(t.o, f); why != "" {
-				out = append(out, Skip{TopologyKey: topologyKey(t.o), Mesh: t.o, Fault: f, Reason: why})
+				out = append(out, Skip{TopologyKey: p.topologyKey(t), Mesh: t.o, Fault: f, Reason: why})
+			}
+		}
+		for _, r := range p.Axes.Rate {
+			for _, g := range p.generators() {
+				for _, lp := range p.loadParams() {
+					if why := p.loadSkipReason(t, r, g, lp); why != "" {
+						out = append(out, Skip{TopologyKey: p.topologyKey(t), Config: p.configID(t, r, g, lp), Mesh: t.o, Reason: why})
+					}
+				}
 			}
 		}
 	})
@@ -210,8 +352,8 @@ func (p *Plan) generators() []string {
 
 // configID is a cell's ID without its repetition; gen "" or
 // DefaultGenerator adds nothing.
-func configID(o topology.Options, r Rate, gen string) string {
-	id := configIDEngine(o, r)
+func (p *Plan) configID(t topo, r Rate, gen string, lp LoadParams) string {
+	id := configIDEngine(t.o, r) + p.paramsID(t, lp)
 	if gen != "" && gen != DefaultGenerator {
 		id += "-g" + gen
 	}
@@ -229,8 +371,42 @@ func configIDEngine(o topology.Options, r Rate) string {
 	return fmt.Sprintf("%s-%s-r%s-x%d-p%d-%s-%s-%s", o.Mode, appOf(o), r, o.Replicas, o.Policies, protocolOf(o), entry, sec)
 }
 
+// topoParamsID names t's values of the topology's later axes the plan
+// lists: payload, proxy threads, placement.
+func (p *Plan) topoParamsID(t topo) string {
+	a := &p.Axes
+	var id string
+	if len(a.Payload) > 0 {
+		id += "-b" + strconv.Itoa(t.payload)
+	}
+	if len(a.ProxyThreads) > 0 {
+		id += "-t" + strconv.Itoa(t.o.ProxyThreads)
+	}
+	if len(a.Placement) > 0 {
+		id += "-" + string(t.o.Placement)
+	}
+	return id
+}
+
+// paramsID names t's and lp's values of the later axes the plan lists.
+func (p *Plan) paramsID(t topo, lp LoadParams) string {
+	a := &p.Axes
+	id := p.topoParamsID(t)
+	if len(a.Connections) > 0 {
+		id += "-c" + strconv.Itoa(lp.Connections)
+	}
+	if len(a.RequestsPerConnection) > 0 {
+		id += "-k" + strconv.Itoa(lp.RequestsPerConnection)
+	}
+	if len(a.Arrivals) > 0 {
+		id += "-" + string(lp.Arrivals)
+	}
+	return id
+}
+
 // topologyKey is Cell.TopologyKey.
-func topologyKey(o topology.Options) string {
+func (p *Plan) topologyKey(t topo) string {
+	o := t.o
 	entry, sec := "pod", "plain"
 	if o.Gateway {
 		entry = "gw"
@@ -238,7 +414,7 @@ func topologyKey(o topology.Options) string {
 	if o.MTLS {
 		sec = "mtls"
 	}
-	return fmt.Sprintf("%s-%s-x%d-p%d-%s-%s-%s-n%d", o.Mode, appOf(o), o.Replicas, o.Policies, protocolOf(o), entry, sec, o.Nodes)
+	return fmt.Sprintf("%s-%s-x%d-p%d-%s-%s-%s-n%d", o.Mode, appOf(o), o.Replicas, o.Policies, protocolOf(o), entry, sec, o.Nodes) + p.topoParamsID(t)
 }
 
 func appOf(o topology.Options) topology.App {
@@ -356,7 +532,8 @@ func shuffle(rng *rand.PCG, n int, swap func(i, j int)) {
 // duplicates fold as the package doc says). ok is false when the plan has
 // no such configuration (policies 0 missing from the axis, say).
 func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
-	o := c.Mesh
+	t := topo{o: c.Mesh, payload: c.Payload}
+	o := &t.o
 	o.Mode = p.Baseline
 	m, _ := mesh.Get(string(o.Mode))
 	switch {
@@ -369,14 +546,18 @@ func (p *Plan) BaselineOf(c Cell) (config string, ok bool) {
 		if !o.Gateway && o.Protocol == topology.ProtocolTCP && contains(p.Axes.Protocol, topology.ProtocolHTTP) {
 			o.Protocol = topology.ProtocolHTTP
 		}
+		if len(p.Axes.ProxyThreads) > 0 {
+			o.ProxyThreads = p.Axes.ProxyThreads[0]
+		}
 	case !m.Plaintext:
 		o.MTLS = true
 	}
 	if !contains(p.Axes.Mesh, o.Mode) || !contains(p.Axes.Policies, o.Policies) || !contains(p.Axes.MTLS, o.MTLS) ||
-		!contains(p.Axes.Protocol, o.Protocol) || !contains(p.Axes.Rate, c.Rate) || p.skipReason(o) != "" || p.faultSkip(o, c.Fault) != "" {
+		!contains(p.Axes.Protocol, o.Protocol) || !contains(p.Axes.Rate, c.Rate) || p.skipReason(t) != "" ||
+		p.loadSkipReason(t, c.Rate, c.Generator, c.Load) != "" || p.faultSkip(t.o, c.Fault) != "" {
 		return "", false
 	}
-	return configID(o, c.Rate, c.Generator) + faultID(c.Fault), true
+	return p.configID(t, c.Rate, c.Generator, c.Load) + faultID(c.Fault), true
 }
 
 // CellOverheadLocal is what a local-lab cell costs beyond its warm-up,

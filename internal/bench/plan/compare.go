@@ -12,7 +12,8 @@ import (
 // differences with intervals, verdict lines), mesh as before and the
 // others with interaction lines (a mesh's overhead at two values). The
 // names match internal/analysis's Axis constants.
-var CompareAxes = []string{"mesh", "policies", "mtls", "load_model", "gateway", "protocol", "replicas", "rate", "app", "generator", "fault"}
+var CompareAxes = []string{"mesh", "policies", "mtls", "load_model", "gateway", "protocol", "replicas", "rate", "app", "generator", "fault",
+	"connections", "payload", "proxy_threads", "requests_per_connection", "placement", "arrivals"}
 
 // Load models, the values of axes.load_model.
 const (
@@ -21,24 +22,33 @@ const (
 	// LoadClosed is the closed loop: every connection sends when its last
 	// answer arrives (loadgen.ClosedLoop).
 	LoadClosed = "closed"
+	// LoadBulk is bulk throughput: every connection reads one endless
+	// answer (loadgen.Bulk).
+	LoadBulk = "bulk"
 )
 
 // LoadModels are the plan's load models in canonical order: open when the
 // rate axis has a rate per second, closed when it has the closed loop.
 func (a Axes) LoadModels() []string {
 	var out []string
-	if slices.ContainsFunc(a.Rate, func(r Rate) bool { return !r.Closed() }) {
+	if slices.ContainsFunc(a.Rate, Rate.open) {
 		out = append(out, LoadOpen)
 	}
 	if slices.ContainsFunc(a.Rate, Rate.Closed) {
 		out = append(out, LoadClosed)
 	}
+	if slices.ContainsFunc(a.Rate, Rate.Bulk) {
+		out = append(out, LoadBulk)
+	}
 	return out
 }
 
-// OpenRates are the rate axis without the closed loop.
+// open reports whether r is an open-loop rate.
+func (r Rate) open() bool { return !r.Closed() && !r.Bulk() }
+
+// OpenRates are the rate axis without the closed loop and bulk.
 func (a Axes) OpenRates() []Rate {
-	return slices.DeleteFunc(slices.Clone(a.Rate), func(r Rate) bool { return r.Closed() })
+	return slices.DeleteFunc(slices.Clone(a.Rate), func(r Rate) bool { return !r.open() })
 }
 
 // loadModel reads axes.load_model: open keeps the rate axis's rates,
@@ -58,9 +68,9 @@ func (b *builder) loadModel() {
 	if e == nil {
 		return
 	}
-	const want = "allowed: open (a constant rate, each of axes.rate), closed (every connection sends when its last answer arrives)"
-	var open, closed bool
-	var closedLine int
+	const want = "allowed: open (a constant rate, each of axes.rate), closed (every connection sends when its last answer arrives), bulk (every connection reads one endless answer: bytes per second)"
+	var open, closed, bulk bool
+	var closedLine, bulkLine int
 	for _, it := range e.items {
 		switch strings.ToLower(it.text) {
 		case LoadOpen:
@@ -73,6 +83,14 @@ func (b *builder) loadModel() {
 				b.s.badItem("axes.load_model", it, "given twice")
 			}
 			closed, closedLine = true, it.line
+		case LoadBulk:
+			if bulk {
+				b.s.badItem("axes.load_model", it, "given twice")
+			}
+			if b.p.Platform == PlatformKube {
+				b.s.badItem("axes.load_model", it, "not yet supported on platform kube (the local lab has it)")
+			}
+			bulk, bulkLine = true, it.line
 		default:
 			b.s.badItem("axes.load_model", it, want)
 			b.axisBad = true
@@ -99,6 +117,10 @@ func (b *builder) loadModel() {
 	if closed {
 		a.Rate = append(a.Rate, RateOf(loadgen.ClosedLoop))
 		b.lines["axes.rate"] = append(b.lines["axes.rate"], closedLine)
+	}
+	if bulk {
+		a.Rate = append(a.Rate, RateOf(loadgen.Bulk))
+		b.lines["axes.rate"] = append(b.lines["axes.rate"], bulkLine)
 	}
 }
 

@@ -72,12 +72,12 @@ func TestCompareProblems(t *testing.T) {
 	}{
 		// An unknown axis and an axis with one value.
 		{"compare", "compare: [mesh, color, policies]\n", []string{
-			`p.yaml:1: compare "color": allowed: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app, generator, fault`,
+			`p.yaml:1: compare "color": allowed: mesh, policies, mtls, load_model, gateway, protocol, replicas, rate, app, generator, fault, connections, payload, proxy_threads, requests_per_connection, placement, arrivals`,
 			`p.yaml:1: compare "policies": axes.policies has one value: nothing to compare along it; give it two or more`,
 		}},
 		// A load model that is neither.
 		{"load model word", "axes:\n  load_model: [open, half]\n", []string{
-			`p.yaml:2: axes.load_model "half": allowed: open (a constant rate, each of axes.rate), closed (every connection sends when its last answer arrives)`,
+			`p.yaml:2: axes.load_model "half": allowed: open (a constant rate, each of axes.rate), closed (every connection sends when its last answer arrives), bulk (every connection reads one endless answer: bytes per second)`,
 		}},
 		// max and load_model both: say which to use.
 		{"max and load model", "axes:\n  rate: [50, max]\n  load_model: [open, closed]\n", []string{

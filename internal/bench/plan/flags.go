@@ -22,6 +22,14 @@ type Flags struct {
 	Gateway   string // --gateway, e.g. "false,true"
 	MTLS      string // --mtls
 
+	// The later axes. --connections takes one value (the plan-wide
+	// connections) or a list (axes.connections).
+	Payload               string // --payload, e.g. "615,1024" (axes.payload)
+	ProxyThreads          string // --proxy-threads, e.g. "1,2"
+	RequestsPerConnection string // --requests-per-connection, e.g. "0,1"
+	Placement             string // --placement, e.g. "cross-node,same-node"
+	Arrivals              string // --arrivals, e.g. "constant,poisson"
+
 	Nodes          string // --nodes
 	Duration       string // --duration, e.g. "30s"
 	Warmup         string // --warmup
@@ -98,7 +106,16 @@ func FromFlags(f Flags) (*Plan, error) {
 	set("duration", f.Duration)
 	set("warmup", f.Warmup)
 	set("drain", f.Drain)
-	set("connections", f.Connections)
+	if strings.Contains(f.Connections, ",") {
+		set("axes.connections", f.Connections)
+	} else {
+		set("connections", f.Connections)
+	}
+	set("axes.payload", f.Payload)
+	set("axes.proxy_threads", f.ProxyThreads)
+	set("axes.requests_per_connection", f.RequestsPerConnection)
+	set("axes.placement", f.Placement)
+	set("axes.arrivals", f.Arrivals)
 	set("sample_interval", f.SampleInterval)
 	set("pss_every", f.PSSEvery)
 	set("reuse_topology", f.ReuseTopology)

@@ -120,6 +120,30 @@ type Axes struct {
 	// inside the measured window at its time, undone when the load ends.
 	// Like the rate, it does not change the topology. Local only.
 	Fault []fault.Fault
+
+	// The axes below are nil when the plan does not list them: the
+	// plan-wide setting applies and cell IDs have no part for them.
+
+	// Connections lists the load generator's connection counts, each at
+	// least 1 (the plan-wide Connections otherwise).
+	Connections []int
+	// Payload lists the static app's answer sizes in bytes, 1 to
+	// workload.MaxBodySize (BodySize otherwise). A payload changes the
+	// app, so the lab's topology.
+	Payload []int
+	// ProxyThreads lists every proxy's worker threads
+	// (topology.Options.ProxyThreads), 1 to topology.MaxProxyThreads.
+	ProxyThreads []int
+	// RequestsPerConnection lists how many requests each connection
+	// carries before a new one is opened: 0 keeps every connection, 1 is
+	// a new connection per request (netperf's TCP_CRR with the closed
+	// loop).
+	RequestsPerConnection []int
+	// Placement lists where the client runs relative to the app
+	// (topology.Placement).
+	Placement []topology.Placement
+	// Arrivals lists the open loop's spacings (loadgen.Arrivals).
+	Arrivals []loadgen.Arrivals
 }
 
 // Thresholds decide when a run is invalid. Each is a fraction.
@@ -279,8 +303,11 @@ func (r Rate) Load() loadgen.Load { return r.load }
 // Closed reports whether r is the closed loop.
 func (r Rate) Closed() bool { return r.load.Closed() }
 
+// Bulk reports whether r is bulk throughput (load_model: bulk).
+func (r Rate) Bulk() bool { return r.load.Bulk() }
+
 // PerSecond returns the open-loop rate in requests per second, 0 for
-// the closed loop.
+// the closed loop and bulk.
 func (r Rate) PerSecond() float64 { return r.load.PerSecond() }
 
 // String is r's canonical text: "max", the rate's shortest decimal, or
@@ -302,7 +329,7 @@ const maxRatePerSec = 10_000_000
 // requests per second that loadgen.ParseLoad accepts (no unit: the axis is
 // per second).
 func parseRate(s string) (Rate, bool) {
-	if s == "" || strings.ContainsAny(s, "/ \t") {
+	if s == "" || s == loadgen.BulkText || strings.ContainsAny(s, "/ \t") {
 		return Rate{}, false
 	}
 	l, err := loadgen.ParseLoad(s)

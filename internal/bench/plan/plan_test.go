@@ -143,6 +143,11 @@ func TestExamples(t *testing.T) {
 		{"throttled-vs-unthrottled.yaml", 20, 20 * 10 * time.Second},
 		// The seed-002 shape for the lab-vs-cluster table: 4 modes × 2 repetitions.
 		{"lab-vs-cluster-istio.yaml", 8, 8 * (2 + 20 + 2 + 3) * time.Second},
+		// Issue 30's: Istio's published experiment, threads × connections,
+		// throughput.
+		{"istio-perf.yaml", 24, 24 * 10 * time.Second},
+		{"threads-connections.yaml", 30, 30 * 10 * time.Second},
+		{"throughput.yaml", 15, 15 * 10 * time.Second},
 		// Linkerd's: none and linkerd × static and faces × policies 0 and 5
 		// (none with policies skipped) × 2 repetitions.
 		{"lab-vs-cluster-linkerd.yaml", 12, 12 * (2 + 20 + 2 + 3) * time.Second},

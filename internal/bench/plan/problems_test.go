@@ -20,7 +20,7 @@ func TestBadPlans(t *testing.T) {
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
 			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, control_plane, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
-			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls, generator, fault`,
+			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls, generator, fault, connections, payload, proxy_threads, requests_per_connection, placement, arrivals`,
 		}},
 		// A plan file of another format version: named, with the one this
 		// meshbench reads (a file without the key is read as it).

@@ -209,10 +209,15 @@ func (p *Plan) Searches(seed int64) [][]SearchSpec {
 	}
 	var cfgs []Cell
 	p.eachTopology(func(t topo) {
-		if p.skipReason(t.o) != "" {
+		if p.skipReason(t) != "" {
 			return
 		}
-		cfgs = append(cfgs, Cell{Config: configID(t.o, Rate{}, ""), Mesh: t.o, TopologyKey: topologyKey(t.o)})
+		for _, lp := range p.loadParams() {
+			if p.loadSkipReason(t, Rate{}, "", lp) != "" {
+				continue
+			}
+			cfgs = append(cfgs, Cell{Config: p.configID(t, Rate{}, "", lp), Mesh: t.o, Payload: t.payload, Load: lp, TopologyKey: p.topologyKey(t)})
+		}
 	})
 	rng := newOrderRNG(seed)
 	out := make([][]SearchSpec, p.Repetitions)

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis/slo"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
 )
 
@@ -17,14 +19,27 @@ func (p *Plan) Settings(c Cell) platform.Settings {
 	if timeout == 0 && p.Search != nil {
 		timeout = ProbeTimeout(p.Search.Objective)
 	}
-	return platform.Settings{
+	s := platform.Settings{
 		Mesh: c.Mesh, Load: c.Rate.Load(), Generator: c.Generator, Fault: c.Fault,
 		Duration: p.Duration, Warmup: p.Warmup, Timeout: timeout, Connections: p.Connections, Workers: p.Workers,
 		SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
 		LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors,
 		AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, BodySize: p.BodySize, AppFaults: p.AppFaults,
-		Hops: p.Hops,
+		Hops:                  p.Hops,
+		RequestsPerConnection: c.Load.RequestsPerConnection, Arrivals: c.Load.Arrivals,
 	}
+	if c.Load.Connections > 0 {
+		s.Connections = c.Load.Connections
+	}
+	if c.Payload > 0 && c.Mesh.App != topology.AppFaces {
+		s.BodySize = c.Payload
+	}
+	if s.Arrivals == loadgen.ArrivalsPoisson {
+		// One schedule per repetition, the same for every configuration
+		// of it: the meshes meet the same bursts.
+		s.ArrivalsSeed = uint64(max(c.Repetition, 1))
+	}
+	return s
 }
 
 // ProbeTimeout is a probe's per-request timeout when none is given: four

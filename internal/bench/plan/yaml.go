@@ -64,12 +64,25 @@ func (p *Plan) YAML() []byte {
 		}
 		add(axes, "fault", seq(fs))
 	}
+	// The later axes, each only when listed (plans before them read back
+	// the same).
+	for _, ax := range []struct {
+		key  string
+		vals []string
+	}{{"connections", ints(p.Axes.Connections)}, {"payload", ints(p.Axes.Payload)}, {"proxy_threads", ints(p.Axes.ProxyThreads)},
+		{"requests_per_connection", ints(p.Axes.RequestsPerConnection)}, {"placement", strs(p.Axes.Placement)}, {"arrivals", strs(p.Axes.Arrivals)}} {
+		if len(ax.vals) > 0 {
+			add(axes, ax.key, seq(ax.vals))
+		}
+	}
 	add(root, "axes", axes)
 	add(root, "nodes", plain(strconv.Itoa(p.Nodes)))
 	add(root, "duration", plain(dur(p.Duration)))
 	add(root, "warmup", plain(dur(p.Warmup)))
 	add(root, "drain", plain(dur(p.Drain)))
-	add(root, "connections", plain(strconv.Itoa(p.Connections)))
+	if len(p.Axes.Connections) == 0 {
+		add(root, "connections", plain(strconv.Itoa(p.Connections)))
+	}
 	add(root, "sample_interval", plain(dur(p.SampleInterval)))
 	if p.Platform != PlatformKube {
 		add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))

@@ -129,6 +129,15 @@ func (c *Config) Validate() error {
 	if c.TLSFiles.ServerName != "" {
 		errs = append(errs, fmt.Errorf("--server-name: --generator %s cannot set the TLS server name; use --generator meshbench", name))
 	}
+	if l.Load.Bulk() {
+		errs = append(errs, fmt.Errorf("--bulk: --generator %s measures requests, not bulk throughput; use --generator meshbench", name))
+	}
+	if l.Arrivals == loadgen.ArrivalsPoisson {
+		errs = append(errs, fmt.Errorf("--arrivals poisson: --generator %s spaces requests evenly; use --generator meshbench", name))
+	}
+	if l.RequestsPerConnection > 1 {
+		errs = append(errs, fmt.Errorf("--requests-per-connection %d: --generator %s either keeps its connections or opens one per request (1); use --generator meshbench", l.RequestsPerConnection, name))
+	}
 	if name == Wrk2 {
 		errs = append(errs, c.validateWrk2()...)
 	}

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,16 @@ type Config struct {
 	Request     RequestSpec
 	TLS         *tls.Config // for https, grpcs and h2 over TLS
 	KeepAlive   bool        // reuse connections (HTTP/1.1); default true in the CLI
+	// RequestsPerConnection closes each connection after this many
+	// requests, the next one opening a new connection (HTTP/1.1 and TCP
+	// targets): 1 is a new connection per request (netperf's TCP_CRR), 0
+	// keeps every connection for the whole run.
+	RequestsPerConnection int
+	// Arrivals spaces an open loop's requests: ArrivalsConstant ("" too)
+	// or ArrivalsPoisson, drawn from Seed (recorded in the result, so a
+	// schedule can be replayed).
+	Arrivals Arrivals
+	Seed     uint64
 
 	// Progress, if set, is called from a separate goroutine every
 	// ProgressInterval (default 1 s) with figures so far.
@@ -79,8 +90,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("target %q speaks %s but %q speaks %s: all targets must use one protocol", t.Raw, t.Protocol, c.Targets[0].Raw, c.Targets[0].Protocol))
 		}
 	}
-	if r := c.Load.Rate(); !c.Load.Closed() && (r.Freq == 0 || r.Per <= 0) {
+	if r := c.Load.Rate(); !c.Load.Closed() && !c.Load.Bulk() && (r.Freq == 0 || r.Per <= 0) {
 		errs = append(errs, errors.New("rate must be > 0 (or use closed-loop --max)"))
+	}
+	if c.Load.Bulk() && len(c.Targets) > 0 && c.Targets[0].Protocol != HTTP1 {
+		errs = append(errs, fmt.Errorf("bulk load: applies to http:// and https:// targets (HTTP/1.1), not %s", c.Targets[0].Protocol))
 	}
 	if c.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("duration %v: must be > 0", c.Duration))
@@ -100,6 +114,20 @@ func (c *Config) Validate() error {
 		if err := CheckRequestIDPrefix(c.RequestIDs); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.RequestsPerConnection < 0 {
+		errs = append(errs, fmt.Errorf("requests per connection %d: allowed: 0 (keep every connection) or more", c.RequestsPerConnection))
+	} else if c.RequestsPerConnection > 0 && len(c.Targets) > 0 && c.Targets[0].Protocol != HTTP1 && c.Targets[0].Protocol != TCP {
+		errs = append(errs, fmt.Errorf("requests per connection %d: applies to http/1.1 and tcp targets, not %s", c.RequestsPerConnection, c.Targets[0].Protocol))
+	}
+	switch c.Arrivals {
+	case "", ArrivalsConstant:
+	case ArrivalsPoisson:
+		if c.Load.Closed() {
+			errs = append(errs, errors.New("arrivals poisson: a closed loop sends when answers arrive, it has no schedule to space"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("arrivals %q: allowed: %s", c.Arrivals, strings.Join(ArrivalsNames, ", ")))
 	}
 	if c.MaxQueue < 0 {
 		errs = append(errs, fmt.Errorf("max-queue %d: must be >= 0", c.MaxQueue))
@@ -237,6 +265,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
+	if cfg.Load.Bulk() {
+		return runBulk(ctx, cfg, now)
+	}
 	nShards := min(cfg.Connections, 4*runtime.GOMAXPROCS(0))
 	shards := make([]*shard, nShards)
 	for i := range shards {
@@ -245,7 +276,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	conns := make([]conn, cfg.Connections)
 	for i := range conns {
-		c, err := newConn(cfg.Targets[i%len(cfg.Targets)], cfg.Request, cfg.TLS, cfg.KeepAlive)
+		c, err := newConn(cfg.Targets[i%len(cfg.Targets)], cfg.Request, cfg.TLS, cfg.KeepAlive && cfg.RequestsPerConnection != 1)
 		if err != nil {
 			for _, c := range conns[:i] {
 				c.Close()
@@ -255,7 +286,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if r, ok := c.(requestIDer); ok && cfg.RequestIDs != "" {
 			r.useRequestIDs(cfg.RequestIDs)
 		}
-		conns[i] = c
+		conns[i] = recycle(c, cfg.RequestsPerConnection)
 	}
 	per := perRequest{ids: cfg.RequestIDs != "", on: cfg.OnRequest}
 
@@ -297,6 +328,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		queue = make(chan ticket, limit)
 		pacer := Pacer{Rate: cfg.Load.Rate(), Duration: measureEnd}
 		warmPacer := Pacer{Rate: cfg.Load.Rate(), Duration: warm}
+		if cfg.Arrivals == ArrivalsPoisson {
+			pacer.Poisson, warmPacer.Poisson = NewPoissonSchedule(cfg.Seed), NewPoissonSchedule(cfg.Seed)
+		}
 		warmCount := warmPacer.Total()
 		if warm == 0 {
 			warmCount = 0

@@ -17,6 +17,7 @@ import (
 type Load struct {
 	rate   Rate
 	closed bool
+	bulk   bool
 }
 
 // ClosedLoop is the closed loop, the one name in code for what users
@@ -28,17 +29,32 @@ var ClosedLoop = Load{closed: true}
 // expected: the plan's rate axis and Load.String.
 const ClosedLoopText = "max"
 
+// Bulk is the bulk-throughput load (netperf's TCP_STREAM, in the
+// server-to-client direction): every connection asks for one endless
+// answer (`meshbench serve static`'s StreamPath) and reads it as fast as
+// it can; what counts is the bytes received in the measured window
+// (`meshbench load --bulk`, `load_model: bulk`).
+var Bulk = Load{bulk: true}
+
+// BulkText is how the bulk load is written: Load.String, the plan's
+// load_model and cell IDs ("rbulk").
+const BulkText = "bulk"
+
 // OpenLoop is the open loop at r.
 func OpenLoop(r Rate) Load { return Load{rate: r.reduced()} }
 
 // OpenLoopPerSecond is the open loop at n requests per second.
 func OpenLoopPerSecond(n uint64) Load { return OpenLoop(Rate{Freq: n, Per: time.Second}) }
 
-// ParseLoad reads a load: ClosedLoopText ("max") for the closed loop, or a
-// rate as ParseRate reads it ("1000", "33.3", "60/m").
+// ParseLoad reads a load: ClosedLoopText ("max") for the closed loop,
+// BulkText ("bulk") for bulk throughput, or a rate as ParseRate reads it
+// ("1000", "33.3", "60/m").
 func ParseLoad(s string) (Load, error) {
-	if strings.TrimSpace(s) == ClosedLoopText {
+	switch strings.TrimSpace(s) {
+	case ClosedLoopText:
 		return ClosedLoop, nil
+	case BulkText:
+		return Bulk, nil
 	}
 	r, err := ParseRate(s)
 	if err != nil {
@@ -49,6 +65,9 @@ func ParseLoad(s string) (Load, error) {
 
 // Closed reports whether l is the closed loop.
 func (l Load) Closed() bool { return l.closed }
+
+// Bulk reports whether l is the bulk-throughput load.
+func (l Load) Bulk() bool { return l.bulk }
 
 // IsZero reports whether l is the zero Load (no load set).
 func (l Load) IsZero() bool { return l == Load{} }
@@ -61,28 +80,35 @@ func (l Load) Rate() Rate { return l.rate }
 func (l Load) PerSecond() float64 { return l.rate.PerSecond() }
 
 // RateText is the open loop's rate as RateText renders it, "" for the
-// closed loop and the zero Load (the manifest's "rate" key).
+// closed loop, bulk and the zero Load (the manifest's "rate" key).
 func (l Load) RateText() string {
-	if l.closed || l.rate.Freq == 0 {
+	if l.closed || l.bulk || l.rate.Freq == 0 {
 		return ""
 	}
 	return l.rate.Text()
 }
 
-// String is ClosedLoopText for the closed loop, else RateText: what
+// String is ClosedLoopText for the closed loop, BulkText for bulk, else
+// RateText: what
 // ParseLoad reads back as l.
 func (l Load) String() string {
 	if l.closed {
 		return ClosedLoopText
 	}
+	if l.bulk {
+		return BulkText
+	}
 	return l.RateText()
 }
 
-// Flags are the `meshbench load` flags that ask for l: --max, or --rate
-// with RateText.
+// Flags are the `meshbench load` flags that ask for l: --max, --bulk, or
+// --rate with RateText.
 func (l Load) Flags() []string {
 	if l.closed {
 		return []string{"--max"}
+	}
+	if l.bulk {
+		return []string{"--bulk"}
 	}
 	return []string{"--rate", l.RateText()}
 }

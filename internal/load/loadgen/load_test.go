@@ -43,12 +43,17 @@ func TestParseLoad(t *testing.T) {
 	if !(Load{}).IsZero() || ClosedLoop.IsZero() || ClosedLoop.RateText() != "" || (Load{}).String() != "" {
 		t.Error("zero Load or ClosedLoop misreported")
 	}
+	// Bulk: neither a rate nor the closed loop; "bulk" both ways.
+	b, err := ParseLoad("bulk")
+	if err != nil || b != Bulk || !b.Bulk() || b.Closed() || b.RateText() != "" || b.String() != "bulk" || !slices.Equal(b.Flags(), []string{"--bulk"}) {
+		t.Errorf("ParseLoad(bulk) = %+v, %v; flags %q", b, err, b.Flags())
+	}
 }
 
 // FuzzParseLoad: whatever ParseLoad accepts, its String reads back as the
 // same Load.
 func FuzzParseLoad(f *testing.F) {
-	for _, s := range []string{"max", "100", "33.3", "60/m", "1/3s", "5/100ms", "0.000001"} {
+	for _, s := range []string{"max", "bulk", "100", "33.3", "60/m", "1/3s", "5/100ms", "0.000001"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -118,7 +118,8 @@ func parseDecimal(s string) (value, scale uint64, err error) {
 }
 
 // Pacer decides when each request of an open-loop run is due. It is a pure
-// function of (elapsed, sent): no clock, no state.
+// function of (elapsed, sent): no clock, and no state but a Poisson
+// schedule's memo of its last draw (which changes no answer).
 type Pacer struct {
 	Rate Rate
 	// Duration bounds the schedule: request n is sent only if its intended
@@ -126,6 +127,10 @@ type Pacer struct {
 	Duration time.Duration
 	// Count bounds the number of requests; 0 means unbounded.
 	Count uint64
+	// Poisson, when not nil, spaces the requests by exponential gaps of
+	// mean 1/Rate drawn from its seed (ArrivalsPoisson) instead of exactly
+	// 1/Rate apart; the schedule is still a function of n alone.
+	Poisson *PoissonSchedule
 }
 
 // Intended returns the intended send time of request n (0-based) relative to
@@ -134,6 +139,9 @@ type Pacer struct {
 func (p Pacer) Intended(n uint64) (t time.Duration, ok bool) {
 	if p.Rate.Freq == 0 || p.Rate.Per <= 0 {
 		return 0, false
+	}
+	if p.Poisson != nil {
+		return p.Poisson.intended(p.Rate, n)
 	}
 	hi, lo := bits.Mul64(n, uint64(p.Rate.Per))
 	if hi >= p.Rate.Freq {
@@ -170,6 +178,18 @@ func (p Pacer) Pace(elapsed time.Duration, sent uint64) (wait time.Duration, sto
 func (p Pacer) Total() uint64 {
 	if p.Duration <= 0 {
 		return p.Count
+	}
+	if p.Poisson != nil {
+		// Count the arrivals before Duration, one draw each.
+		var n uint64
+		for p.Count == 0 || n < p.Count {
+			t, ok := p.Intended(n)
+			if !ok || t >= p.Duration {
+				break
+			}
+			n++
+		}
+		return n
 	}
 	// Requests n with n·Per/Freq < Duration: n < Duration·Freq/Per, so
 	// ceil(Duration·Freq/Per).

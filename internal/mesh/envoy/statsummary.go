@@ -42,6 +42,9 @@ type ProxyStats struct {
 	Overflow OverflowStats `json:"overflow"`
 	// TCPProxies holds each tcp_proxy filter by stat prefix (tcp.PREFIX.*).
 	TCPProxies map[string]TCPProxyStats `json:"tcp_proxies,omitempty"`
+	// Concurrency is the proxy's worker threads as it reports them (the
+	// server.concurrency gauge: --concurrency); 0 when not reported.
+	Concurrency uint64 `json:"concurrency,omitempty"`
 }
 
 // HTTPStats are an HTTP connection manager's downstream request counters
@@ -170,7 +173,7 @@ const adminScope = "admin"
 
 // Summarize extracts a ProxyStats from a snapshot (from Stats).
 func Summarize(s *StatsSnapshot) ProxyStats {
-	var ps ProxyStats
+	ps := ProxyStats{Concurrency: s.Gauges["server.concurrency"]}
 
 	for _, p := range scopes(s.Counters, "http.", ".downstream_rq_total") {
 		if p == adminScope {

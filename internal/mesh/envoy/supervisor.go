@@ -93,11 +93,16 @@ type Spec struct {
 	// Gid, when above 0, is the group the Envoy runs as (Istio's
 	// istio-proxy group 1337, which istio-init's capture exempts).
 	Gid int
+	// Concurrency is Envoy's --concurrency, its worker threads; 0 is 1,
+	// the lab's default (LAB.md: each more worker is another connection
+	// pool and another HBONE connection per peer).
+	Concurrency int
 }
 
 // Supervisor starts Envoy processes and keeps track of every one, so that
 // StopAll can stop them all by PID. Each Envoy runs in its own process
-// group with `--concurrency 1 --disable-hot-restart`. On Linux each Envoy
+// group with `--concurrency N --disable-hot-restart` (Spec.Concurrency, 1
+// by default). On Linux each Envoy
 // also gets SIGTERM if meshbench itself dies (parent-death signal), so a
 // crash or a test timeout leaves no Envoy behind. A Supervisor is safe for
 // concurrent use. StopAll is final: use a new Supervisor for the next set
@@ -304,7 +309,7 @@ func (s *Supervisor) spawnLocked(spec Spec, level string, env []string) (*Proc, 
 
 	args := []string{
 		"-c", spec.ConfigPath,
-		"--concurrency", "1",
+		"--concurrency", strconv.Itoa(max(spec.Concurrency, 1)),
 		"--disable-hot-restart",
 		"--log-level", level,
 	}

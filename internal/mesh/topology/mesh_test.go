@@ -26,6 +26,12 @@ func TestValidate(t *testing.T) {
 		{"zero app and protocol", opts(func(o *Options) { o.App, o.Protocol = "", "" }), nil},
 		// Linkerd is a local mode (on the netns substrate).
 		{"linkerd", opts(func(o *Options) { o.Mode = "linkerd" }), nil},
+		// Placement: a client pod in the mesh, beside the app or not;
+		// through a gateway the load has no client pod to place.
+		{"same node", opts(func(o *Options) { o.Placement = PlacementSameNode }), nil},
+		{"same node gateway", opts(func(o *Options) { o.Placement, o.Gateway = PlacementSameNode, true }), []string{"placement same-node: the load enters through the gateway's own node"}},
+		{"placement bad", opts(func(o *Options) { o.Placement = "rack" }), []string{`placement "rack": allowed: cross-node, same-node`}},
+		{"threads", opts(func(o *Options) { o.ProxyThreads = 257 }), []string{"proxy_threads 257: allowed: 1 to 256"}},
 		// Linkerd with policies: the client's identity is allowed by rule 1.
 		{"linkerd policies", opts(func(o *Options) { o.Mode, o.Policies = "linkerd", 4 }), nil},
 		// Linkerd has no plaintext variant, no gateway and no attacker in the lab.
@@ -534,4 +540,41 @@ func TestPlanStepNamed(t *testing.T) {
 		}
 	}
 	t.Error("the steps ran without the sidecars")
+}
+
+// TestSameNodePlacement: with PlacementSameNode the client (and the
+// attacker) move to the first app node, below its app pods' hosts; node
+// 1 stays and every other node keeps its number and its pods.
+func TestSameNodePlacement(t *testing.T) {
+	o := DefaultOptions()
+	o.Mode, o.Attacker, o.Replicas = ModeAmbient, true, 2
+	cross, err := Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Placement = PlacementSameNode
+	same, err := Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range same.Pods {
+		switch p.Role {
+		case PodClient, PodAttacker:
+			want := SameNodeClientHost
+			if p.Role == PodAttacker {
+				want = SameNodeAttackerHost
+			}
+			if p.Node != ClientNode+1 || int(p.Addr.As4()[3]) != want {
+				t.Errorf("%s on node %d at %s, want node 2 host %d", p.Name, p.Node, p.Addr, want)
+			}
+		}
+	}
+	if len(same.Nodes) != len(cross.Nodes) {
+		t.Errorf("%d nodes, cross-node has %d", len(same.Nodes), len(cross.Nodes))
+	}
+	for i, p := range cross.ServerPods() {
+		if q := same.ServerPods()[i]; q.Addr != p.Addr || q.Node != p.Node {
+			t.Errorf("server pod %s moved: %s on node %d, was %s on node %d", p.Name, q.Addr, q.Node, p.Addr, p.Node)
+		}
+	}
 }

@@ -89,6 +89,22 @@ const (
 	ProtocolTCP Protocol = "tcp"
 )
 
+// Placement is where the client pod runs relative to the app's pods.
+type Placement string
+
+// The placements.
+const (
+	// PlacementCrossNode puts the client on a node of its own, the app on
+	// the app nodes: every request crosses nodes (the default, "").
+	PlacementCrossNode Placement = "cross-node"
+	// PlacementSameNode puts the client on the first app node, beside the
+	// app's first pod: a node proxy carries both ends of a request.
+	PlacementSameNode Placement = "same-node"
+)
+
+// Placements lists the placements as plans and flags write them.
+var Placements = []Placement{PlacementCrossNode, PlacementSameNode}
+
 // Limits of Options.
 const (
 	// MaxAppNodes is the largest Options.Nodes: node numbers stay below 255
@@ -99,6 +115,8 @@ const (
 	MaxPodsPerNode = 245
 	// MaxPolicies is the largest Options.Policies.
 	MaxPolicies = 1000
+	// MaxProxyThreads is the largest Options.ProxyThreads.
+	MaxProxyThreads = 256
 )
 
 // Options chooses a topology. DefaultOptions gives a valid starting point;
@@ -134,6 +152,16 @@ type Options struct {
 	// client node with its own outbound path to the server, so a run can
 	// prove that the policies deny it. Needs a mesh mode.
 	Attacker bool
+	// ProxyThreads is every proxy's worker threads: Envoy's --concurrency
+	// (sidecars, waypoint, gateway, and Envoy standing in for ztunnel),
+	// ztunnel's ZTUNNEL_WORKER_THREADS, linkerd2-proxy's
+	// LINKERD2_PROXY_CORES; 0 leaves the lab's defaults (Envoy 1, ztunnel
+	// 2, linkerd2-proxy 1). 0 to MaxProxyThreads.
+	ProxyThreads int
+	// Placement is where the client pod runs: PlacementCrossNode ("" too)
+	// or PlacementSameNode (on the first app node, with the app's first
+	// pod; not with a gateway).
+	Placement Placement
 	// LoopbackNet is the second octet of every address of the lab:
 	// 127.<LoopbackNet>.<node>.<host>. 0, the default, gives LAB.md's
 	// 127.0.N.x; other values let two labs run side by side (tests of
@@ -227,6 +255,18 @@ func (o Options) Validate() error {
 		if o.Attacker {
 			bad("attacker", "true", "mesh linkerd has no attacker pod in the lab yet (a foreign identity's refusal is tested in internal/linkerd)")
 		}
+	}
+	if o.ProxyThreads < 0 || o.ProxyThreads > MaxProxyThreads {
+		bad("proxy_threads", strconv.Itoa(o.ProxyThreads), fmt.Sprintf("allowed: 1 to %d worker threads per proxy (0: each proxy's default)", MaxProxyThreads))
+	}
+	switch o.Placement {
+	case "", PlacementCrossNode:
+	case PlacementSameNode:
+		if o.Gateway {
+			bad("placement", string(o.Placement), "the load enters through the gateway's own node: placement applies to a client pod in the mesh")
+		}
+	default:
+		bad("placement", strconv.Quote(string(o.Placement)), "allowed: cross-node, same-node")
 	}
 	if o.Attacker && o.Mode == ModeNone {
 		bad("attacker", "true", "needs a mesh mode (sidecar, ambient or waypoint): without one nothing stands between the attacker and the app")

@@ -29,6 +29,11 @@ const (
 	AttackerHost = 20
 	// ClientNode is the client's (the load generator's) node number.
 	ClientNode = 1
+	// SameNodeClientHost and SameNodeAttackerHost are the client's and the
+	// attacker's host numbers on the first app node with
+	// PlacementSameNode: below the app pods' FirstPodHost.
+	SameNodeClientHost   = 9
+	SameNodeAttackerHost = 8
 )
 
 // InboundPassthroughSource is the source address of a sidecar's connections
@@ -513,10 +518,16 @@ func (p *planner) nodes() {
 // order.
 func (p *planner) pods() {
 	o, t := p.o, p.t
-	t.Pods = append(t.Pods, Pod{Name: "client", Role: PodClient, Node: ClientNode, Addr: p.at(ClientNode, FirstPodHost), Identity: IdentityClient})
+	clientNode, clientHost, attackerHost := ClientNode, FirstPodHost, AttackerHost
+	if o.Placement == PlacementSameNode {
+		// The first app node, beside the app's first pod: node 1 stays,
+		// empty, so every other node keeps its number.
+		clientNode, clientHost, attackerHost = ClientNode+1, SameNodeClientHost, SameNodeAttackerHost
+	}
+	t.Pods = append(t.Pods, Pod{Name: "client", Role: PodClient, Node: clientNode, Addr: p.at(clientNode, clientHost), Identity: IdentityClient})
 	if o.Attacker {
-		t.Pods = append(t.Pods, Pod{Name: "attacker", Role: PodAttacker, Node: ClientNode,
-			Addr: p.at(ClientNode, AttackerHost), Identity: IdentityAttacker})
+		t.Pods = append(t.Pods, Pod{Name: "attacker", Role: PodAttacker, Node: clientNode,
+			Addr: p.at(clientNode, attackerHost), Identity: IdentityAttacker})
 	}
 	nextHost := map[int]int{}
 	for _, svc := range t.Services {

@@ -291,7 +291,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 	var specs []envoy.Spec
 	for _, p := range l.topo.Proxies {
 		spec := envoy.Spec{Name: p.Name, ConfigPath: configs[p.Name], AdminAddr: p.Admin.String(),
-			LogPath: filepath.Join(l.dir, results.LogsDir, p.Name+".log")}
+			LogPath: filepath.Join(l.dir, results.LogsDir, p.Name+".log"), Concurrency: l.topo.Options.ProxyThreads}
 		if l.net != nil {
 			spec.In, spec.Gid = l.net.EnvoyIn(p)
 		}

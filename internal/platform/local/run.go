@@ -109,6 +109,57 @@ type cell struct {
 	// hopOffsets are the sizes of the proxies' hop logs when the cell's
 	// load started (Options.Hops).
 	hopOffsets map[string]int64
+	// kernel are the kernel snapshots at the measured window's start and
+	// near its end (kernelCPU), nil when not taken.
+	kernel [2]*sample.KernelSnapshot
+}
+
+// snapKernel takes the kernel snapshot i (0: the window's start, 1: its
+// end) of the machine and of every process of the cell so far.
+func (c *cell) snapKernel(i int) {
+	c.mu.Lock()
+	// meshbench itself too: its sampler's reads of /proc (smaps_rollup
+	// above all) are kernel work of its own, reported as its overhead.
+	pids := []int{os.Getpid()}
+	for _, p := range c.manifest.Processes {
+		if p.PID > 0 {
+			pids = append(pids, p.PID)
+		}
+	}
+	c.mu.Unlock()
+	s, err := sample.ReadKernel(pids)
+	if err != nil {
+		c.logf("kernel CPU: %v", err)
+		return
+	}
+	c.mu.Lock()
+	c.kernel[i] = &s
+	c.mu.Unlock()
+}
+
+// kernelCPU puts the kernel's CPU over the measured window into the
+// manifest's derived figures (sample.KernelBetween): the whole machine's
+// system, irq and softirq time, and that part no sampled process was
+// charged with. The end snapshot is taken shortly before the load ends,
+// while every process still runs.
+func (c *cell) kernelCPU() {
+	c.mu.Lock()
+	a, b := c.kernel[0], c.kernel[1]
+	c.mu.Unlock()
+	if a == nil || b == nil {
+		return
+	}
+	k, err := sample.KernelBetween(*a, *b)
+	if err != nil {
+		c.logf("%v", err)
+		return
+	}
+	if c.manifest.Derived == nil {
+		c.manifest.Derived = map[string]float64{}
+	}
+	c.manifest.Derived[sample.KernelNodeCPU] = k.Node
+	c.manifest.Derived[sample.KernelSoftIRQCPU] = k.SoftIRQ
+	c.manifest.Derived[sample.KernelOutsideCPU] = k.Outside
 }
 
 func (c *cell) logf(format string, a ...any) {
@@ -419,6 +470,7 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	c.checkValidity(loadRes)
 	c.checkLoadCPU(summary)
 	c.manifest.Derived = derive(l.topo, loadRes, summary)
+	c.kernelCPU()
 	c.checkNodeProxyMTLS()
 	c.checkMesh()
 	return res, ctx.Err()
@@ -506,6 +558,19 @@ func (c *cell) waitIdle(ctx context.Context) error {
 	return fmt.Errorf("lab not idle before the load: CPU %.0fm, threshold %.0fm after %v", last, threshold, c.opts.IdleTimeout)
 }
 
+// loadShapeArgs are the `meshbench load` flags of the cell's requests
+// per connection and arrivals (none at their defaults).
+func (c *cell) loadShapeArgs() []string {
+	var args []string
+	if c.opts.RequestsPerConnection > 0 {
+		args = append(args, "--requests-per-connection", strconv.Itoa(c.opts.RequestsPerConnection))
+	}
+	if c.opts.Arrivals == loadgen.ArrivalsPoisson {
+		args = append(args, "--arrivals", string(loadgen.ArrivalsPoisson), "--seed", strconv.FormatUint(c.opts.ArrivalsSeed, 10))
+	}
+	return args
+}
+
 // runLoad runs `meshbench load` as its own (sampled) process and reads its
 // result. It watches every other process: one dying ends the load.
 func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, time.Time, error) {
@@ -542,8 +607,14 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 		progressPath = filepath.Join(c.dir.Path, results.LogsDir, "load-progress.json")
 		args = append(args, "--progress-file", progressPath)
 	}
+	args = append(args, c.loadShapeArgs()...)
 	for _, t := range l.topo.LoadTargets {
-		args = append(args, t.URL)
+		u := t.URL
+		if c.opts.Load.Bulk() {
+			// Bulk reads the static app's endless answer.
+			u = strings.TrimSuffix(u, "/") + workload.StreamPath
+		}
+		args = append(args, u)
 	}
 	lc, _, err := startChild(l.enter(loadPod), c.opts.Meshbench, "load", "load", sample.CategoryLoad, filepath.Join(c.dir.Path, results.LogsDir, "load.log"), args...)
 	if err != nil {
@@ -560,11 +631,16 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 	// however it ends.
 	faulted := c.scheduleFault(ctx, measureFrom)
 	warmTimer := time.AfterFunc(c.opts.Warmup, func() {
+		c.snapKernel(0)
 		endWarm()
 		enter(c.opts, "measure")
 		l.resetAppDelays(ctx)
 	})
 	defer warmTimer.Stop()
+	// The window's end for the kernel's CPU: a little before the load's,
+	// so that every sampled process still runs and is read.
+	kernelEnd := time.AfterFunc(c.opts.Warmup+c.opts.Duration-min(200*time.Millisecond, c.opts.Duration/5), func() { c.snapKernel(1) })
+	defer kernelEnd.Stop()
 
 	// Watch for a process dying mid-run.
 	var died error
@@ -793,10 +869,11 @@ func (c *cell) checkMesh() {
 // LoadCPUMax of one core (its engine runs on one thread by default), where
 // its own scheduling, not the mesh, would shape the latencies.
 //
-// The closed loop is exempt: there the generator runs flat out by design,
-// and the output already labels its latencies as queueing-dominated.
+// The closed loop and bulk are exempt: there the generator runs flat out
+// by design, and the output already labels its latencies as
+// queueing-dominated (bulk has none: its figure is bytes per second).
 func (c *cell) checkLoadCPU(s sample.Summary) {
-	if c.opts.Load.Closed() {
+	if c.opts.Load.Closed() || c.opts.Load.Bulk() {
 		return
 	}
 	limit := c.opts.LoadCPUMax

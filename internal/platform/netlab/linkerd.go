@@ -68,7 +68,7 @@ func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshben
 		}
 	}
 	o := linkerd.Options{Proxy: bin, Dir: tmp, CA: ca, Rules: t.Policies, ProfileNetworks: []netip.Prefix{lab.Opts.Subnet}, Log: log,
-		Meshbench: meshbench}
+		Meshbench: meshbench, Cores: t.Options.ProxyThreads}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, controlplane.Service{Name: svc.Name, Namespace: svc.Namespace, VIP: lab.Services[svc.Name],
 			Port: svc.Port, TargetPort: svc.Port})

@@ -98,6 +98,9 @@ type Options struct {
 	Services []ServiceSpec
 	// Policies is the number of the lab's L4 ALLOW rules (topology.Rules).
 	Policies int
+	// ZtunnelWorkerThreads is every ztunnel's ZTUNNEL_WORKER_THREADS; 0
+	// is ztunnel's default (2).
+	ZtunnelWorkerThreads int
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -402,6 +405,7 @@ func (l *Lab) startNode(ctx context.Context, n *Node, cfgPath, rootPath string) 
 	n.Ztunnel, err = ztunnel.Start(ztunnel.Spec{
 		Bin: l.Opts.Ztunnel, NS: n.NS, NodeName: n.Name, ConfigPath: cfgPath, UDS: n.Agent.Path,
 		CAAddress: fmt.Sprintf("https://127.0.0.1:%d", caPort), RootCAPath: rootPath, Token: caToken, ClusterID: clusterID, Log: logf,
+		WorkerThreads: l.Opts.ZtunnelWorkerThreads,
 	})
 	if err != nil {
 		return err

@@ -244,6 +244,7 @@ func (u *upping) spec(context.Context) error {
 	if u.meshed {
 		o.Ztunnel = u.s.Ztunnel
 		o.Policies = t.Options.Policies
+		o.ZtunnelWorkerThreads = t.Options.ProxyThreads
 	}
 	nodes := slices.Clone(t.Nodes)
 	slices.SortFunc(nodes, func(a, b topology.Node) int { return a.Index - b.Index })

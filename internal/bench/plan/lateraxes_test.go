@@ -1,0 +1,138 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+)
+
+// TestLaterAxes: connections, payload, proxy_threads,
+// requests_per_connection and arrivals cross like the other axes, name
+// their values in cell IDs, reach each cell's settings and round-trip
+// through the canonical YAML; a plan without them keeps its IDs.
+func TestLaterAxes(t *testing.T) {
+	p := mustParse(t, "p.yaml", `repetitions: 1
+axes:
+  mesh: [none, sidecar]
+  rate: [1000]
+  connections: [2, 64]
+  payload: [1024]
+  proxy_threads: [1, 2]
+  requests_per_connection: [0, 1]
+  arrivals: [constant, poisson]
+compare: [mesh, connections, proxy_threads]
+`)
+	// none: proxy threads fold into the first value (no proxy); sidecar
+	// has both. Each topology runs 2 connections × 2 per-connection ×
+	// 2 arrivals.
+	cells := p.Cells()
+	if want := (1 + 2) * 2 * 2 * 2; len(cells) != want {
+		t.Fatalf("%d cells, want %d", len(cells), want)
+	}
+	ids := map[string]Cell{}
+	for _, c := range cells {
+		ids[c.ID] = c
+	}
+	c, ok := ids["sidecar-static-r1000-x1-p0-http-pod-mtls-b1024-t2-c64-k1-poisson-rep1"]
+	if !ok {
+		t.Fatalf("no cell sidecar…-b1024-t2-c64-k1-poisson-rep1 among %v", slices.Collect(func(yield func(string) bool) {
+			for id := range ids {
+				if !yield(id) {
+					return
+				}
+			}
+		}))
+	}
+	if c.Mesh.ProxyThreads != 2 || c.TopologyKey != "sidecar-static-x1-p0-http-pod-mtls-n1-b1024-t2" {
+		t.Errorf("cell %s: proxy threads %d, topology %s", c.ID, c.Mesh.ProxyThreads, c.TopologyKey)
+	}
+	s := p.Settings(c)
+	if s.Connections != 64 || s.RequestsPerConnection != 1 || s.Arrivals != loadgen.ArrivalsPoisson || s.ArrivalsSeed != 1 || s.BodySize != 1024 {
+		t.Errorf("settings %+v: want 64 connections, 1 per connection, poisson seed 1, 1024 bytes", s)
+	}
+	rec := s.Record(c.Mesh)
+	if rec.ProxyThreads != 2 || rec.Payload != 1024 || rec.RequestsPerConnection != 1 || rec.Arrivals != "poisson" || rec.Connections != 64 {
+		t.Errorf("recorded settings %+v", rec)
+	}
+	skipped := false
+	for _, s := range p.Skipped() {
+		if strings.Contains(s.Reason, "mesh none with proxy_threads 2: no proxy") {
+			skipped = true
+		}
+	}
+	if !skipped {
+		t.Errorf("skipped %+v: want none at 2 proxy threads listed with its reason", p.Skipped())
+	}
+	if base, ok := p.BaselineOf(c); !ok || base != "none-static-r1000-x1-p0-http-pod-mtls-b1024-t1-c64-k1-poisson" {
+		t.Errorf("baseline of %s: %q, %v", c.ID, base, ok)
+	}
+	back := mustParse(t, "back.yaml", string(p.YAML()))
+	if !slices.Equal(back.Axes.Connections, p.Axes.Connections) || !slices.Equal(back.Axes.ProxyThreads, p.Axes.ProxyThreads) ||
+		!slices.Equal(back.Axes.Arrivals, p.Axes.Arrivals) || !slices.Equal(back.Axes.RequestsPerConnection, p.Axes.RequestsPerConnection) ||
+		!slices.Equal(back.Axes.Payload, p.Axes.Payload) || len(back.Cells()) != len(cells) {
+		t.Errorf("round trip:\n%s", p.YAML())
+	}
+
+	// Flags: --connections with a comma is the axis.
+	f, err := FromFlags(Flags{Mesh: "sidecar", Connections: "2,4", ProxyThreads: "1,2", Compare: "mesh,proxy_threads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.Axes.Connections, []int{2, 4}) || !slices.Equal(f.Axes.ProxyThreads, []int{1, 2}) || len(f.Cells()) != 2*2*3 {
+		t.Errorf("from flags: connections %v, threads %v, %d cells", f.Axes.Connections, f.Axes.ProxyThreads, len(f.Cells()))
+	}
+}
+
+// TestBulkAndLoadSkips: load_model bulk is its own rate value ("rbulk")
+// and the loads it cannot run are listed as skipped with why.
+func TestBulkAndLoadSkips(t *testing.T) {
+	p := mustParse(t, "b.yaml", `repetitions: 1
+axes:
+  mesh: [none, sidecar]
+  rate: [100]
+  load_model: [open, closed, bulk]
+  requests_per_connection: [0, 1]
+`)
+	var bulk []string
+	for _, c := range p.Cells() {
+		if c.Rate.Bulk() {
+			bulk = append(bulk, c.ID)
+		}
+	}
+	if !slices.Equal(bulk, []string{"none-static-rbulk-x1-p0-http-pod-mtls-k0-rep1", "sidecar-static-rbulk-x1-p0-http-pod-mtls-k0-rep1"}) {
+		t.Errorf("bulk cells %v", bulk)
+	}
+	var reasons []string
+	for _, s := range p.Skipped() {
+		reasons = append(reasons, s.Config+": "+s.Reason)
+	}
+	if !slices.Contains(reasons, "sidecar-static-rbulk-x1-p0-http-pod-mtls-k1: load_model bulk with requests_per_connection 1: a bulk connection carries one endless answer") {
+		t.Errorf("skipped:\n%s", strings.Join(reasons, "\n"))
+	}
+	if !slices.Equal(p.Axes.LoadModels(), []string{LoadOpen, LoadClosed, LoadBulk}) {
+		t.Errorf("load models %v", p.Axes.LoadModels())
+	}
+}
+
+// TestLaterAxesProblems: bad values are named with what is allowed.
+func TestLaterAxesProblems(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"connections 0", "axes:\n  connections: [0]\n", `axes.connections "0": allowed: a whole number, 1 or more`},
+		{"both connections", "connections: 4\naxes:\n  connections: [2, 8]\n", `connections "4": given with axes.connections`},
+		{"threads", "axes:\n  proxy_threads: [0]\n", `axes.proxy_threads "0": allowed: 1 to 256 worker threads per proxy`},
+		{"arrivals", "axes:\n  arrivals: [bursty]\n", `axes.arrivals "bursty": allowed: constant`},
+		{"same node gateway", "axes:\n  mesh: [sidecar]\n  gateway: [true]\n  placement: [same-node]\n", `axes.placement same-node: the load enters through the gateway's own node`},
+		{"kube threads", "platform: kube\naxes:\n  proxy_threads: [2]\n", `axes.proxy_threads: not yet supported on platform kube`},
+		{"kube bulk", "platform: kube\naxes:\n  load_model: [bulk]\n", `axes.load_model "bulk": not yet supported on platform kube`},
+		{"poisson only closed", "axes:\n  load_model: [closed]\n  arrivals: [poisson]\n", `axes.arrivals "poisson": no cell has it: arrivals poisson with load_model max`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant it to say %q", err, tc.want)
+			}
+		})
+	}
+}
