@@ -89,7 +89,7 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		return nil, err
 	}
 	l.sub.OnClose("lab API server", api.Close)
-	d, err := l.StartIstiod(ctx, IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t)})
+	d, err := l.StartIstiod(ctx, IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads})
 	if err != nil {
 		return nil, err
 	}
