@@ -331,12 +331,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			t := time.NewTicker(interval)
 			defer t.Stop()
+			merged := latency.NewRecorder() // reused: a snapshot allocates nothing
 			for {
 				select {
 				case <-progressDone:
 					return
 				case <-t.C:
-					cfg.Progress(snapshotProgress(shards, dropped.Load(), since()-warm))
+					cfg.Progress(snapshotProgress(shards, merged, dropped.Load(), since()-warm))
 				}
 			}
 		}()
@@ -572,9 +573,10 @@ func isSuccess(code int) bool {
 	return code == 0 || code == tcpOK || (code >= 200 && code < 400)
 }
 
-func snapshotProgress(shards []*shard, dropped int64, elapsed time.Duration) Progress {
+// snapshotProgress merges the shards' figures so far; merged is scratch.
+func snapshotProgress(shards []*shard, merged *latency.Recorder, dropped int64, elapsed time.Duration) Progress {
 	p := Progress{Elapsed: elapsed, Dropped: dropped}
-	merged := latency.NewRecorder()
+	merged.Reset()
 	for _, s := range shards {
 		s.mu.Lock()
 		p.Sent += s.sent

@@ -34,7 +34,8 @@ type http1Conn struct {
 	idAt     int
 
 	conn net.Conn
-	rw   io.ReadWriter // conn, or its raw system-call form for plain TCP
+	rw   io.ReadWriter // conn, or raw for plain TCP
+	raw  *rawIO        // plain TCP: raw system calls (see rawIO); nil over TLS
 	br   *bufio.Reader
 	abortable
 }
@@ -105,11 +106,13 @@ func (c *http1Conn) dial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.rw = conn
+	c.rw, c.raw = conn, nil
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 		if !c.t.TLS {
-			c.rw = newRawIO(tc)
+			if c.raw = newRawIO(tc); c.raw != nil {
+				c.rw = c.raw
+			}
 		}
 	}
 	if c.t.TLS {
@@ -176,13 +179,19 @@ func (c *http1Conn) roundTrip(deadline time.Time) http1Outcome {
 	if c.aborted() { // Abort ran before this deadline replaced its own
 		return http1Outcome{Outcome: Outcome{Err: context.Canceled}}
 	}
-	if _, err := c.rw.Write(c.req); err != nil {
+	if c.raw != nil {
+		// Written by the first read, inside its wait (see rawIO).
+		c.raw.queue(c.req)
+	} else if _, err := c.rw.Write(c.req); err != nil {
 		return http1Outcome{Outcome: Outcome{Err: err}, retryable: true}
 	}
 	for {
 		resp, err := readHTTP1Response(c.br, c.head)
 		if err != nil {
-			retry := resp.firstByteRead == false && isEOFOrReset(err)
+			if c.raw != nil && c.raw.writeFailed() {
+				return http1Outcome{Outcome: Outcome{Err: err}, retryable: true}
+			}
+			retry := !resp.firstByteRead && isEOFOrReset(err)
 			return http1Outcome{Outcome: Outcome{Err: err, BytesOut: c.bodyLen}, retryable: retry}
 		}
 		if resp.status >= 100 && resp.status < 200 && resp.status != 101 {

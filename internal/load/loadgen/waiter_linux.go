@@ -15,12 +15,19 @@ import (
 // fdWaiter sleeps on a non-blocking timerfd registered with Go's poller, so
 // the goroutine parks like any network read but wakes with the kernel's
 // high-resolution timer. Arming and reading the timer are raw system calls
-// (see rawIO for why).
+// (see rawIO for why), both inside the poller's read callback: the timer is
+// armed after the poller's readiness was reset, so its expiry wakes the
+// wait, and the read that would only find it not yet expired is not made.
+// The callback is a method value made once: a wait allocates nothing.
 type fdWaiter struct {
-	fd  int
-	f   *os.File
-	rc  syscall.RawConn
-	buf [8]byte
+	fd     int
+	f      *os.File
+	rc     syscall.RawConn
+	buf    [8]byte
+	spec   unix.ItimerSpec
+	armed  bool
+	armErr syscall.Errno
+	readFn func(fd uintptr) bool
 }
 
 func newWaiter() waiter {
@@ -34,35 +41,45 @@ func newWaiter() waiter {
 		f.Close()
 		return newTimerWaiter()
 	}
-	return &fdWaiter{fd: fd, f: f, rc: rc}
+	w := &fdWaiter{fd: fd, f: f, rc: rc}
+	w.readFn = w.doRead
+	return w
 }
 
 func (w *fdWaiter) wait(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(w.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	if e != 0 {
-		time.Sleep(d)
-		return ctx.Err()
-	}
-	err := w.rc.Read(func(fd uintptr) bool {
-		for {
-			_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&w.buf[0])), 8)
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			return true
-		}
-	})
-	if err != nil {
+	// Setting the timer also clears an expiry not read yet.
+	w.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, 1)))}
+	w.armed, w.armErr = false, 0
+	if err := w.rc.Read(w.readFn); err != nil || w.armErr != 0 {
 		time.Sleep(d)
 	}
 	return ctx.Err()
+}
+
+// doRead arms the timer on its first call, then reads its expiry.
+func (w *fdWaiter) doRead(fd uintptr) bool {
+	if !w.armed {
+		w.armed = true
+		_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&w.spec)), 0, 0, 0)
+		if e != 0 {
+			w.armErr = e
+			return true
+		}
+		return false // not expired yet: wait for it
+	}
+	for {
+		_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&w.buf[0])), 8)
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		return true
+	}
 }
 
 func (w *fdWaiter) close() { w.f.Close() }
