@@ -483,7 +483,7 @@ func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outs
 		}
 		per.before(c, t.n)
 		out := c.Do(ctx, start.Add(actual+timeout))
-		end := time.Since(start)
+		end := answeredAt(time.Now(), start, actual, out)
 		outstanding.Add(-1)
 		per.after(t.n, t.n >= warmCount, t.intended, actual, end, out)
 		if t.n < warmCount {
@@ -503,13 +503,31 @@ func closedWorker(ctx context.Context, c conn, s *shard, start time.Time, timeou
 		n := seq.Add(1) - 1
 		per.before(c, n)
 		out := c.Do(ctx, start.Add(actual+timeout))
-		end := time.Since(start)
+		end := answeredAt(time.Now(), start, actual, out)
 		per.after(n, actual >= warm, actual, actual, end, out)
 		if actual < warm {
 			continue
 		}
 		record(ctx, s, out, actual, actual, end)
 	}
+}
+
+// answeredAt is when a request sent at actual (since start) was answered,
+// now being when Do returned: when the kernel received the answer's last
+// bytes, where the client can tell (Outcome.arrivedUnixNs), else now. The
+// receive time leaves out how long this process took to get round to
+// reading the answer, which is the generator's delay, not the target's.
+// The receive time is wall-clock, converted through now's own wall and
+// monotonic readings; one before the send or after now (the wall clock
+// stepped in between) is not believed.
+func answeredAt(now, start time.Time, actual time.Duration, out Outcome) time.Duration {
+	end := now.Sub(start)
+	if out.arrivedUnixNs != 0 {
+		if ago := time.Duration(now.UnixNano() - out.arrivedUnixNs); ago > 0 && end-ago >= actual {
+			end -= ago
+		}
+	}
+	return end
 }
 
 func record(ctx context.Context, s *shard, out Outcome, intended, actual, end time.Duration) {

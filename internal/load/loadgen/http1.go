@@ -197,10 +197,11 @@ func (c *http1Conn) roundTrip(deadline time.Time) http1Outcome {
 		if resp.status >= 100 && resp.status < 200 && resp.status != 101 {
 			continue // interim response (100 Continue, 103 Early Hints)
 		}
-		return http1Outcome{
-			Outcome:    Outcome{Code: resp.status, BytesIn: resp.bodyBytes, BytesOut: c.bodyLen},
-			closeAfter: resp.close,
+		out := Outcome{Code: resp.status, BytesIn: resp.bodyBytes, BytesOut: c.bodyLen}
+		if c.raw != nil {
+			out.arrivedUnixNs = c.raw.arrival()
 		}
+		return http1Outcome{Outcome: out, closeAfter: resp.close}
 	}
 }
 

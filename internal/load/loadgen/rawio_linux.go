@@ -9,6 +9,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawIO reads and writes a non-blocking socket with raw system calls inside
@@ -20,13 +22,16 @@ import (
 // costs two thread wake-ups per request at a few thousand requests per
 // second. A non-blocking socket call never blocks, so the raw form is safe.
 //
-// Two more savings per request:
+// Two more savings per request, and one measurement:
 //   - A request is written inside the wait for its answer (send, then
 //     Read): the poller's readiness is reset before the write, so the
 //     answer's arrival cannot be missed, and the read that would only
 //     find nothing yet (EAGAIN) is not made.
 //   - The callbacks are method values made once, with the operation's
 //     state in the struct: nothing is allocated per call.
+//   - Reads are recvmsg with the kernel's receive timestamp
+//     (SO_TIMESTAMPNS): arrival tells when the last bytes read reached the
+//     socket, whenever this goroutine got to read them.
 //
 // One goroutine uses a rawIO at a time (the connection's owner).
 type rawIO struct {
@@ -44,6 +49,11 @@ type rawIO struct {
 	sendFailed bool
 
 	readFn, writeFn func(fd uintptr) bool
+
+	iov   syscall.Iovec
+	msg   syscall.Msghdr
+	oob   [64]byte
+	stamp int64 // wall-clock ns (CLOCK_REALTIME) the last bytes read arrived; 0: unknown
 }
 
 func newRawIO(c *net.TCPConn) *rawIO {
@@ -53,6 +63,11 @@ func newRawIO(c *net.TCPConn) *rawIO {
 	}
 	r := &rawIO{rc: rc, remote: c.RemoteAddr()}
 	r.readFn, r.writeFn = r.doRead, r.doWrite
+	// The kernel stamps each received packet; without it (an old kernel)
+	// arrival stays 0 and the caller times the answer itself.
+	_ = rc.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	})
 	return r
 }
 
@@ -64,6 +79,10 @@ func (r *rawIO) queue(p []byte) {
 // writeFailed reports whether the request queued last could not be
 // written (the error Read returned is a write error).
 func (r *rawIO) writeFailed() bool { return r.sendFailed }
+
+// arrival is the wall-clock time, in ns, at which the kernel received the
+// last bytes Read returned; 0 when it did not say.
+func (r *rawIO) arrival() int64 { return r.stamp }
 
 func (r *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -104,14 +123,14 @@ func (r *rawIO) result(err error) (int, error) {
 		r.send, r.sendFailed = nil, true
 		return 0, r.opErr("write", os.NewSyscallError("write", r.sendErr))
 	case r.errno != 0:
-		return 0, r.opErr("read", os.NewSyscallError("read", r.errno))
+		return 0, r.opErr("read", os.NewSyscallError("recvmsg", r.errno))
 	case r.n == 0:
 		return 0, io.EOF
 	}
 	return r.n, nil
 }
 
-// doRead is the read callback: the queued request first, then the read.
+// doRead is the read callback: the queued request first, then recvmsg.
 func (r *rawIO) doRead(fd uintptr) bool {
 	if len(r.send) > 0 {
 		for len(r.send) > 0 {
@@ -131,8 +150,14 @@ func (r *rawIO) doRead(fd uintptr) bool {
 		// arrival wakes the wait. It cannot be here yet; don't look.
 		return false
 	}
+	r.iov.Base = &r.buf[0]
+	r.iov.SetLen(len(r.buf))
+	r.msg.Iov = &r.iov
+	r.msg.Iovlen = 1
+	r.msg.Control = &r.oob[0]
+	r.msg.SetControllen(len(r.oob))
 	for {
-		m, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
+		m, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), syscall.MSG_DONTWAIT)
 		switch e {
 		case syscall.EINTR:
 			continue
@@ -140,11 +165,34 @@ func (r *rawIO) doRead(fd uintptr) bool {
 			return false // wait for readability through the poller
 		case 0:
 			r.n = int(m)
+			if m > 0 {
+				r.stamp = r.rxStamp()
+			}
 		default:
 			r.errno = e
 		}
 		return true
 	}
+}
+
+// rxStamp reads the SO_TIMESTAMPNS control message of the last recvmsg:
+// the time the kernel received the last of its bytes.
+func (r *rawIO) rxStamp() int64 {
+	n := int(r.msg.Controllen)
+	b := r.oob[:min(n, len(r.oob))]
+	for len(b) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(b) {
+			break
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&b[unix.CmsgLen(0)]))
+			return ts.Nano()
+		}
+		b = b[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(b)):]
+	}
+	return 0
 }
 
 func (r *rawIO) Write(p []byte) (int, error) {
