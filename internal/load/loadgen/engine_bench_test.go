@@ -41,6 +41,17 @@ func BenchmarkEngineOpen5000(b *testing.B) {
 }
 func BenchmarkEngineClosed(b *testing.B) { benchEngine(b, ClosedLoop) }
 
+// The same open loops with every answer read as it arrives (no harvest):
+// what reading at the pacer's wake-ups saves.
+func BenchmarkEngineOpen1000Eager(b *testing.B) { benchEager(b, 1000) }
+func BenchmarkEngineOpen5000Eager(b *testing.B) { benchEager(b, 5000) }
+
+func benchEager(b *testing.B, rate uint64) {
+	lazyReads = false
+	defer func() { lazyReads = true }()
+	benchEngine(b, OpenLoop(Rate{Freq: rate, Per: time.Second}))
+}
+
 func benchEngine(b *testing.B, load Load) {
 	url := os.Getenv("MESHBENCH_BENCH_URL")
 	if url == "" {

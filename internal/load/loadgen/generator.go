@@ -298,6 +298,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			warmCount = 0
 		}
 		scheduled = pacer.Total() - warmCount
+		lazy := newHarvest()
+		for _, c := range conns {
+			if h, ok := c.(harvester); ok && lazyReads {
+				h.useHarvest(lazy)
+			}
+		}
 		for i := range conns {
 			wg.Add(1)
 			go func() {
@@ -309,7 +315,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			defer close(queue)
-			pace(runCtx, pacer, queue, &outstanding, limit, since, warmCount, &dropped)
+			pace(runCtx, pacer, queue, &outstanding, limit, since, warmCount, &dropped, lazy)
 		}()
 	} else {
 		var seq atomic.Uint64
@@ -393,15 +399,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// harvester is a client that can read its answers at the pacer's
+// wake-ups (see harvest).
+type harvester interface {
+	useHarvest(h *harvest)
+}
+
+// lazyReads lets open loops read answers at the pacer's wake-ups; the
+// benchmarks turn it off to measure the difference.
+var lazyReads = true
+
 // pace runs the schedule: it waits until each request is due and offers its
-// ticket to the queue, dropping it when the queue is full.
-func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic.Int64, limit int64,
-	since func() time.Duration, warmCount uint64, dropped *atomic.Int64) {
+// ticket to the queue, dropping it when the queue is full. It ticks the
+// harvest at every wake-up and turns it off when answers must be read as
+// they come (see harvest).
+func pace(ctx context.Context, p Pacer, queue chan ticket, outstanding *atomic.Int64, limit int64,
+	since func() time.Duration, warmCount uint64, dropped *atomic.Int64, lazy *harvest) {
 	w := newWaiter()
 	defer w.close()
+	defer lazy.set(false)
 	var comp wakeCompensator
+	var lastTick time.Duration
 	for n := uint64(0); ; {
-		wait, stop := p.Pace(since(), n)
+		now := since()
+		wait, stop := p.Pace(now, n)
 		if stop {
 			return
 		}
@@ -412,15 +433,28 @@ func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic
 			// usual wake-up delay, so the request leaves on time rather
 			// than one wake-up delay late.
 			sleep := min(wait-early, maxWaitChunk)
+			lazy.set(wait <= lazyMaxGap && len(queue) == 0)
 			t0 := since()
 			if err := w.wait(ctx, sleep); err != nil {
 				return
 			}
 			comp.observe(since() - t0 - sleep)
+			lastTick = since()
+			if lazy.tick() {
+				// Let the connections read what arrived while this slept
+				// before the next ticket is handed out: they are free then.
+				runtime.Gosched()
+			}
 			continue
 		}
 		if ctx.Err() != nil {
 			return
+		}
+		if now-lastTick >= lazyMaxGap {
+			// Running behind without sleeping: the parked connections
+			// still get their tick.
+			lazy.tick()
+			lastTick = now
 		}
 		intended, _ := p.Intended(n)
 		if outstanding.Load() < limit {
@@ -428,6 +462,11 @@ func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic
 			// (capacity limit) has room: the send never blocks.
 			outstanding.Add(1)
 			queue <- ticket{n: n, intended: intended}
+			if len(queue) > 0 {
+				// Every connection is busy: answers must be read as they
+				// come, so that the waiting ticket leaves soonest.
+				lazy.set(false)
+			}
 		} else if n >= warmCount {
 			dropped.Add(1)
 		}

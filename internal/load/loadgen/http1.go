@@ -37,6 +37,10 @@ type http1Conn struct {
 	rw   io.ReadWriter // conn, or raw for plain TCP
 	raw  *rawIO        // plain TCP: raw system calls (see rawIO); nil over TLS
 	br   *bufio.Reader
+	// lazy, when set, lets a plain-TCP connection read its answers at the
+	// pacer's wake-ups (see harvest); wake is its channel for that.
+	lazy *harvest
+	wake chan struct{}
 	abortable
 }
 
@@ -112,6 +116,9 @@ func (c *http1Conn) dial(ctx context.Context) error {
 		if !c.t.TLS {
 			if c.raw = newRawIO(tc); c.raw != nil {
 				c.rw = c.raw
+				if c.lazy != nil {
+					c.raw.useHarvest(c.lazy, c.wake)
+				}
 			}
 		}
 	}
@@ -132,6 +139,12 @@ func (c *http1Conn) dial(ctx context.Context) error {
 		c.br.Reset(c.rw)
 	}
 	return nil
+}
+
+// useHarvest lets the connection read its answers at the pacer's
+// wake-ups while h is on (plain TCP only; see harvest).
+func (c *http1Conn) useHarvest(h *harvest) {
+	c.lazy, c.wake = h, make(chan struct{}, 1)
 }
 
 // Do sends one request and reads its response before deadline; Abort (the

@@ -32,6 +32,8 @@ import (
 //   - Reads are recvmsg with the kernel's receive timestamp
 //     (SO_TIMESTAMPNS): arrival tells when the last bytes read reached the
 //     socket, whenever this goroutine got to read them.
+//   - With a harvest (an open loop), an answer is read at the pacer's next
+//     wake-up rather than its own (see harvest).
 //
 // One goroutine uses a rawIO at a time (the connection's owner).
 type rawIO struct {
@@ -50,6 +52,24 @@ type rawIO struct {
 
 	readFn, writeFn func(fd uintptr) bool
 
+	// Reading at the pacer's wake-ups (harvest): try makes the read
+	// callback return at once, setting again when nothing came; quiet
+	// tells that the socket's SO_RCVLOWAT is raised (arrivals do not wake
+	// the thread); noLazy, that this connection waits on its socket only
+	// (the kernel gave no receive time, or refused the option).
+	lazy   *harvest
+	wake   chan struct{}
+	try    bool
+	again  bool
+	quiet  bool
+	noLazy bool
+	// eagerFor counts down the answers read on the socket after one
+	// outlasted lazyMaxTries ticks (a target slower than the pacer's
+	// period): trying lazily again only now and then.
+	eagerFor int
+	lowat    int
+	lowFn    func(fd uintptr)
+
 	iov   syscall.Iovec
 	msg   syscall.Msghdr
 	oob   [64]byte
@@ -62,7 +82,7 @@ func newRawIO(c *net.TCPConn) *rawIO {
 		return nil
 	}
 	r := &rawIO{rc: rc, remote: c.RemoteAddr()}
-	r.readFn, r.writeFn = r.doRead, r.doWrite
+	r.readFn, r.writeFn, r.lowFn = r.doRead, r.doWrite, r.setLowat
 	// The kernel stamps each received packet; without it (an old kernel)
 	// arrival stays 0 and the caller times the answer itself.
 	_ = rc.Control(func(fd uintptr) {
@@ -84,10 +104,105 @@ func (r *rawIO) writeFailed() bool { return r.sendFailed }
 // last bytes Read returned; 0 when it did not say.
 func (r *rawIO) arrival() int64 { return r.stamp }
 
+// useHarvest lets the connection read answers at the pacer's wake-ups
+// while h is on; wake is the connection's own channel of capacity 1.
+func (r *rawIO) useHarvest(h *harvest, wake chan struct{}) {
+	r.lazy, r.wake = h, wake
+}
+
+// quietLowat is the SO_RCVLOWAT of a quiet socket: an answer smaller than
+// this arriving does not wake the thread (a larger one does, harmlessly).
+// The kernel grows the socket's receive buffer to hold it, so it is kept
+// near the default buffer's size.
+const quietLowat = 64 << 10
+
 func (r *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	// Lazily only once the kernel has stamped an answer of this connection.
+	if r.lazy != nil && !r.noLazy && r.stamp != 0 && r.lazy.active() {
+		if r.eagerFor > 0 {
+			if len(r.send) > 0 {
+				r.eagerFor--
+			}
+		} else if n, err, done := r.readLazy(p); done {
+			return n, err
+		}
+	}
+	if r.quiet && !r.setQuiet(false) {
+		return 0, r.opErr("read", os.NewSyscallError("setsockopt", r.errno))
+	}
+	return r.readEager(p)
+}
+
+// setQuiet raises (quiet) or lowers SO_RCVLOWAT; lowering it when bytes
+// are already there signals the poller, so a wait that follows sees them.
+func (r *rawIO) setQuiet(quiet bool) bool {
+	r.lowat, r.errno = 1, 0
+	if quiet {
+		r.lowat = quietLowat
+	}
+	if err := r.rc.Control(r.lowFn); err != nil && r.errno == 0 {
+		r.errno = syscall.EBADF
+	}
+	if r.errno != 0 {
+		r.noLazy = true
+		return false
+	}
+	r.quiet = quiet
+	return true
+}
+
+func (r *rawIO) setLowat(fd uintptr) {
+	v := int32(r.lowat)
+	_, _, e := syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT,
+		uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
+	r.errno = e
+}
+
+// readLazy reads at the pacer's wake-ups: it writes a queued request and
+// parks until the next tick, then tries to read, up to lazyMaxTries ticks.
+// done is false when the caller must wait on the socket instead (the
+// harvest went off, the tries ran out, or the write did not fit).
+func (r *rawIO) readLazy(p []byte) (n int, err error, done bool) {
+	if !r.quiet && !r.setQuiet(true) {
+		return 0, nil, false
+	}
+	for tries := 0; tries <= lazyMaxTries; tries++ {
+		r.buf, r.n, r.errno, r.try, r.again = p, 0, 0, true, false
+		err := r.rc.Read(r.readFn)
+		r.buf, r.try = nil, false
+		switch {
+		case err != nil || r.sendErr != 0:
+			n, err := r.result(err)
+			return n, err, true
+		case len(r.send) > 0:
+			return 0, nil, false // the send buffer was full: the usual way
+		case r.again:
+			if tries == lazyMaxTries {
+				r.eagerFor = lazyBackoff
+				return 0, nil, false
+			}
+			if !r.lazy.wait(r.wake) {
+				return 0, nil, false
+			}
+			continue
+		}
+		if r.n > 0 {
+			lazyAnswers.Add(1)
+			if r.stamp == 0 {
+				r.noLazy = true // no receive time: this answer is timed when read
+			}
+		}
+		n, err := r.result(nil)
+		return n, err, true
+	}
+	return 0, nil, false
+}
+
+// readEager reads, waiting on the socket through the poller.
+func (r *rawIO) readEager(p []byte) (int, error) {
 	for {
 		r.buf, r.n, r.errno = p, 0, 0
 		err := r.rc.Read(r.readFn)
@@ -148,6 +263,10 @@ func (r *rawIO) doRead(fd uintptr) bool {
 		}
 		// Written after the poller's readiness was reset: the answer's
 		// arrival wakes the wait. It cannot be here yet; don't look.
+		if r.try {
+			r.again = true
+			return true
+		}
 		return false
 	}
 	r.iov.Base = &r.buf[0]
@@ -162,6 +281,10 @@ func (r *rawIO) doRead(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			if r.try {
+				r.again = true
+				return true
+			}
 			return false // wait for readability through the poller
 		case 0:
 			r.n = int(m)
