@@ -13,13 +13,16 @@ build: $(BIN)
 $(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') go.mod go.sum
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/meshbench
 
-# The main job: a short open-loop run against meshbench's built-in static
-# server (a separate process on loopback), with the report printed.
-# The README's main job: the default plan on the local lab (none, sidecar,
-# ambient, waypoint at two rates, 3 repetitions, about 4 minutes), its
-# comparison with verdicts, and the HTML report.
-demo: build envoy generators
-	$(BIN) bench examples/quick.yaml
+# The README's main job: everything the lab needs installed (meshbench,
+# Envoy, the generators, ztunnel and linkerd2-proxy; nothing skipped),
+# then the default plan (examples/quick.yaml: none, sidecar, ambient,
+# waypoint and linkerd with real proxies on network namespaces, two
+# rates, 3 repetitions, under 5 minutes), its verdicts and the HTML
+# report, with the time of each part. Without root it runs what an
+# unprivileged user namespace can and says what it left out
+# (hack/demo/run.sh).
+demo:
+	MAKE="$(MAKE)" BIN=$(BIN) ./hack/demo/run.sh
 
 # The load engine alone against the built-in static server, in seconds.
 demo-load: build
@@ -88,8 +91,10 @@ ztunnel:
 # from source kept beside the project (../shared/bin/linkerd2-proxy,
 # provenance in ../shared/bin/linkerd2-proxy.md) when its sha256 matches,
 # into .tools/linkerd2-proxy/linkerd2-proxy, where internal/mesh/linkerd/proxy
-# finds it. Without it, set MESHBENCH_LINKERD_PROXY (or --linkerd-proxy) to
-# a linkerd2-proxy binary.
+# finds it. Without it, the binary of Linkerd's official proxy image
+# (meshbench image linkerd-proxy, its provenance in
+# .tools/linkerd2-proxy/linkerd2-proxy.json); or set MESHBENCH_LINKERD_PROXY
+# (or --linkerd-proxy) to a linkerd2-proxy binary.
 LINKERD_PROXY_SHA256 := e6ca3e4ab66d26cf9be57442af1178675fd76b49030e9be86300deeffc9a78a9
 LINKERD_PROXY_BIN    := .tools/linkerd2-proxy/linkerd2-proxy
 linkerd-proxy:
@@ -97,8 +102,11 @@ linkerd-proxy:
 	  echo "linkerd2-proxy is in $(LINKERD_PROXY_BIN)"; \
 	elif [ -f ../shared/bin/linkerd2-proxy ] && echo "$(LINKERD_PROXY_SHA256)  ../shared/bin/linkerd2-proxy" | sha256sum -c --status; then \
 	  mkdir -p $(dir $(LINKERD_PROXY_BIN)) && install -m 0755 ../shared/bin/linkerd2-proxy $(LINKERD_PROXY_BIN) && echo "linkerd2-proxy installed in $(LINKERD_PROXY_BIN)"; \
+	elif [ -x $(LINKERD_PROXY_BIN) ] && [ -f $(LINKERD_PROXY_BIN).json ]; then \
+	  echo "linkerd2-proxy is in $(LINKERD_PROXY_BIN), from the image named in $(LINKERD_PROXY_BIN).json"; \
 	else \
-	  echo "make linkerd-proxy: no ../shared/bin/linkerd2-proxy with sha256 $(LINKERD_PROXY_SHA256); set MESHBENCH_LINKERD_PROXY to a linkerd2-proxy binary" >&2; exit 1; \
+	  echo "make linkerd-proxy: no ../shared/bin/linkerd2-proxy with sha256 $(LINKERD_PROXY_SHA256): taking it from Linkerd's proxy image (or set MESHBENCH_LINKERD_PROXY to a linkerd2-proxy binary)" >&2; \
+	  $(MAKE) --no-print-directory build && $(BIN) image linkerd-proxy --out $(LINKERD_PROXY_BIN); \
 	fi
 
 # Regenerate the ZDS protocol's Go types (needs protoc and protoc-gen-go).

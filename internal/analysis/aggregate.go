@@ -17,8 +17,9 @@ import (
 type Options struct {
 	// Level is the confidence level of every interval (0: 0.95).
 	Level float64
-	// Baseline is the mesh the others are compared with ("": none, or the
-	// first mesh when the plan has no none).
+	// Baseline is the mesh the others are compared with ("": none when
+	// the plan has it, else no baseline). A baseline the plan has no cell
+	// of gives no baseline either (callers refuse it first).
 	Baseline string
 	// Resamples per bootstrap (0: stats.DefaultResamples).
 	Resamples int
@@ -77,7 +78,7 @@ type Fit struct {
 type Analysis struct {
 	Plan        *Plan
 	Level       float64
-	Baseline    string
+	Baseline    string     // "": no baseline (the plan has no none and names none)
 	Meshes      []string   // in display order: baseline first
 	Scenarios   []Scenario // in order: app, rate, replicas, policies, …
 	Groups      map[string]*Group
@@ -151,8 +152,10 @@ func Analyze(p *Plan, o Options) *Analysis {
 		}
 		return a.Meshes[i] < a.Meshes[j]
 	})
-	if !seen[a.Baseline] && len(a.Meshes) > 0 {
-		a.Baseline = a.Meshes[0]
+	if !seen[a.Baseline] {
+		// No baseline: the meshes are compared with each other and
+		// along the other axes named, never with a mesh the plan lacks.
+		a.Baseline = ""
 	}
 	for _, s := range scen {
 		a.Scenarios = append(a.Scenarios, s)
@@ -336,7 +339,9 @@ func scenarioLess(a, b Scenario) bool {
 // Verdict is the one-line summary of a comparison in the seed reports'
 // style: "ambient vs sidecar: ~20% lower p50; ~1/2 the data-plane CPU;
 // ~1/4 the data-plane memory". Differences whose interval spans zero say
-// "no significant difference"; figures with one run per side say so.
+// "no significant difference"; below stats.MinJudgedRuns valid runs on a
+// side there is no summary, only "2 runs: too few to judge; run 3 or
+// more".
 func (c Comparison) Verdict() string {
 	head := c.Mesh + " vs " + c.Baseline
 	parts := verdictParts(c.Diffs, c.Ratios, c.Deltas, c.RatePerSec, "")
@@ -346,6 +351,28 @@ func (c Comparison) Verdict() string {
 	return head + ": " + strings.Join(parts, "; ")
 }
 
+// verdictFigures are the figures a verdict words: p50, p99, and the data
+// plane's CPU and memory, or the whole lab's when one side has no data
+// plane.
+func verdictFigures(diffs map[string]stats.Interval) []string {
+	if _, ok := diffs[CPUPrefix+"data-plane"]; ok {
+		return []string{LatencyP50, LatencyP99, CPUPrefix + "data-plane", MemPrefix + "data-plane"}
+	}
+	return []string{LatencyP50, LatencyP99, CPUPrefix + "TOTAL", MemPrefix + "TOTAL"}
+}
+
+// tooFew returns the fewest runs behind the verdict figures of diffs and
+// whether that is too few to judge (0, false when no figure has runs).
+func tooFew(diffs map[string]stats.Interval) (int, bool) {
+	n := 0
+	for _, f := range verdictFigures(diffs) {
+		if iv, ok := diffs[f]; ok && iv.N > 0 && (n == 0 || iv.N < n) {
+			n = iv.N
+		}
+	}
+	return n, n > 0 && n < stats.MinJudgedRuns
+}
+
 // verdictParts words the differences of a comparison, one part per
 // figure: p50, p99, and the data plane's CPU and memory (the whole lab's
 // when one side has no data plane). Each part carries the absolute
@@ -353,8 +380,12 @@ func (c Comparison) Verdict() string {
 // mCPU, +70 mCPU per 1000 rps" with rate, the compared side's achieved
 // rate, "+12.5 MiB"), so a large ratio of a small figure reads as what it
 // adds. subject starts a part that states a difference ("B has " in a
-// compare of two result sets).
+// compare of two result sets). With fewer than stats.MinJudgedRuns runs
+// on a side, the one part says so instead (stats.TooFewText).
 func verdictParts(diffs map[string]stats.Interval, ratios, deltas map[string]float64, rate float64, subject string) []string {
+	if n, few := tooFew(diffs); few {
+		return []string{stats.TooFewText(n)}
+	}
 	var parts []string
 	say := func(fig, label, unit string, perRate bool) {
 		iv, ok := diffs[fig]
@@ -383,18 +414,19 @@ func verdictParts(diffs map[string]stats.Interval, ratios, deltas map[string]flo
 		default:
 			parts = append(parts, subject+r+" the "+label+abs) // "~1/2 the data-plane CPU", "~3× the p99 (+0.72 ms)"
 		}
-		if !iv.HasInterval() {
-			parts[len(parts)-1] += " (one run, no interval)"
-		}
 	}
-	say(LatencyP50, "p50", "ms", false)
-	say(LatencyP99, "p99", "ms", false)
-	if _, ok := diffs[CPUPrefix+"data-plane"]; ok {
-		say(CPUPrefix+"data-plane", "data-plane CPU", "mCPU", true)
-		say(MemPrefix+"data-plane", "data-plane memory", "MiB", false)
-	} else { // against no mesh: the whole lab's cost
-		say(CPUPrefix+"TOTAL", "total CPU", "mCPU", true)
-		say(MemPrefix+"TOTAL", "total memory", "MiB", false)
+	figs := verdictFigures(diffs)
+	labels := map[string]string{LatencyP50: "p50", LatencyP99: "p99", CPUPrefix + "data-plane": "data-plane CPU",
+		MemPrefix + "data-plane": "data-plane memory", CPUPrefix + "TOTAL": "total CPU", MemPrefix + "TOTAL": "total memory"}
+	for _, f := range figs {
+		unit := "ms"
+		switch {
+		case strings.HasPrefix(f, CPUPrefix):
+			unit = "mCPU"
+		case strings.HasPrefix(f, MemPrefix):
+			unit = "MiB"
+		}
+		say(f, labels[f], unit, strings.HasPrefix(f, CPUPrefix))
 	}
 	return parts
 }

@@ -315,7 +315,8 @@ func (c AxisComparison) Verdict() string {
 	if len(parts) == 0 {
 		return head + ": nothing to compare"
 	}
-	return head + ": " + strings.Join(parts, "; ")
+	_, few := FewestRuns(c.Diffs)
+	return head + ": " + strings.Join(parts, "; ") + few
 }
 
 // Verdict is the interaction's line: "sidecar vs none (static, 1
@@ -349,7 +350,8 @@ func (in Interaction) Verdict() string {
 	if len(parts) == 0 {
 		return head + ": nothing to compare"
 	}
-	return head + ": " + strings.Join(parts, "; ")
+	_, few := FewestRuns(in.A.Diffs, in.B.Diffs)
+	return head + ": " + strings.Join(parts, "; ") + few
 }
 
 // diffParts words the differences of figs, then the data plane's CPU and
@@ -410,7 +412,9 @@ func deltaText(fig string, deltas map[string]float64, rate float64) string {
 }
 
 // diffText is "+3% [−2%, +8%] not significant", "+25% [+10%, +40%]", or
-// "+3% (one run, no interval)".
+// "+3% (one run, no interval)"; with too few runs to judge (2) the
+// interval alone, neither significant nor not: the line says why once
+// (FewestRuns).
 func diffText(iv stats.Interval) string {
 	if math.IsNaN(iv.Estimate) {
 		return "n/a"
@@ -420,10 +424,28 @@ func diffText(iv stats.Interval) string {
 		return s + " (one run, no interval)"
 	}
 	s += " [" + signedPct(iv.Lo) + ", " + signedPct(iv.Hi) + "]"
-	if !iv.Significant() {
+	if !iv.TooFew() && !iv.Significant() {
 		s += " not significant"
 	}
 	return s
+}
+
+// FewestRuns returns the fewest runs a side behind any of diffs (0 when
+// none has runs) and, when that is too few to judge, the note a line of
+// them ends with ("; 2 runs: too few to judge; run 3 or more").
+func FewestRuns(diffs ...map[string]stats.Interval) (int, string) {
+	n := 0
+	for _, d := range diffs {
+		for _, iv := range d {
+			if iv.N > 0 && (n == 0 || iv.N < n) {
+				n = iv.N
+			}
+		}
+	}
+	if n > 0 && n < stats.MinJudgedRuns {
+		return n, "; " + stats.TooFewText(n)
+	}
+	return n, ""
 }
 
 func signedPct(x float64) string {

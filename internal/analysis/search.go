@@ -195,7 +195,10 @@ func AnalyzeSearch(p *Plan, o SearchOptions) (*SearchAnalysis, error) {
 			c.Verdict = fmt.Sprintf("%s: %s of %s's capacity at %s", g.Mesh, pct(c.Diff.Estimate), base.Mesh, obj)
 			if c.Diff.HasInterval() {
 				c.Verdict += fmt.Sprintf(" [%s, %s]", pct(c.Diff.Lo), pct(c.Diff.Hi))
-				if !c.Diff.Significant() {
+				switch {
+				case c.Diff.TooFew():
+					c.Verdict += ", " + stats.TooFewText(c.Diff.N)
+				case !c.Diff.Significant():
 					c.Verdict += ", not significant"
 				}
 			}
@@ -295,6 +298,9 @@ func CompareCapacities(a, b *SearchAnalysis, level float64, seed uint64) *Capaci
 		} else {
 			row.Diff = stats.RelativeDiffCI(fb, fa, level, 0, rng)
 			row.Verdict = fmt.Sprintf("%s: B's capacity %s A's (%s vs %s)", k, stats.HumanDiff(row.Diff), other.Text, g.Text)
+			if row.Diff.TooFew() {
+				row.Verdict = fmt.Sprintf("%s: B %s vs A %s: %s", k, other.Text, g.Text, stats.TooFewText(row.Diff.N))
+			}
 			if row.Diff.HasInterval() {
 				row.Verdict += fmt.Sprintf(", B vs A %+.0f%% [%+.0f%%, %+.0f%%]", row.Diff.Estimate*100, row.Diff.Lo*100, row.Diff.Hi*100)
 			}

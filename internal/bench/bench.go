@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,19 +127,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cells := p.Order(*p.Seed, p.ReuseTopology)
 	var sub local.Substrate
-	substrate := ""
+	substrate, fellBack := "", ""
 	if !onKube {
 		opts := make([]topology.Options, len(cells))
 		for i, c := range cells {
 			opts[i] = c.Mesh
 		}
-		var fellBack string
 		var err error
 		if sub, fellBack, err = ChooseSubstrate(p.Substrate, cfg.ZtunnelFlag, cfg.LinkerdProxyFlag, opts); err != nil {
 			return err
-		}
-		if fellBack != "" {
-			fmt.Fprintln(cfg.Stderr, fellBack)
 		}
 		substrate = local.SubstrateLoopback
 		if sub != nil {
@@ -163,6 +160,14 @@ func Run(ctx context.Context, cfg Config) error {
 		var err error
 		if bin, err = FindEnvoy(ctx, cfg.EnvoyFlag, cfg.Getenv); err != nil {
 			return err
+		}
+	}
+	if !onKube {
+		// First what is real and what stands in, then why, if auto fell
+		// back to loopback.
+		fmt.Fprintln(cfg.Stderr, "meshbench bench: "+LabLine(sub, planModes(cells), bin))
+		if fellBack != "" {
+			fmt.Fprintln(cfg.Stderr, fellBack)
 		}
 	}
 	if p.Search != nil {
@@ -349,6 +354,18 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, installing b
 		c.Kube.InstallMesh = true
 	}
 	return nil
+}
+
+// planModes are the mesh modes of cells, in the meshes' order.
+func planModes(cells []plan.Cell) []topology.Mode {
+	var out []topology.Mode
+	for _, c := range cells {
+		if !slices.Contains(out, c.Mesh.Mode) {
+			out = append(out, c.Mesh.Mode)
+		}
+	}
+	slices.SortFunc(out, func(a, b topology.Mode) int { return mesh.Order(string(a)) - mesh.Order(string(b)) })
+	return out
 }
 
 // planHasStandIn reports whether a cell runs ambient or waypoint, whose

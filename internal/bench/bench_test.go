@@ -2,10 +2,14 @@ package bench
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis/slo"
+	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 )
@@ -72,5 +76,39 @@ func TestChooseSubstrateBadChoice(t *testing.T) {
 	var ue *UsageError
 	if !errors.As(err, &ue) || err.Error() != `--substrate "bridge": allowed: auto, netns, loopback` {
 		t.Errorf("err %v; want a usage error naming auto, netns, loopback", err)
+	}
+}
+
+// TestLabLine: bench's first line names the substrate and, per mesh,
+// what is real and what stands in: ztunnel's Envoy stand-in on
+// loopback, the real binaries (by sha256) on netns, Linkerd's control
+// plane as the lab's stand-in, and istiod not run in Istio's modes.
+func TestLabLine(t *testing.T) {
+	dir := t.TempDir()
+	zt, lp := filepath.Join(dir, "ztunnel"), filepath.Join(dir, "linkerd2-proxy")
+	if err := os.WriteFile(zt, []byte("z"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lp, []byte("l"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := &envoy.Binary{Version: "1.40.0"}
+	all := []topology.Mode{topology.ModeNone, topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint, topology.ModeLinkerd}
+	netns := LabLine(&netlab.Substrate{Ztunnel: zt, LinkerdProxy: lp}, all, bin)
+	for _, want := range []string{"on the netns substrate", "none: no proxy", "sidecar: real Envoy 1.40.0 sidecars, istio-init's capture",
+		"ambient: real ztunnel (Istio's, sha256 594e519ae499…)", "waypoint: real ztunnel and a real Envoy 1.40.0 waypoint; in Istio's modes istiod is not run",
+		"linkerd: real linkerd2-proxy (Linkerd's, sha256 acac86c0e609…), proxy-init's capture; its control plane: the lab's stand-in"} {
+		if !strings.Contains(netns, want) {
+			t.Errorf("netns line lacks %q:\n%s", want, netns)
+		}
+	}
+	loop := LabLine(nil, all[:4], bin)
+	for _, want := range []string{"on the loopback substrate", "ambient: Envoy 1.40.0 STANDS IN for ztunnel", "waypoint: Envoy 1.40.0 STANDS IN for ztunnel"} {
+		if !strings.Contains(loop, want) {
+			t.Errorf("loopback line lacks %q:\n%s", want, loop)
+		}
+	}
+	if strings.Contains(loop, "real ztunnel") || strings.Contains(LabLine(nil, all[:1], nil), "istiod") {
+		t.Errorf("loopback claims a real ztunnel, or none names istiod")
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -43,5 +44,11 @@ func RunCell(ctx context.Context, c Cell) (*local.Result, error) {
 		}
 		o.Envoy = bin
 	}
-	return local.Run(ctx, o)
+	res, err := local.Run(ctx, o)
+	var pe *local.PrecheckError
+	if errors.As(err, &pe) {
+		// Nothing was made: refused in one line, as bad input is.
+		return res, &UsageError{Err: errors.New(oneLine(pe.Err))}
+	}
+	return res, err
 }

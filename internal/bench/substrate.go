@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/sys/toolbin"
 )
 
 // The --substrate values.
@@ -26,16 +27,21 @@ const (
 
 // ChooseSubstrate picks the substrate for cells with mesh options opts
 // (one substrate for all: a plan never mixes them). It returns nil for
-// loopback, and a line saying why when auto fell back to loopback.
-// Asking for netns where it cannot run them is an error: a usage error for
-// what the substrate does not run, a plain one for what this machine lacks.
+// loopback, and a line saying why when auto fell back to loopback. It
+// checks what the cells need (root or a user namespace, a kernel that
+// takes the capture rules, ztunnel, linkerd2-proxy) before anything is
+// made. Asking for netns where it cannot run them is a usage error of
+// one line: for what the substrate does not run and for what this
+// machine lacks alike.
 //
 // Mesh linkerd runs only on netns: where netns cannot run it, the choice
 // is a usage error naming why, never a fall-back.
 func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []topology.Options) (local.Substrate, string, error) {
-	needLinkerd := false
+	needLinkerd, needZtunnel, needCapture := false, false, false
 	for _, o := range opts {
 		needLinkerd = needLinkerd || o.Mode == topology.ModeLinkerd
+		needZtunnel = needZtunnel || o.Mode == topology.ModeAmbient || o.Mode == topology.ModeWaypoint
+		needCapture = needCapture || o.Mode != topology.ModeNone
 	}
 	switch choice {
 	case SubstrateLoopback:
@@ -46,10 +52,6 @@ func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []topology.Op
 	case SubstrateNetns, SubstrateAuto:
 	default:
 		return nil, "", &UsageError{Err: fmt.Errorf("--substrate %q: allowed: auto, netns, loopback", choice)}
-	}
-	needZtunnel := false
-	for _, o := range opts {
-		needZtunnel = needZtunnel || o.Mode == topology.ModeAmbient || o.Mode == topology.ModeWaypoint
 	}
 	sub := &netlab.Substrate{}
 	var why []error
@@ -85,16 +87,16 @@ func ChooseSubstrate(choice, ztunnelFlag, linkerdFlag string, opts []topology.Op
 		}
 	}
 	if choice == SubstrateNetns && len(unsupported) > 0 {
-		return nil, "", &UsageError{Err: errors.Join(unsupported...)}
+		return nil, "", &UsageError{Err: errors.New(oneLine(errors.Join(unsupported...)))}
 	}
-	if err := netlab.Available(needZtunnel || needLinkerd); err != nil {
+	if err := netlab.Available(needCapture); err != nil {
 		why = append(why, err)
 	}
 	if len(why) == 0 && len(unsupported) == 0 {
 		return sub, "", nil
 	}
 	if choice == SubstrateNetns {
-		return nil, "", fmt.Errorf("--substrate netns: %w", errors.Join(why...))
+		return nil, "", &UsageError{Err: fmt.Errorf("--substrate netns: %s", oneLine(errors.Join(why...)))}
 	}
 	reason := errors.Join(append(why, unsupported...)...)
 	if needLinkerd {
@@ -120,11 +122,16 @@ func NeedsEnvoy(o topology.Options, sub local.Substrate) bool {
 }
 
 // FindEnvoy finds the Envoy binary the local lab runs: --envoy (flag),
-// $MESHBENCH_ENVOY (through getenv), .tools/envoy, PATH.
+// $MESHBENCH_ENVOY (through getenv), .tools/envoy, PATH. Without one the
+// cells cannot run: a usage error of one line, before anything is made.
 func FindEnvoy(ctx context.Context, flag string, getenv func(string) string) (*envoy.Binary, error) {
 	exe, _ := os.Executable()
 	wd, _ := os.Getwd()
-	return envoy.FindContext(ctx, envoy.FindOptions{Flag: flag, ProjectDir: wd, Executable: exe, Getenv: getenv})
+	bin, err := envoy.FindContext(ctx, envoy.FindOptions{Flag: flag, ProjectDir: wd, Executable: exe, Getenv: getenv})
+	if err != nil {
+		return nil, &UsageError{Err: errors.New(oneLine(err))}
+	}
+	return bin, nil
 }
 
 // IstioInstall is how --install-mesh installs Istio with --istio-build
@@ -148,4 +155,65 @@ func IstioInstall(ctx context.Context, build string, installMesh bool, envoyFlag
 		return nil, err
 	}
 	return install.IstioBuilt(b, "", "", bin.Build)
+}
+
+// LabLine says, in one line, where a local plan's cells run and, for
+// each mesh of modes, what in it is the real product and what stands in:
+// the first thing `bench` prints, so no result is read as a real mesh's
+// that is not. sub is the chosen substrate (nil: loopback) and bin the
+// Envoy the lab runs (nil when none).
+func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) string {
+	envoyName := "Envoy"
+	if bin != nil && bin.Version != "" {
+		envoyName += " " + bin.Version
+	}
+	short := func(path string) string {
+		sum, err := toolbin.FileSHA256(path)
+		if err != nil || len(sum) < 12 {
+			return ""
+		}
+		return ", sha256 " + sum[:12] + "…"
+	}
+	var ns *netlab.Substrate
+	if n, ok := sub.(*netlab.Substrate); ok {
+		ns = n
+	}
+	var parts []string
+	lastIstio := -1
+	for _, m := range modes {
+		var what string
+		switch {
+		case m == topology.ModeNone:
+			what = "no proxy"
+		case ns == nil && m == topology.ModeSidecar:
+			what = "real " + envoyName + " sidecars, called directly (no capture on loopback)"
+		case ns == nil && m == topology.ModeAmbient:
+			what = envoyName + " STANDS IN for ztunnel"
+		case ns == nil && m == topology.ModeWaypoint:
+			what = envoyName + " STANDS IN for ztunnel; a real " + envoyName + " waypoint"
+		case m == topology.ModeSidecar:
+			what = "real " + envoyName + " sidecars, istio-init's capture"
+		case m == topology.ModeAmbient:
+			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture"
+		case m == topology.ModeWaypoint:
+			what = "real ztunnel and a real " + envoyName + " waypoint"
+		case m == topology.ModeLinkerd:
+			what = "real linkerd2-proxy (Linkerd's" + short(ns.LinkerdProxy) + "), proxy-init's capture; its control plane: the lab's stand-in"
+		default:
+			what = "see the mesh's docs"
+		}
+		parts = append(parts, string(m)+": "+what)
+		if m == topology.ModeSidecar || m == topology.ModeAmbient || m == topology.ModeWaypoint {
+			lastIstio = len(parts) - 1
+		}
+	}
+	if lastIstio >= 0 {
+		// After the last of Istio's modes: what stands in for istiod.
+		parts[lastIstio] += "; in Istio's modes istiod is not run (config from the topology, certificates from the lab's CA)"
+	}
+	where := "the netns substrate (pods as network namespaces)"
+	if ns == nil {
+		where = "the loopback substrate (127.0.N.x, no network namespaces)"
+	}
+	return "on " + where + ": " + strings.Join(parts, "; ")
 }

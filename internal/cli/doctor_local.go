@@ -23,7 +23,7 @@ type localCheck struct {
 
 // localDoctor checks what the local lab needs for the modes asked (all
 // local modes when none is asked; a mode not asked only warns): Envoy,
-// the netns substrate (root, namespaces, iptables), ztunnel and
+// the netns substrate (root, namespaces, the capture rules), ztunnel and
 // linkerd2-proxy (mesh linkerd runs only on netns).
 func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunnelFlag, linkerdFlag string) []localCheck {
 	asked := func(m topology.Mode) bool { return len(modes) == 0 || slices.Contains(modes, string(m)) }
@@ -53,7 +53,7 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 		}
 		out = append(out, localCheck{"netns substrate", oneLine(netErr) + "; the lab runs on loopback (Envoy standing in for ztunnel), without mesh linkerd", st})
 	} else {
-		out = append(out, localCheck{"netns substrate", "network namespaces can be made, iptables found (--substrate netns)", "ok"})
+		out = append(out, localCheck{"netns substrate", "network namespaces can be made, the kernel takes the capture rules (nftables over netlink; --substrate netns)", "ok"})
 	}
 	if asked(topology.ModeAmbient) || asked(topology.ModeWaypoint) {
 		if bin, err := ztunnel.Find(ztunnelFlag, wd); err != nil {

@@ -151,6 +151,7 @@ printed on stdout.`,
 	}
 	cmd.AddCommand(newImageIstioCmd(env))
 	cmd.AddCommand(newImageZtunnelCmd(env))
+	cmd.AddCommand(newImageLinkerdProxyCmd(env))
 	fl := cmd.Flags()
 	fl.StringVar(&f.tag, "tag", kube.DefaultImage, "the image's name (what --image of run and bench names)")
 	fl.StringVar(&f.binary, "binary", "", "the static meshbench binary to pack (default: this executable)")

@@ -278,9 +278,10 @@ control plane), and a missing CLI is only a warning.
 
 --platform local: what the local lab needs for the modes of --mesh (all
 when none is given): Envoy, the netns substrate (root, network namespaces,
-iptables), Istio's ztunnel for ambient on netns, and whether mesh linkerd
-can run here (linkerd2-proxy found and its version read, namespaces
-possible). A mode not asked for only warns.`,
+a kernel that takes the nftables capture rules), Istio's ztunnel for
+ambient on netns, and whether mesh linkerd can run here (linkerd2-proxy
+found and its version read, namespaces possible). A mode not asked for
+only warns.`,
 		Example: `  meshbench doctor --platform kube --kubeconfig ~/.kube/k3d.yaml --mesh sidecar,ambient
   meshbench doctor --platform kube --mesh linkerd --install-mesh
   sudo meshbench doctor --platform local --mesh linkerd`,

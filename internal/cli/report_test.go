@@ -45,9 +45,9 @@ func TestReportCommand(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	// Seven charts (see internal/report/testdata/plan-small.charts.golden),
-	// each as PNG and SVG.
-	charts := []string{"rate-1-dp-cpu", "rate-1-load-curve", "rate-1-p50", "rate-1-p95", "rate-1-p99", "spectrum-1", "spectrum-2"}
+	// Nine charts (see internal/report/testdata/plan-small.charts.golden:
+	// the two scenarios' summary charts first), each as PNG and SVG.
+	charts := []string{"rate-1-dp-cpu", "rate-1-load-curve", "rate-1-p50", "rate-1-p95", "rate-1-p99", "scenario-1-meshes", "scenario-2-meshes", "spectrum-1", "spectrum-2"}
 	for _, ext := range []string{"png", "svg"} {
 		got, err := filepath.Glob(filepath.Join(out, "plots", "*."+ext))
 		if err != nil {
@@ -89,12 +89,12 @@ func TestReportCommand(t *testing.T) {
 			t.Errorf("stdout does not start with the text report:\n%s", inv.stdout)
 		}
 	}
-	if !strings.Contains(inv.stdout, "Reports: "+out+" (HTML: "+filepath.Join(out, "report.html")+", 7 plots)") {
+	if !strings.Contains(inv.stdout, "Reports: "+out+" (HTML: "+filepath.Join(out, "report.html")+", 9 plots)") {
 		t.Errorf("stdout does not say where the reports are:\n%s", inv.stdout)
 	}
 	html, _ := os.ReadFile(filepath.Join(out, "report.html"))
-	if n := bytes.Count(html, []byte("<svg ")); n != 7 {
-		t.Errorf("report.html holds %d SVGs, want 7", n)
+	if n := bytes.Count(html, []byte("<svg ")); n != 9 {
+		t.Errorf("report.html holds %d SVGs, want 9", n)
 	}
 
 	// Again, quiet: the same files, the text report not printed.

@@ -49,12 +49,14 @@ func newRunCmd(env *Env) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run one benchmark cell on the local lab: real Envoy data planes on loopback nodes",
+		Short: "Run one benchmark cell on the local lab: real proxies in network namespaces (or on loopback)",
 		Long: `Bring up a mesh topology of real processes on this machine (apps, Envoy
-sidecars / node proxies / waypoint / gateway on 127.0.N.0/24 "nodes"), wait
+sidecars, Istio's ztunnel, an Envoy waypoint or gateway, linkerd2-proxy; in
+network namespaces as root, else on 127.0.N.0/24 "nodes" with Envoy standing
+in for ztunnel), check first that everything the cell needs is here, wait
 until it is ready and idle, warm up, send the load while sampling every
-process's CPU and memory from /proc, drain, collect Envoy stats, tear it all
-down, and write a results directory. Then print the load report, the
+process's CPU and memory from /proc, drain, collect the proxies' stats, tear
+it all down, and write a results directory. Then print the load report, the
 resource tables and derived figures.
 
 Mesh modes: none, sidecar (mTLS between sidecars), ambient (L4 node proxies,

@@ -100,9 +100,10 @@ func TestChooseSubstrate(t *testing.T) {
 // machine), meshbench re-executes itself as root of one of its own and the
 // run works: mode ambient with the real ztunnels, every request answered,
 // mTLS verified; mode sidecar is refused at once (exit 2: the sidecars'
-// gid 1337 cannot be mapped) and makes no results directory. Where they
-// are not allowed, the run fails at once (exit 1) saying namespaces need
-// root.
+// gid 1337 cannot be mapped) and makes no results directory, as is mode
+// linkerd under auto (one line, exit 2: it needs netns). Where they
+// are not allowed, the run is refused at once (exit 2) saying namespaces
+// need root.
 func TestSubstrateNetnsNotRoot(t *testing.T) {
 	testutil.RequireRoot(t, "needs root to switch to an unprivileged user")
 	setpriv, err := exec.LookPath("setpriv")
@@ -147,7 +148,7 @@ func TestSubstrateNetnsNotRoot(t *testing.T) {
 	n, _ := os.ReadFile("/proc/sys/user/max_user_namespaces")
 	if strings.TrimSpace(string(n)) == "0" {
 		out, code := nobody("run", "--substrate", "netns", "--mesh", "none", "--out", dir+"/never-made")
-		if code != ExitFailure || !strings.Contains(out, "--substrate netns: network namespaces need root here") {
+		if code != ExitUsage || !strings.Contains(out, "--substrate netns: network namespaces need root here") {
 			t.Errorf("without user namespaces: exit %d, output:\n%s", code, out)
 		}
 		return
@@ -161,6 +162,12 @@ func TestSubstrateNetnsNotRoot(t *testing.T) {
 	out, code = nobody("run", "--substrate", "netns", "--mesh", "sidecar", "--out", dir+"/never-made")
 	if code != ExitUsage || !strings.Contains(out, "the sidecars' 1337") {
 		t.Errorf("sidecar as nobody: exit %d, output:\n%s", code, out)
+	}
+	// Not root and auto: linkerd runs only on netns, which auto does not
+	// enter without root: refused in one line, nothing made.
+	out, code = nobody("run", "--mesh", "linkerd", "--out", dir+"/never-made")
+	if code != ExitUsage || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "--mesh linkerd: runs only on the netns substrate, which cannot run this here (") || !strings.Contains(out, "network namespaces need root here") {
+		t.Errorf("linkerd as nobody: exit %d, output:\n%s", code, out)
 	}
 	if _, err := os.Stat(dir + "/never-made"); err == nil {
 		t.Error("a results directory was made for the refused run")

@@ -18,6 +18,9 @@ type axisSection struct {
 	Axis         string
 	Verdicts     []string
 	Interactions []string
+	// Coverage says which of the section's intervals cover less than the
+	// nominal level ("" when none does).
+	Coverage string
 }
 
 // axisSections groups a's axis comparisons and interactions by axis, in
@@ -28,7 +31,7 @@ func axisSections(a *analysis.Analysis) []axisSection {
 		if axis == analysis.AxisMesh {
 			continue
 		}
-		s := axisSection{Axis: axis}
+		s := axisSection{Axis: axis, Coverage: axesCoverage(a, axis)}
 		for _, c := range a.AxisComparisons {
 			if c.Axis == axis {
 				s.Verdicts = append(s.Verdicts, c.Verdict())
@@ -64,6 +67,9 @@ func writeAxesText(w io.Writer, a *analysis.Analysis) {
 				fmt.Fprintln(w, "    "+v)
 			}
 		}
+		if s.Coverage != "" {
+			fmt.Fprintln(w, "  "+s.Coverage)
+		}
 	}
 }
 
@@ -72,15 +78,18 @@ func writeAxesText(w io.Writer, a *analysis.Analysis) {
 // (mesh and scenario columns; for an interaction the mesh is "MESH vs
 // BASELINE"), a and b (the values: B vs A; an interaction's row is the
 // overhead at b alone, a empty), figure, diff (relative, B/A − 1), lo, hi,
-// level, n (valid repetitions of the smaller side), significant.
+// level (the coverage the interval achieves: 0.9 for 3 vs 3 runs, whose
+// interval runs from range to range; else the nominal level),
+// nominal_level, n (valid repetitions of the smaller side), significant
+// (false below 3 runs a side: too few to judge).
 func AxesCSV(w io.Writer, a *analysis.Analysis) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"kind", "axis", "mesh", "app", "rate", "replicas", "policies", "protocol", "gateway", "mtls",
-		"a", "b", "figure", "diff", "lo", "hi", "level", "n", "significant", "generator"})
+		"a", "b", "figure", "diff", "lo", "hi", "level", "nominal_level", "n", "significant", "generator"})
 	row := func(kind, axis, mesh string, c analysis.Config, av, bv, fig string, iv stats.Interval) {
 		_ = cw.Write([]string{kind, axis, mesh, c.App, c.Rate, strconv.Itoa(c.Replicas), strconv.Itoa(c.Policies), c.Protocol,
 			strconv.FormatBool(c.Gateway), strconv.FormatBool(c.MTLS), av, bv, fig, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
-			num(iv.Level), strconv.Itoa(iv.N), strconv.FormatBool(iv.HasInterval() && iv.Significant()), generatorName(c.Generator)})
+			num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.FormatBool(iv.Significant()), generatorName(c.Generator)})
 	}
 	for _, c := range a.AxisComparisons {
 		for _, f := range append(slices.Clone(analysis.CompareFigures), analysis.CPUPrefix+"load") {

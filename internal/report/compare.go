@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 )
 
 // compareRows are the rows of a compared config's table: CompareFigures,
@@ -32,8 +33,9 @@ var compareRows = []struct{ label, figure, format string }{
 // hosts; then per scenario, one table per mesh measured in both (rows: the
 // figures; columns: A's and B's medians over their valid repetitions
 // [bootstrap interval], and B vs A, the relative difference of medians
-// [bootstrap interval], "not significant" when it spans zero) and one
-// verdict line per config; then the configs found on one side only and the
+// [bootstrap interval], "not significant" when it spans zero), which
+// intervals cover less than the nominal level, and one verdict line per
+// config (too few to judge below 3 runs a side); then the configs found on one side only and the
 // cells left out (invalid, failed, not run).
 func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 	bw := &errWriter{w: w}
@@ -83,6 +85,16 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 			rows = append(rows, row)
 		}
 		writeAligned(bw, rows)
+		var medians, diffs []stats.Interval
+		for _, r := range compareRows {
+			medians = append(medians, d.A.Figures[r.figure], d.B.Figures[r.figure])
+			if iv, ok := d.Diffs[r.figure]; ok {
+				diffs = append(diffs, iv)
+			}
+		}
+		if note := coverageNote(sc.Level, medians, diffs); note != "" {
+			fmt.Fprintln(bw, "  "+note)
+		}
 		fmt.Fprintln(bw, "  Verdict: "+d.Verdict())
 	}
 	for _, only := range []struct {
@@ -121,14 +133,16 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 // CompareCSV writes a comparison as a tidy CSV, one row per config and
 // figure measured on both sides: the scenario columns, mesh, figure, each
 // side's median [lo, hi] and valid repetitions, the relative difference
-// B/A − 1 with its interval, the level, whether it is significant (its
-// interval excludes 0; false without an interval) and the interval's method.
+// B/A − 1 with its interval, the level its interval achieves (below the
+// nominal level with few runs) and the nominal level, whether it is
+// significant (its interval excludes 0; false without an interval or with
+// fewer than 3 runs a side) and the interval's method.
 // Empty fields are values that could not be computed.
 func CompareCSV(w io.Writer, sc *analysis.SetComparison) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
 		"a_median", "a_lo", "a_hi", "a_n", "b_median", "b_lo", "b_hi", "b_n",
-		"diff", "diff_lo", "diff_hi", "level", "significant", "method"})
+		"diff", "diff_lo", "diff_hi", "level", "nominal_level", "significant", "method"})
 	for _, d := range sc.Configs {
 		c := d.Config
 		for _, f := range analysis.CompareFigures {
@@ -141,7 +155,7 @@ func CompareCSV(w io.Writer, sc *analysis.SetComparison) error {
 				strconv.FormatBool(c.Gateway), strconv.FormatBool(c.MTLS), c.Mesh, f,
 				num(ia.Estimate), num(ia.Lo), num(ia.Hi), strconv.Itoa(ia.N),
 				num(ib.Estimate), num(ib.Lo), num(ib.Hi), strconv.Itoa(ib.N),
-				num(iv.Estimate), num(iv.Lo), num(iv.Hi), num(iv.Level), strconv.FormatBool(iv.Significant()), iv.Method})
+				num(iv.Estimate), num(iv.Lo), num(iv.Hi), num(iv.Achieved()), num(iv.Level), strconv.FormatBool(iv.Significant()), iv.Method})
 		}
 	}
 	cw.Flush()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/report/plot"
 )
 
 // Method notes: what every platform shares, and the sampling and the
@@ -70,23 +71,29 @@ func cellSources(cells []*analysis.Cell) []string {
 var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>meshbench report</title>
 <style>
-body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;max-width:1180px;margin:1.5em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:.85em}
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}th{background:#f0f0f0}
-td:first-child,th:first-child{text-align:left}.bad{color:#a00}.figure{margin:1em 0}
-ul.verdicts li{margin:.2em 0}
+td:first-child,th:first-child{text-align:left}.bad{color:#a00}.figure{margin:1em 0}.note{color:#555;font-size:.85em}
+ul.verdicts{padding-left:1.2em}ul.verdicts li{margin:.25em 0}
+.answer{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start;margin:.8em 0 1.6em}
+.answer .chart{flex:0 0 760px}.answer .side{flex:1 1 320px;min-width:280px}.answer h3{margin:.2em 0 .4em}
 </style></head><body>
 <h1>meshbench report</h1>
 <p>{{.Summary}}</p>
 {{if .Incomplete}}<p class="bad">{{.Incomplete}}</p>{{end}}
-<h2 id="verdicts">Verdicts</h2>
-{{range .Scenarios}}<h3>{{.Name}}</h3><ul class="verdicts">{{range .Verdicts}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h2 id="verdicts">The meshes compared</h2>
+{{range .Scenarios}}<div class="answer">{{if .Chart}}<div class="chart">{{.Chart}}</div>{{end}}<div class="side"><h3>{{.Name}}</h3>
+<ul class="verdicts">{{range .Verdicts}}<li>{{.}}</li>{{else}}<li>none: no two meshes with valid cells to compare here</li>{{end}}</ul>
+{{if .Coverage}}<p class="note">{{.Coverage}}</p>{{end}}</div></div>
+{{end}}
 {{range .Axes}}<h3>Along {{.Axis}}</h3><ul class="verdicts">{{range .Verdicts}}<li>{{.}}</li>{{else}}<li>none: no two configurations with valid cells differ only in {{.Axis}}</li>{{end}}</ul>
-{{if .Interactions}}<p>Mesh overhead against the baseline, by {{.Axis}}:</p><ul class="verdicts">{{range .Interactions}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
+{{if .Interactions}}<p>Mesh overhead against the baseline, by {{.Axis}}:</p><ul class="verdicts">{{range .Interactions}}<li>{{.}}</li>{{end}}</ul>{{end}}{{if .Coverage}}<p class="note">{{.Coverage}}</p>{{end}}{{end}}
 <h2 id="tables">Tables</h2>
 {{range .Scenarios}}<h3>{{.Name}}</h3>
 <table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
+{{if .Coverage}}<p class="note">{{.Coverage}}</p>{{end}}
 {{end}}
 <h2 id="plots">Plots</h2>
 {{range .Plots}}<div class="figure"><h3>{{.Title}}</h3>{{.SVG}}</div>{{else}}<p>No plot: a plot needs at least two rates, two replica counts or one valid scenario.</p>{{end}}
@@ -112,6 +119,10 @@ type htmlScenario struct {
 	Verdicts []string
 	Head     []string
 	Rows     [][]string
+	// Chart is the scenario's summary chart (inline SVG), Coverage which
+	// of its intervals cover less than the nominal level.
+	Chart    template.HTML
+	Coverage string
 }
 
 type htmlPlot struct {
@@ -119,9 +130,15 @@ type htmlPlot struct {
 	SVG   template.HTML
 }
 
-// PlanHTML writes the self-contained HTML report: verdicts, tables, plots
-// (inline SVG, no network needed), invalid cells, the full text report,
-// the plan, the environment and the method's decisions.
+// Summary chart size in CSS pixels: four panels beside the verdicts.
+const summaryWidthPx, summaryHeightPx = 760, 330
+
+// PlanHTML writes the self-contained HTML report: at its top, per
+// scenario, the meshes compared on one chart (latency p50 and p99, the
+// data plane's CPU and memory, with intervals) beside the verdicts; then
+// the verdicts along other axes, tables, the other plots (inline SVG, no
+// network needed), invalid cells, the full text report, the plan, the
+// environment and the method's decisions.
 func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	var text bytes.Buffer
 	if err := PlanText(&text, a); err != nil {
@@ -137,24 +154,40 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 		Env                             [][2]string
 		Method                          []string
 	}{
-		Summary: fmt.Sprintf("%d cells (%d valid), seed %d, confidence %.0f%%, baseline %s; created %s.",
-			len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline, m.Created.Format("2006-01-02 15:04 UTC")),
+		Summary: fmt.Sprintf("%d cells (%d valid), seed %d, confidence %.0f%%, %s; created %s.",
+			len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, baselineText(a), m.Created.Format("2006-01-02 15:04 UTC")),
 		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform, cellSources(a.Plan.Cells)...), Axes: axisSections(a),
 	}
 	if len(a.Plan.Missing) > 0 {
 		data.Incomplete = fmt.Sprintf("Incomplete: %d of %d cells not run yet.", len(a.Plan.Missing), len(m.Order))
 	}
+	summary := map[string]*plot.Chart{}
+	for _, c := range charts {
+		if c.Scenario != "" {
+			summary[c.Scenario] = c.Chart
+		}
+	}
 	for _, s := range a.Scenarios {
-		hs := htmlScenario{Name: s.String()}
+		hs := htmlScenario{Name: s.String(), Coverage: scenarioCoverage(a, s)}
 		hs.Head, hs.Rows = scenarioTable(a, s)
 		for _, c := range a.Comparisons {
 			if c.Scenario == s {
 				hs.Verdicts = append(hs.Verdicts, c.Verdict())
 			}
 		}
+		if ch := summary[hs.Name]; ch != nil {
+			svg, err := ch.SVG(summaryWidthPx, summaryHeightPx)
+			if err != nil {
+				return err
+			}
+			hs.Chart = template.HTML(svg) // our own renderer's output
+		}
 		data.Scenarios = append(data.Scenarios, hs)
 	}
 	for _, c := range charts {
+		if c.Scenario != "" {
+			continue // at the top, beside its verdicts
+		}
 		svg, err := c.Chart.SVG(800, 500)
 		if err != nil {
 			return err

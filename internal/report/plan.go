@@ -117,13 +117,111 @@ func pct(iv stats.Interval) string {
 	s := f(iv.Estimate)
 	if iv.HasInterval() {
 		s += " [" + f(iv.Lo) + ", " + f(iv.Hi) + "]"
-		if !iv.Significant() {
-			s += " not significant"
+		if !iv.TooFew() && !iv.Significant() {
+			s += " not significant" // too few runs: the line says so once
 		}
 	} else {
 		s += " (one run on a side, no interval)"
 	}
 	return s
+}
+
+// coverageNote says, in one line, which of a scenario's intervals cover
+// less than the nominal level: "Intervals below the nominal 95%: a
+// median's 75% (3 runs: the runs' range); a difference's 90% (its
+// runs' ranges)". "" when none does.
+func coverageNote(level float64, medians, diffs []stats.Interval) string {
+	type key struct {
+		n        int
+		coverage float64
+	}
+	collect := func(ivs []stats.Interval) []key {
+		var out []key
+		for _, iv := range ivs {
+			if k := (key{iv.N, iv.Coverage}); iv.BelowNominal() && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+		slices.SortFunc(out, func(a, b key) int { return b.n - a.n })
+		return out
+	}
+	var parts []string
+	if ks := collect(medians); len(ks) > 0 {
+		var s []string
+		for _, k := range ks {
+			s = append(s, fmt.Sprintf("%.3g%% with %d runs", 100*k.coverage, k.n))
+		}
+		parts = append(parts, "a median's "+strings.Join(s, ", ")+" (the runs' range)")
+	}
+	if ks := collect(diffs); len(ks) > 0 {
+		var s []string
+		for _, k := range ks {
+			if v := fmt.Sprintf("%.3g%%", 100*k.coverage); !slices.Contains(s, v) {
+				s = append(s, v)
+			}
+		}
+		parts = append(parts, "a difference's "+strings.Join(s, ", ")+" (from range to range)")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Intervals below the nominal %.0f%%: %s.", 100*level, strings.Join(parts, "; "))
+}
+
+// scenarioCoverage is coverageNote for scenario s: its table's medians and
+// its comparisons' differences.
+func scenarioCoverage(a *analysis.Analysis, s analysis.Scenario) string {
+	var medians, diffs []stats.Interval
+	for _, m := range a.Meshes {
+		if g := a.Group(m, s); g != nil {
+			for _, r := range tableRows {
+				if iv, ok := g.Figures[r.figure]; ok {
+					medians = append(medians, iv)
+				}
+			}
+		}
+	}
+	for _, c := range a.Comparisons {
+		if c.Scenario == s {
+			for _, iv := range c.Diffs {
+				diffs = append(diffs, iv)
+			}
+		}
+	}
+	return coverageNote(a.Level, medians, diffs)
+}
+
+// axesCoverage is coverageNote for the comparisons along axis.
+func axesCoverage(a *analysis.Analysis, axis string) string {
+	var diffs []stats.Interval
+	for _, c := range a.AxisComparisons {
+		if c.Axis == axis {
+			for _, iv := range c.Diffs {
+				diffs = append(diffs, iv)
+			}
+		}
+	}
+	for _, in := range a.Interactions {
+		if in.Axis == axis {
+			for _, iv := range in.A.Diffs {
+				diffs = append(diffs, iv)
+			}
+			for _, iv := range in.B.Diffs {
+				diffs = append(diffs, iv)
+			}
+		}
+	}
+	return coverageNote(a.Level, nil, diffs)
+}
+
+// baselineText is the report's header word for the baseline: "baseline
+// none", or "no baseline (no mesh none in the plan: the meshes are
+// compared with each other and along the axes named)".
+func baselineText(a *analysis.Analysis) string {
+	if a.Baseline == "" {
+		return "no baseline (no mesh none in the plan: the meshes are compared with each other and along the axes named)"
+	}
+	return "baseline " + a.Baseline
 }
 
 // PlanText writes the comparison of a plan: per scenario a table with one
@@ -133,8 +231,8 @@ func pct(iv stats.Interval) string {
 func PlanText(w io.Writer, a *analysis.Analysis) error {
 	bw := &errWriter{w: w}
 	m := a.Plan.Manifest
-	fmt.Fprintf(bw, "meshbench plan: %d cells (%d valid), seed %d, confidence %.0f%%, baseline %s\n",
-		len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, a.Baseline)
+	fmt.Fprintf(bw, "meshbench plan: %d cells (%d valid), seed %d, confidence %.0f%%, %s\n",
+		len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, baselineText(a))
 	if n := len(a.Plan.Unreadable); n > 0 {
 		fmt.Fprintf(bw, "PARTIAL: %d finished cell(s) cannot be read and are left out (listed at the end)\n", n)
 	}
@@ -163,7 +261,13 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 					fmt.Fprintf(bw, "  %s %s;", f.label, pct(iv))
 				}
 			}
+			if n, few := analysis.FewestRuns(c.Diffs); few != "" {
+				fmt.Fprintf(bw, "  %s", stats.TooFewText(n))
+			}
 			fmt.Fprintln(bw)
+		}
+		if note := scenarioCoverage(a, s); note != "" {
+			fmt.Fprintln(bw, "  "+note)
 		}
 		var verdicts []string
 		for _, c := range a.Comparisons {

@@ -144,6 +144,11 @@ func TestPlanCharts(t *testing.T) {
 			}
 			var list strings.Builder
 			for _, c := range charts {
+				if c.Scenario != "" {
+					checkSummaryChart(t, a, c)
+					fmt.Fprintf(&list, "%s\t%s\t%s\n", c.Name, c.Title, c.Scenario)
+					continue
+				}
 				svg, err := c.Chart.SVG(800, 500)
 				if err != nil {
 					t.Fatal(err)
@@ -188,6 +193,54 @@ func TestPlanCharts(t *testing.T) {
 			}
 			testutil.Golden(t, name+".charts.golden", []byte(list.String()))
 		})
+	}
+}
+
+// checkSummaryChart: a scenario's summary chart draws its scenario, names
+// every mesh with valid cells there (on each of its four panels) and no
+// other, and its caption says what the bars are and, where the runs are
+// few, that they cover less than the nominal level.
+func checkSummaryChart(t *testing.T, a *analysis.Analysis, c NamedChart) {
+	t.Helper()
+	svg, err := c.Chart.SVG(summaryWidthPx, summaryHeightPx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(svg, []byte(html.EscapeString(c.Scenario))) {
+		t.Errorf("%s: scenario %q not drawn", c.Name, c.Scenario)
+	}
+	var want []string
+	fewest := 0
+	for _, s := range a.Scenarios {
+		if s.String() != c.Scenario {
+			continue
+		}
+		for _, m := range a.Meshes {
+			if g := a.Group(m, s); g != nil && g.Valid > 0 {
+				want = append(want, m)
+				if fewest == 0 || g.Valid < fewest {
+					fewest = g.Valid
+				}
+			}
+		}
+	}
+	got := legend(t, svg, a.Meshes)
+	counts := map[string]int{}
+	for _, m := range got {
+		counts[m]++
+	}
+	panels := len(c.Chart.PanelNames())
+	for _, m := range a.Meshes {
+		if w := slices.Contains(want, m); (counts[m] == panels && panels > 0) != w {
+			t.Errorf("%s: mesh %s named %d times on %d panels (want it on every panel: %v)", c.Name, m, counts[m], panels, w)
+		}
+	}
+	cap := c.Chart.Caption()
+	if !strings.Contains(cap, "interval (bar") {
+		t.Errorf("%s: caption %q does not say what the bars are", c.Name, cap)
+	}
+	if fewest > 1 && fewest < 6 && !strings.Contains(cap, "Intervals below the nominal 95%") {
+		t.Errorf("%s: caption %q does not say its intervals from %d runs cover less than 95%%", c.Name, cap, fewest)
 	}
 }
 
@@ -306,7 +359,11 @@ func TestPlanHTML(t *testing.T) {
 			// Every chart's SVG is inlined as rendered; cut them out for the golden.
 			golden := page
 			for _, c := range charts {
-				svg, err := c.Chart.SVG(800, 500)
+				w, h := 800, 500
+				if c.Scenario != "" {
+					w, h = summaryWidthPx, summaryHeightPx
+				}
+				svg, err := c.Chart.SVG(w, h)
 				if err != nil {
 					t.Fatal(err)
 				}

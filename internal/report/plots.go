@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/meshbench/meshbench/internal/analysis"
+	"github.com/meshbench/meshbench/internal/analysis/stats"
 	"github.com/meshbench/meshbench/internal/report/plot"
 )
 
@@ -13,6 +14,10 @@ import (
 type NamedChart struct {
 	Name  string // file name without extension
 	Title string
+	// Scenario is set on a scenario's summary chart (the meshes compared
+	// on latency and the data plane's cost): its scenario's String(), for
+	// the report's top.
+	Scenario string
 	// Chart draws its caption under it (plot.ChartOptions.Caption): what
 	// the lines and the bands are.
 	Chart *plot.Chart
@@ -33,7 +38,10 @@ func medianCaption(a *analysis.Analysis) string {
 // spectrum per mesh for every scenario. Bands are the bootstrap intervals
 // where there are repetitions.
 func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
-	var out []NamedChart
+	out, err := SummaryCharts(a)
+	if err != nil {
+		return nil, err
+	}
 	add := func(name, title string, c *plot.Chart, err error) error {
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", name, err)
@@ -147,6 +155,65 @@ func PlanCharts(a *analysis.Analysis) ([]NamedChart, error) {
 		return nil, err
 	}
 	return append(out, tc...), nil
+}
+
+// summaryFigures are the panels of a scenario's summary chart: what a
+// reader came to compare.
+var summaryFigures = []struct{ fig, label string }{
+	{analysis.LatencyP50, "p50 latency (ms)"},
+	{analysis.LatencyP99, "p99 latency (ms)"},
+	{analysis.CPUPrefix + "data-plane", "data-plane CPU (mCPU)"},
+	{analysis.MemPrefix + "data-plane", "data-plane memory (MiB)"},
+}
+
+// SummaryCharts draws, per scenario with valid cells, the meshes side by
+// side on p50 and p99 latency and the data plane's CPU and memory, each
+// a median with its interval (scenario-N-meshes): the report's top.
+func SummaryCharts(a *analysis.Analysis) ([]NamedChart, error) {
+	var out []NamedChart
+	for i, s := range a.Scenarios {
+		var meshes []string
+		var groups []*analysis.Group
+		for _, m := range a.Meshes {
+			if g := a.Group(m, s); g != nil && g.Valid > 0 {
+				meshes, groups = append(meshes, m), append(groups, g)
+			}
+		}
+		if len(groups) == 0 {
+			continue
+		}
+		var panels []plot.Panel
+		var medians []stats.Interval
+		for _, f := range summaryFigures {
+			pn := plot.Panel{YLabel: f.label}
+			for _, g := range groups {
+				iv, ok := g.Figures[f.fig]
+				if !ok || math.IsNaN(iv.Estimate) || math.IsInf(iv.Estimate, 0) {
+					pn.Points = append(pn.Points, plot.Point{Missing: true})
+					continue
+				}
+				medians = append(medians, iv)
+				pt := plot.Point{Value: iv.Estimate, Lo: math.NaN(), Hi: math.NaN()}
+				if iv.HasInterval() && !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) {
+					pt.Lo, pt.Hi = iv.Lo, iv.Hi
+				}
+				pn.Points = append(pn.Points, pt)
+			}
+			panels = append(panels, pn)
+		}
+		caption := fmt.Sprintf("Each mesh's median over its valid runs (dot) with its %.0f%% percentile-bootstrap interval (bar; none with one run). "+
+			"Memory is %s. Mesh none has no data plane.", a.Level*100, memoryKind(a))
+		if note := coverageNote(a.Level, medians, nil); note != "" {
+			caption += " " + note
+		}
+		title := s.String()
+		c, err := plot.Panels(plot.ChartOptions{Title: title, Caption: caption}, meshes, panels)
+		if err != nil {
+			return nil, fmt.Errorf("plot scenario-%d-meshes: %w", i+1, err)
+		}
+		out = append(out, NamedChart{Name: fmt.Sprintf("scenario-%d-meshes", i+1), Title: "the meshes compared (" + title + ")", Chart: c, Scenario: title})
+	}
+	return out, nil
 }
 
 // OverTimeCharts draws each cell's latency over time: p50 and p99 per

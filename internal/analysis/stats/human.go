@@ -58,12 +58,15 @@ func HumanRatio(r float64) string {
 
 // HumanDiff says a relative difference from RelativeDiffCI in words:
 // HumanRatio(1 + Estimate) when the difference is significant, "no significant
-// difference" when its interval spans 0, HumanRatio(1 + Estimate) + " (single
+// difference" when its interval spans 0, TooFewText when it rests on fewer
+// than MinJudgedRuns runs a side, HumanRatio(1 + Estimate) + " (single
 // run)" when there was no interval, and "n/a" when the estimate is NaN.
 func HumanDiff(iv Interval) string {
 	switch {
 	case math.IsNaN(iv.Estimate):
 		return "n/a"
+	case iv.HasInterval() && iv.TooFew():
+		return "(" + TooFewText(iv.N) + ")"
 	case iv.Significant():
 		return HumanRatio(1 + iv.Estimate)
 	case iv.HasInterval():

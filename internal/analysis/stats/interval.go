@@ -68,12 +68,39 @@ func (iv Interval) Contains(v float64) bool {
 	return iv.Lo <= v && v <= iv.Hi
 }
 
+// MinJudgedRuns is the fewest valid runs per side a comparison is judged
+// on: below it no difference is called significant or summarised as a
+// verdict (with 2 runs a side the interval is the runs' range, which
+// identical setups fail to overlap a third of the time).
+const MinJudgedRuns = 3
+
+// TooFew reports whether iv rests on fewer than MinJudgedRuns runs (N, the
+// smaller side of a difference): too few to judge.
+func (iv Interval) TooFew() bool { return iv.N < MinJudgedRuns }
+
+// TooFewText says why a comparison of n runs is not judged: "2 runs: too
+// few to judge; run 3 or more".
+func TooFewText(n int) string {
+	unit := "runs"
+	if n == 1 {
+		unit = "run"
+	}
+	return fmt.Sprintf("%d %s: too few to judge; run %d or more", n, unit, MinJudgedRuns)
+}
+
+// BelowNominal reports whether iv's achieved coverage is known to be
+// lower than its nominal Level: what every printed interval then says.
+func (iv Interval) BelowNominal() bool {
+	return iv.HasInterval() && iv.Coverage > 0 && iv.Coverage < iv.Level
+}
+
 // Significant reports whether iv, an interval for a difference, excludes 0:
-// it has an interval (HasInterval) and Lo > 0 or Hi < 0. A single run or a NaN
+// it has an interval (HasInterval), rests on MinJudgedRuns runs or more a
+// side (not TooFew), and Lo > 0 or Hi < 0. A single run, two runs or a NaN
 // result is never significant. Report differences that are not significant
 // as such, whatever their estimate.
 func (iv Interval) Significant() bool {
-	return iv.HasInterval() && (iv.Lo > 0 || iv.Hi < 0)
+	return iv.HasInterval() && !iv.TooFew() && (iv.Lo > 0 || iv.Hi < 0)
 }
 
 // BootstrapMedianCI returns the median of xs (runs of one cell, in any unit)
@@ -207,6 +234,11 @@ func RelativeDiffCI(a, base []float64, level float64, resamples int, rng *rand.R
 		Method:   fmt.Sprintf("bootstrap percentile, %d resamples, n=%d vs %d", resamples, na, nb),
 	}
 	if iv.Lo == relDiff(sa[0], sb[nb-1]) && iv.Hi == relDiff(sa[na-1], sb[0]) {
+		// The interval runs from range to range: it misses a difference
+		// of 0 between identical setups exactly when their ranges do not
+		// overlap, so it covers 1 − 2/C(na+nb, na) (exact when both
+		// groups have the same shape).
+		iv.Coverage = 1 - 2/binomial(na+nb, na)
 		iv.Method += fmt.Sprintf(": significant only if the runs' ranges do not overlap, "+
 			"which identical setups do %.3g%% of the time", 100*2/binomial(na+nb, na))
 	}

@@ -26,11 +26,13 @@ func TestIntervalPredicates(t *testing.T) {
 		iv                       Interval
 		has, significant, covers bool // covers: Contains(0)
 	}{
-		{"above zero", Interval{Estimate: 0.2, Lo: 0.1, Hi: 0.3, Level: 0.95}, true, true, false},
-		{"below zero", Interval{Estimate: -0.2, Lo: -0.3, Hi: -0.1, Level: 0.95}, true, true, false},
-		{"spans zero", Interval{Estimate: 0.05, Lo: -0.1, Hi: 0.1, Level: 0.95}, true, false, true},
-		{"touching zero is not significant", Interval{Estimate: 0.1, Lo: 0, Hi: 0.2, Level: 0.95}, true, false, true},
-		{"unbounded above, still excludes zero", Interval{Estimate: 1, Lo: 0.1, Hi: inf, Level: 0.95}, true, true, false},
+		{"above zero", Interval{Estimate: 0.2, Lo: 0.1, Hi: 0.3, Level: 0.95, N: 3}, true, true, false},
+		{"below zero", Interval{Estimate: -0.2, Lo: -0.3, Hi: -0.1, Level: 0.95, N: 10}, true, true, false},
+		{"spans zero", Interval{Estimate: 0.05, Lo: -0.1, Hi: 0.1, Level: 0.95, N: 3}, true, false, true},
+		{"touching zero is not significant", Interval{Estimate: 0.1, Lo: 0, Hi: 0.2, Level: 0.95, N: 3}, true, false, true},
+		{"unbounded above, still excludes zero", Interval{Estimate: 1, Lo: 0.1, Hi: inf, Level: 0.95, N: 3}, true, true, false},
+		// two runs a side: an interval, but too few to judge
+		{"two runs are never significant", Interval{Estimate: -0.2, Lo: -0.3, Hi: -0.1, Level: 0.95, N: 2}, true, false, false},
 		{"single run is never significant", Interval{Estimate: -0.2, Lo: -0.2, Hi: -0.2, N: 1}, false, false, false},
 		{"NaN", nanInterval(3, MethodZeroBase), false, false, false},
 		{"zero value", Interval{}, false, false, true},
@@ -213,9 +215,10 @@ func TestRelativeDiffCI(t *testing.T) {
 		// Overlapping ranges: not significant whatever the estimate.
 		{"3v3 overlapping", []float64{95, 100, 110}, []float64{98, 102, 105},
 			100.0/102 - 1, 95.0/105 - 1, 110.0/98 - 1, false, 3, "10% of the time"},
-		// 2 vs 3: chance of separated ranges 2/C(5,2) = 20%.
+		// 2 vs 3: chance of separated ranges 2/C(5,2) = 20%; and with 2
+		// runs on a side never significant (too few to judge).
 		{"2v3", []float64{80, 84}, []float64{100, 105, 101},
-			82.0/101 - 1, 80.0/105 - 1, 84.0/100 - 1, true, 2, "identical setups do 20% of the time"},
+			82.0/101 - 1, 80.0/105 - 1, 84.0/100 - 1, false, 2, "identical setups do 20% of the time"},
 		// Negative figures: (a − base)/|base|, so a = −8 vs base = −10 is 20% higher.
 		{"negative baseline", []float64{-8, -8, -8}, []float64{-10, -10, -10}, 0.2, 0.2, 0.2, true, 3, "n=3 vs 3"},
 		// Baseline with a zero but median 1: 7/27 of the resamples have a
@@ -288,5 +291,34 @@ func TestAchievedLevel(t *testing.T) {
 	}
 	if iv := BootstrapMedianCI(xs, 0.95, 2000, nil); iv.Coverage != 0 || iv.Achieved() != 0.95 {
 		t.Errorf("30 runs: coverage %v achieved %v, want 0 and 0.95", iv.Coverage, iv.Achieved())
+	}
+}
+
+// TestSmallNCoverage: an interval from few runs carries the coverage it
+// achieves, below the nominal level, so every output can say so: a
+// median's range of n runs 1 − 2^(1−n), a difference from range to range
+// 1 − 2/C(na+nb, na); 10 runs a side are not flagged.
+func TestSmallNCoverage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		iv   Interval
+		want float64
+	}{
+		{"median of 3", BootstrapMedianCI([]float64{1, 2, 3}, 0, 0, newRand(1)), 0.75},
+		{"median of 2", BootstrapMedianCI([]float64{1, 2}, 0, 0, newRand(1)), 0.5},
+		{"3 vs 3", RelativeDiffCI([]float64{1, 2, 3}, []float64{4, 5, 6}, 0, 0, newRand(1)), 0.9},
+		{"2 vs 3", RelativeDiffCI([]float64{1, 2}, []float64{4, 5, 6}, 0, 0, newRand(1)), 0.8},
+		{"2 vs 2", RelativeDiffCI([]float64{1, 2}, []float64{4, 5}, 0, 0, newRand(1)), 1 - 2.0/6},
+	} {
+		if !near(tc.iv.Coverage, tc.want) || !tc.iv.BelowNominal() {
+			t.Errorf("%s: coverage %v (below nominal %v), want %v", tc.name, tc.iv.Coverage, tc.iv.BelowNominal(), tc.want)
+		}
+	}
+	ten := RelativeDiffCI([]float64{81, 77, 90, 79, 84, 75, 96, 80, 78, 83}, []float64{101, 97, 110, 99, 104, 95, 120, 100, 98, 103}, 0, 0, newRand(11))
+	if ten.BelowNominal() || ten.TooFew() {
+		t.Errorf("10 vs 10: below nominal %v, too few %v", ten.BelowNominal(), ten.TooFew())
+	}
+	if got, want := TooFewText(2), "2 runs: too few to judge; run 3 or more"; got != want {
+		t.Errorf("TooFewText(2) = %q, want %q", got, want)
 	}
 }

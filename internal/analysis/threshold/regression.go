@@ -30,7 +30,8 @@ func ParseRelative(s string) (float64, error) {
 // CPU and memory higher, achieved rate lower. Significantly: the whole
 // bootstrap interval of the relative difference lies beyond the margin,
 // so a difference that may be noise or may be smaller never counts; a
-// side with one run (no interval) never counts either.
+// side with fewer than stats.MinJudgedRuns runs (too few to judge) never
+// counts either.
 func Regressions(sc *analysis.SetComparison, margin float64) []string {
 	var out []string
 	for _, d := range sc.Configs {
@@ -41,7 +42,7 @@ func Regressions(sc *analysis.SetComparison, margin float64) []string {
 		sort.Strings(figs)
 		for _, f := range figs {
 			iv := d.Diffs[f]
-			if !iv.HasInterval() {
+			if !iv.HasInterval() || iv.TooFew() {
 				continue
 			}
 			worse := iv.Lo > margin // higher is worse

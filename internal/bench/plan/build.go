@@ -455,15 +455,18 @@ func (b *builder) matrix() {
 	p, s := b.p, b.s
 	a := &p.Axes
 	if len(a.Mesh) > 0 && !contains(a.Mesh, p.Baseline) {
-		modes := make([]string, len(a.Mesh))
-		for i, m := range a.Mesh {
-			modes[i] = string(m)
-		}
-		want := "allowed: one of " + s.field("axes.mesh") + " (" + strings.Join(modes, ", ") + ")"
 		if s.entries["baseline"] == nil {
-			want = "the default baseline is not among " + s.field("axes.mesh") + " (" + strings.Join(modes, ", ") + "); set " + s.field("baseline") + " to one of them"
+			// The default (none) never refuses the plan: without none
+			// there is no baseline, and the meshes are compared with each
+			// other and along the plan's other axes.
+			p.Baseline = ""
+		} else {
+			modes := make([]string, len(a.Mesh))
+			for i, m := range a.Mesh {
+				modes[i] = string(m)
+			}
+			s.bad("baseline", s.lineOf("baseline"), strconv.Quote(string(p.Baseline)), "allowed: one of "+s.field("axes.mesh")+" ("+strings.Join(modes, ", ")+")")
 		}
-		s.bad("baseline", s.lineOf("baseline"), strconv.Quote(string(p.Baseline)), want)
 	}
 	if len(a.Mesh) == 0 || len(a.App) == 0 || len(a.Rate) == 0 || len(a.Replicas) == 0 ||
 		len(a.Policies) == 0 || len(a.Protocol) == 0 || len(a.Gateway) == 0 || len(a.MTLS) == 0 {

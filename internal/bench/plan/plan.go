@@ -49,7 +49,9 @@ type Plan struct {
 	// SubstrateNetns or SubstrateLoopback (never mixed within a plan).
 	Substrate string
 	// Baseline is the mesh mode the others are compared with; one of
-	// Axes.Mesh.
+	// Axes.Mesh, or "" for none: the default, none, where the mesh axis
+	// has no none (the meshes are then compared with each other and along
+	// the plan's other axes, never refused).
 	Baseline topology.Mode
 	// Workers is the number of load generator pods of every cell on
 	// PlatformKube (the rate and connections are split among them); 1 on

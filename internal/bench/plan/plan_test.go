@@ -130,7 +130,7 @@ func TestExamples(t *testing.T) {
 		cells    int
 		estimate time.Duration // at CellOverheadLocal
 	}{
-		{"quick.yaml", 24, 4 * time.Minute},
+		{"quick.yaml", 30, 5 * time.Minute},
 		{"seed-matrix.yaml", 120, 34 * time.Minute},
 		{"faces.yaml", 24, 24 * 17 * time.Second},
 		{"saturation.yaml", 12, 12 * 17 * time.Second},
@@ -574,4 +574,37 @@ func testRate(tb testing.TB, s string) Rate {
 		tb.Fatalf("parseRate(%q) failed", s)
 	}
 	return r
+}
+
+// TestNoBaseline: a plan without mesh none and without a baseline is
+// not refused (the default never refuses): it has no baseline, no cell
+// has a baseline configuration, and its YAML reads back the same; a
+// baseline named but absent stays an error.
+func TestNoBaseline(t *testing.T) {
+	for _, p := range []*Plan{
+		mustParse(t, "p.yaml", "axes: {mesh: [sidecar, ambient]}\n"),
+		func() *Plan {
+			p, err := FromFlags(Flags{Mesh: "ambient", Policies: "0,4", Compare: "policies"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}(),
+	} {
+		if p.Baseline != "" {
+			t.Errorf("baseline %q, want none", p.Baseline)
+		}
+		for _, c := range p.Cells() {
+			if b, ok := p.BaselineOf(c); ok {
+				t.Errorf("%s: baseline configuration %s", c.ID, b)
+			}
+		}
+		q := mustParse(t, "plan.yaml", string(p.YAML()))
+		if q.Baseline != "" || string(q.YAML()) != string(p.YAML()) {
+			t.Errorf("read back: baseline %q, YAML\n%s\nwant\n%s", q.Baseline, q.YAML(), p.YAML())
+		}
+	}
+	if _, err := Parse("p.yaml", []byte("baseline: none\naxes: {mesh: [sidecar]}\n")); err == nil {
+		t.Error("an absent baseline named in the plan was accepted")
+	}
 }

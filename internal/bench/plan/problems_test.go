@@ -146,11 +146,6 @@ baseline: sidecar
 		{"no cells", "axes:\n  mesh: [ambient]\n  mtls: [false]\nbaseline: ambient\n", []string{
 			`p.yaml:1: axes: the plan expands to no cells: every combination is skipped (mesh ambient with mtls false: HBONE is always mTLS)`,
 		}},
-		// The default baseline, none, is not in the mesh axis: reported at
-		// the mesh axis.
-		{"baseline default", "axes:\n  mesh: [sidecar, ambient]\n", []string{
-			`p.yaml:2: baseline "none": the default baseline is not among axes.mesh (sidecar, ambient); set baseline to one of them`,
-		}},
 		{"baseline given", "baseline: linkerd\n", []string{
 			`p.yaml:1: baseline "linkerd": allowed: one of axes.mesh (none, sidecar, ambient, waypoint)`,
 		}},
@@ -277,8 +272,8 @@ func TestFromFlags(t *testing.T) {
 			`--replicas 100: allowed: 1 to 81 on 1 app nodes (245 pod addresses per node, 3 service(s) of app faces); add nodes`,
 			`--policies 4: no rule allows face's calls to smiley and color (default/face) to reach the app's services; use 0 or at least 5`,
 		}},
-		{"default baseline", Flags{Mesh: "sidecar"}, []string{
-			`--baseline "none": the default baseline is not among --mesh (sidecar); set --baseline to one of them`,
+		{"baseline absent", Flags{Mesh: "sidecar,ambient", Baseline: "none"}, []string{
+			`--baseline "none": allowed: one of --mesh (sidecar, ambient)`,
 		}},
 		{"too many", Flags{Rate: "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26", Repetitions: "100"}, []string{
 			`matrix: expands to 10400 cells (104 configurations × 100 repetitions); allowed: at most 10000`,

@@ -79,7 +79,9 @@ func (p *Plan) YAML() []byte {
 			add(root, "generator", str(p.Axes.Generator[0]))
 		}
 	}
-	add(root, "baseline", str(string(p.Baseline)))
+	if p.Baseline != "" { // no baseline: the default reads back the same
+		add(root, "baseline", str(string(p.Baseline)))
+	}
 	add(root, "compare", seq(p.Compare))
 	th := &yaml.Node{Kind: yaml.MappingNode}
 	add(th, "rate_shortfall", plain(frac(p.Thresholds.RateShortfall)))

@@ -4,18 +4,19 @@
 // plaintext to 15006 and HBONE to 15008 by TPROXY, ztunnel's own packets
 // exempt by their mark, original-source routing through table 100); for
 // sidecars, istio-init's nat rules (IstioInit: outbound to 15001, inbound
-// to 15006, the proxy's uid and gid exempt).
+// to 15006, the proxy's uid and gid exempt); for Linkerd, proxy-init's.
 //
-// Rules go in with github.com/coreos/go-iptables (which runs iptables(8)
-// born inside the namespace, so they land in the pod's tables); routes and
-// rules with netlink. They go with the namespace: deleting it removes them.
+// Rules go in as nftables over netlink (github.com/google/nftables, nft.go),
+// each beside the iptables rule it stands for; routes and rules with
+// netlink. No command is run, so no iptables package is needed. They go
+// with the namespace: deleting it removes them.
 package capture
 
 import (
 	"fmt"
 	"net"
+	"net/netip"
 
-	"github.com/coreos/go-iptables/iptables"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -42,50 +43,72 @@ const (
 	RouteTable = 100
 )
 
-// rule is one iptables rule: table, chain, arguments.
-type rule struct {
-	table, chain string
-	args         []string
-}
+// Table names, as istio-cni's and istio-init's nftables modes name theirs.
+const (
+	inPodMangle = "istio-ambient-mangle"
+	inPodNAT    = "istio-ambient-nat"
+	sidecarNAT  = "istio-proxy-nat"
+)
 
-// InPodRules are the rules InPod installs, in order (exported for the
-// record a lab writes of what it did).
-func inPodRules() []rule {
-	zm := fmt.Sprintf("0x%x/0x%x", ZtunnelMark, markMask)
-	cm := fmt.Sprintf("0x%x/0x%x", ConnMark, markMask)
-	return []rule{
-		// mangle: connections ztunnel accepts keep ConnMark so replies
-		// from the app are routed back into ztunnel's transparent socket
-		{"mangle", "PREROUTING", []string{"-m", "mark", "--mark", zm, "-j", "CONNMARK", "--set-xmark", cm}},
-		{"mangle", "PREROUTING", []string{"!", "-d", "127.0.0.1/32", "-p", "tcp", "-i", "lo", "-j", "ACCEPT"}},
-		{"mangle", "PREROUTING", []string{"-p", "tcp", "-m", "tcp", "--dport", fmt.Sprint(PortHBONE), "-m", "mark", "!", "--mark", zm,
-			"-j", "TPROXY", "--on-port", fmt.Sprint(PortHBONE), "--on-ip", "127.0.0.1", "--tproxy-mark", cm}},
-		{"mangle", "PREROUTING", []string{"-p", "tcp", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"}},
-		{"mangle", "PREROUTING", []string{"!", "-d", "127.0.0.1/32", "-p", "tcp", "-m", "mark", "!", "--mark", zm,
-			"-j", "TPROXY", "--on-port", fmt.Sprint(PortInboundPlaintext), "--on-ip", "127.0.0.1", "--tproxy-mark", cm}},
-		{"mangle", "OUTPUT", []string{"-m", "connmark", "--mark", cm, "-j", "CONNMARK", "--restore-mark", "--nfmask", "0xffffffff", "--ctmask", "0xffffffff"}},
-		// nat: the app's outbound TCP goes to ztunnel's 15001, except
-		// ztunnel's own and replies of accepted connections
-		{"nat", "OUTPUT", []string{"-p", "tcp", "-m", "mark", "--mark", cm, "-j", "ACCEPT"}},
-		{"nat", "OUTPUT", []string{"!", "-d", "127.0.0.1/32", "-o", "lo", "-j", "ACCEPT"}},
-		{"nat", "OUTPUT", []string{"!", "-d", "127.0.0.1/32", "-p", "tcp", "-m", "mark", "!", "--mark", zm,
-			"-j", "REDIRECT", "--to-ports", fmt.Sprint(PortOutbound)}},
-	}
+// inPodTables are the tables InPod installs: istio-cni's in-pod rules for
+// a shared-mode ztunnel (the iptables rules each stands for beside it).
+func inPodTables() []table {
+	ztunnel := markMatch(ZtunnelMark, markMask, false)
+	notZtunnel := markMatch(ZtunnelMark, markMask, true)
+	hbone := cat(tcp(), dport(PortHBONE), notZtunnel)
+	plain := cat(addr(false, localhost, true), tcp(), notZtunnel)
+	return []table{{
+		name:   inPodMangle,
+		chains: []chain{manglePrerouting, mangleOutput},
+		rules: []nfRule{
+			// -m mark --mark 0x539/0xfff -j CONNMARK --set-xmark 0x111/0xfff:
+			// connections ztunnel accepts keep ConnMark, so the app's
+			// replies are routed back into ztunnel's transparent socket
+			{"prerouting", "meta mark & 0xfff == 0x539 ct mark set ct mark & 0xfffff000 ^ 0x111",
+				cat(ztunnel, setCtMark(ConnMark, markMask))},
+			// ! -d 127.0.0.1/32 -p tcp -i lo -j ACCEPT
+			{"prerouting", `ip daddr != 127.0.0.1 meta l4proto tcp iifname "lo" accept`,
+				cat(addr(false, localhost, true), tcp(), ifname(true, "lo", false), accept())},
+			// -p tcp --dport 15008 -m mark ! --mark 0x539/0xfff -j TPROXY
+			// --on-port 15008 --on-ip 127.0.0.1 --tproxy-mark 0x111/0xfff
+			{"prerouting", "tcp dport 15008 meta mark & 0xfff != 0x539 tproxy to 127.0.0.1:15008 meta mark set meta mark & 0xfffff000 ^ 0x111 accept",
+				cat(hbone, tproxyTo(localhost, PortHBONE), setMark(ConnMark, markMask), accept())},
+			// TPROXY drops what finds no socket; nft's tproxy leaves the rule
+			{"prerouting", "tcp dport 15008 meta mark & 0xfff != 0x539 drop", cat(hbone, drop())},
+			// -p tcp -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+			{"prerouting", "meta l4proto tcp ct state established,related accept", cat(tcp(), ctEstablished(), accept())},
+			// ! -d 127.0.0.1/32 -p tcp -m mark ! --mark 0x539/0xfff -j TPROXY
+			// --on-port 15006 --on-ip 127.0.0.1 --tproxy-mark 0x111/0xfff
+			{"prerouting", "ip daddr != 127.0.0.1 meta l4proto tcp meta mark & 0xfff != 0x539 tproxy to 127.0.0.1:15006 meta mark set meta mark & 0xfffff000 ^ 0x111 accept",
+				cat(plain, tproxyTo(localhost, PortInboundPlaintext), setMark(ConnMark, markMask), accept())},
+			{"prerouting", "ip daddr != 127.0.0.1 meta l4proto tcp meta mark & 0xfff != 0x539 drop", cat(plain, drop())},
+			// -m connmark --mark 0x111/0xfff -j CONNMARK --restore-mark
+			{"output", "ct mark & 0xfff == 0x111 meta mark set ct mark", cat(ctMarkMatch(ConnMark, markMask), restoreMark())},
+		},
+	}, {
+		name:   inPodNAT,
+		chains: []chain{natOutput},
+		rules: []nfRule{
+			// -p tcp -m mark --mark 0x111/0xfff -j ACCEPT: replies of
+			// connections ztunnel accepted
+			{"output", "meta l4proto tcp meta mark & 0xfff == 0x111 accept", cat(tcp(), markMatch(ConnMark, markMask, false), accept())},
+			// ! -d 127.0.0.1/32 -o lo -j ACCEPT
+			{"output", `ip daddr != 127.0.0.1 oifname "lo" accept`, cat(addr(false, localhost, true), ifname(false, "lo", false), accept())},
+			// ! -d 127.0.0.1/32 -p tcp -m mark ! --mark 0x539/0xfff -j
+			// REDIRECT --to-ports 15001: the app's outbound TCP to ztunnel
+			{"output", "ip daddr != 127.0.0.1 meta l4proto tcp meta mark & 0xfff != 0x539 redirect to :15001",
+				cat(plain, redirect(PortOutbound))},
+		},
+	}}
 }
 
 // InPod installs ztunnel's in-pod redirection in ns (a pod's namespace
 // with its interfaces up).
 func InPod(ns *netns.NS) error {
+	if err := install(ns, "in-pod capture", inPodTables()); err != nil {
+		return err
+	}
 	return ns.Do(func() error {
-		ipt, err := iptables.New()
-		if err != nil {
-			return fmt.Errorf("in-pod capture in %s: %w", ns.Name, err)
-		}
-		for _, r := range inPodRules() {
-			if err := ipt.Append(r.table, r.chain, r.args...); err != nil {
-				return fmt.Errorf("in-pod capture in %s: %s %s: %w", ns.Name, r.table, r.chain, err)
-			}
-		}
 		lo, err := netlink.LinkByName("lo")
 		if err != nil {
 			return err
@@ -124,38 +147,59 @@ const (
 // HBONE, Envoy's Prometheus port, the readiness port and the agent's.
 var sidecarInboundExcluded = []int{15008, 15090, 15021, 15020}
 
-// istioInitChains are the nat chains IstioInit creates.
-var istioInitChains = []string{"ISTIO_INBOUND", "ISTIO_IN_REDIRECT", "ISTIO_OUTPUT", "ISTIO_REDIRECT"}
-
-// istioInitRules are the nat rules of istio-init for a sidecar running as
-// uid and gid, in order.
-func istioInitRules(uid, gid int) []rule {
+// istioInitTable is istio-init's nat rules for a sidecar running as uid
+// and gid, in order, with the iptables rules they stand for.
+func istioInitTable(uid, gid int) table {
+	const (
+		inbound, inRedirect = "istio-inbound", "istio-in-redirect"
+		output, redir       = "istio-output", "istio-redirect"
+	)
 	u, g := fmt.Sprint(uid), fmt.Sprint(gid)
-	rs := []rule{
-		{"nat", "ISTIO_REDIRECT", []string{"-p", "tcp", "-j", "REDIRECT", "--to-ports", fmt.Sprint(PortSidecarOutbound)}},
-		{"nat", "ISTIO_IN_REDIRECT", []string{"-p", "tcp", "-j", "REDIRECT", "--to-ports", fmt.Sprint(PortSidecarInbound)}},
-		{"nat", "PREROUTING", []string{"-p", "tcp", "-j", "ISTIO_INBOUND"}},
+	notLocal := addr(false, localhost, true)
+	lo := ifname(false, "lo", false)
+	rs := []nfRule{
+		// -A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001
+		{redir, "meta l4proto tcp redirect to :15001", cat(tcp(), redirect(PortSidecarOutbound))},
+		// -A ISTIO_IN_REDIRECT -p tcp -j REDIRECT --to-ports 15006
+		{inRedirect, "meta l4proto tcp redirect to :15006", cat(tcp(), redirect(PortSidecarInbound))},
+		// -A PREROUTING -p tcp -j ISTIO_INBOUND
+		{"prerouting", "meta l4proto tcp jump istio-inbound", cat(tcp(), jump(inbound))},
 	}
 	for _, p := range sidecarInboundExcluded {
-		rs = append(rs, rule{"nat", "ISTIO_INBOUND", []string{"-p", "tcp", "--dport", fmt.Sprint(p), "-j", "RETURN"}})
+		// -A ISTIO_INBOUND -p tcp --dport P -j RETURN
+		rs = append(rs, nfRule{inbound, fmt.Sprintf("tcp dport %d return", p), cat(tcp(), dport(uint16(p)), ret())})
 	}
-	return append(rs,
-		rule{"nat", "ISTIO_INBOUND", []string{"-p", "tcp", "-j", "ISTIO_IN_REDIRECT"}},
-		rule{"nat", "OUTPUT", []string{"-p", "tcp", "-j", "ISTIO_OUTPUT"}},
+	passthrough := netip.MustParseAddr(InboundPassthroughSource)
+	rs = append(rs,
+		// -A ISTIO_INBOUND -p tcp -j ISTIO_IN_REDIRECT
+		nfRule{inbound, "meta l4proto tcp jump istio-in-redirect", cat(tcp(), jump(inRedirect))},
+		// -A OUTPUT -p tcp -j ISTIO_OUTPUT
+		nfRule{"output", "meta l4proto tcp jump istio-output", cat(tcp(), jump(output))},
 		// the sidecar's own connections to the app
-		rule{"nat", "ISTIO_OUTPUT", []string{"-s", InboundPassthroughSource + "/32", "-o", "lo", "-j", "RETURN"}},
+		// (-s 127.0.0.6/32 -o lo -j RETURN)
+		nfRule{output, `ip saddr 127.0.0.6 oifname "lo" return`, cat(addr(true, passthrough, false), lo, ret())},
 		// the sidecar calling its own pod's IP: inbound, through 15006
-		rule{"nat", "ISTIO_OUTPUT", []string{"!", "-d", "127.0.0.1/32", "-o", "lo", "-p", "tcp", "-m", "owner", "--uid-owner", u, "-j", "ISTIO_IN_REDIRECT"}},
-		rule{"nat", "ISTIO_OUTPUT", []string{"-o", "lo", "-m", "owner", "!", "--uid-owner", u, "-j", "RETURN"}},
+		// (! -d 127.0.0.1/32 -o lo -p tcp -m owner --uid-owner U -j ISTIO_IN_REDIRECT)
+		nfRule{output, `ip daddr != 127.0.0.1 oifname "lo" meta l4proto tcp meta skuid ` + u + " jump istio-in-redirect",
+			cat(notLocal, lo, tcp(), owner(false, uid, false), jump(inRedirect))},
+		// -o lo -m owner ! --uid-owner U -j RETURN
+		nfRule{output, `oifname "lo" meta skuid != ` + u + " return", cat(lo, owner(false, uid, true), ret())},
 		// everything else the sidecar sends goes out as it is
-		rule{"nat", "ISTIO_OUTPUT", []string{"-m", "owner", "--uid-owner", u, "-j", "RETURN"}},
-		rule{"nat", "ISTIO_OUTPUT", []string{"!", "-d", "127.0.0.1/32", "-o", "lo", "-p", "tcp", "-m", "owner", "--gid-owner", g, "-j", "ISTIO_IN_REDIRECT"}},
-		rule{"nat", "ISTIO_OUTPUT", []string{"-o", "lo", "-m", "owner", "!", "--gid-owner", g, "-j", "RETURN"}},
-		rule{"nat", "ISTIO_OUTPUT", []string{"-m", "owner", "--gid-owner", g, "-j", "RETURN"}},
-		rule{"nat", "ISTIO_OUTPUT", []string{"-d", "127.0.0.1/32", "-j", "RETURN"}},
-		// the app's outbound TCP: to the sidecar's 15001
-		rule{"nat", "ISTIO_OUTPUT", []string{"-j", "ISTIO_REDIRECT"}},
+		// (-m owner --uid-owner U -j RETURN)
+		nfRule{output, "meta skuid " + u + " return", cat(owner(false, uid, false), ret())},
+		// the same by group (--gid-owner G)
+		nfRule{output, `ip daddr != 127.0.0.1 oifname "lo" meta l4proto tcp meta skgid ` + g + " jump istio-in-redirect",
+			cat(notLocal, lo, tcp(), owner(true, gid, false), jump(inRedirect))},
+		nfRule{output, `oifname "lo" meta skgid != ` + g + " return", cat(lo, owner(true, gid, true), ret())},
+		nfRule{output, "meta skgid " + g + " return", cat(owner(true, gid, false), ret())},
+		// -d 127.0.0.1/32 -j RETURN
+		nfRule{output, "ip daddr 127.0.0.1 return", cat(addr(false, localhost, false), ret())},
+		// the app's outbound TCP: to the sidecar's 15001 (-j ISTIO_REDIRECT)
+		nfRule{output, "jump istio-redirect", jump(redir)},
 	)
+	return table{name: sidecarNAT,
+		chains: []chain{natPrerouting, natOutput, regular(inbound), regular(inRedirect), regular(output), regular(redir)},
+		rules:  rs}
 }
 
 // IstioInit installs istio-init's sidecar capture in ns (a pod's
@@ -166,21 +210,5 @@ func istioInitRules(uid, gid int) []rule {
 // The sidecar finds each connection's original destination with
 // SO_ORIGINAL_DST (Envoy's original_dst listener filter).
 func IstioInit(ns *netns.NS, uid, gid int) error {
-	return ns.Do(func() error {
-		ipt, err := iptables.New()
-		if err != nil {
-			return fmt.Errorf("istio-init capture in %s: %w", ns.Name, err)
-		}
-		for _, c := range istioInitChains {
-			if err := ipt.NewChain("nat", c); err != nil {
-				return fmt.Errorf("istio-init capture in %s: chain %s: %w", ns.Name, c, err)
-			}
-		}
-		for _, r := range istioInitRules(uid, gid) {
-			if err := ipt.Append(r.table, r.chain, r.args...); err != nil {
-				return fmt.Errorf("istio-init capture in %s: %s %s: %w", ns.Name, r.table, r.chain, err)
-			}
-		}
-		return nil
-	})
+	return install(ns, "istio-init capture", []table{istioInitTable(uid, gid)})
 }

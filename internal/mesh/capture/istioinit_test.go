@@ -102,6 +102,7 @@ func TestIstioInit(t *testing.T) {
 		}
 	}
 	const proxyUID = 1337
+	noCommands(t)
 	if err := IstioInit(podA, proxyUID, proxyUID); err != nil {
 		t.Fatal(err)
 	}

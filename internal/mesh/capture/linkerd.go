@@ -1,12 +1,9 @@
 package capture
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/coreos/go-iptables/iptables"
 
 	"github.com/meshbench/meshbench/internal/sys/netns"
 )
@@ -39,10 +36,11 @@ type ProxyInit struct {
 	IgnoreOutboundPorts []int
 }
 
-// Linkerd's proxy-init chain names.
+// Linkerd's proxy-init chain names, and the table that holds them.
 const (
 	linkerdInboundChain  = "PROXY_INIT_REDIRECT"
 	linkerdOutboundChain = "PROXY_INIT_OUTPUT"
+	linkerdTable         = "linkerd-proxy-init"
 )
 
 func (o ProxyInit) withDefaults() ProxyInit {
@@ -72,95 +70,51 @@ func ports(ps []int) string {
 	return strings.Join(s, ",")
 }
 
-// rules are proxy-init's nat rules, in order, with its comments: inbound
-// TCP (but the ignored ports) to the inbound port from PREROUTING; the
-// pod's outbound TCP (but the proxy's own, loopback and ignored ports) to
-// the outbound port from OUTPUT.
-func (o ProxyInit) rules() []rule {
+// table is proxy-init's nat rules, in order, with its comments (after
+// "proxy-init/", proxy-init's own): inbound TCP (but the ignored ports) to
+// the inbound port from PREROUTING; the pod's outbound TCP (but the
+// proxy's own, loopback and ignored ports) to the outbound port from
+// OUTPUT. An ignored port list is a rule per port (proxy-init's one
+// multiport rule), each with the list's comment.
+func (o ProxyInit) table() table {
 	o = o.withDefaults()
-	c := func(s string) []string { return []string{"-m", "comment", "--comment", "proxy-init/" + s} }
-	cat := func(a ...[]string) []string {
-		var out []string
-		for _, x := range a {
-			out = append(out, x...)
+	c := func(s, nft string) string { return "proxy-init/" + s + ": " + nft }
+	var rs []nfRule
+	ignore := func(ch string, ps []int) {
+		for _, p := range ps {
+			rs = append(rs, nfRule{ch, c("ignore-port-"+ports(ps), fmt.Sprintf("tcp dport %d return", p)), cat(tcp(), dport(uint16(p)), ret())})
 		}
-		return out
 	}
-	var rs []rule
-	if len(o.IgnoreInboundPorts) > 0 {
-		rs = append(rs, rule{"nat", linkerdInboundChain, cat([]string{"-p", "tcp", "-m", "multiport", "--dports", ports(o.IgnoreInboundPorts), "-j", "RETURN"}, c("ignore-port-"+ports(o.IgnoreInboundPorts)))})
-	}
+	ignore(linkerdInboundChain, o.IgnoreInboundPorts)
+	in, out := uint16(o.InboundPort), uint16(o.OutboundPort)
 	rs = append(rs,
-		rule{"nat", linkerdInboundChain, cat([]string{"-p", "tcp", "-j", "REDIRECT", "--to-ports", strconv.Itoa(o.InboundPort)}, c("redirect-all-incoming-to-proxy-port"))},
-		rule{"nat", "PREROUTING", cat([]string{"-j", linkerdInboundChain}, c("install-proxy-init-prerouting"))},
-		rule{"nat", linkerdOutboundChain, cat([]string{"-m", "owner", "--uid-owner", strconv.Itoa(o.ProxyUID), "-j", "RETURN"}, c("ignore-proxy-user-id"))},
-		rule{"nat", linkerdOutboundChain, cat([]string{"-o", "lo", "-j", "RETURN"}, c("ignore-loopback"))},
+		nfRule{linkerdInboundChain, c("redirect-all-incoming-to-proxy-port", fmt.Sprintf("meta l4proto tcp redirect to :%d", in)), cat(tcp(), redirect(in))},
+		nfRule{"prerouting", c("install-proxy-init-prerouting", "jump "+linkerdInboundChain), jump(linkerdInboundChain)},
+		nfRule{linkerdOutboundChain, c("ignore-proxy-user-id", fmt.Sprintf("meta skuid %d return", o.ProxyUID)), cat(owner(false, o.ProxyUID, false), ret())},
+		nfRule{linkerdOutboundChain, c("ignore-loopback", `oifname "lo" return`), cat(ifname(false, "lo", false), ret())},
 	)
-	if len(o.IgnoreOutboundPorts) > 0 {
-		rs = append(rs, rule{"nat", linkerdOutboundChain, cat([]string{"-p", "tcp", "-m", "multiport", "--dports", ports(o.IgnoreOutboundPorts), "-j", "RETURN"}, c("ignore-port-"+ports(o.IgnoreOutboundPorts)))})
-	}
+	ignore(linkerdOutboundChain, o.IgnoreOutboundPorts)
 	rs = append(rs,
-		rule{"nat", linkerdOutboundChain, cat([]string{"-p", "tcp", "-j", "REDIRECT", "--to-ports", strconv.Itoa(o.OutboundPort)}, c("redirect-all-outgoing-to-proxy-port"))},
-		rule{"nat", "OUTPUT", cat([]string{"-j", linkerdOutboundChain}, c("install-proxy-init-output"))},
+		nfRule{linkerdOutboundChain, c("redirect-all-outgoing-to-proxy-port", fmt.Sprintf("meta l4proto tcp redirect to :%d", out)), cat(tcp(), redirect(out))},
+		nfRule{"output", c("install-proxy-init-output", "jump "+linkerdOutboundChain), jump(linkerdOutboundChain)},
 	)
-	return rs
+	return table{name: linkerdTable,
+		chains: []chain{natPrerouting, natOutput, regular(linkerdInboundChain), regular(linkerdOutboundChain)},
+		rules:  rs}
 }
 
 // Linkerd installs Linkerd's proxy-init capture in ns (a pod's namespace):
 // inbound TCP to the proxy's inbound port, the pod's outbound TCP to its
 // outbound port, the proxy's own packets (by its uid), loopback and the
-// ignored ports exempt. The rules go with the namespace.
+// ignored ports exempt. The rules go with the namespace; a second install
+// in the same namespace fails (the table exists).
 func Linkerd(ns *netns.NS, o ProxyInit) error {
-	return ns.Do(func() error {
-		ipt, err := iptables.New()
-		if err != nil {
-			return fmt.Errorf("linkerd capture in %s: %w", ns.Name, err)
-		}
-		for _, ch := range []string{linkerdInboundChain, linkerdOutboundChain} {
-			if err := ipt.NewChain("nat", ch); err != nil {
-				return fmt.Errorf("linkerd capture in %s: chain %s: %w", ns.Name, ch, err)
-			}
-		}
-		for _, r := range o.rules() {
-			if err := ipt.Append(r.table, r.chain, r.args...); err != nil {
-				return fmt.Errorf("linkerd capture in %s: %s %s: %w", ns.Name, r.table, r.chain, err)
-			}
-		}
-		return nil
-	})
+	return install(ns, "linkerd capture", []table{o.table()})
 }
 
-// RemoveLinkerd removes what Linkerd installed in ns: the two hooks and
-// proxy-init's chains (so the pod can be meshed again, or serve a cell
-// without a mesh). Missing rules or chains are not an error.
+// RemoveLinkerd removes what Linkerd installed in ns: its table, hooks and
+// chains with it (so the pod can be meshed again, or serve a cell without
+// a mesh). A capture that is not there is not an error.
 func RemoveLinkerd(ns *netns.NS, o ProxyInit) error {
-	return ns.Do(func() error {
-		ipt, err := iptables.New()
-		if err != nil {
-			return fmt.Errorf("removing linkerd capture in %s: %w", ns.Name, err)
-		}
-		var errs []error
-		for _, ch := range []string{linkerdInboundChain, linkerdOutboundChain} {
-			ok, err := ipt.ChainExists("nat", ch)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if !ok {
-				continue
-			}
-			// The hook that jumps to the chain first, then the chain.
-			for _, r := range o.rules() {
-				if (r.chain == "PREROUTING" || r.chain == "OUTPUT") && r.args[1] == ch {
-					if err := ipt.DeleteIfExists(r.table, r.chain, r.args...); err != nil {
-						errs = append(errs, fmt.Errorf("removing linkerd capture in %s: %s %s: %w", ns.Name, r.table, r.chain, err))
-					}
-				}
-			}
-			if err := ipt.ClearAndDeleteChain("nat", ch); err != nil {
-				errs = append(errs, fmt.Errorf("removing linkerd capture in %s: chain %s: %w", ns.Name, ch, err))
-			}
-		}
-		return errors.Join(errs...)
-	})
+	return remove(ns, "linkerd capture", []string{linkerdTable})
 }

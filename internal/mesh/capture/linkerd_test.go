@@ -6,18 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/go-iptables/iptables"
-
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
-// TestLinkerd installs proxy-init's rules in a fresh namespace and reads
-// them back there, and checks the host's nat table did not get them. Their
-// effect on traffic through the real linkerd2-proxy is tested in
-// internal/mesh/linkerd.
+// TestLinkerd installs proxy-init's rules in a fresh namespace with no
+// command on PATH and reads them back there, and checks the host did not
+// get them. Their effect on traffic through the real linkerd2-proxy is
+// tested in internal/mesh/linkerd.
 func TestLinkerd(t *testing.T) {
 	testutil.RequireRoot(t, "capture: needs root to make a network namespace")
+	noCommands(t)
 	prefix := fmt.Sprintf("mbk%d", os.Getpid()%100000)
 	s := netns.New(prefix)
 	defer s.Close()
@@ -28,50 +27,37 @@ func TestLinkerd(t *testing.T) {
 	if err := Linkerd(ns, ProxyInit{}); err != nil {
 		t.Fatal(err)
 	}
-	list := func() map[string][]string {
-		ipt, err := iptables.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string][]string{}
-		for _, ch := range []string{"PREROUTING", "OUTPUT", linkerdInboundChain, linkerdOutboundChain} {
-			rs, err := ipt.List("nat", ch)
-			if err != nil {
-				continue // the host has no such chain
-			}
-			out[ch] = rs
+	inside := readBack(t, ns, linkerdTable)
+	all := strings.Join(func() []string {
+		var out []string
+		for c := range inside {
+			out = append(out, c)
 		}
 		return out
-	}
-	var inside map[string][]string
-	if err := ns.Do(func() error { inside = list(); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	all := strings.Join(append(append(inside["PREROUTING"], inside["OUTPUT"]...), append(inside[linkerdInboundChain], inside[linkerdOutboundChain]...)...), "\n")
+	}(), "\n")
 	for _, want := range []string{
 		// inbound: the proxy's admin/control and proxy-init's ports stay, the rest goes to 4143
-		"--dports 4190,4191,4567,4568",
-		"--to-ports 4143",
+		"proxy-init/ignore-port-4190,4191,4567,4568: tcp dport 4191 return",
+		"proxy-init/redirect-all-incoming-to-proxy-port: meta l4proto tcp redirect to :4143",
 		// outbound: the proxy's own uid and loopback are exempt, the rest goes to 4140
-		"--uid-owner 2102",
-		"-o lo",
-		"--to-ports 4140",
+		"proxy-init/ignore-proxy-user-id: meta skuid 2102 return",
+		`proxy-init/ignore-loopback: oifname "lo" return`,
+		"proxy-init/redirect-all-outgoing-to-proxy-port: meta l4proto tcp redirect to :4140",
 		// both chains hooked in
-		`-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT`,
-		`-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT`,
+		"proxy-init/install-proxy-init-prerouting: jump PROXY_INIT_REDIRECT",
+		"proxy-init/install-proxy-init-output: jump PROXY_INIT_OUTPUT",
 	} {
-		if !strings.Contains(all, want) {
+		if !inside[want] {
 			t.Errorf("rules inside the namespace lack %q:\n%s", want, all)
 		}
 	}
-	if n := strings.Count(all, "proxy-init/"); n != len(ProxyInit{}.rules()) {
-		t.Errorf("found %d proxy-init rules, want %d:\n%s", n, len(ProxyInit{}.rules()), all)
+	if n, want := len(inside), len(ProxyInit{}.table().rules); n != want {
+		t.Errorf("found %d proxy-init rules, want %d:\n%s", n, want, all)
 	}
-	host := list()
-	if _, ok := host[linkerdOutboundChain]; ok {
-		t.Errorf("the host's nat table has chain %s", linkerdOutboundChain)
+	if host := readBack(t, nil, linkerdTable); len(host) > 0 {
+		t.Errorf("the host has proxy-init's rules: %v", host)
 	}
-	// A second install in the same namespace fails (the chains exist)
+	// A second install in the same namespace fails (the table exists)
 	// rather than doubling the rules.
 	if err := Linkerd(ns, ProxyInit{}); err == nil {
 		t.Error("a second install succeeded")
@@ -83,11 +69,8 @@ func TestLinkerd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := ns.Do(func() error { inside = list(); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := inside[linkerdInboundChain]; ok || strings.Contains(strings.Join(append(inside["PREROUTING"], inside["OUTPUT"]...), "\n"), "proxy-init") {
-		t.Errorf("rules left after RemoveLinkerd: %v", inside)
+	if left := readBack(t, ns, linkerdTable); len(left) > 0 {
+		t.Errorf("rules left after RemoveLinkerd: %v", left)
 	}
 	if err := Linkerd(ns, ProxyInit{}); err != nil {
 		t.Errorf("install after removal: %v", err)

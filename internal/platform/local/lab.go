@@ -80,6 +80,24 @@ func Start(ctx context.Context, o Options, dir string) (*Lab, error) {
 // planTopology plans o's topology and checks it can start: an Envoy when
 // it needs one, every address free.
 func planTopology(o Options) (*topology.Topology, error) {
+	topo, err := planTopologyChecked(o)
+	if err != nil {
+		return nil, &PrecheckError{Err: err}
+	}
+	return topo, nil
+}
+
+// PrecheckError is why a cell cannot start here, found before anything
+// was made (no results directory, no process): an address the loopback
+// lab needs is taken, a mode the substrate does not run, no Envoy.
+type PrecheckError struct{ Err error }
+
+func (e *PrecheckError) Error() string { return e.Err.Error() }
+func (e *PrecheckError) Unwrap() error { return e.Err }
+
+// planTopologyChecked is planTopology's work: the topology, and whether
+// everything it needs is here.
+func planTopologyChecked(o Options) (*topology.Topology, error) {
 	topo, err := topology.Plan(o.Mesh)
 	if err != nil {
 		return nil, err

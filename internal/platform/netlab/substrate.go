@@ -9,13 +9,13 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	meshcapture "github.com/meshbench/meshbench/internal/mesh/capture"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -72,27 +72,27 @@ func (s *Substrate) Name() string { return SubstrateName }
 // Available returns why the substrate cannot be made here, or nil: it
 // needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN in the host's namespaces),
 // which it checks by making and deleting a named namespace, and, when
-// capture is needed (a meshed mode), the iptables command for ztunnel's
-// in-pod rules.
+// capture is needed (a meshed mode), a kernel that takes the captures'
+// nftables rules there (capture.Probe: rules go in over netlink, so no
+// iptables command is needed).
 func Available(capture bool) error {
 	if os.Geteuid() != 0 {
 		return errors.New("network namespaces need root here (running as uid " + fmt.Sprint(os.Geteuid()) +
 			"; an explicit --substrate netns runs in an unprivileged user namespace where the kernel allows one)")
 	}
 	s := netns.New(fmt.Sprintf("mbq%d", os.Getpid()%1000))
-	_, err := s.Namespace("p")
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("network namespaces cannot be made here: %w", err)
-	}
-	if capture {
-		if _, err := exec.LookPath("iptables"); err != nil {
-			return errors.New("ztunnel's in-pod capture needs the iptables command (Debian: apt-get install iptables)")
+	ns, err := s.Namespace("p")
+	if err == nil && capture {
+		if perr := meshcapture.Probe(ns); perr != nil {
+			err = fmt.Errorf("the kernel does not take the mesh's capture rules (nftables with tproxy, redirect, ct and owner expressions): %w", perr)
 		}
+	} else if err != nil {
+		err = fmt.Errorf("network namespaces cannot be made here: %w", err)
 	}
-	return nil
+	if cerr := s.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("network namespaces cannot be made here: %w", cerr)
+	}
+	return err
 }
 
 // Supports returns why a topology with options o cannot run on the

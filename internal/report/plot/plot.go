@@ -119,6 +119,9 @@ type Chart struct {
 	names   []string // legend entries, in order
 	p       *gplot.Plot
 	legend  gplot.Legend
+	// panels, when set, are drawn side by side instead of p and its
+	// legend (Panels).
+	panels []*gplot.Plot
 }
 
 // curve is a validated series, sorted by x, in axis coordinates.
@@ -527,6 +530,10 @@ func (c *Chart) draw(cv vg.CanvasSizer) (err error) {
 			dc.FillText(sty, vg.Point{X: dc.Min.X, Y: dc.Min.Y + lineH*vg.Length(len(lines)-1-i)}, l)
 		}
 		dc = draw.Crop(dc, 0, 0, h, 0)
+	}
+	if len(c.panels) > 0 {
+		c.drawPanels(dc)
+		return nil
 	}
 
 	legendW := c.legendWidth()

@@ -1,7 +1,7 @@
 // Package userns runs meshbench, unprivileged, as root of a user namespace
 // of its own, so the lab's netns substrate (network namespaces, bridges,
-// iptables, ztunnel's in-pod sockets) works without root where the kernel
-// allows unprivileged user namespaces: the process re-executes itself in
+// nftables capture rules, ztunnel's in-pod sockets) works without root
+// where the kernel allows unprivileged user namespaces: the process re-executes itself in
 // new user, mount and network namespaces, its uid and gid mapped to root,
 // with a private tmpfs on /run for the named namespaces. Everything the
 // lab makes lives in those namespaces and goes when the process ends, even
