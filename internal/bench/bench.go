@@ -22,10 +22,10 @@ import (
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -58,11 +58,10 @@ type Config struct {
 	Getenv         func(string) string
 	Stdout, Stderr io.Writer
 	// Watch, when not nil, is called once the plan's cells are known and
-	// the header printed; the Hooks it returns follow the run.
-	Watch func(Start) Hooks
-	// SearchProgress, when not nil, follows a capacity search: every
-	// probe's start and end (Event), with the probe's verdict (ProbeVerdict).
-	SearchProgress func(runner.Event)
+	// the header printed; the Observer it returns (nil: none) follows the
+	// run: every cell's (a capacity search's probe's, Start.Search) start
+	// and end, and each cell as its platform runs it.
+	Watch func(Start) Observer
 }
 
 // Kube is how a plan runs on a cluster: which cluster, how its objects
@@ -80,34 +79,35 @@ type Kube struct {
 
 // Start is what a plan's progress display needs to know as it starts.
 type Start struct {
-	// Cells is the number of cells in the plan; OnKube says they run on a
-	// cluster; Dir is the results directory; MetricsSource the cluster's
-	// --metrics-source.
+	// Cells is the number of cells in the plan (0 for a capacity search,
+	// Search, whose probes are not known before they run); OnKube says
+	// they run on a cluster, Substrate on which network on the lab
+	// (local.SubstrateLoopback, "netns"); Dir is the results directory;
+	// MetricsSource the cluster's --metrics-source.
 	Cells         int
+	Search        bool
 	OnKube        bool
+	Substrate     string
 	Dir           string
 	MetricsSource string
 	// Started is when the plan started running.
 	Started time.Time
 }
 
-// Hooks follow a running plan; any may be nil.
-type Hooks struct {
-	// Progress gets every cell's start and end.
-	Progress func(runner.Event)
-	// Phase gets every lab phase's name; OnRound every sampling round;
-	// OnLoadProgress (local lab) the load's progress.
-	Phase          func(string)
-	OnRound        func(sample.Round)
-	OnLoadProgress func(results.LoadProgress)
-	// OnNodeRound gets a cluster cell's node samples; OnMetricsSource the
-	// metrics source a cluster cell chose (kube.Options' hooks).
-	OnNodeRound     func(sample.NodeRound)
-	OnMetricsSource func(string)
-	// Log gets the cluster's progress lines (nil: none).
-	Log io.Writer
-	// Finish is called when the cells have run, before the reports.
-	Finish func()
+// Observer follows a running plan: every cell's start and end, and each
+// cell as its platform runs it (platform.Observer: phases, sampling
+// rounds, node rounds, the metrics source; the load's running figures
+// when it is a platform.LoadObserver). Its methods may be called from
+// several goroutines.
+type Observer interface {
+	platform.Observer
+	// Cell: a cell (a capacity search's probe) starts (ev.Done false) or
+	// ends.
+	Cell(ev runner.Event)
+	// Log is where a cluster cell's progress lines go (nil: nowhere).
+	Log() io.Writer
+	// Finish: the cells have run; the reports follow.
+	Finish()
 }
 
 // Run runs cfg's plan into cfg.Dir, then analyses it and writes its
@@ -116,178 +116,290 @@ type Hooks struct {
 // PartialError when cells could not be read, a ThresholdError when
 // --fail-on conditions were met; invalid or failed cells are a plain error.
 func Run(ctx context.Context, cfg Config) error {
-	p, dir := cfg.Plan, cfg.Dir
-	onKube := p.Platform == plan.PlatformKube
-	if !onKube {
-		// The lab's load generator runs here: its connections must fit
-		// this machine's open-file limit (checked as load checks it).
-		if err := loadgen.EnsureFileLimit(p.Connections); err != nil {
-			return &UsageError{Err: err}
-		}
-	}
-	cells := p.Order(*p.Seed, p.ReuseTopology)
-	var sub local.Substrate
-	substrate, fellBack := "", ""
-	if !onKube {
-		opts := make([]topology.Options, len(cells))
-		for i, c := range cells {
-			opts[i] = c.Mesh
-		}
-		var err error
-		if sub, fellBack, err = ChooseSubstrate(p.Substrate, cfg.ZtunnelFlag, cfg.LinkerdProxyFlag, opts); err != nil {
+	b := &benchRun{cfg: cfg, p: cfg.Plan, onKube: cfg.Plan.Platform == plan.PlatformKube}
+	for _, step := range prepareSteps {
+		if err := step.do(b, ctx); err != nil {
 			return err
 		}
-		substrate = local.SubstrateLoopback
-		if sub != nil {
-			substrate = sub.Name()
+	}
+	if b.p.Search != nil {
+		return runSearch(ctx, cfg, b.bin, b.sub, b.substrate)
+	}
+	for _, step := range planRunSteps {
+		if err := step.do(b, ctx); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// benchStep is a named step of Run.
+type benchStep struct {
+	name string
+	do   func(*benchRun, context.Context) error
+}
+
+// prepareSteps find what every plan runs on, fixed rates or a capacity
+// search, in order.
+var prepareSteps = []benchStep{
+	{"file limit", (*benchRun).fileLimit},      // the lab's load generator's connections fit
+	{"order", (*benchRun).orderCells},          // the cells in the seeded order
+	{"substrate", (*benchRun).chooseSubstrate}, // the lab's network
+	{"cluster", (*benchRun).connect},           // the cluster answers
+	{"envoy", (*benchRun).findEnvoy},           // the Envoy the lab's cells need
+	{"lab line", (*benchRun).labLine},          // what is real and what stands in on the lab
+}
+
+// planRunSteps run a plan of fixed rates after prepareSteps, in order.
+var planRunSteps = []benchStep{
+	{"istio", (*benchRun).istioBuild},           // how Istio installs (--istio-build)
+	{"cells", (*benchRun).cellSettings},         // every cell's settings
+	{"mesh installs", (*benchRun).meshInstalls}, // the cells that install their mesh
+	{"header", (*benchRun).header},              // what runs where, and the resume
+	{"run", (*benchRun).runCells},               // the cells on their platform
+	{"reports", (*benchRun).writeReports},       // the analysis and every report
+	{"verdict", (*benchRun).verdict},            // invalid cells, partial plans, --fail-on
+}
+
+// benchRun is a plan being run by Run's steps.
+type benchRun struct {
+	cfg    Config
+	p      *plan.Plan
+	onKube bool
+	// order is the plan's cells in their order; sub and substrate the
+	// lab's network (nil and local.SubstrateLoopback on loopback, "" on a
+	// cluster), fellBack why auto fell back to loopback; cluster the
+	// cluster; bin the Envoy the lab's cells need.
+	order               []plan.Cell
+	sub                 local.Substrate
+	substrate, fellBack string
+	cluster             *kube.Cluster
+	bin                 *envoy.Binary
+	// istio is how Istio installs; rcells the cells as they run, installs
+	// and istioProfile the cluster's mesh installs.
+	istio        *install.MeshInstall
+	rcells       []platform.Cell
+	installs     map[string]bool
+	istioProfile string
+	// started is when the cells started; pd and a the plan directory read
+	// back and its analysis.
+	started time.Time
+	pd      *analysis.Plan
+	a       *analysis.Analysis
+}
+
+// fileLimit: the lab's load generator runs here, so its connections must
+// fit this machine's open-file limit (checked as load checks it).
+func (b *benchRun) fileLimit(context.Context) error {
+	if b.onKube {
+		return nil
+	}
+	if err := loadgen.EnsureFileLimit(b.p.Connections); err != nil {
+		return &UsageError{Err: err}
+	}
+	return nil
+}
+
+func (b *benchRun) orderCells(context.Context) error {
+	b.order = b.p.Order(*b.p.Seed, b.p.ReuseTopology)
+	return nil
+}
+
+// chooseSubstrate chooses the lab's network for every cell (a plan never
+// mixes them).
+func (b *benchRun) chooseSubstrate(context.Context) error {
+	if b.onKube {
+		return nil
+	}
+	opts := make([]topology.Options, len(b.order))
+	for i, c := range b.order {
+		opts[i] = c.Mesh
+	}
+	sub, fellBack, err := ChooseSubstrate(b.p.Substrate, b.cfg.ZtunnelFlag, b.cfg.LinkerdProxyFlag, opts)
+	if err != nil {
+		return err
+	}
+	b.sub, b.substrate, b.fellBack = sub, local.SubstrateLoopback, fellBack
+	if sub != nil {
+		b.substrate = sub.Name()
+	}
+	return nil
+}
+
+func (b *benchRun) connect(ctx context.Context) error {
+	if !b.onKube {
+		return nil
+	}
+	var err error
+	b.cluster, err = kube.Connect(ctx, b.cfg.Kube.Connect)
+	return err
+}
+
+// envoy finds Envoy when a lab cell runs one.
+func (b *benchRun) findEnvoy(ctx context.Context) error {
 	needEnvoy := false
-	for _, c := range cells {
-		if !onKube && NeedsEnvoy(c.Mesh, sub) {
+	for _, c := range b.order {
+		if !b.onKube && NeedsEnvoy(c.Mesh, b.sub) {
 			needEnvoy = true
 		}
 	}
-	var cluster *kube.Cluster
-	if onKube {
-		var err error
-		if cluster, err = kube.Connect(ctx, cfg.Kube.Connect); err != nil {
-			return err
+	if !needEnvoy {
+		return nil
+	}
+	var err error
+	b.bin, err = FindEnvoy(ctx, b.cfg.EnvoyFlag, b.cfg.Getenv)
+	return err
+}
+
+// labLine says first what is real and what stands in on the lab, then
+// why, if auto fell back to loopback.
+func (b *benchRun) labLine(context.Context) error {
+	if b.onKube {
+		return nil
+	}
+	fmt.Fprintln(b.cfg.Stderr, "meshbench bench: "+LabLine(b.sub, planModes(b.order), b.bin))
+	if b.fellBack != "" {
+		fmt.Fprintln(b.cfg.Stderr, b.fellBack)
+	}
+	return nil
+}
+
+func (b *benchRun) istioBuild(ctx context.Context) error {
+	if !b.onKube {
+		return nil
+	}
+	var err error
+	b.istio, err = IstioInstall(ctx, b.cfg.Kube.IstioBuild, b.cfg.Kube.InstallMesh, b.cfg.EnvoyFlag, b.cfg.Getenv)
+	return err
+}
+
+func (b *benchRun) cellSettings(context.Context) error {
+	b.rcells = make([]platform.Cell, len(b.order))
+	for i, c := range b.order {
+		b.rcells[i] = platform.Cell{ID: c.ID, Settings: b.cfg.settings(c)}
+		if b.p.ReuseTopology {
+			b.rcells[i].Topology = c.TopologyKey
 		}
 	}
-	var bin *envoy.Binary
-	if needEnvoy {
-		var err error
-		if bin, err = FindEnvoy(ctx, cfg.EnvoyFlag, cfg.Getenv); err != nil {
-			return err
-		}
+	return nil
+}
+
+func (b *benchRun) meshInstalls(context.Context) error {
+	if !b.onKube {
+		return nil
 	}
-	if !onKube {
-		// First what is real and what stands in, then why, if auto fell
-		// back to loopback.
-		fmt.Fprintln(cfg.Stderr, "meshbench bench: "+LabLine(sub, planModes(cells), bin))
-		if fellBack != "" {
-			fmt.Fprintln(cfg.Stderr, fellBack)
-		}
-	}
-	if p.Search != nil {
-		return runSearch(ctx, cfg, bin, sub)
-	}
-	var istioInstall *install.MeshInstall
-	if onKube {
-		var err error
-		if istioInstall, err = IstioInstall(ctx, cfg.Kube.IstioBuild, cfg.Kube.InstallMesh, cfg.EnvoyFlag, cfg.Getenv); err != nil {
-			return err
-		}
-	}
-	rcells := make([]runner.Cell, len(cells))
-	for i, c := range cells {
-		mo := c.Mesh
-		mo.LoopbackNet = cfg.LoopbackNet
-		lo := local.Options{Mesh: mo, Load: c.Rate.Load(), Duration: p.Duration, Warmup: p.Warmup,
-			Connections: p.Connections, SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain,
-			LoadCPUMax: p.Thresholds.LoadCPU, RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: cfg.Version,
-			AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, Substrate: sub, BodySize: p.BodySize, AppFaults: p.AppFaults, Hops: p.Hops,
-			Generator: c.Generator}
-		rcells[i] = runner.Cell{ID: c.ID, Lab: lo}
-		if p.ReuseTopology {
-			rcells[i].Topology = c.TopologyKey
-		}
-		if onKube {
-			ko := kubeOptions(p, c, &cfg.Kube, cfg.Version)
-			ko.IstioInstall = istioInstall
-			rcells[i].Kube = &ko
-		}
-	}
-	if onKube {
-		if err := planMeshInstalls(dir, cfg.Resume, rcells, cfg.Kube.InstallMesh); err != nil {
-			return err
-		}
-	}
+	var err error
+	b.installs, b.istioProfile, err = planMeshInstalls(b.cfg.Dir, b.cfg.Resume, b.rcells, b.cfg.Kube.InstallMesh)
+	return err
+}
+
+// header says how many cells run where, for about how long, and on
+// resume how many are already finished.
+func (b *benchRun) header(context.Context) error {
+	p, cfg := b.p, b.cfg
 	est := p.Estimate(p.CellOverhead())
 	where := ""
-	if cluster != nil {
-		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", cluster.Server, cluster.Context, cluster.Version)
+	if b.cluster != nil {
+		where = fmt.Sprintf(" on %s (context %q, Kubernetes %s)", b.cluster.Server, b.cluster.Context, b.cluster.Version)
 	}
 	switch {
-	case substrate == local.SubstrateLoopback && planHasStandIn(cells):
+	case b.substrate == local.SubstrateLoopback && planHasStandIn(b.order):
 		where = " on the loopback substrate (ambient and waypoint: Envoy stand-in for ztunnel)"
-	case substrate != "":
-		where = " on the " + substrate + " substrate"
+	case b.substrate != "":
+		where = " on the " + b.substrate + " substrate"
 	}
 	fmt.Fprintf(cfg.Stderr, "meshbench bench: %d cells (%d skipped combinations)%s, seed %d, about %s; results in %s\n",
-		len(cells), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), dir)
-	ro := runner.Options{Dir: dir, Resume: cfg.Resume, PlanYAML: p.YAML(), Seed: *p.Seed, Cells: rcells, Version: cfg.Version, Platform: p.Platform, Substrate: substrate}
-	if bin != nil {
-		ro.EnvoyVersion = bin.Version
+		len(b.order), len(p.Skipped()), where, *p.Seed, est.Round(time.Second), cfg.Dir)
+	if !cfg.Resume {
+		return nil
 	}
-	if cfg.Resume {
-		if m, err := results.ReadPlanManifest(dir); err == nil {
-			done, failed := 0, 0
-			for _, st := range m.Cells {
-				switch st.State {
-				case results.CellDone:
-					done++
-				case results.CellFailed:
-					failed++
-				}
+	if m, err := results.ReadPlanManifest(cfg.Dir); err == nil {
+		done, failed := 0, 0
+		for _, st := range m.Cells {
+			switch st.State {
+			case results.CellDone:
+				done++
+			case results.CellFailed:
+				failed++
 			}
-			fmt.Fprintf(cfg.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
-			if failed > 0 {
-				fmt.Fprintf(cfg.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
-			}
-			fmt.Fprintln(cfg.Stderr)
 		}
+		fmt.Fprintf(cfg.Stderr, "resuming: %d of %d cells already finished", done, len(m.Order))
+		if failed > 0 {
+			fmt.Fprintf(cfg.Stderr, "; %d that failed without a measurement run again (what they left is kept as cells/ID%sN)", failed, runner.FailedSuffix)
+		}
+		fmt.Fprintln(cfg.Stderr)
 	}
-	started := time.Now()
-	var hooks Hooks
+	return nil
+}
+
+// run runs the cells on their platform, followed by the observer Watch
+// returns. A cut-short plan goes on to its reports.
+func (b *benchRun) runCells(ctx context.Context) error {
+	p, cfg := b.p, b.cfg
+	ro := runner.Options{Dir: cfg.Dir, Resume: cfg.Resume, PlanYAML: p.YAML(), Seed: *p.Seed, Cells: b.rcells, Version: cfg.Version, Platform: p.Platform, Substrate: b.substrate}
+	if b.bin != nil {
+		ro.EnvoyVersion = b.bin.Version
+	}
+	b.started = time.Now()
+	var obs Observer
 	if cfg.Watch != nil {
-		hooks = cfg.Watch(Start{Cells: len(rcells), OnKube: onKube, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
+		obs = cfg.Watch(Start{Cells: len(b.rcells), OnKube: b.onKube, Substrate: b.substrate, Dir: cfg.Dir, MetricsSource: cfg.Kube.MetricsSource, Started: b.started})
 	}
-	ro.Progress = hooks.Progress
-	for i := range ro.Cells {
-		ro.Cells[i].Lab.Phase, ro.Cells[i].Lab.OnRound = hooks.Phase, hooks.OnRound
-		ro.Cells[i].Lab.OnLoadProgress = hooks.OnLoadProgress
-		if k := ro.Cells[i].Kube; k != nil {
-			k.Phase, k.OnRound, k.OnNodeRound = hooks.Phase, hooks.OnRound, hooks.OnNodeRound
-			k.OnLoadProgress, k.OnMetricsSource = hooks.OnLoadProgress, hooks.OnMetricsSource
-			if hooks.Log != nil {
-				k.Log = hooks.Log
-			}
-		}
+	if obs != nil {
+		ro.Progress = obs.Cell
+	}
+	if b.onKube {
+		ro.On = &kube.Platform{Options: cfg.kubeOptions(b.istio, obs), Installs: b.installs, IstioProfile: b.istioProfile}
+	} else {
+		ro.On = local.NewPlatform(cfg.labOptions(b.bin, b.sub, obs))
 	}
 	_, runErr := runner.Run(ctx, ro)
-	if hooks.Finish != nil {
-		hooks.Finish()
+	if obs != nil {
+		obs.Finish()
 	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
 	}
-	pd, err := analysis.ReadPlan(dir)
+	return nil
+}
+
+// reports analyses the plan directory and writes every report; an
+// interrupted plan ends here, resumable.
+func (b *benchRun) writeReports(ctx context.Context) error {
+	p, cfg := b.p, b.cfg
+	pd, err := analysis.ReadPlan(cfg.Dir)
 	if err != nil {
 		return err
 	}
-	a := analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed), Compare: p.Compare})
+	b.pd = pd
+	b.a = analysis.Analyze(pd, analysis.Options{Level: p.Confidence, Baseline: string(p.Baseline), Seed: uint64(*p.Seed), Compare: p.Compare})
 	if len(pd.Cells) > 0 {
-		if err := WriteReports(cfg.Stdout, a, false); err != nil {
+		if err := WriteReports(cfg.Stdout, b.a, false); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(cfg.Stdout, "Plan took %s.\n", time.Since(started).Round(time.Second))
+	fmt.Fprintf(cfg.Stdout, "Plan took %s.\n", time.Since(b.started).Round(time.Second))
 	if ctx.Err() != nil {
-		fmt.Fprintf(cfg.Stderr, "meshbench bench: interrupted; resume with: meshbench bench --resume %s\n", dir)
+		fmt.Fprintf(cfg.Stderr, "meshbench bench: interrupted; resume with: meshbench bench --resume %s\n", cfg.Dir)
 		return ErrInterrupted
 	}
+	return nil
+}
+
+// verdict: invalid or failed cells (exit 1) outrank thresholds, since the
+// measurement itself is in doubt (the crossed conditions are still said);
+// then a partial plan; then --fail-on.
+func (b *benchRun) verdict(context.Context) error {
+	cfg, a, pd := b.cfg, b.a, b.pd
 	var crossed []string
 	if len(cfg.FailOn) > 0 {
+		var err error
 		if crossed, err = threshold.PlanCrossed(a, cfg.FailOn); err != nil {
 			return err
 		}
 	}
 	if len(a.Invalid) > 0 || len(pd.Failed) > 0 {
-		// Invalid cells outrank thresholds (exit 1): the measurement
-		// itself is in doubt. The crossed conditions are still said.
-		msg := fmt.Sprintf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), dir)
+		msg := fmt.Sprintf("%d cell(s) invalid or failed (shown in the report; results kept in %s)", len(a.Invalid)+len(pd.Failed), cfg.Dir)
 		if len(crossed) > 0 {
 			msg += "; --fail-on: " + strings.Join(crossed, "; ")
 		}
@@ -302,31 +414,54 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// kubeOptions are the options of plan p's cell c on a cluster.
-func kubeOptions(p *plan.Plan, c plan.Cell, k *Kube, version string) kube.Options {
-	o := kube.Options{Connect: k.Connect,
-		Spec: kube.Spec{AppNamespace: k.NamespacePrefix + "-app", LoadNamespace: k.NamespacePrefix + "-load",
-			Mesh: c.Mesh, Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart && c.Mesh.App == topology.AppFaces},
-		Load: c.Rate.Load(), Workers: p.Workers, Generator: c.Generator, Duration: p.Duration, Warmup: p.Warmup,
-		Connections: p.Connections, AllowForeign: k.AllowForeign, Keep: k.Keep,
-		SampleInterval: p.SampleInterval, Drain: p.Drain, IdleTimeout: k.IdleTimeout, ReadyTimeout: k.ReadyTimeout,
-		MetricsSource: k.MetricsSource, KubeletInterval: k.KubeletInterval,
-		RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Version: version}
+// settings are plan cell c's settings (plan.Plan.Settings), on the lab's
+// loopback net when it runs on the lab.
+func (cfg Config) settings(c plan.Cell) platform.Settings {
+	if cfg.Plan.Platform != plan.PlatformKube {
+		c.Mesh.LoopbackNet = cfg.LoopbackNet
+	}
+	return cfg.Plan.Settings(c)
+}
+
+// labOptions are what the lab runs every cell with, but its settings;
+// obs (nil: none) follows the cells.
+func (cfg Config) labOptions(bin *envoy.Binary, sub local.Substrate, obs Observer) local.Options {
+	o := local.Options{Envoy: bin, Substrate: sub, Version: cfg.Version}
+	if obs != nil {
+		o.Observer = obs
+	}
 	return o
 }
 
-// planMeshInstalls, with install, has the first cell of each mesh to
+// kubeOptions are what the cluster runs every cell with, but its
+// settings: the cluster, the namespaces and images, the timeouts, the
+// metrics source; mi is how Istio is installed (nil: as usual); obs (nil:
+// none) follows the cells and gets their progress lines.
+func (cfg Config) kubeOptions(mi *install.MeshInstall, obs Observer) kube.Options {
+	k := cfg.Kube
+	o := kube.Options{Connect: k.Connect,
+		Spec:         kube.Spec{AppNamespace: k.NamespacePrefix + "-app", LoadNamespace: k.NamespacePrefix + "-load", Image: k.Image, AppImage: k.AppImage, FacesChart: k.FacesChart},
+		AllowForeign: k.AllowForeign, Keep: k.Keep, IdleTimeout: k.IdleTimeout, ReadyTimeout: k.ReadyTimeout,
+		MetricsSource: k.MetricsSource, KubeletInterval: k.KubeletInterval, IstioInstall: mi, Version: cfg.Version}
+	if obs != nil {
+		o.Observer, o.Log = obs, obs.Log()
+	}
+	return o
+}
+
+// planMeshInstalls, with installing, has the first cell of each mesh to
 // install (Istio's modes share one install, Linkerd has its own) install
 // it with its CLI; the others verify it. On resume only the unfinished
-// cells count. When the plan holds ambient or waypoint cells, Istio is
+// cells count. It returns those cells' IDs and the profile Istio's modes
+// install with: when the plan holds ambient or waypoint cells, Istio is
 // installed with the ambient profile for every Istio mode: it runs
 // sidecars too, and switching profiles between cells would remove ztunnel.
-func planMeshInstalls(dir string, resume bool, cells []runner.Cell, installing bool) error {
+func planMeshInstalls(dir string, resume bool, cells []platform.Cell, installing bool) (map[string]bool, string, error) {
 	finished := map[string]bool{}
 	if resume {
 		m, err := results.ReadPlanManifest(dir)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
 		for id, st := range m.Cells {
 			finished[id] = st.Finished()
@@ -334,26 +469,23 @@ func planMeshInstalls(dir string, resume bool, cells []runner.Cell, installing b
 	}
 	// Istio is installed once for the plan: with the ambient profile when
 	// any cell needs it (it runs sidecars too).
-	ambient := false
+	profile := ""
 	for _, c := range cells {
-		if m, ok := mesh.Get(string(c.Kube.Spec.Mesh.Mode)); ok && m.Cluster.IstioProfile == mesh.IstioProfileAmbient {
-			ambient = true
+		if m, ok := mesh.Get(string(c.Settings.Mesh.Mode)); ok && m.Cluster.IstioProfile == mesh.IstioProfileAmbient {
+			profile = mesh.IstioProfileAmbient
 		}
 	}
+	installs := map[string]bool{}
 	installed := map[string]bool{}
 	for _, c := range cells {
-		m, _ := mesh.Get(string(c.Kube.Spec.Mesh.Mode))
-		cli := install.MeshCLI(string(c.Kube.Spec.Mesh.Mode))
-		if m != nil && m.Product == mesh.Istio && ambient {
-			c.Kube.IstioProfile = mesh.IstioProfileAmbient
-		}
+		cli := install.MeshCLI(string(c.Settings.Mesh.Mode))
 		if !installing || cli == "" || finished[c.ID] || installed[cli] {
 			continue
 		}
 		installed[cli] = true
-		c.Kube.InstallMesh = true
+		installs[c.ID] = true
 	}
-	return nil
+	return installs, profile, nil
 }
 
 // planModes are the mesh modes of cells, in the meshes' order.

@@ -2,40 +2,19 @@ package bench
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/meshbench/meshbench/internal/analysis/slo"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/results"
 )
-
-// TestProbeTimeout: four times the objective's largest latency limit,
-// within 1 s to 2 s.
-func TestProbeTimeout(t *testing.T) {
-	for _, tt := range []struct {
-		slo  string
-		want time.Duration
-	}{
-		{"errors<=0.1%", 2 * time.Second},                  // no latency bound: the most
-		{"p99<=5ms", time.Second},                          // 20 ms is raised to the floor
-		{"p99<=300ms", 1200 * time.Millisecond},            // four times the limit
-		{"p50<=100ms,p99<=400ms", 1600 * time.Millisecond}, // the largest limit counts
-		{"p99<=2s", 2 * time.Second},                       // capped
-	} {
-		o, err := slo.Parse(tt.slo)
-		if err != nil {
-			t.Fatalf("%s: %v", tt.slo, err)
-		}
-		if got := ProbeTimeout(o); got != tt.want {
-			t.Errorf("ProbeTimeout(%s) = %v; want %v", tt.slo, got, tt.want)
-		}
-	}
-}
 
 // TestNeedsEnvoy: which local cells run an Envoy on each substrate.
 func TestNeedsEnvoy(t *testing.T) {
@@ -76,6 +55,42 @@ func TestChooseSubstrateBadChoice(t *testing.T) {
 	var ue *UsageError
 	if !errors.As(err, &ue) || err.Error() != `--substrate "bridge": allowed: auto, netns, loopback` {
 		t.Errorf("err %v; want a usage error naming auto, netns, loopback", err)
+	}
+}
+
+// TestPlanMeshInstalls: on a cluster with --install-mesh, the first cell
+// of each mesh CLI installs it (Istio's modes share istioctl; the cells
+// a resume does not run again do not count), and every Istio mode
+// installs with the ambient profile when the plan holds an ambient cell
+// (switching profiles would remove ztunnel). Without --install-mesh no
+// cell installs.
+func TestPlanMeshInstalls(t *testing.T) {
+	cell := func(id string, mode topology.Mode) platform.Cell {
+		o := topology.DefaultOptions()
+		o.Mode = mode
+		return platform.Cell{ID: id, Settings: platform.Settings{Mesh: o}}
+	}
+	cells := []platform.Cell{cell("sidecar-1", topology.ModeSidecar), cell("ambient-1", topology.ModeAmbient),
+		cell("linkerd-1", topology.ModeLinkerd), cell("sidecar-2", topology.ModeSidecar), cell("none-1", topology.ModeNone)}
+	installs, profile, err := planMeshInstalls(t.TempDir(), false, cells, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(installs, map[string]bool{"sidecar-1": true, "linkerd-1": true}) || profile != mesh.IstioProfileAmbient {
+		t.Errorf("installs %v, profile %q; want sidecar-1 and linkerd-1, ambient", installs, profile)
+	}
+	// On resume, a finished cell's install is done: the next one of its
+	// mesh installs.
+	dir := t.TempDir()
+	m := &results.PlanManifest{Schema: results.PlanSchema, Cells: map[string]*results.CellStatus{"sidecar-1": {State: results.CellDone}}}
+	if err := results.WritePlanManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	if installs, _, err := planMeshInstalls(dir, true, cells, true); err != nil || !maps.Equal(installs, map[string]bool{"ambient-1": true, "linkerd-1": true}) {
+		t.Errorf("resumed: installs %v, %v; want ambient-1 and linkerd-1", installs, err)
+	}
+	if installs, profile, _ := planMeshInstalls(t.TempDir(), false, cells[:1], false); len(installs) != 0 || profile != "" {
+		t.Errorf("a sidecar plan without --install-mesh: installs %v, profile %q; want none, the mode's own", installs, profile)
 	}
 }
 

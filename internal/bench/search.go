@@ -12,10 +12,10 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
-	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/report/plot"
@@ -49,27 +49,10 @@ func ProbeVerdict(p *plan.Plan, ev runner.Event) string {
 	}
 }
 
-// ProbeTimeout is a probe's per-request timeout when --timeout is not
-// given: four times the objective's largest latency limit, at least 1 s
-// (a shared machine stalls a process for tens of ms, which must not count
-// as errors), at most 2 s. A saturated target then costs a probe at most
-// about that much beyond its window, and a request slower than the
-// timeout misses a latency objective anyway.
-func ProbeTimeout(o slo.Objective) time.Duration {
-	var m time.Duration
-	for _, b := range o.Latency {
-		m = max(m, b.Limit)
-	}
-	if m == 0 {
-		return 2 * time.Second
-	}
-	return min(max(4*m, time.Second), 2*time.Second)
-}
-
 // runSearch runs a capacity-search plan: every search step by step,
 // probes of different configurations alternating, then the capacity
 // reports.
-func runSearch(ctx context.Context, cfg Config, bin *envoy.Binary, sub local.Substrate) error {
+func runSearch(ctx context.Context, cfg Config, bin *envoy.Binary, sub local.Substrate, substrate string) error {
 	p, dir := cfg.Plan, cfg.Dir
 	ao := SearchAnalysisOptions(p)
 	onKube := p.Platform == plan.PlatformKube
@@ -83,22 +66,10 @@ func runSearch(ctx context.Context, cfg Config, bin *envoy.Binary, sub local.Sub
 	for _, round := range p.Searches(*p.Seed) {
 		var rr []runner.Search
 		for _, s := range round {
-			mo := s.Cell.Mesh
-			mo.LoopbackNet = cfg.LoopbackNet
-			lo := local.Options{Mesh: mo, Duration: p.Duration, Warmup: p.Warmup, Connections: p.Connections,
-				SampleInterval: p.SampleInterval, PSSEvery: p.PSSEvery, Drain: p.Drain, LoadCPUMax: p.Thresholds.LoadCPU,
-				RateShortfall: p.Thresholds.RateShortfall, ErrorRatio: p.Thresholds.Errors, Envoy: bin, Version: cfg.Version,
-				AppConcurrency: p.AppConcurrency, AppServiceTime: p.AppServiceTime, AppFaults: p.AppFaults, Hops: p.Hops, Timeout: ProbeTimeout(p.Search.Objective), Substrate: sub, BodySize: p.BodySize}
-			rs := runner.Search{ID: s.ID, Lab: lo}
-			if onKube {
-				// Every probe is a real cell on the cluster: its app
-				// deployed, the load Job at the probe's rate, the
-				// kubelet's (or metrics.k8s.io's) figures, then deleted.
-				ko := kubeOptions(p, s.Cell, &cfg.Kube, cfg.Version)
-				ko.Timeout = ProbeTimeout(p.Search.Objective)
-				rs.Kube = &ko
-			}
-			rr = append(rr, rs)
+			// Every probe is a real cell: on a cluster its app deployed,
+			// the load Job at the probe's rate, the kubelet's (or
+			// metrics.k8s.io's) figures, then deleted.
+			rr = append(rr, runner.Search{ID: s.ID, Settings: cfg.settings(s.Cell)})
 			n++
 		}
 		rounds = append(rounds, rr)
@@ -116,14 +87,28 @@ func runSearch(ctx context.Context, cfg Config, bin *envoy.Binary, sub local.Sub
 	if bin != nil {
 		so.EnvoyVersion = bin.Version
 	}
-	so.Progress = cfg.SearchProgress
 	// About 10 probes a search (growth to the first miss, then bisection),
 	// each a cell of its own lab.
 	est := time.Duration(n*10) * (p.Warmup + p.Duration + p.Drain + p.CellOverhead())
 	fmt.Fprintf(cfg.Stderr, "meshbench bench: capacity search at %s for %d configuration(s) × %d repetition(s), from %s/s to %s/s, precision %s, %s per probe after %s warm-up, seed %d, about %s at 10 probes a search; results in %s\n",
 		p.Search.Objective.Human(), n/max(p.Repetitions, 1), p.Repetitions, capacity.FormatRate(p.Search.Config.From),
 		capacity.FormatRate(p.Search.Config.To), capacityPct(p.Search.Config.Precision), p.Duration, p.Warmup, *p.Seed, est.Round(time.Minute), dir)
+	var obs Observer
+	if cfg.Watch != nil {
+		obs = cfg.Watch(Start{Search: true, OnKube: onKube, Substrate: substrate, Dir: dir, MetricsSource: cfg.Kube.MetricsSource, Started: started})
+	}
+	if obs != nil {
+		so.Progress = obs.Cell
+	}
+	if onKube {
+		so.On = &kube.Platform{Options: cfg.kubeOptions(nil, obs)}
+	} else {
+		so.On = local.NewPlatform(cfg.labOptions(bin, sub, obs))
+	}
 	_, _, runErr := runner.RunSearches(ctx, so)
+	if obs != nil {
+		obs.Finish()
+	}
 	if runErr != nil && ctx.Err() == nil {
 		return runErr
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/report/liveview"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -209,9 +211,13 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		EnvoyFlag: f.envoyPath, ZtunnelFlag: f.ztunnelPath, LinkerdProxyFlag: f.linkerdProxyPath,
 		Kube: f.kube.bench(), FailOn: conds, Getenv: env.Getenv, Stdout: env.Stdout, Stderr: env.Stderr}
 	if !f.quiet {
-		cfg.Watch = func(s bench.Start) bench.Hooks { return benchWatch(env, s, f.components) }
 		started := time.Now()
-		cfg.SearchProgress = func(ev runner.Event) { searchProgress(env, p, started, ev) }
+		cfg.Watch = func(s bench.Start) bench.Observer {
+			if s.Search {
+				return &searchView{env: env, p: p, started: started, loopback: loopback(s)}
+			}
+			return benchWatch(env, s, f.components)
+		}
 	}
 	return bench.Run(ctx, cfg)
 }
@@ -219,20 +225,17 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 // benchWatch is how bench shows a running plan's progress: a live view
 // redrawn in place on a terminal; plain lines otherwise (a pipe, a dumb
 // terminal, NO_COLOR).
-func benchWatch(env *Env, s bench.Start, components bool) bench.Hooks {
+func benchWatch(env *Env, s bench.Start, components bool) bench.Observer {
 	if env.StderrIsTTY && env.Getenv("NO_COLOR") == "" && env.Getenv("TERM") != "dumb" {
 		live := newLiveView(env, s.Cells, s.OnKube)
-		live.outDir = s.Dir
+		live.outDir, live.loopback = s.Dir, loopback(s)
 		if s.OnKube {
 			live.st.MetricsSource = s.MetricsSource
 		}
 		live.start()
-		// The cluster's lines go above the frame, not through it.
-		return bench.Hooks{Progress: live.progress, Phase: live.phase, OnRound: live.round, OnLoadProgress: live.loadProgress,
-			OnNodeRound: live.nodeRound, OnMetricsSource: live.metricsSource, Log: liveLog{live}, Finish: live.finish}
+		return live
 	}
-	progress, phase, onRound, onNodeRound := benchProgress(env, s.Started, s.Dir, components)
-	return bench.Hooks{Progress: progress, Phase: phase, OnRound: onRound, OnNodeRound: onNodeRound, Log: env.Stderr}
+	return &plainView{env: env, s: s, components: components}
 }
 
 // flagCount counts how many of names were set on the command line.
@@ -246,87 +249,112 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 	return n
 }
 
-// benchProgress prints one line per cell start and end, with the plan's
-// progress and an estimate of the time left from the cells run so far, and
-// returns it with a hook printing one line per lab phase (sub-phases such
-// as prepare/apps left out) and a hook keeping the sampling rounds of the
-// measured window and the drain: when the drain ends, the seed tool's view
-// of them (internal/report/liveview) is printed as plain lines, the live view's
-// content without cursor codes: its compact form (state line, sums,
-// ratios; about 10 lines a cell in a long CI or demo log), or the whole
-// frame with every component when components is set (--components).
-func benchProgress(env *Env, started time.Time, dir string, components bool) (func(runner.Event), func(string), func(sample.Round), func(sample.NodeRound)) {
-	var mu sync.Mutex // phases start on the lab's goroutines
-	ran := 0
-	var cur runner.Event
-	var rounds []sample.Round
-	var nodes []sample.NodeRound // a cluster cell's
-	recording := false
-	progress := func(ev runner.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		cur = ev
-		if !ev.Done {
-			eta := ""
-			if ran > 0 {
-				per := time.Since(started) / time.Duration(ran)
-				left := ev.Total - ev.Index + 1
-				eta = fmt.Sprintf(", about %s left", (per * time.Duration(left)).Round(time.Second))
-			}
-			fmt.Fprintf(env.Stderr, "[%d/%d%s] %s: running\n", ev.Index, ev.Total, eta, ev.Cell.ID)
-			return
-		}
-		ran++
-		fmt.Fprintf(env.Stderr, "[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev))
-	}
-	phase := func(name string) {
-		if strings.Contains(name, "/") {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(env.Stderr, "[%d/%d] %s: phase %s\n", cur.Index, cur.Total, cur.Cell.ID, name)
-		switch name {
-		case "measure":
-			recording, rounds, nodes = true, nil, nil
-		case "drain":
-		default:
-			if recording && len(rounds) > 0 {
-				st := liveview.State{Time: env.Now(), Phase: "drain", Output: results.CellDir(dir, cur.Cell.ID) + ".partial",
-					Rounds: rounds, Memory: "PSS"}
-				if cur.Cell.Kube != nil {
-					st.Memory, st.MetricsSource = "working set", cur.Cell.Kube.MetricsSource
-					st.Nodes = liveview.NodesOf(nodes)
-				}
-				render := liveview.Compact
-				if components {
-					render = liveview.Render
-				}
-				fmt.Fprintln(env.Stderr, strings.Join(render(st), "\n"))
-			}
-			recording, rounds, nodes = false, nil, nil
-		}
-	}
-	onRound := func(r sample.Round) {
-		mu.Lock()
-		defer mu.Unlock()
-		if recording {
-			rounds = append(rounds, r)
-		}
-	}
-	onNodeRound := func(r sample.NodeRound) {
-		mu.Lock()
-		defer mu.Unlock()
-		if recording {
-			nodes = append(nodes, r)
-		}
-	}
-	return progress, phase, onRound, onNodeRound
+// plainView is the plain lines of a running plan (bench.Observer): one
+// line per cell start and end, with the plan's progress and an estimate
+// of the time left from the cells run so far, and one line per phase
+// (sub-phases such as prepare/apps left out). It keeps the sampling rounds
+// of the measured window and the drain: when the drain ends, the seed
+// tool's view of them (internal/report/liveview) is printed as plain
+// lines, the live view's content without cursor codes: its compact form
+// (state line, sums, ratios; about 10 lines a cell in a long CI or demo
+// log), or the whole frame with every component when components is set
+// (--components). A cluster's lines go to stderr as they come.
+type plainView struct {
+	platform.ObserverBase
+	env        *Env
+	s          bench.Start
+	components bool
+
+	mu        sync.Mutex // phases start on the lab's goroutines
+	ran       int
+	cur       runner.Event
+	rounds    []sample.Round
+	nodes     []sample.NodeRound // a cluster cell's
+	recording bool
 }
 
+// Cell prints a cell's start, with the time left, or its end.
+func (v *plainView) Cell(ev runner.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.cur = ev
+	if !ev.Done {
+		eta := ""
+		if v.ran > 0 {
+			per := time.Since(v.s.Started) / time.Duration(v.ran)
+			left := ev.Total - ev.Index + 1
+			eta = fmt.Sprintf(", about %s left", (per * time.Duration(left)).Round(time.Second))
+		}
+		fmt.Fprintf(v.env.Stderr, "[%d/%d%s] %s: running\n", ev.Index, ev.Total, eta, ev.Cell.ID)
+		return
+	}
+	v.ran++
+	fmt.Fprintf(v.env.Stderr, "[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev, loopback(v.s)))
+}
+
+// Phase prints the phase, and the rounds kept when the drain has ended.
+func (v *plainView) Phase(name string) {
+	if strings.Contains(name, "/") {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintf(v.env.Stderr, "[%d/%d] %s: phase %s\n", v.cur.Index, v.cur.Total, v.cur.Cell.ID, name)
+	switch name {
+	case "measure":
+		v.recording, v.rounds, v.nodes = true, nil, nil
+	case "drain":
+	default:
+		if v.recording && len(v.rounds) > 0 {
+			st := liveview.State{Time: v.env.Now(), Phase: "drain", Output: results.CellDir(v.s.Dir, v.cur.Cell.ID) + ".partial",
+				Rounds: v.rounds, Memory: "PSS"}
+			if v.s.OnKube {
+				st.Memory, st.MetricsSource = "working set", v.s.MetricsSource
+				st.Nodes = liveview.NodesOf(v.nodes)
+			}
+			render := liveview.Compact
+			if v.components {
+				render = liveview.Render
+			}
+			fmt.Fprintln(v.env.Stderr, strings.Join(render(st), "\n"))
+		}
+		v.recording, v.rounds, v.nodes = false, nil, nil
+	}
+}
+
+// Round keeps a round of the measured window or the drain.
+func (v *plainView) Round(r sample.Round) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.recording {
+		v.rounds = append(v.rounds, r)
+	}
+}
+
+// NodeRound keeps a cluster's node round of the measured window or the
+// drain.
+func (v *plainView) NodeRound(r sample.NodeRound) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.recording {
+		v.nodes = append(v.nodes, r)
+	}
+}
+
+// Log is stderr.
+func (v *plainView) Log() io.Writer { return v.env.Stderr }
+
+// Finish prints nothing more.
+func (v *plainView) Finish() {}
+
+// loopback reports whether a plan's cells run on the lab's loopback
+// substrate, where Envoy stands in for ztunnel.
+func loopback(s bench.Start) bool { return !s.OnKube && s.Substrate == bench.SubstrateLoopback }
+
 // cellEndText is how a cell ended: its rate, p50, p99 and success, or why
-// it failed or is invalid.
-func cellEndText(ev runner.Event) string {
+// it failed or is invalid; on the loopback substrate, with the mesh's
+// label when Envoy stands in for its proxy.
+func cellEndText(ev runner.Event, loopback bool) string {
 	line := ""
 	switch {
 	case ev.Status.State == "failed":
@@ -342,8 +370,8 @@ func cellEndText(ev runner.Event) string {
 			line += "; INVALID: " + strings.Join(ev.Status.Invalid, "; ")
 		}
 	}
-	if c := ev.Cell; c.Kube == nil && c.Lab.Substrate == nil {
-		if label := analysis.MeshLabel(string(c.Lab.Mesh.Mode), bench.SubstrateLoopback); label != string(c.Lab.Mesh.Mode) {
+	if mode := ev.Cell.Settings.Mesh.Mode; loopback {
+		if label := analysis.MeshLabel(string(mode), bench.SubstrateLoopback); label != string(mode) {
 			line += " [" + label + "]"
 		}
 	}

@@ -46,6 +46,7 @@ func TestBenchBadPlan(t *testing.T) {
 // the report files, then resumes the finished plan: nothing runs again and
 // the report is regenerated.
 func TestBenchRunAndResume(t *testing.T) {
+	t.Parallel() // waits on short loads: beside the other parallel ones, not after them
 	bin := testutil.BuildMeshbench(t)
 	out := filepath.Join(t.TempDir(), "plan")
 	run := func(args ...string) (string, string) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/bench/runner"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
 )
@@ -28,20 +30,36 @@ func bindBenchSearchFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.AppServiceTime, "app-service-time", "", "each request's time in service with --app-concurrency, e.g. 2ms")
 }
 
-// searchProgress prints a capacity search's probe as it starts and ends,
-// with the time since the plan started and the probe's verdict.
-func searchProgress(env *Env, p *plan.Plan, started time.Time, ev runner.Event) {
-	searchMu.Lock()
-	defer searchMu.Unlock()
-	if !ev.Done {
-		fmt.Fprintf(env.Stderr, "[%s] %s at %s/s: running\n", time.Since(started).Round(time.Second), ev.Cell.ID, ev.Cell.Lab.Load)
-		return
-	}
-	fmt.Fprintf(env.Stderr, "[%s] %s: %s%s\n", time.Since(started).Round(time.Second), ev.Cell.ID, cellEndText(ev), bench.ProbeVerdict(p, ev))
+// searchView prints a capacity search's probes as they start and end
+// (bench.Observer), with the time since the plan started and the probe's
+// verdict; nothing of the probes' phases.
+type searchView struct {
+	platform.ObserverBase
+	env      *Env
+	p        *plan.Plan
+	started  time.Time
+	loopback bool
 }
 
 // searchMu keeps a search's progress lines whole.
 var searchMu sync.Mutex
+
+// Cell prints a probe's start or end.
+func (v *searchView) Cell(ev runner.Event) {
+	searchMu.Lock()
+	defer searchMu.Unlock()
+	if !ev.Done {
+		fmt.Fprintf(v.env.Stderr, "[%s] %s at %s/s: running\n", time.Since(v.started).Round(time.Second), ev.Cell.ID, ev.Cell.Settings.Load)
+		return
+	}
+	fmt.Fprintf(v.env.Stderr, "[%s] %s: %s%s\n", time.Since(v.started).Round(time.Second), ev.Cell.ID, cellEndText(ev, v.loopback), bench.ProbeVerdict(v.p, ev))
+}
+
+// Log is nowhere: a search's cluster probes print no lines.
+func (*searchView) Log() io.Writer { return nil }
+
+// Finish prints nothing more.
+func (*searchView) Finish() {}
 
 // searchPlanOf returns the plan of a results directory when it is a
 // capacity search, nil otherwise.

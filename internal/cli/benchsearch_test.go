@@ -28,14 +28,17 @@ import (
 // plan (SIGINT) after the third probe, resumes it, and checks that:
 // the first probes were not run again (same start times), the search went
 // on from where it stopped, and it found 2000/s within its 5% precision.
+// The objective is 10 ms unless this machine's timer lag needs more
+// (knownCapacityP99).
 func TestBenchSearchKnownCapacityAndResume(t *testing.T) {
+	p99 := knownCapacityP99(t, 2*time.Millisecond, 4, testutil.Timing(t))
 	bin := testutil.BuildMeshbench(t)
 	out := filepath.Join(t.TempDir(), "plan")
 	planFile := filepath.Join(t.TempDir(), "search.yaml")
 	// 4 s probes: see TestLoadSearchKnownCapacity for why on a shared machine.
 	yml := "axes:\n  mesh: [none]\nrepetitions: 1\nseed: 9\nduration: 4s\nwarmup: 1s\ndrain: 200ms\n" +
 		"app_concurrency: 4\napp_service_time: 2ms\n" +
-		"search: {slo: {p99: 10ms, errors: 0.1%}, from: 100, to: 20000, precision: 5%}\n"
+		"search: {slo: {p99: " + p99.String() + ", errors: 0.1%}, from: 100, to: 20000, precision: 5%}\n"
 	if err := os.WriteFile(planFile, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +110,7 @@ func TestBenchSearchKnownCapacityAndResume(t *testing.T) {
 			t.Errorf("report file %s: %v", f, err)
 		}
 	}
-	if !strings.Contains(so.String(), "Capacity at p99 ≤ 10ms, errors ≤ 0.1%") {
+	if !strings.Contains(so.String(), "Capacity at p99 ≤ "+p99.String()+", errors ≤ 0.1%") {
 		t.Errorf("stdout lacks the capacity report:\n%s", so.String())
 	}
 }
@@ -122,14 +125,16 @@ func TestBenchSearchKnownCapacityAndResume(t *testing.T) {
 // above (525/s) queues 125 requests, 250 ms of waiting, so p99 misses 20
 // ms by far (even 1% above, 505/s, adds 50 ms by the window's end). The
 // search must therefore end with 500/s met and the next rate probed
-// missed: within its 5% precision of 500/s.
+// missed: within its 5% precision of 500/s. The objective is 20 ms unless
+// this machine's timer lag needs more (knownCapacityP99).
 func TestBenchSearchSecondKnownCapacity(t *testing.T) {
+	p99 := knownCapacityP99(t, 4*time.Millisecond, 2, testutil.Timing(t))
 	bin := testutil.BuildMeshbench(t)
 	out := filepath.Join(t.TempDir(), "plan")
 	planFile := filepath.Join(t.TempDir(), "search.yaml")
 	yml := "axes:\n  mesh: [none]\nrepetitions: 1\nseed: 11\nduration: 4s\nwarmup: 1s\ndrain: 200ms\n" +
 		"app_concurrency: 2\napp_service_time: 4ms\n" +
-		"search: {slo: {p99: 20ms, errors: 0.1%}, from: 100, to: 5000, precision: 5%}\n"
+		"search: {slo: {p99: " + p99.String() + ", errors: 0.1%}, from: 100, to: 5000, precision: 5%}\n"
 	if err := os.WriteFile(planFile, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 // here; the image holds the real binary at Istio's path) and says where
 // from; a malformed --digest is a usage error.
 func TestImageZtunnel(t *testing.T) {
+	testutil.RealPart(t, "ztunnel")
 	bin, err := ztunnel.Find("", ".")
 	if err != nil {
 		testutil.SkipOrFail(t, err.Error())

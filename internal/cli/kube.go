@@ -125,20 +125,21 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
-	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
-		Mesh: mo, Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == topology.AppFaces}
-	o := kube.Options{Connect: f.kube.connect(), Spec: spec, Load: load, Workers: f.kube.workers,
-		Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections, InstallMesh: f.kube.installMesh,
-		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, SampleInterval: f.kube.kubeSampleInterval,
-		MetricsSource: f.kube.metricsSource, KubeletInterval: f.kube.kubeletInterval,
-		IdleTimeout: f.kube.idleTimeout, ReadyTimeout: f.kube.timeout, OutDir: f.out, Log: env.Stderr, Version: Version}
-	// --drain unset or 0 on a cluster: the default maximum (the flag's
-	// own default, 2s, is the lab's).
-	o.Drain = plan.KubeDrain(o.SampleInterval)
+	// Run is a plan of one cell: its flags are the plan's settings. --drain
+	// unset or 0 on a cluster: the default maximum (the flag's own
+	// default, 2s, is the lab's).
+	p := &plan.Plan{Platform: plan.PlatformKube, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout,
+		Connections: f.connections, Workers: f.kube.workers, SampleInterval: f.kube.kubeSampleInterval,
+		Drain: plan.KubeDrain(f.kube.kubeSampleInterval)}
 	if f.drain > 0 && f.drainSet {
-		o.Drain = f.drain
+		p.Drain = f.drain
 	}
-	o.Generator = f.kube.generator
+	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator})
+	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
+		Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == topology.AppFaces}
+	o := kube.Options{Settings: s, Connect: f.kube.connect(), Spec: spec, InstallMesh: f.kube.installMesh,
+		AllowForeign: f.kube.allowForeign, Keep: f.kube.keep, MetricsSource: f.kube.metricsSource, KubeletInterval: f.kube.kubeletInterval,
+		IdleTimeout: f.kube.idleTimeout, ReadyTimeout: f.kube.timeout, OutDir: f.out, Log: env.Stderr, Version: Version}
 	ii, err := bench.IstioInstall(ctx, f.kube.istioBuild, f.kube.installMesh, f.envoyPath, env.Getenv)
 	if err != nil {
 		return err

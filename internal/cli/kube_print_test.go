@@ -9,7 +9,6 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube"
-	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -47,12 +46,12 @@ func TestPrintKubeRunCounters(t *testing.T) {
 		Load:   &results.LoadResult{StartedAt: t0, EndedAt: t0.Add(time.Minute)},
 		Source: kube.SourceKubelet, SourceReason: "auto: nodes/proxy get allowed and /metrics/resource answers",
 		Summary: sample.Summary{Rounds: 60, Categories: []sample.GroupSummary{app}},
-		Counters: &kube.CounterReport{PeriodNs: int64(time.Second), FreshReadings: 300, StaleReadings: 700,
-			Lag:        kubelet.LagStats{Samples: 1000, Median: 4200 * time.Millisecond, Max: 14900 * time.Millisecond},
+		Counters: &sample.CounterReport{PeriodNs: int64(time.Second), FreshReadings: 300, StaleReadings: 700,
+			Lag:        sample.CounterLag{Samples: 1000, Median: 4200 * time.Millisecond, Max: 14900 * time.Millisecond},
 			RoundCPUNs: sample.Stats{Avg: 2.4e6, Max: 5.1e6}, Nodes: 2,
-			Resets:  []kubelet.Reset{{Key: "app/web-0/web", Node: "node-1", Time: t0.Add(20 * time.Second), From: 12.5, To: 0.25}},
-			Partial: []kubelet.ContainerWindow{{Key: "app/web-0/web", From: t0, To: t0.Add(19 * time.Second)}}},
-		MetricsAPI: &kube.MetricsAPIReport{Summary: sample.Summary{Categories: []sample.GroupSummary{apiApp}},
+			Resets:  []sample.CounterReset{{Key: "app/web-0/web", Node: "node-1", Time: t0.Add(20 * time.Second), From: 12.5, To: 0.25}},
+			Partial: []sample.ContainerWindow{{Key: "app/web-0/web", From: t0, To: t0.Add(19 * time.Second)}}},
+		MetricsAPI: &sample.MetricsAPIReport{Summary: sample.Summary{Categories: []sample.GroupSummary{apiApp}},
 			FreshPodSamples: 7, StalePodSamples: 13, StaleFraction: 0.65},
 		Drain: results.Drain{Ended: results.DrainIdle, Seconds: 2, MaxSeconds: 60, AppCPUMillicores: 2, IdleMillicores: 20}}
 	var out bytes.Buffer

@@ -102,8 +102,10 @@ type liveView struct {
 	rounds     []sample.Round     // the current cell's measured window and drain so far
 	nodes      []sample.NodeRound // a cluster cell's node rounds, the same span
 	// outDir is the plan's results directory (the state line names the
-	// cell's directory in it).
-	outDir string
+	// cell's directory in it); loopback says the cells run on the lab's
+	// loopback substrate (cellEndText).
+	outDir   string
+	loopback bool
 
 	stop, stopped chan struct{}
 }
@@ -131,7 +133,7 @@ func termWidth(env *Env) int {
 }
 
 // start draws the first frame and redraws every liveRedrawEvery until
-// finish.
+// Finish.
 func (v *liveView) start() {
 	v.stop, v.stopped = make(chan struct{}), make(chan struct{})
 	v.redraw("")
@@ -150,8 +152,8 @@ func (v *liveView) start() {
 	}()
 }
 
-// finish stops redrawing and draws the final frame, which stays on screen.
-func (v *liveView) finish() {
+// Finish stops redrawing and draws the final frame, which stays on screen.
+func (v *liveView) Finish() {
 	if v.stop != nil {
 		close(v.stop)
 		<-v.stopped
@@ -204,15 +206,15 @@ func (v *liveView) stateLocked() report.LiveState {
 	return s
 }
 
-// progress is runner.Options.Progress: a cell starts or ends.
-func (v *liveView) progress(ev runner.Event) {
+// Cell (bench.Observer): a cell starts or ends.
+func (v *liveView) Cell(ev runner.Event) {
 	if !ev.Done {
 		v.mu.Lock()
 		now := v.now()
 		v.st.Index, v.st.Total, v.st.Skipped = ev.Index, ev.Total, ev.Skipped
 		v.st.CellID, v.st.Phase = ev.Cell.ID, ""
 		v.st.Load = nil
-		if g := ev.Cell.Lab.Generator; g != "" && g != "meshbench" {
+		if g := ev.Cell.Settings.Generator; g != "" && g != "meshbench" {
 			v.st.Load = &liveview.Load{Generator: g}
 		}
 		if v.outDir != "" {
@@ -238,11 +240,11 @@ func (v *liveView) progress(ev runner.Event) {
 	v.measuring = false
 	v.mu.Unlock()
 	// The cell's line stays in the scrollback above the frame.
-	v.redraw(fmt.Sprintf("[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev)))
+	v.redraw(fmt.Sprintf("[%d/%d] %s: %s\n", ev.Index, ev.Total, ev.Cell.ID, cellEndText(ev, v.loopback)))
 }
 
-// phase is local.Options.Phase: the current cell enters a phase.
-func (v *liveView) phase(name string) {
+// Phase (platform.Observer): the current cell enters a phase.
+func (v *liveView) Phase(name string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.st.Phase, v.phaseStart = name, v.now()
@@ -256,9 +258,8 @@ func (v *liveView) phase(name string) {
 	}
 }
 
-// loadProgress is local.Options.OnLoadProgress: the load's running
-// figures.
-func (v *liveView) loadProgress(p results.LoadProgress) {
+// LoadProgress (platform.LoadObserver): the load's running figures.
+func (v *liveView) LoadProgress(p results.LoadProgress) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if p.ElapsedNs <= 0 {
@@ -267,16 +268,16 @@ func (v *liveView) loadProgress(p results.LoadProgress) {
 	v.st.Load = &liveview.Load{Known: true, RatePerSec: p.RatePerSec, P50Ns: p.P50Ns, P99Ns: p.P99Ns, Sent: p.Sent, Errors: p.Errors, Workers: p.Workers}
 }
 
-// metricsSource is kube.Options.OnMetricsSource: the source a cluster
-// cell chose (for --metrics-source auto, which one).
-func (v *liveView) metricsSource(name string) {
+// Source (platform.Observer): the source a cluster cell chose (for
+// --metrics-source auto, which one).
+func (v *liveView) Source(name string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.st.MetricsSource = name
 }
 
-// nodeRound is kube.Options.OnNodeRound: a cluster cell's node samples.
-func (v *liveView) nodeRound(r sample.NodeRound) {
+// NodeRound (platform.Observer): a cluster cell's node samples.
+func (v *liveView) NodeRound(r sample.NodeRound) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.measuring {
@@ -284,8 +285,8 @@ func (v *liveView) nodeRound(r sample.NodeRound) {
 	}
 }
 
-// round is local.Options.OnRound: a sampling round of the current cell.
-func (v *liveView) round(r sample.Round) {
+// Round (platform.Observer): a sampling round of the current cell.
+func (v *liveView) Round(r sample.Round) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.measuring {
@@ -294,8 +295,11 @@ func (v *liveView) round(r sample.Round) {
 	v.rounds = append(v.rounds, r)
 }
 
-// liveLog writes a cell's log lines (a cluster cell's idle gate, drain,
-// mesh install) above the live view's frame, which is then redrawn.
+// Log (bench.Observer): a cell's log lines (a cluster cell's idle gate,
+// drain, mesh install) go above the frame, which is then redrawn.
+func (v *liveView) Log() io.Writer { return liveLog{v} }
+
+// liveLog writes a cell's log lines above the live view's frame.
 type liveLog struct{ v *liveView }
 
 func (l liveLog) Write(p []byte) (int, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -43,7 +44,7 @@ type fakeNow struct{ t time.Time }
 func (c *fakeNow) now() time.Time          { return c.t }
 func (c *fakeNow) advance(d time.Duration) { c.t = c.t.Add(d) }
 func liveEvent(i int, id string) runner.Event {
-	return runner.Event{Index: i, Total: 4, Cell: runner.Cell{ID: id}}
+	return runner.Event{Index: i, Total: 4, Cell: platform.Cell{ID: id}}
 }
 func doneEvent(ev runner.Event, valid bool) runner.Event {
 	ev.Done, ev.Status = true, &results.CellStatus{State: results.CellDone, Valid: valid, Invalid: []string{"x"}}
@@ -66,24 +67,24 @@ func TestLiveViewState(t *testing.T) {
 	}
 
 	ev := liveEvent(1, "cell-a")
-	v.progress(ev)
-	v.phase("warmup")
-	v.round(rounds[0]) // before the window: not counted
-	v.phase("measure")
-	v.round(rounds[1])
-	v.round(rounds[2])
-	v.phase("drain")
-	v.round(rounds[3]) // the drain: recorded, as the seed tool does
-	v.phase("collect")
-	v.round(rounds[4]) // after the drain: not counted
+	v.Cell(ev)
+	v.Phase("warmup")
+	v.Round(rounds[0]) // before the window: not counted
+	v.Phase("measure")
+	v.Round(rounds[1])
+	v.Round(rounds[2])
+	v.Phase("drain")
+	v.Round(rounds[3]) // the drain: recorded, as the seed tool does
+	v.Phase("collect")
+	v.Round(rounds[4]) // after the drain: not counted
 	if s := v.state(); len(s.Rounds) != 3 || s.Phase != "collect" || s.ETA >= 0 {
 		t.Errorf("cell a: %d rounds, phase %q, ETA %v; want 3, collect, unknown", len(s.Rounds), s.Phase, s.ETA)
 	}
 	clock.advance(10 * time.Second)
-	v.progress(doneEvent(ev, false))
+	v.Cell(doneEvent(ev, false))
 
 	ev = liveEvent(2, "cell-b")
-	v.progress(ev)
+	v.Cell(ev)
 	// A cluster cell's log line goes above the frame.
 	fmt.Fprintf(liveLog{v}, "idle: app CPU %.0fm < %.0fm\n", 2.0, 20.0)
 	clock.advance(4 * time.Second)
@@ -95,7 +96,7 @@ func TestLiveViewState(t *testing.T) {
 	if s.Elapsed != 14*time.Second || s.PhaseElapsed != 4*time.Second {
 		t.Errorf("elapsed %v, phase %v; want 14s, 4s", s.Elapsed, s.PhaseElapsed)
 	}
-	v.finish()
+	v.Finish()
 	out := buf.String()
 	if !strings.Contains(out, "idle: app CPU 2m < 20m\033[K\ncell 2/4") || !regexp.MustCompile(`\r\033\[\d+A\[1/4\] cell-a: \033\[K\n`).MatchString(out) ||
 		!regexp.MustCompile(`\r\033\[\d+Aended: cell 2/4`).MatchString(out) || !strings.HasSuffix(out, "\n\033[J") {
@@ -107,6 +108,7 @@ func TestLiveViewState(t *testing.T) {
 // plain lines, one per cell start and end and one per phase, and no
 // escape codes.
 func TestBenchPlainPhases(t *testing.T) {
+	t.Parallel() // waits on short loads: beside the other parallel ones, not after them
 	bin := testutil.BuildMeshbench(t)
 	out := filepath.Join(t.TempDir(), "plan")
 	cmd := exec.Command(bin, "bench", "--mesh", "none", "--rate", "50", "--repetitions", "1", "--duration", "1s",

@@ -130,9 +130,7 @@ func TestLoadBadInput(t *testing.T) {
 // (the pacer is exact; ±1 allows for the boundary request), all answered,
 // against the built-in static server running as its own process.
 func TestLoadRateAccuracy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10 s run")
-	}
+	testutil.Timing(t)
 	addr := testutil.StartServe(t, "static")
 	out := filepath.Join(t.TempDir(), "r.json")
 	inv := runCLI(t, nil, "load", "--rate", "1000", "--duration", "10s", "--warmup", "500ms", "-c", "8", "-o", out, "http://"+addr+"/")
@@ -185,13 +183,17 @@ func TestLoadRateAccuracy(t *testing.T) {
 // requests a lag of up to 100 ms, so the machine's part is read at the
 // median, which those leave alone: tens of µs on a quiet machine. When a
 // run misses and its schedule lag p50 was above 1 ms (a busy machine),
-// the measurement is repeated once, and the test says so; the bounds stay
-// as they are.
+// the measurement is repeated once, and the test says so. The bounds above
+// the expected figures also hold twice the machine's timer lag p99,
+// measured just before (a request's answer waits on the generator's send
+// and on its read of the answer, each late by as much): tens of µs on a
+// quiet machine, so there the bounds are ± 12 ms.
 func TestCoordinatedOmission(t *testing.T) {
+	lag := testutil.Timing(t)
 	addr := testutil.StartServe(t, "static", "--stall-every", "1s", "--stall-for", "100ms")
 	const busyLagMs = 1
 	for attempt := 1; ; attempt++ {
-		misses, lagP50 := coordinatedOmissionRun(t, addr)
+		misses, lagP50 := coordinatedOmissionRun(t, addr, 2*lag.P99)
 		if len(misses) == 0 {
 			return
 		}
@@ -208,8 +210,9 @@ func TestCoordinatedOmission(t *testing.T) {
 }
 
 // coordinatedOmissionRun is one measurement of TestCoordinatedOmission: the
-// bounds it missed and the run's schedule lag p50 in ms.
-func coordinatedOmissionRun(t *testing.T, addr string) (misses []string, lagP50Ms float64) {
+// bounds it missed and the run's schedule lag p50 in ms. late is what the
+// machine may add on top of the expected latencies.
+func coordinatedOmissionRun(t *testing.T, addr string, late time.Duration) (misses []string, lagP50Ms float64) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "co.json")
 	inv := runCLI(t, nil, "load", "--rate", "400", "--duration", "4s", "--warmup", "0s", "-c", "1", "-o", out, "http://"+addr+"/")
@@ -229,9 +232,10 @@ func coordinatedOmissionRun(t *testing.T, addr string) (misses []string, lagP50M
 	t.Logf("latency p50 %.2f p95 %.2f p99 %.2f p99.9 %.2f max %.2f ms; service p50 %.2f p99 %.2f max %.2f ms; schedule lag p50 %.2f ms",
 		ms(lat.Percentile(50)), ms(lat.Percentile(95)), ms(lat.Percentile(99)), ms(lat.Percentile(99.9)), ms(lat.MaxNs()),
 		ms(svc.Percentile(50)), ms(svc.Percentile(99)), ms(svc.MaxNs()), lagP50Ms)
+	lateMs := ms(int64(late))
 	within := func(name string, got, want, tol float64) {
-		if got < want-tol || got > want+tol {
-			misses = append(misses, fmt.Sprintf("%s = %.2f ms, want %.0f ± %.0f ms", name, got, want, tol))
+		if got < want-tol || got > want+tol+lateMs {
+			misses = append(misses, fmt.Sprintf("%s = %.2f ms, want %.0f ± %.0f ms (+%.2f ms of timer lag)", name, got, want, tol, lateMs))
 		}
 	}
 	within("latency p95", ms(lat.Percentile(95)), 50, 12)
@@ -289,6 +293,7 @@ func TestLoadInterrupted(t *testing.T) {
 // (in 2.5 s one, the first tick's: the next is due at 5 s) with no cursor
 // codes; -q prints none.
 func TestLoadProgress(t *testing.T) {
+	t.Parallel() // waits on short loads: beside the other parallel ones, not after them
 	addr := testutil.StartServe(t, "static")
 	args := []string{"load", "--rate", "100", "--duration", "2500ms", "--warmup", "0s", "http://" + addr + "/"}
 	tty := runCLI(t, &Env{StderrIsTTY: true}, args...)
@@ -318,6 +323,7 @@ func TestLoadProgress(t *testing.T) {
 // line to stderr about every second, also with -q, each one readable,
 // counts growing; stdout stays exactly the JSON result.
 func TestLoadProgressLog(t *testing.T) {
+	t.Parallel() // waits on short loads: beside the other parallel ones, not after them
 	addr := testutil.StartServe(t, "static")
 	inv := runCLI(t, nil, "load", "-q", "--progress-log", "--rate", "100", "--duration", "3s", "--warmup", "0s", "--output-format", "json", "http://"+addr+"/")
 	if inv.code != 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/analysis/slo"
 	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/results"
@@ -141,7 +142,7 @@ func runLoadSearch(ctx context.Context, env *Env, cmd *cobra.Command, f *loadFla
 		return &UsageError{Err: errors.Join(errs...)}
 	}
 	if !cmd.Flags().Changed("timeout") {
-		cfg.Timeout = bench.ProbeTimeout(obj)
+		cfg.Timeout = plan.ProbeTimeout(obj)
 	}
 	outFile, err := openOutputAndPreflight(ctx, f.output, cfg)
 	if err != nil {

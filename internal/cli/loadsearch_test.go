@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -36,24 +40,32 @@ import (
 // every rate ≥ 1.05·K/S misses it, and the search, which brackets the
 // capacity between a met and a missed rate within its precision (5%), must
 // report a capacity within 5% of K/S (in fact in [K/S·0.95, K/S]).
+//
+// The objective is 5·S (knownCapacityP99) unless the machine's timer lag,
+// measured just before, says its noise alone could miss that: then it is
+// raised to cover the noise, within ceilings that keep every rate 5% over
+// the capacity a miss of the app's, so the check (within 5% of K/S) is as
+// strict.
 func TestLoadSearchKnownCapacity(t *testing.T) {
+	lag := testutil.Timing(t)
 	tests := []struct {
-		name      string
-		k, s      string
-		capacity  float64
-		objective string
-		from, to  string
+		name     string
+		k        int
+		s        time.Duration
+		capacity float64
+		from, to string
 	}{
 		// The issue's known answer: 4 at once, 2 ms each: 2000/s; p99 ≤ 10 ms.
-		{"K4 S2ms", "4", "2ms", 2000, "p99<=10ms,errors<=0.1%", "100", "20000"},
+		{"K4 S2ms", 4, 2 * time.Millisecond, 2000, "100", "20000"},
 		// A second: 2 at once, 4 ms each: 500/s; p99 ≤ 20 ms.
-		{"K2 S4ms", "2", "4ms", 500, "p99<=20ms,errors<=0.1%", "50", "20000"},
+		{"K2 S4ms", 2, 4 * time.Millisecond, 500, "50", "20000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := testutil.StartServe(t, "static", "--concurrency", tt.k, "--service-time", tt.s)
+			objective := fmt.Sprintf("p99<=%v,errors<=0.1%%", knownCapacityP99(t, tt.s, tt.k, lag))
+			addr := testutil.StartServe(t, "static", "--concurrency", strconv.Itoa(tt.k), "--service-time", tt.s.String())
 			out := filepath.Join(t.TempDir(), "search.json")
-			inv := runCLI(t, nil, "load", "--slo", tt.objective, "--search-from", tt.from, "--search-to", tt.to,
+			inv := runCLI(t, nil, "load", "--slo", objective, "--search-from", tt.from, "--search-to", tt.to,
 				"--duration", "4s", "--warmup", "1s", "-o", out, "http://"+addr+"/")
 			if inv.code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", inv.code, inv.stdout, inv.stderr)
@@ -86,8 +98,11 @@ func TestLoadSearchKnownCapacity(t *testing.T) {
 }
 
 // TestLoadSearchEnds: an objective even the lowest rate misses, and one
-// the highest still meets, are said plainly, never as a number.
+// the highest still meets, are said plainly, never as a number. In the
+// timing lane: beside real nodes on a saturated machine the generator fell
+// 100 ms behind at 50/s, so "at least to" missed p99 ≤ 100 ms.
 func TestLoadSearchEnds(t *testing.T) {
+	testutil.Timing(t)
 	addr := testutil.StartServe(t, "static", "--concurrency", "1", "--service-time", "5ms")
 	tests := []struct {
 		name, objective, from, to string
@@ -151,4 +166,51 @@ func TestLoadSearchBadInput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Bounds of knownCapacityP99.
+const (
+	// lagWakes is how many times the machine's timer lag (its p99) a
+	// request below the capacity may be late by: about four wakes on its
+	// path (the pacer's send, the app's read, its service-time sleep, the
+	// generator's read of the answer), doubled since near the capacity a
+	// late request's delay passes to those queued behind it.
+	lagWakes = 8
+	// maxKnownCapacityP99 is the highest objective a known capacity keeps
+	// sharp: 5% above the capacity queues for 5% of the probe's 5 s, so its
+	// last requests wait 250 ms; an objective a fifth of that still misses
+	// that rate by far.
+	maxKnownCapacityP99 = 50 * time.Millisecond
+)
+
+// knownCapacityP99 is the p99 objective of a known-capacity search whose
+// app serves k requests at once in s each, loaded over the default 16
+// connections: 5·s, which a quiet machine meets with room to spare up to
+// the capacity, or s + lagWakes × the timer lag's p99 when that is more,
+// rounded up to the millisecond.
+//
+// Two ceilings keep the search's verdicts what they are on a quiet
+// machine. maxKnownCapacityP99 (a rate 5% over the capacity still misses
+// by far). And the generator-limit rule: above the capacity each of the c
+// connections waits about c/k service times for its answer, and a search
+// whose objective is at least twice that service time reads the overload
+// as "too few connections" (the generator's limit, not the app's) and
+// ends without a capacity — seen here with p99 ≤ 35 ms at K=4, S=2 ms
+// (service time p99 9.8 ms at 3200/s). So the objective stays under
+// 1.5·(c/k)·s: 12 ms at K=4, S=2 ms, 48 ms at K=2, S=4 ms. A lag that
+// needs more fails the test (skips outside `make test`): the machine is
+// too busy for a known capacity.
+func knownCapacityP99(t *testing.T, s time.Duration, k int, lag testutil.Lag) time.Duration {
+	t.Helper()
+	ceiling := min(maxKnownCapacityP99, 3*loadgen.DefaultConnections*s/(2*time.Duration(k)))
+	p99 := max(5*s, s+lagWakes*lag.P99)
+	p99 = (p99 + time.Millisecond - 1).Truncate(time.Millisecond)
+	if p99 > ceiling {
+		testutil.SkipOrFail(t, fmt.Sprintf("timer lag p99 %v: the objective would have to be p99 ≤ %v to cover this machine's noise, past the %v this known capacity allows (a rate 5%% over it must miss, and be the app's limit, not the generator's); run it on a machine that is not saturated",
+			lag.P99, p99, ceiling))
+	}
+	if p99 != 5*s {
+		t.Logf("objective p99 ≤ %v instead of 5 × %v: this machine's timer lag p99 is %v", p99, s, lag.P99)
+	}
+	return p99
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/bench"
+	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/load/extgen"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
@@ -171,15 +172,15 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
-	o := local.Options{Mesh: mo, Load: load, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout, Connections: f.connections,
-		OutDir: f.out, SampleInterval: f.sampleInterval, Drain: f.drain, Log: env.Stderr, Version: Version}
-	o.PSSEvery = f.pssEvery
-	o.Generator = f.kube.generator
+	// Run is a plan of one cell: its flags are the plan's settings.
+	p := &plan.Plan{Platform: plan.PlatformLocal, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout,
+		Connections: f.connections, SampleInterval: f.sampleInterval, PSSEvery: f.pssEvery, Drain: f.drain,
+		AppConcurrency: appCfg.Concurrency, AppServiceTime: appCfg.ServiceTime, AppFaults: appCfg.Faults, Hops: f.hops}
 	if f.bodySize != workload.DefaultBodySize {
-		o.BodySize = f.bodySize
+		p.BodySize = f.bodySize
 	}
-	o.AppConcurrency, o.AppServiceTime, o.AppFaults = appCfg.Concurrency, appCfg.ServiceTime, appCfg.Faults
-	o.Hops = f.hops
+	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator})
+	o := local.Options{Settings: s, OutDir: f.out, Log: env.Stderr, Version: Version}
 	res, err := bench.RunCell(ctx, bench.Cell{Options: o, Substrate: f.sub.substrate, ZtunnelFlag: f.sub.ztunnel,
 		LinkerdProxyFlag: f.sub.linkerdProxy, EnvoyFlag: f.envoyPath, Getenv: env.Getenv, Stderr: env.Stderr})
 	if res != nil {

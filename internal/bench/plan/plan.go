@@ -86,6 +86,10 @@ type Plan struct {
 	// Hops turns hop timing on in every cell (`run --hops`): per-hop
 	// waterfalls at a measured CPU cost. Local only.
 	Hops bool
+	// Timeout is every request's timeout: `run --timeout` in the plan of
+	// run's one cell. Plan files have no key for it: 0, the platforms'
+	// 10 s, or a capacity search's ProbeTimeout.
+	Timeout time.Duration
 }
 
 // Axes are the lists a plan crosses. Each list holds distinct values, in

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/analysis/slo"
 )
 
 func TestSearchPlan(t *testing.T) {
@@ -94,5 +96,28 @@ func TestSearchPlanProblems(t *testing.T) {
 				t.Errorf("problems:\n%s\nwant:\n%s", got, strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestProbeTimeout: four times the objective's largest latency limit,
+// within 1 s to 2 s.
+func TestProbeTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		slo  string
+		want time.Duration
+	}{
+		{"errors<=0.1%", 2 * time.Second},                  // no latency bound: the most
+		{"p99<=5ms", time.Second},                          // 20 ms is raised to the floor
+		{"p99<=300ms", 1200 * time.Millisecond},            // four times the limit
+		{"p50<=100ms,p99<=400ms", 1600 * time.Millisecond}, // the largest limit counts
+		{"p99<=2s", 2 * time.Second},                       // capped
+	} {
+		o, err := slo.Parse(tt.slo)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.slo, err)
+		}
+		if got := ProbeTimeout(o); got != tt.want {
+			t.Errorf("ProbeTimeout(%s) = %v; want %v", tt.slo, got, tt.want)
+		}
 	}
 }

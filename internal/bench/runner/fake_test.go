@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -31,7 +32,7 @@ func (*fakePlatform) Name() string { return "fake" }
 
 // RunCell writes a valid run manifest into r.Dir, as a cell that ran
 // would, or fails or blocks as the cell is set up to.
-func (f *fakePlatform) RunCell(ctx context.Context, r CellRun) (*Result, error) {
+func (f *fakePlatform) RunCell(ctx context.Context, r platform.CellRun) (*platform.Result, error) {
 	id := r.Cell.ID
 	f.mu.Lock()
 	f.calls = append(f.calls, "run "+id)
@@ -50,7 +51,7 @@ func (f *fakePlatform) RunCell(ctx context.Context, r CellRun) (*Result, error) 
 	if block != nil {
 		block()
 		<-ctx.Done()
-		return &Result{Dir: r.Dir, Manifest: m}, ctx.Err()
+		return &platform.Result{Dir: r.Dir, Manifest: m}, ctx.Err()
 	}
 	if fails {
 		if f.dirty[id] {
@@ -63,7 +64,7 @@ func (f *fakePlatform) RunCell(ctx context.Context, r CellRun) (*Result, error) 
 	if err := writeManifest(r.Dir, m); err != nil {
 		return nil, err
 	}
-	return &Result{Dir: r.Dir, Manifest: m}, nil
+	return &platform.Result{Dir: r.Dir, Manifest: m}, nil
 }
 
 func (f *fakePlatform) Teardown(why string) {
@@ -87,10 +88,10 @@ func writeManifest(dir string, m *results.RunManifest) error {
 }
 
 // fakeCells are n cells named c1, c2, … for a fake platform.
-func fakeCells(n int) []Cell {
-	var out []Cell
+func fakeCells(n int) []platform.Cell {
+	var out []platform.Cell
 	for i := range n {
-		out = append(out, Cell{ID: "c" + string(rune('1'+i))})
+		out = append(out, platform.Cell{ID: "c" + string(rune('1'+i))})
 	}
 	return out
 }

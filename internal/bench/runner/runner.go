@@ -1,8 +1,9 @@
-// Package runner runs a benchmark plan's cells on a Platform (the local
-// lab, a Kubernetes cluster through internal/platform/kube, or a fake in
-// tests), one after the other in the plan's order, writing each finished cell into the plan
+// Package runner runs a benchmark plan's cells on a platform.Platform (the
+// local lab, a Kubernetes cluster, or a fake in tests), one after the
+// other in the plan's order, writing each finished cell into the plan
 // results directory as it ends, and resumes an interrupted plan without
-// re-running or overwriting a finished cell.
+// re-running or overwriting a finished cell. It knows no platform's
+// options: a cell is its ID and its settings (platform.Cell).
 //
 // A cell is written into cells/ID.partial and renamed to cells/ID when it
 // has ended; the plan manifest is rewritten atomically after each cell.
@@ -11,11 +12,10 @@
 // nothing: a full disk, an address in use); cells that ran are not, even
 // when they were judged invalid.
 //
-// Consecutive cells with the same Topology run on one lab (local.Lab):
-// started for the first, kept up while the next cells fit it, stopped
-// before a cell of another topology or at the end, and rebuilt if one of
-// its processes died. Each such lab has its directory under DIR/labs/ and
-// a record in the manifest.
+// Consecutive cells with the same Topology may share what the platform
+// keeps up between them (the local lab: local.Platform); the runner tears
+// the platform down before a cell of another topology, after a cell cut
+// short, and at the end.
 package runner
 
 import (
@@ -29,31 +29,9 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/bench/plan"
-	"github.com/meshbench/meshbench/internal/platform/kube"
-	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 )
-
-// Cell is one run of a plan: its ID (a directory name) and the lab
-// options it runs with (OutDir is set by the runner).
-type Cell struct {
-	ID  string
-	Lab local.Options
-	// Kube, when set, runs the cell on a Kubernetes cluster instead of the
-	// local lab (Lab is then unused; OutDir is set by the runner).
-	Kube *kube.Options
-	// Topology, when not empty, lets consecutive cells with the same value
-	// run on one lab; empty: the cell brings its own up and down. Cells on
-	// a cluster always bring their own.
-	Topology string
-}
-
-// Result is what a cell's run left, on any platform.
-type Result struct {
-	Dir      string
-	Manifest *results.RunManifest
-	Load     *results.LoadResult
-}
 
 // Options is a plan run.
 type Options struct {
@@ -67,21 +45,20 @@ type Options struct {
 	// Seed is the seed the order came from, recorded in the manifest.
 	Seed int64
 	// Cells are the cells in the order they run.
-	Cells []Cell
+	Cells []platform.Cell
 	// Version and EnvoyVersion go into the manifest.
 	Version, EnvoyVersion string
-	// Platform is where the cells run, for the manifest: "local" (the
-	// default) or "kube"; "" with On set: On's name.
+	// Platform is where the cells run, for the manifest: "local" or
+	// "kube"; "": On's name.
 	Platform string
-	// On is the platform the cells run on; nil: the cluster when the cells
-	// carry Kube options, the local lab otherwise.
-	On Platform
+	// On is the platform the cells run on.
+	On platform.Platform
 	// Substrate is the local lab's network of every cell, for the
 	// manifest ("netns", "loopback"); a resume must run on the one the
 	// plan started on: a plan never mixes substrates.
 	Substrate string
 	// Progress, when set, is called before each cell runs (res nil) and
-	// after it ends (res as local.Run returned it, possibly nil).
+	// after it ends (res as the platform returned it, possibly nil).
 	Progress func(ev Event)
 }
 
@@ -89,11 +66,11 @@ type Options struct {
 type Event struct {
 	Index, Total int // Index counts from 1 over every cell of the plan
 	Skipped      int // cells already finished before this run started
-	Cell         Cell
+	Cell         platform.Cell
 	Started      time.Time
 	Done         bool // false: starting; true: ended
 	Status       *results.CellStatus
-	Result       *Result
+	Result       *platform.Result
 	Err          error
 }
 
@@ -111,7 +88,7 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			skipped++
 		}
 	}
-	on := platformFor(o)
+	on := o.On
 	defer on.Teardown("")
 	for i, c := range o.Cells {
 		st := m.Cells[c.ID]
@@ -130,7 +107,7 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			return m, err
 		}
 		st.Started = ev.Started.UTC()
-		res, runErr := on.RunCell(ctx, CellRun{Cell: c, Dir: partial, PlanDir: o.Dir, Manifest: m})
+		res, runErr := on.RunCell(ctx, platform.CellRun{Cell: c, Dir: partial, PlanDir: o.Dir, Manifest: m})
 		if ctx.Err() != nil {
 			// Cut short: not a measurement. Discard it; resume runs it again.
 			_ = os.RemoveAll(partial)
@@ -184,97 +161,13 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 }
 
 // nextPending is the first unfinished cell from index from on, or nil.
-func nextPending(m *results.PlanManifest, cells []Cell, from int) *Cell {
+func nextPending(m *results.PlanManifest, cells []platform.Cell, from int) *platform.Cell {
 	for i := from; i < len(cells); i++ {
 		if !m.Cells[cells[i].ID].Finished() {
 			return &cells[i]
 		}
 	}
 	return nil
-}
-
-// labs keeps the one lab consecutive cells of a topology share.
-type labs struct {
-	planDir string
-	m       *results.PlanManifest
-	lab     *local.Lab
-	rec     *results.LabRecord
-}
-
-// run runs cell c (options lo) on the current lab when it fits and is
-// healthy, on a new lab when c has a topology, or on its own otherwise.
-func (ls *labs) run(ctx context.Context, c Cell, lo local.Options) (*Result, error) {
-	if c.Topology == "" {
-		ls.stop("")
-		return localResult(local.Run(ctx, lo))
-	}
-	if ls.lab != nil {
-		if ls.rec.Topology != c.Topology || !ls.lab.Fits(lo) {
-			ls.stop("")
-		} else if err := ls.lab.Healthy(); err != nil {
-			ls.stop("given up after a cell: " + err.Error())
-		}
-	}
-	if ls.lab == nil {
-		dir, err := newLabDir(ls.planDir, c.Topology)
-		if err != nil {
-			return nil, err
-		}
-		rel, _ := filepath.Rel(ls.planDir, dir)
-		rec := &results.LabRecord{Dir: rel, Topology: c.Topology, Started: time.Now().UTC()}
-		ls.m.Labs = append(ls.m.Labs, rec)
-		lab, err := local.Start(ctx, lo, dir)
-		if err != nil {
-			rec.Stopped, rec.Error = time.Now().UTC(), "failed to start: "+errString(err)
-			return nil, err
-		}
-		ls.lab, ls.rec = lab, rec
-	}
-	ls.rec.Cells = append(ls.rec.Cells, c.ID)
-	return localResult(ls.lab.Run(ctx, lo))
-}
-
-func localResult(res *local.Result, err error) (*Result, error) {
-	if res == nil {
-		return nil, err
-	}
-	return &Result{Dir: res.Dir, Manifest: res.Manifest, Load: res.Load}, err
-}
-
-// stop stops the current lab, if any, noting why when why is not empty.
-func (ls *labs) stop(why string) {
-	if ls.lab == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err := ls.lab.Stop(ctx)
-	ls.rec.Stopped = time.Now().UTC()
-	switch {
-	case err != nil:
-		ls.rec.Error = strings.TrimPrefix(why+"; ", "; ") + "stopping: " + errString(err)
-	case why != "":
-		ls.rec.Error = why
-	}
-	ls.lab, ls.rec = nil, nil
-}
-
-// newLabDir makes a new directory DIR/labs/KEY.N for a lab of topology key.
-func newLabDir(planDir, key string) (string, error) {
-	base := filepath.Join(planDir, results.LabsDir)
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", err
-	}
-	for n := 1; ; n++ {
-		dir := filepath.Join(base, key+"."+strconv.Itoa(n))
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !os.IsExist(err) {
-			return "", err
-		}
-	}
 }
 
 // FailedSuffix ends the name a failed cell's directory is kept under when
@@ -298,7 +191,7 @@ func errString(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
-func allFinished(m *results.PlanManifest, cells []Cell) bool {
+func allFinished(m *results.PlanManifest, cells []platform.Cell) bool {
 	for _, c := range cells {
 		if !m.Cells[c.ID].Finished() {
 			return false
@@ -316,6 +209,9 @@ func save(dir string, m *results.PlanManifest) error {
 func open(o Options) (*results.PlanManifest, error) {
 	if len(o.Cells) == 0 {
 		return nil, errors.New("the plan has no cells")
+	}
+	if o.On == nil {
+		return nil, errors.New("no platform to run the cells on")
 	}
 	seen := map[string]bool{}
 	order := make([]string, len(o.Cells))
@@ -341,7 +237,7 @@ func open(o Options) (*results.PlanManifest, error) {
 	now := time.Now().UTC()
 	platform := o.Platform
 	if platform == "" {
-		platform = platformFor(o).Name()
+		platform = o.On.Name()
 	}
 	m := &results.PlanManifest{Schema: results.PlanSchema, MeshbenchVersion: o.Version, EnvoyVersion: o.EnvoyVersion,
 		Platform: platform, Substrate: o.Substrate, Seed: o.Seed, Created: now, Host: results.ReadHost(), Order: order,

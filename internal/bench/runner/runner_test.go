@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -23,16 +24,15 @@ import (
 // TestMain removes the meshbench build the tests make.
 func TestMain(m *testing.M) { testutil.Main(m) }
 
-// cells: n real cells of mode none (no Envoy needed), 1 s each.
-func cells(t *testing.T, n int) []Cell {
-	bin := testutil.BuildMeshbench(t)
-	var out []Cell
+// labCells: n real cells of mode none (no Envoy needed), 1 s each, for
+// the local lab.
+func labCells(n int) []platform.Cell {
+	var out []platform.Cell
 	for i := range n {
 		mo := topology.DefaultOptions()
 		mo.LoopbackNet = 60
-		out = append(out, Cell{ID: "none-r100-rep" + string(rune('0'+i)), Lab: local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100),
-			Duration: time.Second, Warmup: 200 * time.Millisecond, Meshbench: bin, SampleInterval: 250 * time.Millisecond,
-			Drain: 250 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}})
+		out = append(out, platform.Cell{ID: "none-r100-rep" + string(rune('0'+i)), Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100),
+			Duration: time.Second, Warmup: 200 * time.Millisecond, SampleInterval: 250 * time.Millisecond, Drain: 250 * time.Millisecond}})
 	}
 	return out
 }
@@ -130,25 +130,26 @@ func tree(t *testing.T, dir string) string {
 func TestRunRefusesOtherPlan(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "x"), []byte("x"), 0o644)
-	cs := []Cell{{ID: "a"}}
-	if _, err := Run(context.Background(), Options{Dir: dir, Cells: cs}); err == nil || !strings.Contains(err.Error(), "--resume") {
+	cs := []platform.Cell{{ID: "a"}}
+	on := &fakePlatform{}
+	if _, err := Run(context.Background(), Options{Dir: dir, Cells: cs, On: on}); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("start in a used directory: %v", err)
 	}
 	dir = filepath.Join(t.TempDir(), "p")
 	os.MkdirAll(filepath.Join(dir, results.CellsDir), 0o755)
 	os.WriteFile(filepath.Join(dir, results.PlanFile), []byte("plan: a\n"), 0o644)
 	results.WritePlanManifest(dir, &results.PlanManifest{Schema: results.PlanSchema, Seed: 1, Order: []string{"a"}})
-	if _, err := Run(context.Background(), Options{Dir: dir, Resume: true, PlanYAML: []byte("plan: b\n"), Seed: 1, Cells: cs}); err == nil ||
+	if _, err := Run(context.Background(), Options{Dir: dir, Resume: true, PlanYAML: []byte("plan: b\n"), Seed: 1, Cells: cs, On: on}); err == nil ||
 		!strings.Contains(err.Error(), "another plan") {
 		t.Errorf("resume with another plan: %v", err)
 	}
-	if _, err := Run(context.Background(), Options{Dir: dir, Cells: []Cell{{ID: "a/b"}}}); err == nil {
+	if _, err := Run(context.Background(), Options{Dir: dir, Cells: []platform.Cell{{ID: "a/b"}}, On: on}); err == nil {
 		t.Error("cell ID with a path separator accepted")
 	}
 	// A plan that started on one substrate does not resume on another:
 	// its cells would mix network paths.
 	results.WritePlanManifest(dir, &results.PlanManifest{Schema: results.PlanSchema, Seed: 1, Order: []string{"a"}, Substrate: "netns"})
-	if _, err := Run(context.Background(), Options{Dir: dir, Resume: true, PlanYAML: []byte("plan: a\n"), Seed: 1, Cells: cs, Substrate: "loopback"}); err == nil ||
+	if _, err := Run(context.Background(), Options{Dir: dir, Resume: true, PlanYAML: []byte("plan: a\n"), Seed: 1, Cells: cs, Substrate: "loopback", On: on}); err == nil ||
 		!strings.Contains(err.Error(), "never mixes substrates") {
 		t.Errorf("resume of a netns plan on loopback: %v", err)
 	}
@@ -159,13 +160,14 @@ func TestRunRefusesOtherPlan(t *testing.T) {
 // a topology that comes back later is started again, the manifest records
 // each lab with its cells, and nothing is left running.
 func TestRunReusesLabs(t *testing.T) {
-	cs := cells(t, 4)
+	cs := labCells(4)
 	for i := range cs {
 		cs[i].Topology = "none-x1"
 	}
-	cs[2].Lab.Mesh.Replicas, cs[2].Topology = 2, "none-x2"
+	cs[2].Settings.Mesh.Replicas, cs[2].Topology = 2, "none-x2"
 	dir := filepath.Join(t.TempDir(), "plan")
-	m, err := Run(context.Background(), Options{Dir: dir, PlanYAML: []byte("plan: reuse\n"), Seed: 1, Cells: cs, Version: "test"})
+	lab := local.NewPlatform(local.Options{Meshbench: testutil.BuildMeshbench(t), IdleTimeout: 5 * time.Second, Version: "test"})
+	m, err := Run(context.Background(), Options{Dir: dir, PlanYAML: []byte("plan: reuse\n"), Seed: 1, Cells: cs, Version: "test", On: lab})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,7 @@ import (
 	"github.com/meshbench/meshbench/internal/analysis/capacity"
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/platform/kube"
-	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -20,12 +19,8 @@ import (
 // repetition. Its probes are cells with IDs ProbeID(ID, n).
 type Search struct {
 	ID string
-	// Lab is the configuration's lab options; each probe sets Rate and
-	// OutDir.
-	Lab local.Options
-	// Kube, when set, runs every probe on a Kubernetes cluster instead
-	// (each probe sets its Rate and OutDir), as Cell.Kube does.
-	Kube *kube.Options
+	// Settings are the configuration's; each probe sets its Load.
+	Settings platform.Settings
 }
 
 // SearchOptions is a plan of capacity searches.
@@ -50,20 +45,8 @@ type SearchOptions struct {
 
 	Version, EnvoyVersion string
 	Progress              func(ev Event)
-	// On runs the probes (tests); nil: the cluster when the searches
-	// carry Kube options, else the local lab.
-	On Platform
-}
-
-// platform is where o's probes run.
-func (o SearchOptions) platform() Platform {
-	switch {
-	case o.On != nil:
-		return o.On
-	case len(o.Rounds) > 0 && len(o.Rounds[0]) > 0 && o.Rounds[0][0].Kube != nil:
-		return kubePlatform{}
-	}
-	return &localPlatform{}
+	// On runs the probes.
+	On platform.Platform
 }
 
 // errProbeFailed marks a probe that left nothing to judge.
@@ -80,7 +63,7 @@ func RunSearches(ctx context.Context, o SearchOptions) (map[string]capacity.Resu
 		return nil, nil, err
 	}
 	out := map[string]capacity.Result{}
-	on := o.platform()
+	on := o.On
 	defer on.Teardown("")
 	total := 0
 	for _, r := range o.Rounds {
@@ -163,19 +146,14 @@ func judgeStored(o SearchOptions, id string, st *results.CellStatus, rate float6
 }
 
 // runProbe runs one probe as a cell and judges it.
-func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, on Platform, s Search, id string, rate float64,
+func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, on platform.Platform, s Search, id string, rate float64,
 	index, total int) (capacity.Probe, error) {
-	c := Cell{ID: id, Lab: s.Lab}
+	c := platform.Cell{ID: id, Settings: s.Settings}
 	r, rerr := loadgen.RateOf(rate)
 	if rerr != nil {
 		return capacity.Probe{}, fmt.Errorf("probe %s: %w", id, rerr)
 	}
-	c.Lab.Load = loadgen.OpenLoop(r)
-	if s.Kube != nil {
-		ko := *s.Kube
-		ko.Load = loadgen.OpenLoop(r)
-		c.Kube = &ko
-	}
+	c.Settings.Load = loadgen.OpenLoop(r)
 	st := &results.CellStatus{State: results.CellPending}
 	if old := m.Cells[id]; old == nil {
 		m.Order = append(m.Order, id)
@@ -193,7 +171,7 @@ func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, on 
 	// A fresh lab per probe (no Topology: the lab is not kept), and on a
 	// cluster every probe deploys its app and deletes it: probes of
 	// different configurations alternate.
-	res, runErr := on.RunCell(ctx, CellRun{Cell: c, Dir: partial, PlanDir: o.Dir, Manifest: m})
+	res, runErr := on.RunCell(ctx, platform.CellRun{Cell: c, Dir: partial, PlanDir: o.Dir, Manifest: m})
 	if ctx.Err() != nil {
 		_ = os.RemoveAll(partial)
 		*st = results.CellStatus{State: results.CellPending}
@@ -215,7 +193,7 @@ func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, on 
 		}
 		res.Dir = results.CellDir(o.Dir, id)
 		judged, err = o.Judge(res.Dir, rate)
-		if runErr != nil && !errors.Is(runErr, local.ErrInvalid) {
+		if runErr != nil && !errors.Is(runErr, platform.ErrInvalid) {
 			st.State, st.Valid, st.Error = results.CellFailed, false, errString(runErr)
 			err = runErr
 		}
@@ -235,6 +213,9 @@ func runProbe(ctx context.Context, o SearchOptions, m *results.PlanManifest, on 
 func openSearch(o SearchOptions) (*results.PlanManifest, error) {
 	if len(o.Rounds) == 0 {
 		return nil, errors.New("the plan has no searches")
+	}
+	if o.On == nil {
+		return nil, errors.New("no platform to run the probes on")
 	}
 	if o.Resume {
 		m, err := results.ReadPlanManifest(o.Dir)
@@ -281,7 +262,7 @@ func openSearch(o SearchOptions) (*results.PlanManifest, error) {
 		return nil, err
 	}
 	m := &results.PlanManifest{Schema: results.PlanSchema, MeshbenchVersion: o.Version, EnvoyVersion: o.EnvoyVersion,
-		Platform: o.platform().Name(), Seed: o.Seed, Created: time.Now().UTC(), Host: results.ReadHost(),
+		Platform: o.On.Name(), Seed: o.Seed, Created: time.Now().UTC(), Host: results.ReadHost(),
 		Cells: map[string]*results.CellStatus{}}
 	return m, save(o.Dir, m)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // toolBinary is the real tool: $MESHBENCH_VEGETA / $MESHBENCH_FORTIO,
@@ -22,6 +23,7 @@ import (
 // tools, not recorded output.
 func toolBinary(t *testing.T, name string) string {
 	t.Helper()
+	testutil.RealPart(t, "the load generator "+name)
 	env, pkg := "MESHBENCH_VEGETA", "github.com/tsenart/vegeta/v12@v"+VegetaVersion
 	if name == Fortio {
 		env, pkg = "MESHBENCH_FORTIO", FortioModule+"@v"+FortioVersion

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -71,11 +70,11 @@ func newConn(t Target, spec RequestSpec, tlsConfig *tls.Config, keepAlive bool) 
 }
 
 // h2Conn speaks HTTP/2 (h2c with prior knowledge, or h2 over TLS) on one
-// connection through x/net/http2's transport.
+// connection through net/http's transport limited to HTTP/2.
 type h2Conn struct {
 	t      Target
 	spec   RequestSpec
-	tr     *http2.Transport
+	tr     *http.Transport
 	client *http.Client
 	url    string
 	// idPrefix, when set, is Config.RequestIDs; idN the next request's number.
@@ -84,17 +83,19 @@ type h2Conn struct {
 }
 
 func newH2Conn(t Target, spec RequestSpec, tlsConfig *tls.Config) *h2Conn {
-	tr := &http2.Transport{DisableCompression: true, StrictMaxConcurrentStreams: true}
+	// HTTP/2 only, never a fallback to HTTP/1.1; strict, so requests beyond
+	// the server's stream limit wait on this connection instead of opening
+	// another (one worker, one connection).
+	var protos http.Protocols
+	tr := &http.Transport{DisableCompression: true, Protocols: &protos,
+		HTTP2: &http.HTTP2Config{StrictMaxConcurrentRequests: true}}
 	scheme := "https"
 	if t.TLS {
+		protos.SetHTTP2(true)
 		tr.TLSClientConfig = clientTLS(tlsConfig, t, "h2")
 	} else {
 		scheme = "http"
-		tr.AllowHTTP = true
-		tr.DialTLSContext = func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		}
+		protos.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 	}
 	return &h2Conn{t: t, spec: spec, tr: tr, client: &http.Client{Transport: tr},
 		url: scheme + "://" + t.Addr + t.Path}

@@ -110,7 +110,11 @@ func TestRunProtocols(t *testing.T) {
 
 func TestRunMTLS(t *testing.T) {
 	pki := testutil.NewTestPKI(t)
+	var h2Requests atomic.Int64 // requests the server saw over HTTP/2
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 {
+			h2Requests.Add(1)
+		}
 		if len(r.TLS.PeerCertificates) == 0 {
 			http.Error(w, "no client cert", 495)
 			return
@@ -131,9 +135,14 @@ func TestRunMTLS(t *testing.T) {
 		}
 		cfg := baseConfig(targets(t, h2, url), 100, 300*time.Millisecond)
 		cfg.TLS = good
+		h2Requests.Store(0)
 		res := mustRun(t, cfg)
 		if res.Success != 30 || res.BytesIn != 30*int64(len("client")) {
 			t.Fatalf("http2=%v: mTLS success %d bytes %d errors %v", h2, res.Success, res.BytesIn, res.Errors)
+		}
+		// h2 over TLS (ALPN) when asked, HTTP/1.1 otherwise: never a fallback.
+		if want := map[bool]int64{false: 0, true: 30}[h2]; h2Requests.Load() != want {
+			t.Errorf("http2=%v: the server saw %d of 30 requests over HTTP/2, want %d", h2, h2Requests.Load(), want)
 		}
 	}
 
@@ -208,6 +217,7 @@ func TestRunDropsWhenQueueFull(t *testing.T) {
 }
 
 func TestRunClosedLoop(t *testing.T) {
+	testutil.Timing(t)
 	static := startApp(t, workload.Config{Kind: workload.KindStatic})
 	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 1, 300*time.Millisecond)
 	cfg.Load = ClosedLoop
@@ -312,6 +322,7 @@ func TestRunInterrupted(t *testing.T) {
 }
 
 func TestRunWarmupNotCounted(t *testing.T) {
+	testutil.Timing(t)
 	static := startApp(t, workload.Config{Kind: workload.KindStatic})
 	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 100, 500*time.Millisecond)
 	cfg.Warmup = 300 * time.Millisecond

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 	"google.golang.org/grpc"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
@@ -29,11 +27,20 @@ func TestRequestIDs(t *testing.T) {
 		seen[id]++
 		mu.Unlock()
 	}
+	protoMajors := map[string]int{} // the HTTP server's ids → the HTTP major version each came in
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protoMajors[r.Header.Get("X-Request-Id")] = r.ProtoMajor
+		mu.Unlock()
 		saw(r.Header.Get("X-Request-Id"))
 		w.Write([]byte("ok"))
 	})
-	h1 := httptest.NewServer(h2c.NewHandler(h, &http2.Server{}))
+	// HTTP/1.1 and h2c with prior knowledge on one port.
+	h1 := httptest.NewUnstartedServer(h)
+	h1.Config.Protocols = new(http.Protocols)
+	h1.Config.Protocols.SetHTTP1(true)
+	h1.Config.Protocols.SetUnencryptedHTTP2(true)
+	h1.Start()
 	defer h1.Close()
 	// A real gRPC server whose interceptor records the metadata (the
 	// service itself answers Unimplemented: the ids are the point).
@@ -53,19 +60,21 @@ func TestRequestIDs(t *testing.T) {
 		name, target string
 		http2        bool
 		closed       bool
+		h2c          bool // the server sees HTTP/2
 	}{
 		// The pre-serialised request, its id rewritten per request.
-		{"http1", h1.URL + "/", false, false},
+		{"http1", h1.URL + "/", false, false, false},
 		// A user header of the same name is replaced, not doubled.
-		{"http1 closed loop", h1.URL + "/", false, true},
+		{"http1 closed loop", h1.URL + "/", false, true, false},
 		// net/http's request per call.
-		{"h2c", "h2c://" + strings.TrimPrefix(h1.URL, "http://") + "/", false, false},
+		{"h2c", "h2c://" + strings.TrimPrefix(h1.URL, "http://") + "/", false, false, true},
 		// gRPC metadata.
-		{"grpc", "grpc://" + lis.Addr().String(), false, false},
+		{"grpc", "grpc://" + lis.Addr().String(), false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
 			clear(seen)
+			clear(protoMajors)
 			mu.Unlock()
 			cfg := baseConfig(targets(t, tc.http2, tc.target), 200, 500*time.Millisecond)
 			cfg.Warmup = 100 * time.Millisecond
@@ -90,6 +99,9 @@ func TestRequestIDs(t *testing.T) {
 				id := RequestID("run7", r.N)
 				if seen[id] != 1 {
 					t.Errorf("request %d: server saw id %q %d times", r.N, id, seen[id])
+				}
+				if major, ok := protoMajors[id]; ok && tc.h2c != (major == 2) {
+					t.Errorf("request %d: came in over HTTP/%d", r.N, major)
 				}
 				if r.Measured {
 					measured++

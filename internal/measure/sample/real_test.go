@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // startProcess starts name with args and stops it (by PID) at the end of
@@ -48,9 +50,7 @@ func waitFor(tb testing.TB, cond func() bool, what string) {
 // processes killed mid-run (one reaped at once, one left a zombie) for
 // about 2 s at 200 ms.
 func TestSampleRealProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("samples real processes for 2 s")
-	}
+	testutil.Timing(t) // the busy loop's share of a core
 	busy := startProcess(t, "sh", "-c", "while :; do :; done")
 	idle := startProcess(t, "sleep", "30")
 	reaped := startProcess(t, "sleep", "30")

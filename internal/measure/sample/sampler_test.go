@@ -347,6 +347,14 @@ func TestSamplerAddRemove(t *testing.T) {
 func TestSamplerRun(t *testing.T) {
 	s, clock, procs := newFakeSampler()
 	procs.procs[1000] = &fakeProc{}
+	// Run takes a tick's round after receiving it, and drops a tick whose
+	// round would start after the cancel: the cancel waits for round 4.
+	fourth := make(chan struct{})
+	s.OnRound = func(r Round) {
+		if r.Index == 3 {
+			close(fourth)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -354,6 +362,11 @@ func TestSamplerRun(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		clock.Advance(time.Second)
 		clock.tick <- clock.Now()
+	}
+	select {
+	case <-fourth:
+	case <-time.After(10 * time.Second):
+		t.Error("no fourth round 10 s after the third tick")
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -513,3 +513,25 @@ func TestFacesCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanStepNamed: Plan is a list of named steps, each laying out one
+// part; a step that fails (a bug: here the sidecars were never laid out,
+// so the load targets step finds no outbound listener for the client)
+// says which step it was.
+func TestPlanStepNamed(t *testing.T) {
+	o := DefaultOptions()
+	o.Mode = ModeSidecar
+	p := &planner{o: o.withDefaults()}
+	defer func() {
+		r := recover()
+		if msg, _ := r.(string); !strings.Contains(msg, "topology.Plan: step load targets: mesh: no outbound listener for client") {
+			t.Errorf("panic %v; want it to name the step load targets", r)
+		}
+	}()
+	for _, step := range planSteps {
+		if step.name != "sidecars" {
+			p.run(step.name, step.do)
+		}
+	}
+	t.Error("the steps ran without the sidecars")
+}

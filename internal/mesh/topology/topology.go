@@ -411,43 +411,102 @@ func (t *Topology) ProxyByRole(r ProxyRole) *Proxy {
 	return nil
 }
 
-// Plan validates opts and lays out the topology. It does no I/O.
+// Plan validates opts and lays out the topology. It does no I/O. The
+// layout is a list of named steps (planSteps), each adding one part of the
+// topology to what the steps before it laid out.
 func Plan(opts Options) (*Topology, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	o := opts.withDefaults()
-	at := func(node, host int) netip.Addr { return nodeAddr(o.LoopbackNet, node, host) }
-	t := &Topology{Options: o, Services: appServices(o.App)}
-	t.Service = t.Services[0]
+	p := &planner{o: opts.withDefaults()}
+	for _, step := range planSteps {
+		p.run(step.name, step.do)
+	}
+	return p.t, nil
+}
 
-	// Nodes: the client, K app nodes, then the waypoint's and the gateway's.
+// run runs step name. The steps cannot fail on valid options; one that
+// panics (a bug) says which step it was.
+func (p *planner) run(name string, do func(*planner)) {
+	defer func() {
+		if r := recover(); r != nil {
+			panic(fmt.Sprintf("topology.Plan: step %s: %v", name, r))
+		}
+	}()
+	do(p)
+}
+
+// planSteps lay a topology out, in order.
+var planSteps = []struct {
+	name string
+	do   func(*planner)
+}{
+	{"nodes", (*planner).nodes},              // the client's, the app nodes, the waypoint's, the gateway's
+	{"pods", (*planner).pods},                // the client, the attacker, the replicas round-robin
+	{"sources", (*planner).sources},          // who sends to which service inside the mesh
+	{"sidecars", (*planner).sidecars},        // mode sidecar
+	{"node proxies", (*planner).nodeProxies}, // modes ambient and waypoint, and the waypoint
+	{"gateway", (*planner).gateway},          // the ingress gateway
+	{"calls", (*planner).calls},              // where each app replica reaches its backends
+	{"load targets", (*planner).loadTargets}, // where the load (and the attacker) sends
+	{"identities", (*planner).identities},    // every identity, and the policies
+}
+
+// planner is a topology being laid out by planSteps.
+type planner struct {
+	o Options
+	t *Topology
+	// waypointNode and gatewayNode are their nodes (0: none);
+	// gatewayAddr the gateway's address.
+	waypointNode, gatewayNode int
+	gatewayAddr               netip.Addr
+	// from are the workloads with an outbound path, one per destination
+	// service.
+	from []source
+}
+
+// source is a workload that sends to a service from inside the mesh.
+type source struct {
+	name     string
+	node     int
+	addr     netip.Addr
+	identity Identity
+	service  string
+}
+
+func (p *planner) at(node, host int) netip.Addr { return nodeAddr(p.o.LoopbackNet, node, host) }
+
+// nodes: the client's, K app nodes, then the waypoint's and the gateway's.
+func (p *planner) nodes() {
+	p.t = &Topology{Options: p.o, Services: appServices(p.o.App)}
+	p.t.Service = p.t.Services[0]
 	addNode := func(role NodeRole) int {
-		n := len(t.Nodes) + 1
-		t.Nodes = append(t.Nodes, Node{Index: n, Name: fmt.Sprintf("node%d", n),
-			Prefix: netip.PrefixFrom(at(n, 0), 24), Role: role})
+		n := len(p.t.Nodes) + 1
+		p.t.Nodes = append(p.t.Nodes, Node{Index: n, Name: fmt.Sprintf("node%d", n),
+			Prefix: netip.PrefixFrom(p.at(n, 0), 24), Role: role})
 		return n
 	}
 	addNode(NodeClient)
-	for range o.Nodes {
+	for range p.o.Nodes {
 		addNode(NodeApp)
 	}
-	waypointNode, gatewayNode := 0, 0
-	if o.Mode == ModeWaypoint {
-		waypointNode = addNode(NodeWaypoint)
+	if p.o.Mode == ModeWaypoint {
+		p.waypointNode = addNode(NodeWaypoint)
 	}
-	if o.Gateway {
-		gatewayNode = addNode(NodeGateway)
+	if p.o.Gateway {
+		p.gatewayNode = addNode(NodeGateway)
 	}
+}
 
-	// Pods: the client, the attacker, then each service's replicas
-	// round-robin over the app nodes, each node's addresses handed out in
-	// order.
-	client := Pod{Name: "client", Role: PodClient, Node: ClientNode, Addr: at(ClientNode, FirstPodHost), Identity: IdentityClient}
-	t.Pods = append(t.Pods, client)
+// pods: the client, the attacker, then each service's replicas
+// round-robin over the app nodes, each node's addresses handed out in
+// order.
+func (p *planner) pods() {
+	o, t := p.o, p.t
+	t.Pods = append(t.Pods, Pod{Name: "client", Role: PodClient, Node: ClientNode, Addr: p.at(ClientNode, FirstPodHost), Identity: IdentityClient})
 	if o.Attacker {
 		t.Pods = append(t.Pods, Pod{Name: "attacker", Role: PodAttacker, Node: ClientNode,
-			Addr: at(ClientNode, AttackerHost), Identity: IdentityAttacker})
+			Addr: p.at(ClientNode, AttackerHost), Identity: IdentityAttacker})
 	}
 	nextHost := map[int]int{}
 	for _, svc := range t.Services {
@@ -456,206 +515,232 @@ func Plan(opts Options) (*Topology, error) {
 			host := FirstPodHost + nextHost[node]
 			nextHost[node]++
 			t.Pods = append(t.Pods, Pod{Name: fmt.Sprintf("%s-%d", svc.Name, i), Role: PodServer, Service: svc.Name, Replica: i, Node: node,
-				Addr: at(node, host), AppPort: PortApp, Identity: svc.Identity})
+				Addr: p.at(node, host), AppPort: PortApp, Identity: svc.Identity})
 		}
 	}
+}
 
-	// The gateway's address, and who sends traffic to which service from
-	// inside the mesh.
-	var gatewayAddr netip.Addr
+// sources: the gateway's address, and who sends traffic to which service
+// from inside the mesh.
+func (p *planner) sources() {
+	o, t := p.o, p.t
 	if o.Gateway {
-		gatewayAddr = at(gatewayNode, FirstPodHost)
+		p.gatewayAddr = p.at(p.gatewayNode, FirstPodHost)
 	}
-	type source struct {
-		name     string
-		node     int
-		addr     netip.Addr
-		identity Identity
-		service  string
-	}
-	var sources []source // workloads with an outbound path, one per destination service
 	if !o.Gateway {
-		sources = append(sources, source{client.Name, client.Node, client.Addr, client.Identity, t.Service.Name})
+		c := t.Pod("client")
+		p.from = append(p.from, source{c.Name, c.Node, c.Addr, c.Identity, t.Service.Name})
 	}
 	if o.Attacker {
 		a := t.Pod("attacker")
-		sources = append(sources, source{a.Name, a.Node, a.Addr, a.Identity, t.Service.Name})
+		p.from = append(p.from, source{a.Name, a.Node, a.Addr, a.Identity, t.Service.Name})
 	}
 	if o.Gateway && o.Mode != ModeSidecar {
-		sources = append(sources, source{"gateway", gatewayNode, gatewayAddr, IdentityIngress, t.Service.Name})
+		p.from = append(p.from, source{"gateway", p.gatewayNode, p.gatewayAddr, IdentityIngress, t.Service.Name})
 	}
-	for _, p := range t.ServerPods() {
-		for _, b := range t.Svc(p.Service).Backends {
-			sources = append(sources, source{p.Name, p.Node, p.Addr, p.Identity, b})
+	for _, pod := range t.ServerPods() {
+		for _, b := range t.Svc(pod.Service).Backends {
+			p.from = append(p.from, source{pod.Name, pod.Node, pod.Addr, pod.Identity, b})
 		}
 	}
+}
 
-	switch o.Mode {
-	case ModeSidecar:
-		sidecars := map[string]int{} // pod → index in t.Proxies
-		sidecarOf := func(p *Pod) *Proxy {
-			if i, ok := sidecars[p.Name]; ok {
-				return &t.Proxies[i]
-			}
-			component := p.Name + " sidecar"
-			if p.Role == PodServer {
-				component = p.Service + " sidecar"
-			}
-			sidecars[p.Name] = len(t.Proxies)
-			t.Proxies = append(t.Proxies, Proxy{Name: p.Name + "-sidecar", Role: RoleSidecar, Node: p.Node, Addr: p.Addr,
-				Admin: netip.AddrPortFrom(p.Addr, PortAdmin), Pod: p.Name, Identity: p.Identity,
-				Presents: presents(o.MTLS, p.Identity), Component: component, Category: CategoryDataPlane})
-			return &t.Proxies[len(t.Proxies)-1]
+// sidecars (mode sidecar): client-side sidecars first, then one per app
+// pod, each with its inbound listener, then every source's outbound
+// listener.
+func (p *planner) sidecars() {
+	o, t := p.o, p.t
+	if o.Mode != ModeSidecar {
+		return
+	}
+	sidecars := map[string]int{} // pod → index in t.Proxies
+	sidecarOf := func(pod *Pod) *Proxy {
+		if i, ok := sidecars[pod.Name]; ok {
+			return &t.Proxies[i]
 		}
-		// Client-side sidecars first, then one per app pod.
-		for _, s := range sources {
-			if p := t.Pod(s.name); p != nil && p.Role != PodServer {
-				sidecarOf(p)
-			}
+		component := pod.Name + " sidecar"
+		if pod.Role == PodServer {
+			component = pod.Service + " sidecar"
 		}
-		for _, p := range t.ServerPods() {
-			sc := sidecarOf(t.Pod(p.Name))
-			sc.Listeners = append(sc.Listeners, Listener{Name: "virtualInbound", Kind: ListenerInbound,
-				Addr: netip.AddrPortFrom(p.Addr, PortInbound), Identity: secured(o.MTLS, p.Identity)})
-		}
-		for _, s := range sources {
-			svc := t.Svc(s.service)
-			sc := sidecarOf(t.Pod(s.name))
-			sc.Listeners = append(sc.Listeners, Listener{Name: "virtualOutbound" + svc.Suffix, Kind: ListenerOutbound,
-				Addr: netip.AddrPortFrom(s.addr, svc.Outbound), Service: svc.Name, Identity: secured(o.MTLS, s.identity)})
-		}
-	case ModeAmbient, ModeWaypoint:
-		for _, node := range t.Nodes {
-			if node.Role == NodeWaypoint {
-				continue
-			}
-			np := Proxy{Name: "ztunnel-" + node.Name, Role: RoleNodeProxy, Node: node.Index,
-				Addr: at(node.Index, NodeProxyHost), Identity: NodeProxyIdentity(node.Index),
-				Component: "node proxy " + node.Name, Category: CategoryDataPlane}
-			np.Admin = netip.AddrPortFrom(np.Addr, PortAdmin)
-			for _, s := range sources {
-				if s.node != node.Index {
-					continue
-				}
-				svc := t.Svc(s.service)
-				kind, port, prefix := ListenerOutbound, svc.Outbound, "outbound_"
-				if o.Mode == ModeWaypoint {
-					kind, port, prefix = ListenerOutboundWaypoint, svc.OutboundWaypoint, "outbound_waypoint_"
-				}
-				np.Listeners = append(np.Listeners, Listener{Name: prefix + s.name + svc.Suffix, Kind: kind,
-					Addr: netip.AddrPortFrom(s.addr, port), Source: s.name, Service: svc.Name, Identity: s.identity})
-				np.Presents = appendIdentity(np.Presents, s.identity)
-			}
-			// HBONE in, on app nodes with pods (more nodes than replicas
-			// leaves some empty), presenting the pods' identities.
-			var ids []Identity
-			for _, p := range t.ServerPods() {
-				if p.Node == node.Index {
-					ids = appendIdentity(ids, p.Identity)
-					np.Presents = appendIdentity(np.Presents, p.Identity)
-				}
-			}
-			if len(ids) > 0 {
-				np.Listeners = append(np.Listeners, Listener{Name: "hbone_inbound", Kind: ListenerHBONE,
-					Addr: netip.AddrPortFrom(np.Addr, PortHBONE), Identity: ids[0], Identities: ids})
-			}
-			if len(np.Listeners) > 0 {
-				t.Proxies = append(t.Proxies, np)
-			}
-		}
-		if o.Mode == ModeWaypoint {
-			addr := at(waypointNode, NodeProxyHost)
-			t.Proxies = append(t.Proxies, Proxy{Name: "waypoint", Role: RoleWaypoint, Node: waypointNode, Addr: addr,
-				Admin: netip.AddrPortFrom(addr, PortAdmin),
-				Listeners: []Listener{{Name: "connect_terminate", Kind: ListenerHBONE,
-					Addr: netip.AddrPortFrom(addr, PortHBONE), Identity: IdentityWaypoint, Identities: []Identity{IdentityWaypoint}}},
-				Identity: IdentityWaypoint, Presents: []Identity{IdentityWaypoint},
-				Component: "waypoint", Category: CategoryDataPlane})
+		sidecars[pod.Name] = len(t.Proxies)
+		t.Proxies = append(t.Proxies, Proxy{Name: pod.Name + "-sidecar", Role: RoleSidecar, Node: pod.Node, Addr: pod.Addr,
+			Admin: netip.AddrPortFrom(pod.Addr, PortAdmin), Pod: pod.Name, Identity: pod.Identity,
+			Presents: presents(o.MTLS, pod.Identity), Component: component, Category: CategoryDataPlane})
+		return &t.Proxies[len(t.Proxies)-1]
+	}
+	for _, s := range p.from {
+		if pod := t.Pod(s.name); pod != nil && pod.Role != PodServer {
+			sidecarOf(pod)
 		}
 	}
-	if o.Gateway {
-		gw := Proxy{Name: "gateway", Role: RoleGateway, Node: gatewayNode, Addr: gatewayAddr,
-			Admin:     netip.AddrPortFrom(gatewayAddr, PortAdmin),
-			Listeners: []Listener{{Name: "gateway_https", Kind: ListenerGateway, Addr: netip.AddrPortFrom(gatewayAddr, PortGateway)}},
-			Identity:  IdentityIngress, ServingHosts: []string{gatewayAddr.String()},
-			Component: "gateway", Category: CategoryGateway}
-		// The gateway presents its mesh identity when it calls sidecars
-		// itself; in ambient modes its node proxy does that for it.
-		if o.Mode == ModeSidecar && o.MTLS {
-			gw.Presents = []Identity{IdentityIngress}
-		}
-		t.Proxies = append(t.Proxies, gw)
+	for _, pod := range t.ServerPods() {
+		sc := sidecarOf(t.Pod(pod.Name))
+		sc.Listeners = append(sc.Listeners, Listener{Name: "virtualInbound", Kind: ListenerInbound,
+			Addr: netip.AddrPortFrom(pod.Addr, PortInbound), Identity: secured(o.MTLS, pod.Identity)})
 	}
+	for _, s := range p.from {
+		svc := t.Svc(s.service)
+		sc := sidecarOf(t.Pod(s.name))
+		sc.Listeners = append(sc.Listeners, Listener{Name: "virtualOutbound" + svc.Suffix, Kind: ListenerOutbound,
+			Addr: netip.AddrPortFrom(s.addr, svc.Outbound), Service: svc.Name, Identity: secured(o.MTLS, s.identity)})
+	}
+}
 
-	// Where each source reaches its destination service.
-	outboundOf := func(src, service string) (netip.AddrPort, string) {
-		for _, p := range t.Proxies {
-			if (o.Mode == ModeSidecar && p.Role == RoleSidecar && p.Pod == src) || (p.Role == RoleNodeProxy) {
-				for _, l := range p.Listeners {
-					if (l.Kind == ListenerOutbound || l.Kind == ListenerOutboundWaypoint) && l.Service == service &&
-						(o.Mode == ModeSidecar || l.Source == src) {
-						return l.Addr, p.Name
-					}
-				}
-			}
-		}
-		panic("mesh: no outbound listener for " + src + " to " + service)
+// nodeProxies (modes ambient and waypoint): a node proxy per node with
+// listeners (the outbound of its node's sources, HBONE in where it has app
+// pods), then the waypoint.
+func (p *planner) nodeProxies() {
+	o, t := p.o, p.t
+	if o.Mode != ModeAmbient && o.Mode != ModeWaypoint {
+		return
 	}
-	for i := range t.Pods {
-		p := &t.Pods[i]
-		if p.Role != PodServer {
+	for _, node := range t.Nodes {
+		if node.Role == NodeWaypoint {
 			continue
 		}
-		for _, b := range t.Svc(p.Service).Backends {
+		np := Proxy{Name: "ztunnel-" + node.Name, Role: RoleNodeProxy, Node: node.Index,
+			Addr: p.at(node.Index, NodeProxyHost), Identity: NodeProxyIdentity(node.Index),
+			Component: "node proxy " + node.Name, Category: CategoryDataPlane}
+		np.Admin = netip.AddrPortFrom(np.Addr, PortAdmin)
+		for _, s := range p.from {
+			if s.node != node.Index {
+				continue
+			}
+			svc := t.Svc(s.service)
+			kind, port, prefix := ListenerOutbound, svc.Outbound, "outbound_"
+			if o.Mode == ModeWaypoint {
+				kind, port, prefix = ListenerOutboundWaypoint, svc.OutboundWaypoint, "outbound_waypoint_"
+			}
+			np.Listeners = append(np.Listeners, Listener{Name: prefix + s.name + svc.Suffix, Kind: kind,
+				Addr: netip.AddrPortFrom(s.addr, port), Source: s.name, Service: svc.Name, Identity: s.identity})
+			np.Presents = appendIdentity(np.Presents, s.identity)
+		}
+		// HBONE in, on app nodes with pods (more nodes than replicas
+		// leaves some empty), presenting the pods' identities.
+		var ids []Identity
+		for _, pod := range t.ServerPods() {
+			if pod.Node == node.Index {
+				ids = appendIdentity(ids, pod.Identity)
+				np.Presents = appendIdentity(np.Presents, pod.Identity)
+			}
+		}
+		if len(ids) > 0 {
+			np.Listeners = append(np.Listeners, Listener{Name: "hbone_inbound", Kind: ListenerHBONE,
+				Addr: netip.AddrPortFrom(np.Addr, PortHBONE), Identity: ids[0], Identities: ids})
+		}
+		if len(np.Listeners) > 0 {
+			t.Proxies = append(t.Proxies, np)
+		}
+	}
+	if o.Mode == ModeWaypoint {
+		addr := p.at(p.waypointNode, NodeProxyHost)
+		t.Proxies = append(t.Proxies, Proxy{Name: "waypoint", Role: RoleWaypoint, Node: p.waypointNode, Addr: addr,
+			Admin: netip.AddrPortFrom(addr, PortAdmin),
+			Listeners: []Listener{{Name: "connect_terminate", Kind: ListenerHBONE,
+				Addr: netip.AddrPortFrom(addr, PortHBONE), Identity: IdentityWaypoint, Identities: []Identity{IdentityWaypoint}}},
+			Identity: IdentityWaypoint, Presents: []Identity{IdentityWaypoint},
+			Component: "waypoint", Category: CategoryDataPlane})
+	}
+}
+
+// gateway: the TLS-terminating ingress gateway, when there is one.
+func (p *planner) gateway() {
+	o := p.o
+	if !o.Gateway {
+		return
+	}
+	gw := Proxy{Name: "gateway", Role: RoleGateway, Node: p.gatewayNode, Addr: p.gatewayAddr,
+		Admin:     netip.AddrPortFrom(p.gatewayAddr, PortAdmin),
+		Listeners: []Listener{{Name: "gateway_https", Kind: ListenerGateway, Addr: netip.AddrPortFrom(p.gatewayAddr, PortGateway)}},
+		Identity:  IdentityIngress, ServingHosts: []string{p.gatewayAddr.String()},
+		Component: "gateway", Category: CategoryGateway}
+	// The gateway presents its mesh identity when it calls sidecars
+	// itself; in ambient modes its node proxy does that for it.
+	if o.Mode == ModeSidecar && o.MTLS {
+		gw.Presents = []Identity{IdentityIngress}
+	}
+	p.t.Proxies = append(p.t.Proxies, gw)
+}
+
+// outboundOf is where source src reaches service: its outbound listener's
+// address and the proxy that has it.
+func (p *planner) outboundOf(src, service string) (netip.AddrPort, string) {
+	o, t := p.o, p.t
+	for _, px := range t.Proxies {
+		if (o.Mode == ModeSidecar && px.Role == RoleSidecar && px.Pod == src) || (px.Role == RoleNodeProxy) {
+			for _, l := range px.Listeners {
+				if (l.Kind == ListenerOutbound || l.Kind == ListenerOutboundWaypoint) && l.Service == service &&
+					(o.Mode == ModeSidecar || l.Source == src) {
+					return l.Addr, px.Name
+				}
+			}
+		}
+	}
+	panic("mesh: no outbound listener for " + src + " to " + service)
+}
+
+// calls: where each app replica reaches each of its backends.
+func (p *planner) calls() {
+	t := p.t
+	for i := range t.Pods {
+		pod := &t.Pods[i]
+		if pod.Role != PodServer {
+			continue
+		}
+		for _, b := range t.Svc(pod.Service).Backends {
 			var addr netip.AddrPort
-			if o.Mode.Direct() {
+			if p.o.Mode.Direct() {
 				// No Envoy to balance: replica i calls replica i of each
 				// backend (a fixed spread, as kube-proxy's per-connection
 				// choice is for few long-lived connections).
-				addr = t.ServicePods(b)[p.Replica].AppAddr()
+				addr = t.ServicePods(b)[pod.Replica].AppAddr()
 			} else {
-				addr, _ = outboundOf(p.Name, b)
+				addr, _ = p.outboundOf(pod.Name, b)
 			}
-			p.Calls = append(p.Calls, Call{Service: b, Addr: addr})
+			pod.Calls = append(pod.Calls, Call{Service: b, Addr: addr})
 		}
 	}
+}
 
-	// Load targets.
-	gatewayEntry := func() LoadTarget {
-		gw := t.ProxyByRole(RoleGateway)
-		return LoadTarget{URL: "https://" + gw.Listener(ListenerGateway).Addr.String() + "/", Proxy: gw.Name}
-	}
+// loadTargets: where the load enters (the gateway, every replica of the
+// entry service without a mesh, or the client's outbound), and where the
+// attacker sends.
+func (p *planner) loadTargets() {
+	o, t := p.o, p.t
 	switch {
 	case o.Gateway:
-		t.LoadTargets = []LoadTarget{gatewayEntry()}
+		gw := t.ProxyByRole(RoleGateway)
+		t.LoadTargets = []LoadTarget{{URL: "https://" + gw.Listener(ListenerGateway).Addr.String() + "/", Proxy: gw.Name}}
 	case o.Mode.Direct():
-		for _, p := range t.ServicePods(t.Service.Name) {
-			t.LoadTargets = append(t.LoadTargets, LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
+		for _, pod := range t.ServicePods(t.Service.Name) {
+			t.LoadTargets = append(t.LoadTargets, LoadTarget{URL: "http://" + pod.AppAddr().String() + "/", Pod: pod.Name})
 		}
 	default:
-		addr, proxy := outboundOf(client.Name, t.Service.Name)
+		addr, proxy := p.outboundOf("client", t.Service.Name)
 		t.LoadTargets = []LoadTarget{{URL: "http://" + addr.String() + "/", Proxy: proxy}}
 	}
 	if o.Attacker {
-		addr, proxy := outboundOf("attacker", t.Service.Name)
+		addr, proxy := p.outboundOf("attacker", t.Service.Name)
 		t.AttackTargets = []LoadTarget{{URL: "http://" + addr.String() + "/", Proxy: proxy}}
 	}
+}
 
-	// Identities: the workloads', the node proxies', the gateway's and
-	// monitoring's (rule allow-monitoring).
+// identities: the workloads', the node proxies', the gateway's and
+// monitoring's (rule allow-monitoring); then the policies.
+func (p *planner) identities() {
+	t := p.t
 	t.Identities = []Identity{IdentityClient}
 	for _, svc := range t.Services {
 		t.Identities = append(t.Identities, svc.Identity)
 	}
 	t.Identities = append(t.Identities, IdentityWaypoint, IdentityAttacker)
-	for _, p := range t.Proxies {
-		if p.Role == RoleNodeProxy {
-			t.Identities = append(t.Identities, p.Identity)
+	for _, px := range t.Proxies {
+		if px.Role == RoleNodeProxy {
+			t.Identities = append(t.Identities, px.Identity)
 		}
 	}
 	t.Identities = append(t.Identities, IdentityIngress, IdentityMonitoring)
-	t.Policies = RulesFor(o.App, o.Policies)
-	return t, nil
+	t.Policies = RulesFor(p.o.App, p.o.Policies)
 }
 
 // presents is the identity list of a sidecar: its own, unless plaintext.

@@ -26,6 +26,7 @@ import (
 // with Istio's official image. The images are assembled with the real
 // ztunnel binary at Istio's path, /usr/local/bin/ztunnel.
 func TestFromImage(t *testing.T) {
+	testutil.RealPart(t, "ztunnel")
 	bin, err := Find("", ".")
 	if err != nil {
 		testutil.SkipOrFail(t, err.Error())

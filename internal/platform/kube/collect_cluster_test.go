@@ -99,7 +99,11 @@ func TestCollectWorkerLogsAgainstCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return loadjob.Collect(ctx, c.Core, job, 2, dir)
+		return loadjob.Collect(ctx, c.Core, job, 2, func(name string, log []byte) {
+			if err := dir.WriteFile(name, log); err != nil {
+				t.Errorf("keeping %s: %v", name, err)
+			}
+		})
 	}
 
 	// Each pod's own share: both taken, and each log kept.

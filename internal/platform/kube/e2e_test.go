@@ -36,6 +36,7 @@ import (
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -99,10 +100,10 @@ func TestE2E(t *testing.T) {
 			mo := topology.DefaultOptions()
 			mo.Mode, mo.Replicas = topology.Mode(m), 2
 			spec := Spec{RunID: "e2e-" + m + "-" + time.Now().UTC().Format("150405"),
-				AppNamespace: "meshbench-e2e-app", LoadNamespace: "meshbench-e2e-load", Mesh: mo, Image: image}
-			o := Options{Spec: spec, Load: testLoad(t, strconv.FormatFloat(e2eRate, 'f', -1, 64)), Workers: e2eWorkers, Duration: duration, Warmup: 5 * time.Second,
-				Drain:       plan.KubeDrain(0),
-				InstallMesh: install, IstioProfile: istioProfile, OutDir: filepath.Join(outRoot, m), Log: testLog{t}, Version: "e2e"}
+				AppNamespace: "meshbench-e2e-app", LoadNamespace: "meshbench-e2e-load", Image: image}
+			o := Options{Settings: platform.Settings{Mesh: mo, Load: testLoad(t, strconv.FormatFloat(e2eRate, 'f', -1, 64)), Workers: e2eWorkers,
+				Duration: duration, Warmup: 5 * time.Second, Drain: plan.KubeDrain(0)},
+				Spec: spec, InstallMesh: install, IstioProfile: istioProfile, OutDir: filepath.Join(outRoot, m), Log: testLog{t}, Version: "e2e"}
 			res, err := Run(ctx, o)
 			if err != nil {
 				t.Fatalf("run: %v", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 )
 
 // TestOptionsGenerator: a run whose load generator cannot do its workers'
@@ -28,8 +29,9 @@ func TestOptionsGenerator(t *testing.T) {
 		{"unknown", "hey", "100", 1, "generator hey: allowed: meshbench, oha, wrk2, vegeta, fortio"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := Options{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Load: testLoad(t, tt.rate), Workers: tt.workers,
-				Duration: 10 * time.Second, Generator: tt.generator, OutDir: t.TempDir()}
+			s := spec(topology.ModeNone, topology.AppStatic, 0)
+			o := Options{Settings: platform.Settings{Mesh: s.Mesh, Load: testLoad(t, tt.rate), Workers: tt.workers,
+				Duration: 10 * time.Second, Generator: tt.generator}, Spec: s, OutDir: t.TempDir()}
 			err := o.defaults()
 			switch {
 			case tt.want == "" && err != nil:

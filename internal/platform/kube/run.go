@@ -28,6 +28,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
@@ -35,23 +36,22 @@ import (
 	"github.com/meshbench/meshbench/internal/results"
 )
 
-// Options is one benchmark cell on a cluster.
+// Options is one benchmark cell on a cluster: its settings (the same type
+// on every platform) and what the cluster runs them with. On a cluster,
+// Settings.SampleInterval is the metrics API's polling period (0: 10 s),
+// and Settings.Drain is the most the run keeps sampling after the load
+// ends, since the metrics API lags: it stops as soon as a fresh sample of
+// every app pod taken wholly after the load's end shows the app idle (the
+// IdleMillicores threshold), and says how it ended (results.Drain); 0: no
+// drain (the same meaning as the plan's drain; the default is
+// plan.KubeDrain).
 type Options struct {
+	platform.Settings
+
 	Connect ConnectOptions
-	// Spec is what to deploy (RunID is set by Run when empty).
+	// Spec is what to deploy (RunID is set by Run when empty, Mesh from
+	// Settings.Mesh).
 	Spec Spec
-	// Load is the load offered: an open-loop rate or loadgen.ClosedLoop.
-	Load loadgen.Load
-	// Workers is the number of load pods (a Job's parallelism); the rate
-	// and connections are split among them.
-	Workers     int
-	Duration    time.Duration
-	Warmup      time.Duration
-	Timeout     time.Duration
-	Connections int
-	// Generator is the load generator of the workers (LoadSpec.Generator;
-	// "": meshbench's engine).
-	Generator string
 
 	// InstallMesh runs the mesh's own CLI to install it; false: the mesh
 	// must already run, and is verified.
@@ -62,21 +62,12 @@ type Options struct {
 	// Keep leaves the namespaces in place after the run (for debugging).
 	Keep bool
 
-	// SampleInterval is the metrics API polling period (0: 10 s).
-	SampleInterval time.Duration
 	// MetricsSource is where CPU and memory come from: SourceKubelet,
 	// SourceMetricsAPI or SourceAuto ("": auto). See ChooseSource.
 	MetricsSource string
 	// KubeletInterval is the kubelet counters' reading period (0:
 	// DefaultKubeletInterval).
 	KubeletInterval time.Duration
-	// Drain is the most the run keeps sampling after the load ends, since
-	// the metrics API lags: it stops as soon as a fresh sample of every
-	// app pod taken wholly after the load's end shows the app idle (the
-	// IdleMillicores threshold), and says how it ended (results.Drain).
-	// 0: no drain (the same meaning as the plan's drain; the default is
-	// plan.KubeDrain).
-	Drain time.Duration
 	// IdleMillicores is the app CPU under which the cluster counts as idle
 	// before the load starts (0: 10m per app pod), waited for at most
 	// IdleTimeout (0: 2 min).
@@ -84,8 +75,6 @@ type Options struct {
 	IdleTimeout    time.Duration
 	// ReadyTimeout bounds the wait for the app and the Job (0: 5 min).
 	ReadyTimeout time.Duration
-
-	RateShortfall, ErrorRatio float64
 
 	// IstioProfile, when set, is the profile istioctl installs with
 	// instead of the mode's own (default for sidecar, ambient for ambient
@@ -98,22 +87,16 @@ type Options struct {
 	IstioInstall *install.MeshInstall
 
 	OutDir string
-	Log    io.Writer
-	Phase  func(name string)
-	// OnRound, when set, gets every metrics round as it is taken (the
-	// live view), on the sampler's goroutine.
-	OnRound func(sample.Round)
-	// OnNodeRound, when set, gets every round's node samples from
-	// metrics.k8s.io as they are taken (the live view's node lines), on
-	// the sampler's goroutine; OnLoadProgress the load workers' running
-	// figures merged (followLoadProgress), on a log follower's goroutine.
-	OnNodeRound    func(sample.NodeRound)
-	OnLoadProgress func(results.LoadProgress)
-	// OnMetricsSource, when set, gets the pods' metrics source the run
-	// chose (ChooseSource), in a few words: "kubelet (/metrics/resource)"
-	// or "metrics.k8s.io" (the live view's metrics line).
-	OnMetricsSource func(string)
-	Version         string
+	// Log gets the run's progress lines (nil: none), and "phase NAME" as
+	// each phase starts when there is no Observer.
+	Log io.Writer
+	// Observer, when set, follows the cell: each phase as it starts, every
+	// metrics round as it is taken (the kubelet's counters, or
+	// metrics.k8s.io's), metrics.k8s.io's node samples, the metrics source
+	// the run chose (ChooseSource), and, for a platform.LoadObserver, the
+	// load workers' running figures merged (followLoadProgress).
+	Observer platform.Observer
+	Version  string
 }
 
 // Result is what a run wrote and measured.
@@ -137,12 +120,13 @@ type Result struct {
 	Source, SourceReason string
 	// Counters, with SourceKubelet: resets, partial containers, stale
 	// readings, lag and the sampler's cost.
-	Counters *CounterReport
+	Counters *sample.CounterReport
 	// MetricsAPI, with SourceKubelet: what metrics.k8s.io said over the
 	// same window, side by side (nil when it was not available).
-	MetricsAPI *MetricsAPIReport
+	MetricsAPI *sample.MetricsAPIReport
 }
 
+// run is one cell on a cluster (Run): what runSteps share.
 type run struct {
 	o        Options
 	source   string // SourceKubelet or SourceMetricsAPI
@@ -150,6 +134,22 @@ type run struct {
 	dir      *results.RunDir
 	manifest *results.RunManifest
 	mu       sync.Mutex
+
+	sampling sampling
+	// ztBase are ztunnel's counters before the load (ambient).
+	ztBase map[string]ztunnel.Counters
+	// loadRes and loadErr are the load's merged result and error;
+	// samplerErr the source's error when it stopped.
+	loadRes             *results.LoadResult
+	loadErr, samplerErr error
+	// from, to and window are the measured window (the load's) and the
+	// source's rounds in it; resources and measured are what collect's
+	// steps make of them, res what the cell returns (collect).
+	from, to  time.Time
+	window    []sample.Round
+	resources sample.Resources
+	measured  *Result
+	res       *Result
 }
 
 func (r *run) logf(format string, a ...any) {
@@ -159,8 +159,8 @@ func (r *run) logf(format string, a ...any) {
 }
 
 func (r *run) phase(name string) func() {
-	if r.o.Phase != nil {
-		r.o.Phase(name) // the caller shows it
+	if r.o.Observer != nil {
+		r.o.Observer.Phase(name) // the observer shows it
 	} else {
 		r.logf("phase %s", name)
 	}
@@ -172,6 +172,19 @@ func (r *run) phase(name string) func() {
 		r.mu.Unlock()
 	}
 }
+
+// kept checks that evidence file name was written: a write that failed
+// is logged and marks the cell invalid (its results are incomplete).
+func (r *run) kept(name string, err error) {
+	if err == nil {
+		return
+	}
+	r.logf("warning: %s not kept: %v", name, err)
+	r.invalid(fmt.Sprintf("evidence not kept: %s: %v", name, err))
+}
+
+// keepJSON writes v as evidence file name (kept).
+func (r *run) keepJSON(name string, v any) { r.kept(name, r.dir.WriteJSON(name, v)) }
 
 func (r *run) invalid(reason string) {
 	r.mu.Lock()
@@ -218,6 +231,7 @@ func (o *Options) defaults() error {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 5 * time.Minute
 	}
+	o.Spec.Mesh = o.Mesh
 	if o.Spec.RunID == "" {
 		o.Spec.RunID = time.Now().UTC().Format("20060102-150405")
 	}
@@ -275,8 +289,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}}
 	r.manifest.Options["metrics_source"], r.manifest.Options["metrics_source_reason"] = source, why
 	r.logf("resources from %s (%s)", sourceName(source), why)
-	if o.OnMetricsSource != nil {
-		o.OnMetricsSource(shortSourceName(source))
+	if o.Observer != nil {
+		o.Observer.Source(shortSourceName(source))
 	}
 	res, runErr := r.run(ctx)
 	// Teardown always runs, with a fresh context: an interrupt must not
@@ -302,17 +316,55 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, errors.Join(runErr, tdErr)
 }
 
+// runSteps are a cell on a cluster once Run has checked the cluster and
+// made its results directory, in order; Run's teardown follows them
+// whatever happens. A step that is a phase is recorded in the manifest
+// under its name (and shown as it starts); the load's step records its own
+// phases, warmup and measure.
+var runSteps = []struct {
+	name  string
+	phase bool
+	do    func(*run, context.Context) error
+}{
+	{"prepare/mesh", true, (*run).prepareMesh},       // install the mesh or check the one installed
+	{"prepare/app", true, (*run).prepareApp},         // the app's objects, ready
+	{"prepare/verify", true, (*run).verifyEnrolment}, // the app's pods enrolled in the mesh
+	{"sampling", false, (*run).startSampling},        // metrics from here to the drain's end
+	{"idle", true, (*run).idle},                      // the app idle before the load
+	{"load", false, (*run).load},                     // the load Job: warmup and measure
+	{"drain", true, (*run).drain},                    // sampling after the load
+	{"sampling end", false, (*run).endSampling},      // the samplers stopped
+	{"collect", true, (*run).collect},                // checks, samples, resources, validity
+}
+
+// run runs runSteps and returns what the cell measured (nil when it failed
+// before it had a result).
 func (r *run) run(ctx context.Context) (*Result, error) {
+	defer r.closeSampling()
+	for _, step := range runSteps {
+		end := func() {}
+		if step.phase {
+			end = r.phase(step.name)
+		}
+		err := step.do(r, ctx)
+		end()
+		if err != nil {
+			return r.res, err
+		}
+	}
+	return r.res, ctx.Err()
+}
+
+// prepareMesh installs the mesh with its own CLI (InstallMesh) and checks
+// the mesh the cell runs on, keeping the checks.
+func (r *run) prepareMesh(ctx context.Context) error {
 	o, c := r.o, r.c
 	mode := string(o.Spec.Mesh.Mode)
-
-	endMesh := r.phase("prepare/mesh")
 	if o.InstallMesh && mesh.HasProxies(mode) {
 		if v, err := o.IstioInstall.CLIVersion(ctx, mode); err == nil {
 			r.manifest.Options["mesh_cli_version"] = v
 		} else {
-			endMesh()
-			return nil, err
+			return err
 		}
 		// What the cluster had before, for install's record (what
 		// `meshbench mesh uninstall` removes).
@@ -320,12 +372,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		if install.MeshCLI(mode) == "istioctl" {
 			var err error
 			if crdsBefore, err = install.CRDNames(ctx, c.Client); err != nil {
-				endMesh()
-				return nil, err
+				return err
 			}
 		}
 		cmds, err := c.Install(ctx, o.IstioInstall.Commands(withIstioProfile(install.InstallCommands(mode, o.Connect.Kubeconfig, o.Connect.Context), o.IstioProfile)), o.Log)
-		_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
+		r.keepJSON(filepath.Join("k8s", "mesh-install.json"), cmds)
 		if err == nil && o.IstioInstall != nil && install.MeshCLI(mode) == "istioctl" && len(o.IstioInstall.Objects) > 0 {
 			if err = r.writeObjects("mesh-install-objects.yaml", o.IstioInstall.Objects); err == nil {
 				err = c.Apply(ctx, o.IstioInstall.Objects)
@@ -339,23 +390,23 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			err = install.WriteRecord(ctx, c.Client, IstioNamespace, crdsBefore, applied)
 		}
 		if err != nil {
-			endMesh()
-			return nil, err
+			return err
 		}
 	}
 	if o.IstioInstall != nil && o.IstioInstall.Proxy != "" && install.MeshCLI(mode) == "istioctl" {
 		r.manifest.Options["mesh_proxy"] = o.IstioInstall.Proxy
 	}
 	checks, err := c.VerifyMesh(ctx, mode)
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
-	endMesh()
-	if err != nil {
-		return nil, err
-	}
+	r.keepJSON(filepath.Join("k8s", "mesh-checks.json"), checks)
+	return err
+}
 
-	endApp := r.phase("prepare/app")
+// prepareApp applies the app's objects (and the waypoint's, or installs
+// the Faces chart), keeping them, and waits until it is ready.
+func (r *run) prepareApp(ctx context.Context) error {
+	o, c := r.o, r.c
 	objs, err := AppObjects(o.Spec)
-	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(mode, mesh.KindWaypoint) {
+	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(string(o.Spec.Mesh.Mode), mesh.KindWaypoint) {
 		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
 	}
 	if err == nil {
@@ -370,113 +421,193 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	if err == nil {
 		err = c.waitDeployments(ctx, o.Spec.AppNamespace, o.ReadyTimeout)
 	}
-	endApp()
-	if err != nil {
-		return nil, err
-	}
-	endVerify := r.phase("prepare/verify")
-	checks, err = c.VerifyEnrolment(ctx, mode, o.Spec.AppNamespace)
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "enrolment-checks.json"), checks)
-	endVerify()
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
 
-	// Metrics: sampled from now until the end of the drain.
+// verifyEnrolment checks that the app's pods are in the mesh, keeping the
+// checks.
+func (r *run) verifyEnrolment(ctx context.Context) error {
+	checks, err := r.c.VerifyEnrolment(ctx, string(r.o.Spec.Mesh.Mode), r.o.Spec.AppNamespace)
+	r.keepJSON(filepath.Join("k8s", "enrolment-checks.json"), checks)
+	return err
+}
+
+// sampling is what the cell samples from its start to the drain's end:
+// metrics.k8s.io always (the cross-check beside the kubelet's counters),
+// the kubelet's counters when they are the source.
+type sampling struct {
+	fromKubelet bool
+	api         *metricsapi.MetricsSampler
+	counters    *kubelet.Sampler
+	// rounds are the source's rounds, read by the idle gate and the
+	// drain.
+	rounds roundSource
+	files  []*os.File
+	// stopSampling ends the samplers' context; apiDone and countersDone
+	// get their Run's error.
+	stopSampling          context.CancelFunc
+	apiDone, countersDone chan error
+	stopped               bool
+	apiErr, countersErr   error
+}
+
+// startSampling starts the samplers, each writing its raw readings.
+func (r *run) startSampling(context.Context) error {
+	o, c := r.o, r.c
+	mode := string(o.Spec.Mesh.Mode)
+	s := &r.sampling
 	rawFile, err := os.Create(filepath.Join(r.dir.Path, "metrics-raw.jsonl"))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer rawFile.Close()
+	s.files = append(s.files, rawFile)
 	cls, err := metricsapi.NewClassifier(mode, metricsapi.Namespaces{App: o.Spec.AppNamespace, Load: o.Spec.LoadNamespace})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fromKubelet := r.source == SourceKubelet
-	apiOnRound := o.OnRound
-	if fromKubelet {
-		apiOnRound = nil // the live view shows the counters
+	s.fromKubelet = r.source == SourceKubelet
+	var onRound func(sample.Round)
+	var onNodeRound func(sample.NodeRound)
+	if o.Observer != nil {
+		onRound, onNodeRound = o.Observer.Round, o.Observer.NodeRound
 	}
-	sampler, err := metricsapi.NewMetricsSampler(c.Metrics, c.Core, metricsapi.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
-		OnNodeRound: o.OnNodeRound})
+	apiOnRound := onRound
+	if s.fromKubelet {
+		apiOnRound = nil // the observer follows the counters
+	}
+	s.api, err = metricsapi.NewMetricsSampler(c.Metrics, c.Core, metricsapi.MetricsOptions{Period: o.SampleInterval, Classifier: cls, Raw: rawFile, OnRound: apiOnRound,
+		OnNodeRound: onNodeRound})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var counters *kubelet.Sampler
-	var rounds roundSource = sampler
-	if fromKubelet {
+	s.rounds = s.api
+	if s.fromKubelet {
 		kubeletFile, err := os.Create(filepath.Join(r.dir.Path, KubeletRawFile))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		defer kubeletFile.Close()
-		counters, err = kubelet.New(c.Core, kubelet.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
-			Raw: kubeletFile, OnRound: o.OnRound})
+		s.files = append(s.files, kubeletFile)
+		s.counters, err = kubelet.New(c.Core, kubelet.Options{Period: o.KubeletInterval, Classify: kubeletClassify(cls),
+			Raw: kubeletFile, OnRound: onRound})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		rounds = counters
+		s.rounds = s.counters
 	}
-	sctx, stopSampling := context.WithCancel(context.Background())
-	samplerDone := make(chan error, 1)
-	countersDone := make(chan error, 1)
-	go func() { samplerDone <- sampler.Run(sctx) }()
-	if fromKubelet {
-		go func() { countersDone <- counters.Run(sctx) }()
+	sctx, stop := context.WithCancel(context.Background())
+	s.stopSampling, s.apiDone, s.countersDone = stop, make(chan error, 1), make(chan error, 1)
+	go func() { s.apiDone <- s.api.Run(sctx) }()
+	if s.fromKubelet {
+		go func() { s.countersDone <- s.counters.Run(sctx) }()
 	} else {
-		countersDone <- nil
+		s.countersDone <- nil
 	}
-	stopped := false
-	var apiErr, countersErr error
-	stop := func() error {
-		if !stopped {
-			stopped = true
-			stopSampling()
-			apiErr, countersErr = <-samplerDone, <-countersDone
-		}
-		if fromKubelet {
-			// metrics.k8s.io is only the cross-check then.
-			if apiErr != nil && !errors.Is(apiErr, context.Canceled) {
-				r.logf("warning: metrics.k8s.io (the cross-check): %v", apiErr)
-			}
-			return countersErr
-		}
-		return apiErr
-	}
-	defer stop()
+	return nil
+}
 
-	endIdle := r.phase("idle")
-	if err := r.waitIdle(ctx, rounds); err != nil {
+// stopSamplers stops the samplers (once) and returns the source's error.
+func (r *run) stopSamplers() error {
+	s := &r.sampling
+	if s.stopSampling == nil {
+		return nil
+	}
+	if !s.stopped {
+		s.stopped = true
+		s.stopSampling()
+		s.apiErr, s.countersErr = <-s.apiDone, <-s.countersDone
+	}
+	if s.fromKubelet {
+		// metrics.k8s.io is only the cross-check then.
+		if s.apiErr != nil && !errors.Is(s.apiErr, context.Canceled) {
+			r.logf("warning: metrics.k8s.io (the cross-check): %v", s.apiErr)
+		}
+		return s.countersErr
+	}
+	return s.apiErr
+}
+
+// closeSampling stops the samplers if a step failed before the drain, and
+// closes their raw files.
+func (r *run) closeSampling() {
+	_ = r.stopSamplers()
+	for _, f := range r.sampling.files {
+		f.Close()
+	}
+}
+
+// idle waits for the app to be idle; if it is not, the cell is invalid
+// but goes on.
+func (r *run) idle(ctx context.Context) error {
+	if err := r.waitIdle(ctx, r.sampling.rounds); err != nil {
 		r.invalid(err.Error())
 		r.logf("warning: %v", err)
 	}
-	endIdle()
+	return nil
+}
 
-	// ztunnel outlives the cells: its counters before the load, so the
-	// cell's mTLS check reads its own connections only.
-	var ztBase map[string]ztunnel.Counters
-	if isAmbient(mode) {
-		ztBase = c.ZtunnelCounters(ctx)
+// load runs the load Job. ztunnel outlives the cells: its counters before
+// the load, so the cell's mTLS check reads its own connections only. A
+// load that failed still drains and collects.
+func (r *run) load(ctx context.Context) error {
+	if isAmbient(string(r.o.Spec.Mesh.Mode)) {
+		r.ztBase = r.c.ZtunnelCounters(ctx)
 	}
-	loadRes, loadErr := r.runLoad(ctx)
+	r.loadRes, r.loadErr = r.runLoad(ctx)
+	return nil
+}
 
+// drain samples after the load until the app is idle again (drainFor).
+func (r *run) drain(ctx context.Context) error {
 	loadEnd := time.Now().UTC()
-	if loadRes != nil {
-		loadEnd = loadRes.EndedAt
+	if r.loadRes != nil {
+		loadEnd = r.loadRes.EndedAt
 	}
-	endDrain := r.phase("drain")
-	drain := r.drain(ctx, rounds, loadEnd)
-	endDrain()
+	drain := r.drainFor(ctx, r.sampling.rounds, loadEnd)
 	r.logf("drain: %s", drain)
 	r.mu.Lock()
 	r.manifest.Drain = &drain
 	r.mu.Unlock()
-	samplerErr := stop()
+	return nil
+}
 
-	endCollect := r.phase("collect")
-	defer endCollect()
+// endSampling stops the samplers after the drain.
+func (r *run) endSampling(context.Context) error {
+	r.samplerErr = r.stopSamplers()
+	return nil
+}
+
+// collectSteps are the collect phase, in order.
+var collectSteps = []struct {
+	name string
+	do   func(*run, context.Context) error
+}{
+	{"mtls", (*run).checkMTLS},            // the proxies' own counters say mTLS
+	{"samples", (*run).writeSamples},      // every round of the source
+	{"figures", (*run).figures},           // the measured window's summary and nodes
+	{"counters", (*run).counterFigures},   // the kubelet's counters over it, when they are the source
+	{"resources", (*run).writeResources},  // resources.json
+	{"validity", (*run).checkMeasurement}, // sampling errors in the window, the load's own problems
+}
+
+// collect runs collectSteps: the cell's Result, and the load's error if
+// it had one. A step that fails leaves no Result.
+func (r *run) collect(ctx context.Context) error {
+	for _, step := range collectSteps {
+		if err := step.do(r, ctx); err != nil {
+			return err
+		}
+	}
+	r.res = r.measured
+	return r.loadErr
+}
+
+// checkMTLS verifies mTLS from the sidecars' or ztunnel's own counters,
+// keeping the checks; a cell they contradict is invalid.
+func (r *run) checkMTLS(ctx context.Context) error {
+	o, c := r.o, r.c
+	mode := string(o.Spec.Mesh.Mode)
 	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
-		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil && o.Spec.Mesh.MTLS {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if err == nil && o.Log != nil {
@@ -484,101 +615,116 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	if isAmbient(mode) {
-		checks, err := c.VerifyAmbientMTLS(ctx, ztBase)
-		_ = r.dir.WriteJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
+		checks, err := c.VerifyAmbientMTLS(ctx, r.ztBase)
+		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil {
 			r.invalid("mTLS not verified: " + err.Error())
 		} else if o.Log != nil {
 			fmt.Fprintf(o.Log, "mTLS verified from ztunnel's own counters: %s\n", checks[len(checks)-1].Detail)
 		}
 	}
+	return nil
+}
+
+// writeSamples writes every round of the source (samples.jsonl).
+func (r *run) writeSamples(context.Context) error {
 	samplesFile, err := os.Create(filepath.Join(r.dir.Path, results.SamplesFile))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, rd := range rounds.Rounds() {
+	for _, rd := range r.sampling.rounds.Rounds() {
 		if err := sample.WriteRound(samplesFile, rd); err != nil {
 			samplesFile.Close()
-			return nil, err
+			return err
 		}
 	}
-	if err := samplesFile.Close(); err != nil {
-		return nil, err
-	}
-	// Without a load result there is no measured window, and so no
-	// figure: the raw samples are still kept.
-	var from, to time.Time
-	var window []sample.Round
+	return samplesFile.Close()
+}
+
+// figures are the measured window's figures from metrics.k8s.io (the
+// Result and resources.json). Without a load result there is no measured
+// window, and so no figure: the raw samples are still kept.
+func (r *run) figures(ctx context.Context) error {
+	c, sampler, loadRes := r.c, r.sampling.api, r.loadRes
 	var nodes []sample.NodeSummary
 	if loadRes != nil {
-		from, to = loadRes.StartedAt, loadRes.EndedAt
-		window = sampler.Within(from, to)
-		nodes = sample.SummarizeNodes(sampler.NodesWithin(from, to))
+		r.from, r.to = loadRes.StartedAt, loadRes.EndedAt
+		r.window = sampler.Within(r.from, r.to)
+		nodes = sample.SummarizeNodes(sampler.NodesWithin(r.from, r.to))
 		if err := c.addBootIDs(context.WithoutCancel(ctx), nodes); err != nil {
 			r.logf("reading the nodes' boot IDs: %v", err)
 		}
 	}
-	summary := sample.Summarize(window)
+	summary := sample.Summarize(r.window)
 	stalePods, staleNodes := sampler.Stale()
-	resources := map[string]any{"schema": results.ResourcesSchema,
-		"source": r.source,
-		"window": map[string]any{"from": from, "to": to,
-			"rule": "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
-		"memory":       "working set (metrics.k8s.io), not PSS",
-		"stale":        map[string]int{"pods": stalePods, "nodes": staleNodes},
-		"mixed_rounds": sampler.MixedRounds(),
-		"api_errors":   len(sampler.Errors()),
-		"drain":        drain,
-		"summary":      summary,
-		"nodes":        nodes,
+	drain := *r.manifest.Drain
+	r.resources = sample.Resources{Schema: results.ResourcesSchema, Source: r.source, Drain: &drain, Summary: summary,
+		Window: sample.ResourcesWindow{From: r.from, To: r.to,
+			Rule: "metrics samples whose [timestamp - window, timestamp] lies inside the measured window of the merged load result"},
+		Memory: "working set (metrics.k8s.io), not PSS", Nodes: sample.Write(nodes)}
+	if !r.sampling.fromKubelet {
+		apiErrors, mixed := len(sampler.Errors()), sampler.MixedRounds()
+		r.resources.Stale, r.resources.MixedRounds, r.resources.APIErrors = &sample.StaleSamples{Pods: stalePods, Nodes: staleNodes}, &mixed, &apiErrors
 	}
-	res := &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
+	r.measured = &Result{Dir: r.dir.Path, Load: loadRes, Summary: summary, Nodes: nodes, StalePods: stalePods, StaleNodes: staleNodes,
 		MixedRounds: sampler.MixedRounds(), Drain: drain, Source: r.source, SourceReason: fmt.Sprint(r.manifest.Options["metrics_source_reason"])}
-	if fromKubelet {
-		api := metricsAPIReport(sampler, summary, loadRes != nil)
-		resources["metrics_api"] = api
-		res.MetricsAPI = api
-		delete(resources, "stale")
-		delete(resources, "mixed_rounds")
-		delete(resources, "api_errors")
-		resources["memory"] = "working set (the kubelet's counters), not PSS"
-		resources["window"] = map[string]any{"from": from, "to": to,
-			"rule": "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"}
-		if loadRes != nil {
-			res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, counters, from, to)
-			if err != nil {
-				return nil, err
-			}
-			if len(res.Counters.Containers) == 0 {
-				r.invalid("kubelet counters: no container had readings on both sides of the measured window")
-			}
-			// The counters carry no boot ID: the Node objects do, as on
-			// the metrics API's path (the shared-machine note).
-			if err := c.addBootIDs(context.WithoutCancel(ctx), res.Nodes); err != nil {
-				r.logf("reading the nodes' boot IDs: %v", err)
-			}
-		} else {
-			res.Summary, res.Nodes = sample.Summarize(nil), nil
+	return nil
+}
+
+// counterFigures, when the kubelet's counters are the source, are the
+// window's figures from them, with what metrics.k8s.io said beside.
+func (r *run) counterFigures(ctx context.Context) error {
+	if !r.sampling.fromKubelet {
+		return nil
+	}
+	c, res, loadRes := r.c, r.measured, r.loadRes
+	res.MetricsAPI = metricsAPIReport(r.sampling.api, res.Summary, loadRes != nil)
+	r.resources.MetricsAPI = sample.Write(res.MetricsAPI)
+	r.resources.Memory = "working set (the kubelet's counters), not PSS"
+	r.resources.Window.Rule = "the kubelet's cumulative CPU counters interpolated to the measured window's edges; equal intervals of about the reading period"
+	if loadRes != nil {
+		var err error
+		res.Summary, res.Nodes, res.Counters, err = counterWindow(ctx, c, r.sampling.counters, r.from, r.to)
+		if err != nil {
+			return err
 		}
-		resources["summary"], resources["nodes"], resources["counters"] = res.Summary, res.Nodes, res.Counters
-		if res.Counters != nil {
-			for _, x := range res.Counters.Resets {
-				r.logf("counter reset: %s on %s at %s (%.3f → %.3f core-seconds): restarted; its CPU between its last reading and the restart is not counted",
-					x.Key, x.Node, x.Time.Format(time.RFC3339), x.From, x.To)
-			}
-			if n := len(res.Counters.Partial); n > 0 {
-				r.logf("%d container(s) counted for part of the measured window only (appeared, disappeared or restarted): see resources.json counters.partial", n)
-			}
+		if len(res.Counters.Containers) == 0 {
+			r.invalid("kubelet counters: no container had readings on both sides of the measured window")
+		}
+		// The counters carry no boot ID: the Node objects do, as on the
+		// metrics API's path (the shared-machine note).
+		if err := c.addBootIDs(context.WithoutCancel(ctx), res.Nodes); err != nil {
+			r.logf("reading the nodes' boot IDs: %v", err)
+		}
+	} else {
+		res.Summary, res.Nodes = sample.Summarize(nil), nil
+	}
+	r.resources.Summary, r.resources.Nodes, r.resources.Counters = res.Summary, sample.Write(res.Nodes), sample.Write(res.Counters)
+	if res.Counters != nil {
+		for _, x := range res.Counters.Resets {
+			r.logf("counter reset: %s on %s at %s (%.3f → %.3f core-seconds): restarted; its CPU between its last reading and the restart is not counted",
+				x.Key, x.Node, x.Time.Format(time.RFC3339), x.From, x.To)
+		}
+		if n := len(res.Counters.Partial); n > 0 {
+			r.logf("%d container(s) counted for part of the measured window only (appeared, disappeared or restarted): see resources.json counters.partial", n)
 		}
 	}
-	if err := r.dir.WriteJSON(results.ResourcesFile, resources); err != nil {
-		return nil, err
-	}
-	// An API error in a round of the measured window is the kube form of
-	// the local sampler's gap.
+	return nil
+}
+
+// writeResources writes resources.json.
+func (r *run) writeResources(context.Context) error {
+	return r.dir.WriteJSON(results.ResourcesFile, r.resources)
+}
+
+// checkMeasurement marks the cell invalid for what its sampling lost in
+// the measured window (an API error there is the kube form of the local
+// sampler's gap) and, when the load ran, for the load's own problems.
+func (r *run) checkMeasurement(context.Context) error {
+	loadRes, from, to, fromKubelet := r.loadRes, r.from, r.to, r.sampling.fromKubelet
 	if loadRes != nil && !fromKubelet {
 		n := 0
-		for _, e := range sampler.Errors() {
+		for _, e := range r.sampling.api.Errors() {
 			if !e.Time.Before(from) && !e.Time.After(to) {
 				n++
 			}
@@ -589,7 +735,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	if loadRes != nil && fromKubelet {
 		n := 0
-		for _, e := range counters.Errors() {
+		for _, e := range r.sampling.counters.Errors() {
 			if t := time.Unix(0, e.TUnixNs); !t.Before(from) && !t.After(to) {
 				n++
 			}
@@ -598,17 +744,16 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 			r.invalid(fmt.Sprintf("kubelet counters: %d failed reads in the measured window (see %s)", n, KubeletRawFile))
 		}
 	}
-	if samplerErr != nil && !errors.Is(samplerErr, context.Canceled) {
-		r.invalid("metrics sampling: " + samplerErr.Error())
+	if r.samplerErr != nil && !errors.Is(r.samplerErr, context.Canceled) {
+		r.invalid("metrics sampling: " + r.samplerErr.Error())
 	}
-	if len(window) == 0 && loadRes != nil && !fromKubelet {
+	if len(r.window) == 0 && loadRes != nil && !fromKubelet {
 		r.invalid(fmt.Sprintf("no fresh metrics sample fell inside the measured window (%s): run longer than the metrics resolution", to.Sub(from).Round(time.Second)))
 	}
-	if loadErr != nil {
-		return res, loadErr
+	if r.loadErr == nil {
+		r.checkValidity(loadRes)
 	}
-	r.checkValidity(loadRes)
-	return res, ctx.Err()
+	return nil
 }
 
 // installFacesChart runs helm to install the Faces chart into the app
@@ -624,7 +769,7 @@ func (r *run) installFacesChart(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	cmds, err := r.c.Install(ctx, []install.Command{FacesChartCommand(r.o.Spec, r.o.Connect.Kubeconfig, r.o.Connect.Context)}, r.o.Log)
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "app-install.json"), cmds)
+	r.keepJSON(filepath.Join("k8s", "app-install.json"), cmds)
 	if err != nil {
 		return err
 	}
@@ -736,11 +881,11 @@ func idleLimit(threshold float64, pods int) float64 {
 	return 10 * float64(pods)
 }
 
-// drain keeps sampling after the load's end until the app is idle again
+// drainFor keeps sampling after the load's end until the app is idle again
 // by samples taken wholly after it (appIdleAfter, with the idle gate's
 // threshold), at most o.Drain (the seed tool's rule: it drains until the
 // app is idle, for at most 60 s). It says how it ended.
-func (r *run) drain(ctx context.Context, s roundSource, loadEnd time.Time) results.Drain {
+func (r *run) drainFor(ctx context.Context, s roundSource, loadEnd time.Time) results.Drain {
 	start := time.Now()
 	d := results.Drain{MaxSeconds: r.o.Drain.Seconds(), LoadEnded: loadEnd}
 	check := func() bool {
@@ -861,8 +1006,8 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		endWarm()
 		return nil, err
 	}
-	if o.OnLoadProgress != nil {
-		stopFollowing := c.followLoadProgress(ctx, o.Spec.LoadNamespace, job.Name, o.OnLoadProgress)
+	if lo, ok := o.Observer.(platform.LoadObserver); ok {
+		stopFollowing := c.followLoadProgress(ctx, o.Spec.LoadNamespace, job.Name, lo.LoadProgress)
 		defer stopFollowing()
 	}
 	syncDone := make(chan struct{})
@@ -896,7 +1041,9 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		<-syncDone
 		r.writeSync(sync, syncErr)
 	}
-	parts, logErr := loadjob.Collect(context.WithoutCancel(ctx), c.Core, job, o.Workers, r.dir)
+	parts, logErr := loadjob.Collect(context.WithoutCancel(ctx), c.Core, job, o.Workers, func(name string, body []byte) {
+		r.kept(name, r.dir.WriteFile(name, body))
+	})
 	if jobErr != nil && len(parts) == 0 {
 		return nil, errors.Join(jobErr, logErr)
 	}
@@ -965,8 +1112,8 @@ func (r *run) writeSync(s *install.SyncReport, err error) {
 	if s == nil {
 		return
 	}
-	_ = r.dir.WriteJSON(filepath.Join("k8s", "istiod-syncz.json"), s.Proxies)
-	_ = r.dir.WriteFile(filepath.Join("k8s", "istiod-acks.txt"), []byte(s.Table))
+	r.keepJSON(filepath.Join("k8s", "istiod-syncz.json"), s.Proxies)
+	r.kept(filepath.Join("k8s", "istiod-acks.txt"), r.dir.WriteFile(filepath.Join("k8s", "istiod-acks.txt"), []byte(s.Table)))
 	r.logf("istiod's ACK table (%d proxies, read in the measured window):\n%s", s.Count, strings.TrimRight(s.Table, "\n"))
 	r.mu.Lock()
 	r.manifest.Options["istiod_proxies"] = s.Count
@@ -980,8 +1127,8 @@ func (r *run) writeSync(s *install.SyncReport, err error) {
 }
 
 func (r *run) enter(name string) {
-	if r.o.Phase != nil {
-		r.o.Phase(name)
+	if r.o.Observer != nil {
+		r.o.Observer.Phase(name)
 	} else {
 		r.logf("phase %s", name)
 	}
@@ -1056,13 +1203,7 @@ func (c *Cluster) waitDeployments(ctx context.Context, ns string, timeout time.D
 }
 
 func optionsMap(o Options, c *Cluster) map[string]any {
-	m := o.Spec.Mesh
-	return results.CellSettings{
-		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
-		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
-		Rate: o.Load.RateText(), ClosedLoop: o.Load.Closed(), Duration: o.Duration.String(), Warmup: o.Warmup.String(),
-		Connections: o.Connections, SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(),
-	}.Options(map[string]any{
+	return o.Record(o.Spec.Mesh).Options(map[string]any{
 		"workers": o.Workers, "kubelet_interval": o.KubeletInterval.String(),
 		"cluster": map[string]any{"server": c.Server, "context": c.Context, "version": c.Version},
 		"run_id":  o.Spec.RunID, "namespaces": []string{o.Spec.AppNamespace, o.Spec.LoadNamespace},

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
@@ -35,8 +36,8 @@ func TestRunRefusesNamespaceInUse(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "run")
 	_, err := Run(ctx, Options{Connect: ConnectOptions{Kubeconfig: kc.Kubeconfig},
-		Spec: Spec{RunID: "refused", AppNamespace: ns, LoadNamespace: "mbx-load", Mesh: topology.DefaultOptions()},
-		Load: testLoad(t, "10"), Duration: time.Second, OutDir: out})
+		Spec:     Spec{RunID: "refused", AppNamespace: ns, LoadNamespace: "mbx-load"},
+		Settings: platform.Settings{Mesh: topology.DefaultOptions(), Load: testLoad(t, "10"), Duration: time.Second}, OutDir: out})
 	var inUse *NamespaceInUseError
 	if !errors.As(err, &inUse) || !strings.Contains(err.Error(), "deployment/someones-app") {
 		t.Fatalf("run in a namespace in use: %v, want a NamespaceInUseError naming deployment/someones-app", err)

@@ -71,51 +71,24 @@ func kubeletClassify(cls *metricsapi.Classifier) func(pod *corev1.Pod, container
 	}
 }
 
-// CounterReport is what the kubelet's counters said about a run, beside
-// the summary: resets, containers counted for part of the window, stale
-// readings, the counters' lag and the sampler's cost.
-type CounterReport struct {
-	// PeriodNs is the reading period; StepNs the length of the window's
-	// equal intervals.
-	PeriodNs int64 `json:"period_ns"`
-	StepNs   int64 `json:"step_ns"`
-	// Resets are the counter resets (restarted containers) in the window.
-	Resets []kubelet.Reset `json:"resets"`
-	// Partial are the containers counted for only part of the window
-	// (appeared, disappeared or restarted inside it).
-	Partial []kubelet.ContainerWindow `json:"partial"`
-	// Containers: every container's exact CPU over the window.
-	Containers []kubelet.ContainerWindow `json:"containers"`
-	// StaleReadings did not advance their counter's timestamp (no new
-	// information); FreshReadings did.
-	StaleReadings int              `json:"stale_readings"`
-	FreshReadings int              `json:"fresh_readings"`
-	Lag           kubelet.LagStats `json:"lag"`
-	// RoundCPUNs: the process's CPU time per reading round (all nodes).
-	RoundCPUNs sample.Stats `json:"round_cpu_ns"`
-	Nodes      int          `json:"nodes"`
-	// Errors counts failed requests over the whole run.
-	Errors int `json:"errors"`
-}
-
 // counterWindow turns the kubelet sampler's records into the window's
 // summary, node summaries and the counter report.
-func counterWindow(ctx context.Context, c *Cluster, s *kubelet.Sampler, from, to time.Time) (sample.Summary, []sample.NodeSummary, *CounterReport, error) {
+func counterWindow(ctx context.Context, c *Cluster, s *kubelet.Sampler, from, to time.Time) (sample.Summary, []sample.NodeSummary, *sample.CounterReport, error) {
 	recs := s.Records()
 	res, err := kubelet.Window(recs, from, to, s.Period())
 	if err != nil {
 		return sample.Summary{}, nil, nil, err
 	}
-	rep := &CounterReport{PeriodNs: int64(s.Period()), StepNs: int64(res.Step), Resets: res.Resets,
+	rep := &sample.CounterReport{PeriodNs: int64(s.Period()), StepNs: int64(res.Step), Resets: res.Resets,
 		Containers: res.Containers, StaleReadings: res.StaleRecords, FreshReadings: res.FreshRecords, Lag: res.Lag,
-		Errors: len(s.Errors()), Partial: []kubelet.ContainerWindow{}}
+		Errors: len(s.Errors()), Partial: []sample.ContainerWindow{}}
 	for _, cw := range res.Containers {
 		if cw.Partial {
 			rep.Partial = append(rep.Partial, cw)
 		}
 	}
 	if rep.Resets == nil {
-		rep.Resets = []kubelet.Reset{}
+		rep.Resets = []sample.CounterReset{}
 	}
 	var cpu []float64
 	nodes := map[string]bool{}
@@ -180,28 +153,14 @@ func shortSourceName(source string) string {
 	return "metrics.k8s.io"
 }
 
-// MetricsAPIReport is what metrics.k8s.io said over a run measured by the
-// kubelet's counters: its own window summary (by its rule: samples whose
-// whole window lies inside the measured window), and how many of its pod
-// samples were stale.
-type MetricsAPIReport struct {
-	Summary sample.Summary `json:"summary"`
-	// FreshPodSamples and StalePodSamples over the whole run;
-	// StaleFraction = stale / (fresh + stale).
-	FreshPodSamples int     `json:"fresh_pod_samples"`
-	StalePodSamples int     `json:"stale_pod_samples"`
-	StaleFraction   float64 `json:"stale_fraction"`
-	Errors          int     `json:"errors"`
-}
-
 // metricsAPIReport summarises the metrics API sampler beside the
 // counters; nil when it never answered. Called after the sampler stopped.
-func metricsAPIReport(s *metricsapi.MetricsSampler, windowSummary sample.Summary, measured bool) *MetricsAPIReport {
+func metricsAPIReport(s *metricsapi.MetricsSampler, windowSummary sample.Summary, measured bool) *sample.MetricsAPIReport {
 	fresh, stale, answered := s.PodSampleCounts()
 	if !answered {
 		return nil
 	}
-	rep := &MetricsAPIReport{FreshPodSamples: fresh, StalePodSamples: stale, Errors: len(s.Errors())}
+	rep := &sample.MetricsAPIReport{FreshPodSamples: fresh, StalePodSamples: stale, Errors: len(s.Errors())}
 	if fresh+stale > 0 {
 		rep.StaleFraction = float64(stale) / float64(fresh+stale)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // generatorsInstalled makes sure the pinned vegeta and fortio are where
@@ -22,6 +23,7 @@ import (
 // a temporary directory the lab's load child is pointed at.
 func generatorsInstalled(t *testing.T) {
 	t.Helper()
+	testutil.RealPart(t, "the load generators vegeta and fortio")
 	dir := extgen.InstallDir()
 	if fileExists(filepath.Join(dir, "vegeta")) && fileExists(filepath.Join(dir, "fortio")) {
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/envoy/bootstrap"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/testkit/schemas"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
@@ -75,9 +76,8 @@ func hopRun(t *testing.T, o Options) *hops.Result {
 // same app without the delay at p50, while both proxies' own hops stay
 // under a millisecond.
 func TestHopsSidecarKnownAnswer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real Envoys")
-	}
+	testutil.Timing(t)
+	testutil.RealPart(t, "Envoy")
 	run := func(delay time.Duration, net uint8) *hops.Result {
 		o := labOptions(t, topology.ModeSidecar, 1, net)
 		o.Load, o.Duration = testLoad(t, "200"), 3*time.Second

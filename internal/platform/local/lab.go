@@ -171,13 +171,13 @@ func (l *Lab) phase(name string) func() {
 	}
 }
 
-// enter announces that phase name starts: to o.Log and to o.Phase.
+// enter announces that phase name starts: to o.Log and to o.Observer.
 func enter(o Options, name string) {
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, "phase %s\n", name)
 	}
-	if o.Phase != nil {
-		o.Phase(name)
+	if o.Observer != nil {
+		o.Observer.Phase(name)
 	}
 }
 
@@ -305,6 +305,7 @@ func (l *Lab) validateConfigs(ctx context.Context, configs map[string]string) er
 	var errs []error
 	for _, n := range names {
 		if err := envoy.Validate(ctx, l.opts.Envoy, configs[n]); err != nil {
+			//lint:ignore ST1005 Envoy is a name, capitalised wherever meshbench prints it
 			errs = append(errs, fmt.Errorf("Envoy config of %s: %w", n, err))
 		}
 	}
@@ -330,6 +331,7 @@ func (l *Lab) somethingDied() error {
 	for _, p := range l.procs {
 		select {
 		case <-p.Done():
+			//lint:ignore ST1005 Envoy is a name, capitalised wherever meshbench prints it
 			return fmt.Errorf("Envoy %s died: %v", p.Name, p.ExitErr())
 		default:
 		}

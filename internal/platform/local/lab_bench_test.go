@@ -22,6 +22,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/process"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -75,10 +76,8 @@ func BenchmarkLabSidecar90(b *testing.B) {
 
 	mo := topology.DefaultOptions()
 	mo.Mode, mo.Replicas, mo.LoopbackNet = topology.ModeSidecar, replicas, benchLoopbackNet
-	o := Options{Mesh: mo, Duration: time.Second, Envoy: bin,
-		OutDir: filepath.Join(b.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(b),
-		SampleInterval: sample.DefaultInterval, IdleTimeout: 60 * time.Second,
-		Log: logWriter{b}, Version: "bench"}
+	o := Options{Settings: platform.Settings{Mesh: mo, Duration: time.Second, SampleInterval: sample.DefaultInterval},
+		Envoy: bin, OutDir: filepath.Join(b.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(b), IdleTimeout: 60 * time.Second, Log: logWriter{b}, Version: "bench"}
 	ctx := context.Background()
 
 	// Ready: everything Run does before its sampler starts.

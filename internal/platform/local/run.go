@@ -24,56 +24,15 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
-// Options is one benchmark cell on the local lab.
+// Options is one benchmark cell on the local lab: its settings (the same
+// type on every platform) and what the lab runs them with.
 type Options struct {
-	Mesh topology.Options
-	// Load is the load offered: an open-loop rate or loadgen.ClosedLoop.
-	Load loadgen.Load
-	// LoadCPUMax is the load generator's CPU, as a fraction of one core,
-	// above which the run counts as CPU-starved and invalid (0:
-	// DefaultLoadCPUMax).
-	LoadCPUMax float64
-	// RateShortfall is the fraction of its schedule an open-loop run may
-	// fall short by before it is invalid (0: results.RateShortfallTolerance).
-	RateShortfall float64
-	// ErrorRatio is the fraction of failed requests above which a run is
-	// invalid (0: results.DefaultErrorRatio).
-	ErrorRatio  float64
-	Duration    time.Duration // measured window
-	Warmup      time.Duration // load before the window, not counted
-	Connections int           // load generator connections (0: loadgen.DefaultConnections, at least one per target)
-	// Generator is the load generator (`meshbench load --generator`): ""
-	// or "meshbench" for meshbench's engine, else an external tool
-	// (extgen.LoadNames) that `meshbench load` runs as its child; the
-	// lab samples that child's processes as load too.
-	Generator string
-	Timeout   time.Duration // per request (0: 10 s)
-	// AppConcurrency and AppServiceTime bound every app replica
-	// (`meshbench serve --concurrency --service-time`, workload.Config): at most
-	// AppConcurrency requests in service at once, each for AppServiceTime,
-	// the rest queued; 0 leaves the apps unbounded. A known capacity for
-	// capacity searches: replicas × concurrency / service time.
-	AppConcurrency int
-	AppServiceTime time.Duration
-	// BodySize is the static app's answer in bytes (`meshbench serve
-	// --body-size`), 1 to workload.MaxBodySize; 0: workload.DefaultBodySize (615,
-	// nginx's welcome page). The faces app ignores it.
-	BodySize int
-	// AppFaults are the workload options of every app replica (`meshbench
-	// serve --delay --delay-dist --error-ratio --error-status --stall-every
-	// --stall-for --seed`): a service time and failures behind the mesh.
-	// The zero value adds none. ErrorStatus applies to static apps only
-	// (gRPC apps answer UNAVAILABLE).
-	AppFaults workload.Faults
-	// Hops turns hop timing on: every Envoy logs each request with its
-	// µs timings (hops.LogFormat), the load gives every request an id and
-	// logs it, and the cell joins them into a per-hop attribution
-	// (HopsFile, Result.Hops). Off by default: the logging costs CPU.
-	Hops bool
+	platform.Settings
 
 	// OutDir is the results directory to create (must not hold results).
 	OutDir string
@@ -84,33 +43,20 @@ type Options struct {
 	// Substrate is the network the lab runs in; nil: loopback.
 	Substrate Substrate
 
-	SampleInterval time.Duration // /proc sampling period (0: 1 s)
-	// PSSEvery reads PSS (smaps_rollup, ~1.3 ms of CPU per Envoy) every
-	// this many sampling rounds; CPU and RSS are read every round. 0 or
-	// less: about every 5 s, sample.PSSEveryFor(SampleInterval,
-	// sample.DefaultPSSPeriod).
-	PSSEvery int
 	// IdleMillicores is the app CPU under which the lab counts as idle
 	// before the load starts (0: 50m per replica… capped, see Run), waited
 	// for at most IdleTimeout (0: 10 s).
 	IdleMillicores float64
 	IdleTimeout    time.Duration
-	Drain          time.Duration // sampling after the load ends (0: 2 s)
 
 	// Log receives one line per phase (nil: discard).
 	Log io.Writer
-	// Phase, when not nil, is called with each phase's name as it starts
+	// Observer, when not nil, follows the cell: each phase as it starts
 	// (prepare, prepare/render…, idle, warmup, measure, drain, collect,
-	// teardown), where Log gets "phase NAME". It may be called from
-	// another goroutine than Run's (measure starts on a timer).
-	Phase func(name string)
-	// OnRound, when not nil, receives every sampling round as it is taken
-	// (sample.Sampler.OnRound), on the sampler's goroutine.
-	OnRound func(sample.Round)
-	// OnLoadProgress, when not nil, receives the load's running figures
-	// about every second while it runs (meshbench's engine only: `load
-	// --progress-file`), on the cell's goroutine.
-	OnLoadProgress func(results.LoadProgress)
+	// teardown; Log gets "phase NAME" too), every sampling round as it is
+	// taken, and, for a platform.LoadObserver, the load's running figures
+	// (meshbench's engine only: `load --progress-file`).
+	Observer platform.Observer
 	// Version is meshbench's version for the manifest.
 	Version string
 }
@@ -140,8 +86,8 @@ type Result struct {
 const DefaultLoadCPUMax = 0.9
 
 // ErrInvalid marks a run that finished but must not be used as a
-// measurement; the manifest says why.
-var ErrInvalid = errors.New("run invalid")
+// measurement; the manifest says why (platform.ErrInvalid).
+var ErrInvalid = platform.ErrInvalid
 
 // cell is one run on a lab: its results directory, manifest and sampler.
 type cell struct {
@@ -362,6 +308,16 @@ func (o *Options) defaultMeshbench() error {
 	return nil
 }
 
+// kept checks that evidence file name was written: a write that failed
+// is logged and marks the cell invalid (its results are incomplete).
+func (c *cell) kept(name string, err error) {
+	if err == nil {
+		return
+	}
+	c.logf("warning: %s not kept: %v", name, err)
+	c.invalid(fmt.Sprintf("evidence not kept: %s: %v", name, err))
+}
+
 func (c *cell) invalid(reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -397,7 +353,9 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	c.sampler = sample.New(c.opts.SampleInterval, sample.SystemClock())
 	c.sampler.Out = samplesFile
 	c.sampler.PSSEvery = c.opts.pssEvery()
-	c.sampler.OnRound = c.opts.OnRound
+	if c.opts.Observer != nil {
+		c.sampler.OnRound = c.opts.Observer.Round
+	}
 	for _, t := range c.targets() {
 		if err := c.sampler.Add(t); err != nil {
 			return nil, err
@@ -437,12 +395,9 @@ func (c *cell) run(ctx context.Context) (*Result, error) {
 	rounds := c.sampler.Rounds()
 	window := sample.Window(rounds, measureFrom, measureTo)
 	summary := sample.Summarize(window)
-	if err := c.dir.WriteJSON(results.ResourcesFile, map[string]any{
-		"schema": results.ResourcesSchema,
-		"window": map[string]any{"from": measureFrom, "to": measureTo,
-			"rule": "rounds whose sampling time falls inside the measured window (warm-up and drain excluded)"},
-		"summary": summary,
-	}); err != nil {
+	if err := c.dir.WriteJSON(results.ResourcesFile, sample.Resources{Schema: results.ResourcesSchema, Summary: summary,
+		Window: sample.ResourcesWindow{From: measureFrom, To: measureTo,
+			Rule: "rounds whose sampling time falls inside the measured window (warm-up and drain excluded)"}}); err != nil {
 		endCollect()
 		return nil, err
 	}
@@ -577,7 +532,8 @@ func (c *cell) runLoad(ctx context.Context) (*results.LoadResult, time.Time, tim
 		args = append(args, "--hlog", filepath.Join(c.dir.Path, results.HlogFile))
 	}
 	progressPath := ""
-	if c.opts.OnLoadProgress != nil && !external {
+	followLoad, _ := c.opts.Observer.(platform.LoadObserver)
+	if followLoad != nil && !external {
 		progressPath = filepath.Join(c.dir.Path, results.LogsDir, "load-progress.json")
 		args = append(args, "--progress-file", progressPath)
 	}
@@ -629,7 +585,7 @@ loop:
 				if b, err := os.ReadFile(progressPath); err == nil {
 					var p results.LoadProgress
 					if json.Unmarshal(b, &p) == nil {
-						c.opts.OnLoadProgress(p)
+						followLoad.LoadProgress(p)
 					}
 				}
 			}
@@ -726,9 +682,7 @@ func (c *cell) collectStats(ctx context.Context) {
 		}
 		if len(st) > 0 {
 			c.nodeProxyStats = st
-			if err := c.dir.WriteJSON(results.NodeProxyStatsFile, st); err != nil {
-				c.logf("node proxy stats: %v", err)
-			}
+			c.kept(results.NodeProxyStatsFile, c.dir.WriteJSON(results.NodeProxyStatsFile, st))
 		}
 	}
 	if mc, ok := c.lab.net.(MeshChecker); ok {
@@ -738,9 +692,7 @@ func (c *cell) collectStats(ctx context.Context) {
 		}
 		if len(check.Lines) > 0 {
 			c.meshCheck = &check
-			if err := c.dir.WriteJSON("mesh-check.json", check); err != nil {
-				c.logf("mesh check: %v", err)
-			}
+			c.kept("mesh-check.json", c.dir.WriteJSON("mesh-check.json", check))
 		}
 	}
 	summaries := map[string]envoy.ProxyStats{}
@@ -770,16 +722,15 @@ func (c *cell) collectStats(ctx context.Context) {
 			c.logf("stats of %s: %v", p.Name, err)
 			continue
 		}
-		_ = c.dir.WriteFile(filepath.Join(results.EnvoyDir, p.Name+".stats.json"), st.Versioned())
+		name := filepath.Join(results.EnvoyDir, p.Name+".stats.json")
+		c.kept(name, c.dir.WriteFile(name, st.Versioned()))
 		summaries[p.Name] = envoy.Summarize(st)
 	}
 	if len(c.lab.procs) == 0 {
 		return
 	}
 	c.envoyStats = summaries
-	if err := c.dir.WriteJSON(results.EnvoyStatsFile, summaries); err != nil {
-		c.logf("envoy stats summary: %v", err)
-	}
+	c.kept(results.EnvoyStatsFile, c.dir.WriteJSON(results.EnvoyStatsFile, summaries))
 }
 
 // checkNodeProxyMTLS verifies mTLS from the substrate node proxies' own
@@ -899,12 +850,7 @@ func (o Options) generatorName() string {
 }
 
 func optionsMap(o Options, t *topology.Topology) map[string]any {
-	m := t.Options
-	return results.CellSettings{
-		Mesh: string(m.Mode), App: string(m.App), Replicas: m.Replicas, Nodes: m.Nodes,
-		Policies: m.Policies, Gateway: m.Gateway, Protocol: string(m.Protocol), MTLS: m.MTLS,
-		Rate: o.Load.RateText(), ClosedLoop: o.Load.Closed(), Duration: o.Duration.String(), Warmup: o.Warmup.String(), Connections: o.Connections,
-		SampleInterval: o.SampleInterval.String(), Drain: o.Drain.String(), Substrate: o.substrateName(),
-		Generator: o.generatorName(),
-	}.Options(o.localOptions())
+	s := o.Record(t.Options)
+	s.Substrate, s.Generator = o.substrateName(), o.generatorName()
+	return s.Options(o.localOptions())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -46,9 +47,8 @@ func testLoad(tb testing.TB, s string) loadgen.Load {
 func labOptions(t *testing.T, mode topology.Mode, replicas int, loopbackNet uint8) Options {
 	mo := topology.DefaultOptions()
 	mo.Mode, mo.Replicas, mo.LoopbackNet = mode, replicas, loopbackNet
-	o := Options{Mesh: mo, Load: testLoad(t, "100"), Duration: 2 * time.Second, Warmup: 500 * time.Millisecond,
-		OutDir: filepath.Join(t.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(t),
-		SampleInterval: 250 * time.Millisecond, Drain: 500 * time.Millisecond, IdleTimeout: 5 * time.Second, Version: "test"}
+	o := Options{Settings: platform.Settings{Mesh: mo, Load: testLoad(t, "100"), Duration: 2 * time.Second, Warmup: 500 * time.Millisecond, SampleInterval: 250 * time.Millisecond, Drain: 500 * time.Millisecond},
+		OutDir: filepath.Join(t.TempDir(), "run"), Meshbench: testutil.BuildMeshbench(t), IdleTimeout: 5 * time.Second, Version: "test"}
 	if mode != topology.ModeNone {
 		o.Envoy = findEnvoy(t)
 	}
@@ -88,12 +88,10 @@ func TestRunEveryMode(t *testing.T) {
 	for i, tt := range modes {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			o := labOptions(t, tt.mode, 2, uint8(10+i))
-			// The hooks: every phase as it starts, every sampling round.
-			var mu sync.Mutex
-			var started []string
-			rounds := 0
-			o.Phase = func(name string) { mu.Lock(); started = append(started, name); mu.Unlock() }
-			o.OnRound = func(sample.Round) { mu.Lock(); rounds++; mu.Unlock() }
+			// The observer: every phase as it starts, every sampling
+			// round, the load's running figures.
+			obs := &recorder{}
+			o.Observer = obs
 			res, err := Run(context.Background(), o)
 			if err != nil {
 				t.Fatalf("run: %v", err)
@@ -160,18 +158,24 @@ func TestRunEveryMode(t *testing.T) {
 			if got := strings.Join(phases, ","); got != want {
 				t.Errorf("phases %s", got)
 			}
-			mu.Lock()
+			obs.mu.Lock()
 			wantStarted := "prepare,prepare/apps,idle,warmup,measure,drain,collect,teardown"
 			if tt.mode != topology.ModeNone {
 				wantStarted = "prepare,prepare/render,prepare/validate,prepare/apps,prepare/envoys,idle,warmup,measure,drain,collect,teardown"
 			}
-			if got := strings.Join(started, ","); got != wantStarted {
-				t.Errorf("Phase hook saw %s, want %s", got, wantStarted)
+			if got := strings.Join(obs.phases, ","); got != wantStarted {
+				t.Errorf("the observer saw phases %s, want %s", got, wantStarted)
 			}
-			if rounds == 0 || rounds < res.Summary.Rounds {
-				t.Errorf("OnRound saw %d rounds; the window alone has %d", rounds, res.Summary.Rounds)
+			if obs.rounds == 0 || obs.rounds < res.Summary.Rounds {
+				t.Errorf("the observer saw %d rounds; the window alone has %d", obs.rounds, res.Summary.Rounds)
 			}
-			mu.Unlock()
+			if obs.progress == 0 {
+				t.Error("the observer saw none of the load's running figures")
+			}
+			obs.mu.Unlock()
+			if _, err := os.Stat(filepath.Join(res.Dir, results.LogsDir, "load-progress.json")); err != nil {
+				t.Errorf("the load's progress file, asked for by a LoadObserver: %v", err)
+			}
 			assertNothingLeft(t, res.Manifest)
 		})
 	}
@@ -302,10 +306,10 @@ func TestCheckValidityThresholds(t *testing.T) {
 	if got := judge(Options{}); len(got) != 2 {
 		t.Errorf("defaults: %q, want rate and errors both flagged (1%% short, 2%% failed)", got)
 	}
-	if got := judge(Options{RateShortfall: 0.02, ErrorRatio: 0.05}); len(got) != 0 {
+	if got := judge(Options{Settings: platform.Settings{RateShortfall: 0.02, ErrorRatio: 0.05}}); len(got) != 0 {
 		t.Errorf("loose thresholds: %q, want valid", got)
 	}
-	if got := judge(Options{RateShortfall: 0.02, ErrorRatio: 0.01}); len(got) != 1 || !strings.Contains(got[0], "20 of 990 requests failed") {
+	if got := judge(Options{Settings: platform.Settings{RateShortfall: 0.02, ErrorRatio: 0.01}}); len(got) != 1 || !strings.Contains(got[0], "20 of 990 requests failed") {
 		t.Errorf("errors only: %q", got)
 	}
 }
@@ -418,13 +422,55 @@ func TestLabFitsDefaultMeshbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	mo := topology.DefaultOptions()
-	l := newLab(Options{Mesh: mo, Meshbench: exe}, nil, t.TempDir())
-	if !l.Fits(Options{Mesh: mo}) {
+	l := newLab(Options{Settings: platform.Settings{Mesh: mo}, Meshbench: exe}, nil, t.TempDir())
+	if !l.Fits(Options{Settings: platform.Settings{Mesh: mo}}) {
 		t.Error("a cell without a Meshbench path does not fit a lab running this executable")
 	}
 	other := mo
 	other.Replicas = 2
-	if l.Fits(Options{Mesh: other}) || l.Fits(Options{Mesh: mo, Meshbench: "/other/meshbench"}) {
+	if l.Fits(Options{Settings: platform.Settings{Mesh: other}}) || l.Fits(Options{Settings: platform.Settings{Mesh: mo}, Meshbench: "/other/meshbench"}) {
 		t.Error("cells of another topology or binary fit")
+	}
+}
+
+// recorder is a platform.LoadObserver that counts what it is told.
+type recorder struct {
+	platform.ObserverBase
+	mu               sync.Mutex
+	phases           []string
+	rounds, progress int
+}
+
+func (r *recorder) Phase(name string)  { r.mu.Lock(); r.phases = append(r.phases, name); r.mu.Unlock() }
+func (r *recorder) Round(sample.Round) { r.mu.Lock(); r.rounds++; r.mu.Unlock() }
+func (r *recorder) LoadProgress(results.LoadProgress) {
+	r.mu.Lock()
+	r.progress++
+	r.mu.Unlock()
+}
+
+// TestEvidenceNotKept: an evidence file that cannot be written (here a
+// directory stands where it goes) is said in the log and marks the cell
+// invalid, naming the file; one written is not.
+func TestEvidenceNotKept(t *testing.T) {
+	dir, err := results.CreateRunDir(filepath.Join(t.TempDir(), "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir.Path, results.EnvoyStatsFile, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	c := &cell{opts: Options{Log: &log}, dir: dir, manifest: &results.RunManifest{Valid: true}}
+	c.kept("mesh-check.json", c.dir.WriteJSON("mesh-check.json", map[string]int{"ok": 1}))
+	if !c.manifest.Valid {
+		t.Fatalf("a file written marked the cell: %v", c.manifest.Invalid)
+	}
+	c.kept(results.EnvoyStatsFile, c.dir.WriteJSON(results.EnvoyStatsFile, map[string]int{}))
+	if c.manifest.Valid || len(c.manifest.Invalid) != 1 || !strings.HasPrefix(c.manifest.Invalid[0], "evidence not kept: "+results.EnvoyStatsFile+": ") {
+		t.Errorf("manifest valid %v, invalid %q; want invalid: evidence not kept: %s: …", c.manifest.Valid, c.manifest.Invalid, results.EnvoyStatsFile)
+	}
+	if !strings.Contains(log.String(), "warning: "+results.EnvoyStatsFile+" not kept: ") {
+		t.Errorf("log %q does not say it", log.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -43,7 +44,7 @@ func TestSubstrateGateway(t *testing.T) {
 				mo.Policies = 4
 			}
 			out := filepath.Join(t.TempDir(), "run")
-			res, _ := runCell(t, local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
+			res, _ := runCell(t, local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second},
 				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin}, checkRunGone)
 			_, subnet := netnsOf(t, res.Manifest)
 			lr := res.Load

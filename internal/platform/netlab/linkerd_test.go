@@ -13,6 +13,7 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -86,7 +87,7 @@ func TestLinkerdRun(t *testing.T) {
 			// 1000 rps for 3 s: each proxy carries 3000+ requests, tens
 			// of ms of CPU (≈0.13 vCPU per 1000 rps measured here), far
 			// above one 10-ms tick on a fast machine too.
-			res, _ := runCell(t, local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(1000), Duration: 3 * time.Second,
+			res, _ := runCell(t, local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(1000), Duration: 3 * time.Second},
 				OutDir: out, Meshbench: mb, Substrate: &Substrate{LinkerdProxy: bin, Meshbench: mb}}, checkLinkerdGone)
 			lr := res.Load
 			if lr.Completed < 3000 || lr.Success != lr.Completed {
@@ -237,7 +238,7 @@ func TestSubstrateFaces(t *testing.T) {
 			mo := topology.DefaultOptions()
 			mo.Mode, mo.App, mo.Replicas, mo.Policies = tc.mode, topology.AppFaces, 2, tc.policies
 			out := filepath.Join(t.TempDir(), "run")
-			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second,
+			o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second},
 				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: zt, LinkerdProxy: bin, Meshbench: mb}}
 			if tc.mode == topology.ModeSidecar {
 				o.Envoy = findEnvoy(t)

@@ -172,17 +172,64 @@ func (s *Substrate) freeName() (netip.Prefix, string, error) {
 // starts the ztunnels in ambient mode, and returns the topology as it
 // runs there: pods at their namespaces' addresses, no Envoy (ztunnel is
 // the node proxy), the load sent to each server pod as in mode none, the
-// pods' capture carrying it through ztunnel.
+// pods' capture carrying it through ztunnel. It runs upSteps in order;
+// when a step after the namespaces were made fails, they are removed
+// again.
 func (s *Substrate) Up(ctx context.Context, t *topology.Topology, dir string, log io.Writer) (local.Network, *topology.Topology, error) {
-	if err := s.Supports(t.Options); err != nil {
-		return nil, nil, err
+	u := &upping{s: s, t: t, dir: dir, log: log, meshed: t.Options.Mode == topology.ModeAmbient || t.Options.Mode == topology.ModeWaypoint}
+	for _, step := range upSteps {
+		if err := step.do(u, ctx); err != nil {
+			if u.lab != nil {
+				u.lab.Close()
+			}
+			return nil, nil, err
+		}
 	}
-	meshed := t.Options.Mode == topology.ModeAmbient || t.Options.Mode == topology.ModeWaypoint
+	return u.net, &u.nt, nil
+}
+
+// upSteps bring a topology up on the substrate, in order.
+var upSteps = []struct {
+	name string
+	do   func(*upping, context.Context) error
+}{
+	{"check", (*upping).check},              // the substrate runs the topology
+	{"spec", (*upping).spec},                // the lab's nodes, pods and services
+	{"ztunnel", (*upping).ztunnel},          // the ztunnel binary's sum and version (ambient)
+	{"namespaces", (*upping).namespaces},    // the lab: namespaces, links, ztunnels
+	{"addresses", (*upping).addresses},      // the pods at their namespaces' addresses, their calls
+	{"sidecars", (*upping).sidecars},        // the sidecar Envoys in their pods
+	{"load targets", (*upping).loadTargets}, // every server pod, and the services' VIPs
+	{"waypoint", (*upping).waypoint},        // the waypoint's pod
+	{"gateway", (*upping).gateway},          // the gateway's pod
+	{"linkerd", (*upping).linkerd},          // Linkerd's proxies and control plane (mode linkerd)
+}
+
+// upping is a topology being brought up by upSteps.
+type upping struct {
+	s      *Substrate
+	t      *topology.Topology
+	dir    string
+	log    io.Writer
+	meshed bool // ambient or waypoint: pods enrolled in ztunnel
+	o      Options
+	// sum and version are the ztunnel binary's (ambient).
+	sum, version string
+	// lab is up once the namespaces are made (nil before); nt is the
+	// topology as it runs in them; net what Up returns.
+	lab *Lab
+	nt  topology.Topology
+	net *network
+}
+
+func (u *upping) check(context.Context) error { return u.s.Supports(u.t.Options) }
+
+func (u *upping) spec(context.Context) error {
+	t := u.t
 	sidecars := t.Options.Mode == topology.ModeSidecar
-	withLinkerd := t.Options.Mode == topology.ModeLinkerd
-	o := Options{Dir: filepath.Join(dir, "netns"), Log: log}
-	if meshed {
-		o.Ztunnel = s.Ztunnel
+	o := Options{Dir: filepath.Join(u.dir, "netns"), Log: u.log}
+	if u.meshed {
+		o.Ztunnel = u.s.Ztunnel
 		o.Policies = t.Options.Policies
 	}
 	nodes := slices.Clone(t.Nodes)
@@ -193,8 +240,8 @@ func (s *Substrate) Up(ctx context.Context, t *topology.Topology, dir string, lo
 		o.Nodes = append(o.Nodes, NodeSpec{})
 	}
 	for _, p := range t.Pods {
-		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: meshed, Sidecar: sidecars && t.Sidecar(p.Name) != nil,
-			Policies: meshed && p.Role == topology.PodServer && t.Options.Policies > 0}
+		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: u.meshed, Sidecar: sidecars && t.Sidecar(p.Name) != nil,
+			Policies: u.meshed && p.Role == topology.PodServer && t.Options.Policies > 0}
 		if p.Service != "" {
 			ps.Services = []string{p.Service}
 		}
@@ -205,99 +252,126 @@ func (s *Substrate) Up(ctx context.Context, t *topology.Topology, dir string, lo
 		o.Nodes[index[wp.Node]].Pods = append(o.Nodes[index[wp.Node]].Pods, waypointSpec())
 	}
 	if gw := t.ProxyByRole(topology.RoleGateway); gw != nil {
-		o.Nodes[index[gw.Node]].Pods = append(o.Nodes[index[gw.Node]].Pods, gatewaySpec(meshed))
+		o.Nodes[index[gw.Node]].Pods = append(o.Nodes[index[gw.Node]].Pods, gatewaySpec(u.meshed))
 	}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, ServiceSpec{Name: svc.Name, Namespace: svc.Namespace, Port: svc.Port, TargetPort: svc.Port})
 	}
-	var sum, version string
-	if meshed {
-		var err error
-		if sum, version, err = s.ztunnelInfo(ctx); err != nil {
-			return nil, nil, err
-		}
+	u.o = o
+	return nil
+}
+
+func (u *upping) ztunnel(ctx context.Context) error {
+	if !u.meshed {
+		return nil
 	}
-	s.stale.Do(func() { removeStale(log) })
-	var lab *Lab
+	var err error
+	u.sum, u.version, err = u.s.ztunnelInfo(ctx)
+	return err
+}
+
+// namespaces brings the lab up under a free subnet and name prefix.
+func (u *upping) namespaces(ctx context.Context) error {
+	s := u.s
+	s.stale.Do(func() { removeStale(u.log) })
 	for attempt := 0; ; attempt++ {
 		var err error
-		if o.Subnet, o.Prefix, err = s.freeName(); err != nil {
-			return nil, nil, err
+		if u.o.Subnet, u.o.Prefix, err = s.freeName(); err != nil {
+			return err
 		}
-		lab, err = Up(ctx, o)
+		lab, err := Up(ctx, u.o)
 		if err == nil {
-			break
+			u.lab = lab
+			return nil
 		}
 		// Another lab may have taken the prefix between the check and
 		// the first namespace: try another one, a few times.
 		if attempt >= 2 || s.Prefix != "" || !errors.Is(err, os.ErrExist) {
-			return nil, nil, err
+			return err
 		}
 	}
-	nt := *t
-	nt.Pods = slices.Clone(t.Pods)
-	nt.Proxies = nil
-	nt.LoadTargets = nil
-	for i := range nt.Pods {
-		nt.Pods[i].Addr = lab.Pod(nt.Pods[i].Name).IP
+}
+
+func (u *upping) addresses(context.Context) error {
+	u.nt = *u.t
+	u.nt.Pods = slices.Clone(u.t.Pods)
+	u.nt.Proxies = nil
+	u.nt.LoadTargets = nil
+	for i := range u.nt.Pods {
+		u.nt.Pods[i].Addr = u.lab.Pod(u.nt.Pods[i].Name).IP
 	}
-	if err := callsOn(&nt, lab); err != nil {
-		lab.Close()
-		return nil, nil, err
+	return callsOn(&u.nt, u.lab)
+}
+
+// sidecars: the sidecars stay Envoys, in their pods: outbound on the
+// wildcard where istio-init's REDIRECT delivers the app's connections,
+// inbound on the pod's IP (peers connect there and the capture hands it
+// over), upstream from the pod's IP; the admin keeps its own loopback
+// address inside the pod.
+func (u *upping) sidecars(context.Context) error {
+	if u.t.Options.Mode != topology.ModeSidecar {
+		return nil
 	}
-	if sidecars {
-		// The sidecars stay Envoys, in their pods: outbound on the
-		// wildcard where istio-init's REDIRECT delivers the app's
-		// connections, inbound on the pod's IP (peers connect there and
-		// the capture hands it over), upstream from the pod's IP; the
-		// admin keeps its own loopback address inside the pod.
-		for _, p := range t.Proxies {
-			if p.Role != topology.RoleSidecar {
-				continue
+	for _, p := range u.t.Proxies {
+		if p.Role != topology.RoleSidecar {
+			continue
+		}
+		pod := u.lab.Pod(p.Pod)
+		if pod == nil {
+			return fmt.Errorf("sidecar %s of unknown pod %q", p.Name, p.Pod)
+		}
+		p.Addr = pod.IP
+		p.Listeners = slices.Clone(p.Listeners)
+		for i := range p.Listeners {
+			port := p.Listeners[i].Addr.Port()
+			switch p.Listeners[i].Kind {
+			case topology.ListenerOutbound:
+				p.Listeners[i].Addr = netip.AddrPortFrom(netip.IPv4Unspecified(), port)
+			default:
+				p.Listeners[i].Addr = netip.AddrPortFrom(pod.IP, port)
 			}
-			pod := lab.Pod(p.Pod)
-			if pod == nil {
-				lab.Close()
-				return nil, nil, fmt.Errorf("sidecar %s of unknown pod %q", p.Name, p.Pod)
-			}
-			p.Addr = pod.IP
-			p.Listeners = slices.Clone(p.Listeners)
-			for i := range p.Listeners {
-				port := p.Listeners[i].Addr.Port()
-				switch p.Listeners[i].Kind {
-				case topology.ListenerOutbound:
-					p.Listeners[i].Addr = netip.AddrPortFrom(netip.IPv4Unspecified(), port)
-				default:
-					p.Listeners[i].Addr = netip.AddrPortFrom(pod.IP, port)
-				}
-			}
-			nt.Proxies = append(nt.Proxies, p)
 		}
+		u.nt.Proxies = append(u.nt.Proxies, p)
 	}
-	for _, p := range nt.ServicePods(nt.Service.Name) {
-		nt.LoadTargets = append(nt.LoadTargets, topology.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
+	return nil
+}
+
+func (u *upping) loadTargets(context.Context) error {
+	for _, p := range u.nt.ServicePods(u.nt.Service.Name) {
+		u.nt.LoadTargets = append(u.nt.LoadTargets, topology.LoadTarget{URL: "http://" + p.AppAddr().String() + "/", Pod: p.Name})
 	}
-	nt.InPod = &topology.InPod{VIPs: maps.Clone(lab.Services)}
-	if wp := t.ProxyByRole(topology.RoleWaypoint); wp != nil {
-		if err := waypointTopology(lab, *wp, &nt); err != nil {
-			lab.Close()
-			return nil, nil, err
-		}
+	u.nt.InPod = &topology.InPod{VIPs: maps.Clone(u.lab.Services)}
+	return nil
+}
+
+func (u *upping) waypoint(context.Context) error {
+	if wp := u.t.ProxyByRole(topology.RoleWaypoint); wp != nil {
+		return waypointTopology(u.lab, *wp, &u.nt)
 	}
-	if gw := t.ProxyByRole(topology.RoleGateway); gw != nil {
-		if err := gatewayTopology(lab, *gw, &nt); err != nil {
-			lab.Close()
-			return nil, nil, err
-		}
+	return nil
+}
+
+func (u *upping) gateway(context.Context) error {
+	if gw := u.t.ProxyByRole(topology.RoleGateway); gw != nil {
+		return gatewayTopology(u.lab, *gw, &u.nt)
 	}
-	n := &network{lab: lab, sum: sum, version: version, bin: s.Ztunnel}
-	if withLinkerd {
-		var err error
-		if n.linkerd, err = upLinkerd(ctx, lab, &nt, s.LinkerdProxy, s.Meshbench, dir, log); err != nil {
-			return nil, nil, errors.Join(err, lab.Close())
-		}
+	return nil
+}
+
+// linkerd is the network Up returns, with Linkerd's proxies in mode
+// linkerd; if they fail, the lab is removed here and its error said too.
+func (u *upping) linkerd(ctx context.Context) error {
+	u.net = &network{lab: u.lab, sum: u.sum, version: u.version, bin: u.s.Ztunnel}
+	if u.t.Options.Mode != topology.ModeLinkerd {
+		return nil
 	}
-	return n, &nt, nil
+	var err error
+	if u.net.linkerd, err = upLinkerd(ctx, u.lab, &u.nt, u.s.LinkerdProxy, u.s.Meshbench, u.dir, u.log); err != nil {
+		err = errors.Join(err, u.lab.Close())
+		u.lab = nil
+		return err
+	}
+	return nil
 }
 
 // network is a lab made by Substrate.Up (local.Network).

@@ -21,6 +21,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
@@ -127,8 +128,8 @@ func TestSubstrateRun(t *testing.T) {
 			mo.Mode, mo.Policies, mo.Replicas = tc.mode, tc.policies, tc.replicas
 			sub := &Substrate{Ztunnel: bin}
 			out := filepath.Join(t.TempDir(), "run")
-			o := local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
-				OutDir: out, Meshbench: mb, Substrate: sub, BodySize: tc.bodySize}
+			o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, BodySize: tc.bodySize},
+				OutDir: out, Meshbench: mb, Substrate: sub}
 			if tc.mode == topology.ModeSidecar {
 				o.Envoy = findEnvoy(t)
 			}
@@ -247,8 +248,8 @@ func TestSubstrateUpFailsClean(t *testing.T) {
 	subnet, prefix := freeLab(t, map[string]bool{})
 	mo := topology.DefaultOptions()
 	mo.Mode = topology.ModeAmbient
-	_, err := local.Run(context.Background(), local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(10), Duration: time.Second, OutDir: filepath.Join(dir, "run"),
-		Meshbench: mb, Substrate: &Substrate{Ztunnel: fake, Prefix: prefix, Subnet: subnet}})
+	_, err := local.Run(context.Background(), local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(10), Duration: time.Second},
+		OutDir: filepath.Join(dir, "run"), Meshbench: mb, Substrate: &Substrate{Ztunnel: fake, Prefix: prefix, Subnet: subnet}})
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") && !strings.Contains(err.Error(), "ztunnel") {
 		t.Fatalf("run with a ztunnel that exits: err %v, want ztunnel's exit", err)
 	}
@@ -364,9 +365,8 @@ func TestSubstrateTwoLabs(t *testing.T) {
 		go func() {
 			mo := topology.DefaultOptions()
 			mo.Mode = topology.ModeAmbient
-			res, err := local.Run(context.Background(), local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second,
-				Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond, OutDir: filepath.Join(t.TempDir(), "run"+strconv.Itoa(i)),
-				Meshbench: mb, Substrate: sub})
+			res, err := local.Run(context.Background(), local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Warmup: time.Second, Drain: 500 * time.Millisecond, SampleInterval: 500 * time.Millisecond},
+				OutDir: filepath.Join(t.TempDir(), "run"+strconv.Itoa(i)), Meshbench: mb, Substrate: sub})
 			ch <- out{res, err}
 		}()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -43,8 +44,8 @@ func TestSubstrateWaypoint(t *testing.T) {
 			mo := topology.DefaultOptions()
 			mo.Mode, mo.Policies, mo.Replicas = topology.ModeWaypoint, tc.policies, tc.replicas
 			out := filepath.Join(t.TempDir(), "run")
-			res, log := runCell(t, local.Options{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second,
-				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin, Timeout: 3 * time.Second}, checkRunGone)
+			res, log := runCell(t, local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second, Timeout: 3 * time.Second},
+				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin}, checkRunGone)
 			lr := res.Load
 			if lr == nil {
 				t.Fatalf("no load result\n%s", log.String())

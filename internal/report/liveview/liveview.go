@@ -32,7 +32,7 @@ const (
 	Draining = "DRAINING" // the load has ended; sampling the drain
 )
 
-// StateOf maps a lab or cluster phase (local.Options.Phase) to the state
+// StateOf maps a lab or cluster phase (platform.Observer.Phase) to the state
 // line's state and its detail: prepare and idle are STARTING, warmup and
 // measure RUNNING, drain, collect and teardown DRAINING.
 func StateOf(phase string) (state, detail string) {

@@ -203,7 +203,7 @@ func TestIssueLeafHandshake(t *testing.T) {
 					c := tt.client.TLSCertificate()
 					return &c, nil
 				}}
-			serverErr, clientErr, _ := handshake(t, serverCfg, clientCfg)
+			_, serverErr, clientErr := handshake(t, serverCfg, clientCfg)
 			if tt.wantErr == "" {
 				if serverErr != nil || clientErr != nil {
 					t.Errorf("server error %v, client error %v; want none", serverErr, clientErr)

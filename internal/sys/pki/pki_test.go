@@ -401,9 +401,10 @@ func TestWriteFiles(t *testing.T) {
 }
 
 // handshake runs one mutual-TLS handshake over TCP on 127.0.0.1 and returns
-// each side's error (the client's includes the first read, where a TLS 1.3
-// client learns that the server refused its certificate).
-func handshake(t *testing.T, serverCfg, clientCfg *tls.Config) (serverErr, clientErr error, state tls.ConnectionState) {
+// the client's connection state and each side's error (the client's
+// includes the first read, where a TLS 1.3 client learns that the server
+// refused its certificate).
+func handshake(t *testing.T, serverCfg, clientCfg *tls.Config) (state tls.ConnectionState, serverErr, clientErr error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -447,7 +448,7 @@ func handshake(t *testing.T, serverCfg, clientCfg *tls.Config) (serverErr, clien
 		state = tc.ConnectionState()
 	}
 	conn.Close() // unblocks a server still waiting for the client
-	return <-done, clientErr, state
+	return state, <-done, clientErr
 }
 
 func TestMutualTLSHandshake(t *testing.T) {
@@ -491,7 +492,7 @@ func TestMutualTLSHandshake(t *testing.T) {
 			if tt.clientTrustsAnything {
 				clientCfg.VerifyPeerCertificate = nil
 			}
-			serverErr, clientErr, state := handshake(t, tt.server.ServerTLSConfig(tt.serverAccept), clientCfg)
+			state, serverErr, clientErr := handshake(t, tt.server.ServerTLSConfig(tt.serverAccept), clientCfg)
 			if tt.serverErr == "" {
 				if serverErr != nil || clientErr != nil {
 					t.Fatalf("server error %v, client error %v; want success", serverErr, clientErr)
@@ -528,7 +529,7 @@ func TestMutualTLSHandshake(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			serverCfg := tt.server.ServerTLSConfig(MatchTrustDomain("cluster.local"))
 			serverCfg.ClientAuth = tls.RequestClientCert // the server itself is lenient here
-			_, clientErr, _ := handshake(t, serverCfg, client.ClientTLSConfig(MatchID(server.ID)))
+			_, _, clientErr := handshake(t, serverCfg, client.ClientTLSConfig(MatchID(server.ID)))
 			if clientErr == nil || !strings.Contains(clientErr.Error(), tt.wantErr) {
 				t.Errorf("client error = %v, want one containing %q", clientErr, tt.wantErr)
 			}

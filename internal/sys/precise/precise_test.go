@@ -1,10 +1,13 @@
-package precise
+package precise_test
 
 import (
 	"context"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/meshbench/meshbench/internal/sys/precise"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestSleep: a 5 ms sleep lasts at least 5 ms and, at the median, less
@@ -12,10 +15,11 @@ import (
 // because other work shares this 2-core machine); cancellation ends it at
 // once.
 func TestSleep(t *testing.T) {
+	testutil.Timing(t)
 	var ds []time.Duration
 	for range 50 {
 		t0 := time.Now()
-		if err := Sleep(context.Background(), 5*time.Millisecond); err != nil {
+		if err := precise.Sleep(context.Background(), 5*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		ds = append(ds, time.Since(t0))
@@ -28,7 +32,7 @@ func TestSleep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	t0 := time.Now()
-	if err := Sleep(ctx, 10*time.Second); err != context.Canceled || time.Since(t0) > 2*time.Second {
+	if err := precise.Sleep(ctx, 10*time.Second); err != context.Canceled || time.Since(t0) > 2*time.Second {
 		t.Errorf("cancelled sleep: %v after %v", err, time.Since(t0))
 	}
 }

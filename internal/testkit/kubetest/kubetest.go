@@ -280,49 +280,128 @@ func (c *Cluster) step(format string, args ...any) {
 	c.logf("%5.1fs "+format, append([]any{time.Since(c.t0).Seconds()}, args...)...)
 }
 
+// starting is a cluster being started by start's steps: what they share.
+type starting struct {
+	c      *Cluster
+	logDir string
+	// apiAddr is the apiserver's address; apiIPs and servingIPs the SANs
+	// of its certificate and of the components' serving certificate.
+	apiAddr            netip.Addr
+	apiIPs, servingIPs []netip.Addr
+	etcdClient         string
+	// The components started so far.
+	etcd, api, kcm, sched, kwok, ms *proc
+}
+
+// startStep is a named step of start.
+type startStep struct {
+	name string
+	do   func(*starting, context.Context) error
+}
+
+// startSteps start every cluster, in order; then kwokSteps (simulated
+// nodes) or realNodeSteps follow. A step that fails is named in Start's
+// error.
+var startSteps = []startStep{
+	{"files", (*starting).files},                  // an empty etcd and log directory: a retry must not see the failed attempt's data
+	{"ports", (*starting).ports},                  // free ports for every component
+	{"addresses", (*starting).addresses},          // the apiserver's and the nodes' addresses
+	{"pki", (*starting).pki},                      // the cluster's certificates, the kubeconfig, an admin client
+	{"etcd", (*starting).startEtcd},               // etcd, healthy
+	{"apiserver", (*starting).startAPIServer},     // kube-apiserver, ready
+	{"controllers", (*starting).startControllers}, // kube-controller-manager and kube-scheduler started
+}
+
+// kwokSteps finish a cluster of kwok's simulated nodes.
+var kwokSteps = []startStep{
+	{"kwok CRDs", (*starting).kwokCRDs},                 // kwok's CRDs established
+	{"controllers ready", (*starting).controllersReady}, // kube-controller-manager and kube-scheduler healthy
+	{"kwok", (*starting).startKwok},                     // kwok, healthy
+	{"metrics-server", (*starting).startMetricsServer},  // metrics-server started
+	{"objects", (*starting).applyObjects},               // the nodes, kwok's metrics, the metrics APIService
+	{"nodes ready", (*starting).kwokNodesReady},         // every node Ready
+	{"kwok warm-up", (*starting).warmUpKwok},            // kwok's pod cache warmed up
+	{"metrics API", (*starting).metricsAPIReady},        // metrics.k8s.io Available
+}
+
+// realNodeSteps finish a cluster of real nodes (startRealRest).
+var realNodeSteps = []startStep{
+	{"real nodes", func(s *starting, ctx context.Context) error {
+		return s.c.startRealRest(ctx, s.logDir, s.kcm, s.sched)
+	}},
+}
+
 func (c *Cluster) start(ctx context.Context) error {
 	c.t0 = time.Now()
-	// Start from an empty etcd: a retry must not see the failed attempt's data.
+	s := &starting{c: c, logDir: filepath.Join(c.Dir, "logs")}
+	rest := kwokSteps
+	if c.realNodes {
+		rest = realNodeSteps
+	}
+	for _, step := range slices.Concat(startSteps, rest) {
+		if err := step.do(s, ctx); err != nil {
+			return fmt.Errorf("%s: %w", step.name, err)
+		}
+	}
+	return nil
+}
+
+// files starts from an empty etcd: a retry must not see the failed
+// attempt's data.
+func (s *starting) files(context.Context) error {
 	for _, d := range []string{"etcd", "logs", "podlogs"} {
-		if err := os.RemoveAll(filepath.Join(c.Dir, d)); err != nil {
+		if err := os.RemoveAll(filepath.Join(s.c.Dir, d)); err != nil {
 			return err
 		}
 	}
-	logDir := filepath.Join(c.Dir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
-	}
+	return os.MkdirAll(s.logDir, 0o755)
+}
+
+func (s *starting) ports(context.Context) error {
 	ports, err := freePorts(7)
 	if err != nil {
 		return err
 	}
-	c.Ports = Ports{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}
-	// With real nodes the apiserver listens on the bridge address (the
-	// nodes reach it from their namespaces), and the kubelets serve with
-	// the cluster's serving cert: both need those IPs as SANs. kwok's
-	// nodes get an address on lo that the node proxy accepts (kwok's
-	// kubelet endpoint listens there, with the serving cert).
-	apiAddr := netip.MustParseAddr("127.0.0.1")
-	var apiIPs, servingIPs []netip.Addr
+	s.c.Ports = Ports{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}
+	return nil
+}
+
+// addresses: with real nodes the apiserver listens on the bridge address
+// (the nodes reach it from their namespaces), and the kubelets serve with
+// the cluster's serving cert: both need those IPs as SANs. kwok's nodes
+// get an address on lo that the node proxy accepts (kwok's kubelet
+// endpoint listens there, with the serving cert).
+func (s *starting) addresses(context.Context) error {
+	c := s.c
+	s.apiAddr = netip.MustParseAddr("127.0.0.1")
 	if c.net != nil {
-		apiAddr = c.net.gateway()
-		apiIPs = []netip.Addr{apiAddr}
-		servingIPs = append([]netip.Addr{apiAddr}, c.net.nodeIPs...)
+		s.apiAddr = c.net.gateway()
+		s.apiIPs = []netip.Addr{s.apiAddr}
+		s.servingIPs = append([]netip.Addr{s.apiAddr}, c.net.nodeIPs...)
 		c.NodeIP, c.NodeProxy = "", true
-	} else {
-		var addrErr error
-		c.nodeIP, addrErr = addNodeAddress(c.Ports.Kwok)
-		c.NodeIP, c.NodeProxy = c.nodeIP.ip.String(), addrErr == nil
-		if addrErr != nil {
-			c.step("nodes on 127.0.0.1, no node proxy: %v", addrErr)
-		}
-		servingIPs = []netip.Addr{c.nodeIP.ip}
+		return nil
 	}
-	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki"), apiIPs, servingIPs); err != nil {
+	var addrErr error
+	c.nodeIP, addrErr = addNodeAddress(c.Ports.Kwok)
+	c.NodeIP, c.NodeProxy = c.nodeIP.ip.String(), addrErr == nil
+	if addrErr != nil {
+		c.step("nodes on 127.0.0.1, no node proxy: %v", addrErr)
+	}
+	s.servingIPs = []netip.Addr{c.nodeIP.ip}
+	return nil
+}
+
+// pki makes the cluster's certificates and kubeconfig, and the client
+// that checks the apiserver (as admin) and the components that serve
+// with the cluster-CA-signed serving cert.
+func (s *starting) pki(context.Context) error {
+	c := s.c
+	var err error
+	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki"), s.apiIPs, s.servingIPs); err != nil {
 		return fmt.Errorf("generating the PKI: %w", err)
 	}
 	c.Token, c.CAFile = c.pki.token, c.pki.caCert
-	c.Server = "https://" + net.JoinHostPort(apiAddr.String(), strconv.Itoa(c.Ports.APIServer))
+	c.Server = "https://" + net.JoinHostPort(s.apiAddr.String(), strconv.Itoa(c.Ports.APIServer))
 	if err := c.pki.writeKubeconfig(c.Kubeconfig, c.Server); err != nil {
 		return err
 	}
@@ -332,20 +411,19 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Checks the apiserver (as admin) and the components that serve with
-	// the cluster-CA-signed serving cert.
-	httpc := &http.Client{Transport: &http.Transport{
+	c.httpc = &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: caPool, Certificates: []tls.Certificate{admin}},
 	}}
-	c.httpc = httpc
-	p := c.pki
+	return nil
+}
 
-	// etcd
+func (s *starting) startEtcd(ctx context.Context) error {
+	c := s.c
 	etcdPeer := "http://" + hostPort(c.Ports.EtcdPeer)
-	etcdClient := "http://" + hostPort(c.Ports.EtcdClient)
-	etcd, err := c.startProc(logDir, "etcd", c.etcdBin,
+	s.etcdClient = "http://" + hostPort(c.Ports.EtcdClient)
+	etcd, err := c.startProc(s.logDir, "etcd", c.etcdBin,
 		"--name=kubetest", "--data-dir="+filepath.Join(c.Dir, "etcd"),
-		"--listen-client-urls="+etcdClient, "--advertise-client-urls="+etcdClient,
+		"--listen-client-urls="+s.etcdClient, "--advertise-client-urls="+s.etcdClient,
 		"--listen-peer-urls="+etcdPeer, "--initial-advertise-peer-urls="+etcdPeer,
 		"--initial-cluster=kubetest="+etcdPeer,
 		// Test data is disposable; fsync only costs time.
@@ -353,18 +431,19 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, etcd, etcdClient+"/health", 30*time.Second); err != nil {
-		return err
-	}
+	s.etcd = etcd
+	return c.waitHTTP(ctx, etcd, s.etcdClient+"/health", 30*time.Second)
+}
 
-	// kube-apiserver
+func (s *starting) startAPIServer(ctx context.Context) error {
+	c, p := s.c, s.c.pki
 	reconciler := "none"
-	if apiAddr.IsPrivate() {
+	if s.apiAddr.IsPrivate() {
 		reconciler = "lease"
 	}
-	api, err := c.startProc(logDir, "kube-apiserver", c.bin("kube-apiserver"),
-		"--etcd-servers="+etcdClient,
-		"--bind-address="+apiAddr.String(), "--advertise-address="+apiAddr.String(), "--secure-port="+strconv.Itoa(c.Ports.APIServer),
+	api, err := c.startProc(s.logDir, "kube-apiserver", c.bin("kube-apiserver"),
+		"--etcd-servers="+s.etcdClient,
+		"--bind-address="+s.apiAddr.String(), "--advertise-address="+s.apiAddr.String(), "--secure-port="+strconv.Itoa(c.Ports.APIServer),
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver"),
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--tls-cert-file="+p.apiserverCert, "--tls-private-key-file="+p.apiserverKey,
@@ -409,12 +488,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, api, c.Server+"/readyz", 120*time.Second); err != nil {
-		return err
-	}
+	s.api = api
+	return c.waitHTTP(ctx, api, c.Server+"/readyz", 120*time.Second)
+}
 
-	// kube-controller-manager and kube-scheduler: Deployments, Jobs,
-	// EndpointSlices, ServiceAccounts, scheduling.
+// startControllers starts kube-controller-manager and kube-scheduler:
+// Deployments, Jobs, EndpointSlices, ServiceAccounts, scheduling.
+func (s *starting) startControllers(context.Context) error {
+	c, p := s.c, s.c.pki
 	common := []string{
 		"--kubeconfig=" + c.Kubeconfig, "--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
 		"--bind-address=127.0.0.1", "--tls-cert-file=" + p.servingCert, "--tls-private-key-file=" + p.servingKey,
@@ -428,7 +509,8 @@ func (c *Cluster) start(ctx context.Context) error {
 		// quick.
 		kcmArgs = append(slices.Clone(common), "--node-monitor-grace-period=10s")
 	}
-	kcm, err := c.startProc(logDir, "kube-controller-manager", c.bin("kube-controller-manager"), append(kcmArgs,
+	var err error
+	s.kcm, err = c.startProc(s.logDir, "kube-controller-manager", c.bin("kube-controller-manager"), append(kcmArgs,
 		"--secure-port="+strconv.Itoa(c.Ports.ControllerManager),
 		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caCert,
 		"--use-service-account-credentials=false", "--controllers=*",
@@ -436,20 +518,19 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sched, err := c.startProc(logDir, "kube-scheduler", c.bin("kube-scheduler"), append(common,
+	s.sched, err = c.startProc(s.logDir, "kube-scheduler", c.bin("kube-scheduler"), append(common,
 		"--secure-port="+strconv.Itoa(c.Ports.Scheduler))...)
-	if err != nil {
-		return err
-	}
+	return err
+}
 
-	if c.realNodes {
-		return c.startRealRest(ctx, logDir, kcm, sched)
-	}
+func (s *starting) kwokManifests() string { return filepath.Join(s.c.BinDir, "kwok-manifests") }
 
-	// kwok's CRDs (Metric, ResourceUsage, Logs, ...) must be established
-	// before kwok starts watching them and before objects of those kinds
-	// are applied. This overlaps with kcm and the scheduler starting.
-	m := filepath.Join(c.BinDir, "kwok-manifests")
+// kwokCRDs: kwok's CRDs (Metric, ResourceUsage, Logs, ...) must be
+// established before kwok starts watching them and before objects of
+// those kinds are applied. This overlaps with kcm and the scheduler
+// starting.
+func (s *starting) kwokCRDs(ctx context.Context) error {
+	c, m := s.c, s.kwokManifests()
 	if _, err := c.kubectl(ctx, nil, "apply", "-f", filepath.Join(m, "crds")); err != nil {
 		return fmt.Errorf("applying kwok's CRDs: %w", err)
 	}
@@ -457,24 +538,30 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := api.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
+	if err := s.api.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
 		return c.checkConditions(ctx, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "Established", len(crdFiles))
 	}); err != nil {
 		return fmt.Errorf("waiting for kwok's CRDs: %w", err)
 	}
 	c.step("kwok CRDs established")
-	if err := c.waitHTTP(ctx, kcm, "https://"+hostPort(c.Ports.ControllerManager)+"/healthz", 60*time.Second); err != nil {
-		return err
-	}
-	if err := c.waitHTTP(ctx, sched, "https://"+hostPort(c.Ports.Scheduler)+"/healthz", 60*time.Second); err != nil {
-		return err
-	}
+	return nil
+}
 
-	// kwok: one process simulates every node (the kubelet's status
-	// updates, pod lifecycle through the fast stages, and the kubelet's
-	// HTTPS endpoint for /metrics/resource and /containerLogs).
-	kwok, err := c.startProc(logDir, "kwok", c.bin("kwok"),
-		"--kubeconfig="+c.Kubeconfig, "--config="+filepath.Join(m, "stages.yaml"),
+func (s *starting) controllersReady(ctx context.Context) error {
+	c := s.c
+	if err := c.waitHTTP(ctx, s.kcm, "https://"+hostPort(c.Ports.ControllerManager)+"/healthz", 60*time.Second); err != nil {
+		return err
+	}
+	return c.waitHTTP(ctx, s.sched, "https://"+hostPort(c.Ports.Scheduler)+"/healthz", 60*time.Second)
+}
+
+// startKwok: one process simulates every node (the kubelet's status
+// updates, pod lifecycle through the fast stages, and the kubelet's HTTPS
+// endpoint for /metrics/resource and /containerLogs).
+func (s *starting) startKwok(ctx context.Context) error {
+	c, p := s.c, s.c.pki
+	kwok, err := c.startProc(s.logDir, "kwok", c.bin("kwok"),
+		"--kubeconfig="+c.Kubeconfig, "--config="+filepath.Join(s.kwokManifests(), "stages.yaml"),
 		// Only the nodes Start creates (and any a test adds with
 		// this annotation), as kwokctl does.
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -486,15 +573,20 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, kwok, "https://"+c.kwokHostPort()+"/healthz", 60*time.Second); err != nil {
-		return err
-	}
+	s.kwok = kwok
+	return c.waitHTTP(ctx, kwok, "https://"+c.kwokHostPort()+"/healthz", 60*time.Second)
+}
 
-	ms, err := c.startMetricsServer(logDir)
-	if err != nil {
-		return err
-	}
+func (s *starting) startMetricsServer(context.Context) error {
+	var err error
+	s.ms, err = s.c.startMetricsServer(s.logDir)
+	return err
+}
 
+// applyObjects applies the nodes, kwok's metrics (its CPU counters
+// primed) and the metrics APIService.
+func (s *starting) applyObjects(ctx context.Context) error {
+	c, m := s.c, s.kwokManifests()
 	manifests, err := c.manifests()
 	if err != nil {
 		return err
@@ -515,21 +607,35 @@ func (c *Cluster) start(ctx context.Context) error {
 		return fmt.Errorf("applying nodes, kwok metrics and the metrics APIService: %w", err)
 	}
 	c.step("nodes, kwok metrics and the metrics APIService applied")
+	return nil
+}
 
-	// Ready nodes mean kwok manages them; an Available APIService means the
-	// aggregator reaches metrics-server through the ExternalName Service
-	// and trusts its certificate.
-	if err := kwok.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
+// kwokNodesReady: Ready nodes mean kwok manages them.
+func (s *starting) kwokNodesReady(ctx context.Context) error {
+	c := s.c
+	if err := s.kwok.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
 		return c.checkConditions(ctx, "/api/v1/nodes?labelSelector=type%3Dkwok", "Ready", len(c.Nodes))
 	}); err != nil {
 		return err
 	}
 	c.step("%d kwok nodes Ready", len(c.Nodes))
-	if err := c.warmUpKwok(ctx, kwok); err != nil {
+	return nil
+}
+
+func (s *starting) warmUpKwok(ctx context.Context) error {
+	if err := s.c.warmUpKwok(ctx, s.kwok); err != nil {
 		return err
 	}
-	c.step("kwok's pod cache warmed up")
-	if err := ms.waitReady(ctx, 120*time.Second, func(ctx context.Context) error {
+	s.c.step("kwok's pod cache warmed up")
+	return nil
+}
+
+// metricsAPIReady: an Available APIService means the aggregator reaches
+// metrics-server through the ExternalName Service and trusts its
+// certificate.
+func (s *starting) metricsAPIReady(ctx context.Context) error {
+	c := s.c
+	if err := s.ms.waitReady(ctx, 120*time.Second, func(ctx context.Context) error {
 		return c.checkConditions(ctx, "/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name%3D"+metricsAPIService, "Available", 1)
 	}); err != nil {
 		return err

@@ -30,6 +30,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestCluster starts a real cluster with two kwok nodes and checks what
@@ -38,6 +39,7 @@ import (
 // through the API, both kubeconfig contexts work, and Stop leaves nothing
 // running.
 func TestCluster(t *testing.T) {
+	testutil.RealPart(t, "a Kubernetes control plane")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	t0 := time.Now()

@@ -69,11 +69,13 @@ func Main(m M, o Options) {
 }
 
 // Require returns the package's shared cluster, starting it on first use.
+// Under -short it skips the test (testutil.RealPart).
 // When the binaries are missing the test is skipped with a message saying
 // how to build them, or fails if MESHBENCH_REQUIRE_K8S=1. Any other start
 // failure fails the test (and every later Require).
 func Require(t testing.TB) *Cluster {
 	t.Helper()
+	testutil.RealPart(t, "a Kubernetes control plane (kubetest)")
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if !shared.inMain {

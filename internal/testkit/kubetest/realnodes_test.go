@@ -28,6 +28,7 @@ import (
 // the nodes, no shim, no mount under the cluster's directory, no cgroup,
 // no link, netns or route.
 func TestRealNodes(t *testing.T) {
+	testutil.RealPart(t, "a Kubernetes control plane and real nodes")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t0 := time.Now()

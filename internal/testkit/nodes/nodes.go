@@ -242,12 +242,40 @@ func Start(ctx context.Context, cfg Config) (*Nodes, error) {
 
 func (n *Nodes) bin(name string) string { return filepath.Join(n.cfg.BinDir, name) }
 
+// startSteps bring the nodes up, in order; a step that fails is named in
+// Start's error.
+var startSteps = []struct {
+	name string
+	do   func(*Nodes, context.Context) error
+}{
+	{"logs", (*Nodes).makeLogDir},                  // the components' log directory
+	{"nodes", (*Nodes).makeNodes},                  // per node: directories, cgroups, namespace, link, configs
+	{"routes", (*Nodes).routeNodes},                // each node to the services and the other nodes' pods
+	{"coredns", (*Nodes).startCoreDNS},             // on the bridge address, in the host's namespace
+	{"mount points", (*Nodes).makeMountPoints},     // HostDirs' well-known paths on the host
+	{"containerd", (*Nodes).startContainerds},      // one per node, in its own mount namespace
+	{"containerd ready", (*Nodes).waitContainerds}, // every containerd answers
+	{"images", (*Nodes).importImages},              // Config.Images into every node
+	{"agents", (*Nodes).startAgents},               // every node's kubelet and kube-proxy
+}
+
 func (n *Nodes) start(ctx context.Context) error {
-	cfg := &n.cfg
-	logDir := filepath.Join(cfg.Dir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
+	for _, step := range startSteps {
+		if err := step.do(n, ctx); err != nil {
+			return fmt.Errorf("%s: %w", step.name, err)
+		}
 	}
+	return nil
+}
+
+func (n *Nodes) logDir() string { return filepath.Join(n.cfg.Dir, "logs") }
+
+func (n *Nodes) makeLogDir(context.Context) error { return os.MkdirAll(n.logDir(), 0o755) }
+
+// makeNodes makes every node: its directories and cgroups, its network
+// namespace linked to the bridge, its route from the host, its configs.
+func (n *Nodes) makeNodes(context.Context) error {
+	cfg := &n.cfg
 	gw := cfg.Bridge.Addr.Addr()
 	for i, ip := range cfg.NodeIPs {
 		nd := &Node{
@@ -288,9 +316,15 @@ func (n *Nodes) start(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// routeNodes routes each node to the service CIDR and to the other nodes'
+// pod subnets.
+func (n *Nodes) routeNodes(context.Context) error {
 	for i, nd := range n.Nodes {
-		if cfg.ServiceCIDR.IsValid() {
-			if err := nd.NS.Route("eth0", cfg.ServiceCIDR, netip.Addr{}); err != nil {
+		if n.cfg.ServiceCIDR.IsValid() {
+			if err := nd.NS.Route("eth0", n.cfg.ServiceCIDR, netip.Addr{}); err != nil {
 				return err
 			}
 		}
@@ -302,35 +336,48 @@ func (n *Nodes) start(ctx context.Context) error {
 			}
 		}
 	}
-	// CoreDNS, on the bridge address, in the host's namespace.
-	if err := os.WriteFile(filepath.Join(cfg.Dir, "Corefile"), corefile(gw, cfg.Kubeconfig, cfg.Context), 0o644); err != nil {
+	return nil
+}
+
+// startCoreDNS starts CoreDNS on the bridge address, in the host's
+// namespace.
+func (n *Nodes) startCoreDNS(context.Context) error {
+	cfg := &n.cfg
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "Corefile"), corefile(cfg.Bridge.Addr.Addr(), cfg.Kubeconfig, cfg.Context), 0o644); err != nil {
 		return err
 	}
-	dns, err := startProc(nil, "coredns", logDir, n.bin("coredns"), "-conf", filepath.Join(cfg.Dir, "Corefile"))
+	dns, err := startProc(nil, "coredns", n.logDir(), n.bin("coredns"), "-conf", filepath.Join(cfg.Dir, "Corefile"))
 	if err != nil {
 		return err
 	}
 	n.mu.Lock()
 	n.coredns = dns
 	n.mu.Unlock()
+	return nil
+}
 
-	// The well-known paths of HostDirs must exist on the host to be
-	// mount points: made here when missing (empty directories, as a real
-	// node has them) and left, because removing one would detach the
-	// mounts of another cluster's nodes using it at the same time.
+// makeMountPoints: the well-known paths of HostDirs must exist on the
+// host to be mount points: made here when missing (empty directories, as
+// a real node has them) and left, because removing one would detach the
+// mounts of another cluster's nodes using it at the same time.
+func (n *Nodes) makeMountPoints(context.Context) error {
 	for _, d := range HostDirs {
 		if err := os.MkdirAll(d.Path, 0o755); err != nil {
 			return fmt.Errorf("creating the mount point %s: %w", d.Path, err)
 		}
 	}
+	return nil
+}
+
+// startContainerds: each containerd is born in a new mount namespace (a
+// slave of the host's: the host's mounts still appear in it, its own never
+// leave it) where the shell bind-mounts HostDirs and then becomes
+// containerd (exec: the recorded PID is containerd's).
+func (n *Nodes) startContainerds(context.Context) error {
 	for i, nd := range n.Nodes {
-		// containerd is born in a new mount namespace (a slave of the
-		// host's: the host's mounts still appear in it, its own never
-		// leave it) where the shell bind-mounts HostDirs and then
-		// becomes containerd (exec: the recorded PID is containerd's).
 		args := append([]string{"--mount", "--propagation", "slave", "--", "/bin/sh", "-c", mountScript(nd.Dir) + `exec "$0" "$@"`},
 			n.bin("containerd"), "--config", filepath.Join(nd.Dir, "containerd.toml"))
-		p, err := startProc(nd.NS, fmt.Sprintf("containerd-%d", i), logDir, UnshareBin, args...)
+		p, err := startProc(nd.NS, fmt.Sprintf("containerd-%d", i), n.logDir(), UnshareBin, args...)
 		if err != nil {
 			return err
 		}
@@ -338,22 +385,34 @@ func (n *Nodes) start(ctx context.Context) error {
 		nd.containerd = p
 		n.mu.Unlock()
 	}
+	return nil
+}
+
+func (n *Nodes) waitContainerds(ctx context.Context) error {
 	t0 := time.Now()
 	for _, nd := range n.Nodes {
 		if err := n.waitContainerd(ctx, nd); err != nil {
 			return err
 		}
 	}
-	cfg.logf("%d containerds answer (%.1fs)", len(n.Nodes), time.Since(t0).Seconds())
-	t0 = time.Now()
+	n.cfg.logf("%d containerds answer (%.1fs)", len(n.Nodes), time.Since(t0).Seconds())
+	return nil
+}
+
+func (n *Nodes) importImages(ctx context.Context) error {
+	t0 := time.Now()
 	for _, nd := range n.Nodes {
-		for _, img := range cfg.Images {
+		for _, img := range n.cfg.Images {
 			if err := n.Import(ctx, nd, img); err != nil {
 				return err
 			}
 		}
 	}
-	cfg.logf("%d images imported into %d nodes (%.1fs)", len(cfg.Images), len(n.Nodes), time.Since(t0).Seconds())
+	n.cfg.logf("%d images imported into %d nodes (%.1fs)", len(n.cfg.Images), len(n.Nodes), time.Since(t0).Seconds())
+	return nil
+}
+
+func (n *Nodes) startAgents(context.Context) error {
 	for i, nd := range n.Nodes {
 		if err := n.startNodeAgents(i, nd); err != nil {
 			return err

@@ -125,20 +125,18 @@ func mapOf(v any, title, desc string) func() (*jsonschema.Schema, error) {
 	}
 }
 
-// resourcesSchema: resources.json is written as a map (local and kube
-// differ in their extra keys): its version, its window and its summary
-// (sample.Summary) are held to their types, the platform's extra keys are
-// objects or strings as written.
+// resourcesSchema: resources.json is written by every platform as
+// sample.Resources, the keys a platform does not write left out; its
+// "schema" key is absent in files written before it was added (meshbench
+// 0.1.0-dev), which have this shape too, so it is not required.
 func resourcesSchema() (*jsonschema.Schema, error) {
-	s := &jsonschema.Schema{Version: jsonschema.Version, Title: "meshbench resources, version 1", Type: "object",
-		Description: "A run's resource figures over its measured window: the rule that chose the samples (window) and the summary per process, component, category and TOTAL; on a cluster also the metrics source, the nodes and the kubelet counters.",
-		Properties:  jsonschema.NewProperties(), Required: []string{"window", "summary"}}
-	s.Properties.Set("schema", &jsonschema.Schema{Const: results.ResourcesSchema,
-		Description: "The format's version; absent in files written before it was added (meshbench 0.1.0-dev), which have this shape too."})
-	s.Properties.Set("window", &jsonschema.Schema{Type: "object", Required: []string{"from", "to", "rule"}})
-	sum := reflector().Reflect(&sample.Summary{})
-	sum.Version, sum.ID = "", ""
-	s.Properties.Set("summary", sum)
+	s := reflector().Reflect(&sample.Resources{})
+	s.Title = "meshbench resources, version 1"
+	s.Description = "A run's resource figures over its measured window: the rule that chose the samples (window) and the summary per process, component, category and TOTAL; on a cluster also the metrics source, the drain, the nodes, and what the kubelet's counters or metrics.k8s.io said besides."
+	if p, ok := s.Properties.Get("schema"); ok {
+		p.Const = results.ResourcesSchema
+		p.Description = "The format's version; absent in files written before it was added (meshbench 0.1.0-dev), which have this shape too."
+	}
 	return s, nil
 }
 

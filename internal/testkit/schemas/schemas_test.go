@@ -2,14 +2,19 @@ package schemas
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/meshbench/meshbench/internal/bench/plan"
+	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated schemas in schema/")
@@ -153,5 +158,58 @@ func TestPlanFiles(t *testing.T) {
 		if err := check(tc.name, []byte(tc.yaml)); err == nil {
 			t.Errorf("%s: the schema takes %q", tc.name, tc.yaml)
 		}
+	}
+}
+
+// TestResourcesClusterForms: the cluster's forms of resources.json (the
+// lab's are validated by the lab's tests) match the schema generated from
+// sample.Resources: measured by metrics.k8s.io, and by the kubelet's
+// counters without a measured window (counters, metrics_api and nodes
+// null). A key of the wrong type is refused, named.
+func TestResourcesClusterForms(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	drain := results.Drain{Ended: results.DrainIdle, LoadEnded: at}
+	sum := sample.Summarize([]sample.Round{{Time: at, Samples: []sample.Sample{{Target: sample.Target{PID: 1, Name: "a/b/c",
+		Component: "app", Category: sample.CategoryApp}, Time: at, CPUMillicores: 5}}}})
+	n := 0
+	forms := map[string]sample.Resources{
+		"metrics-api": {Schema: results.ResourcesSchema, Source: "metrics-api", Memory: "working set", Drain: &drain, Summary: sum,
+			Window: sample.ResourcesWindow{From: at, To: at.Add(time.Second), Rule: "r"}, Stale: &sample.StaleSamples{}, MixedRounds: &n, APIErrors: &n,
+			Nodes: sample.Write([]sample.NodeSummary{{Name: "node-1", Rounds: 1}})},
+		"kubelet": {Schema: results.ResourcesSchema, Source: "kubelet", Memory: "working set", Drain: &drain, Summary: sample.Summarize(nil),
+			Window: sample.ResourcesWindow{Rule: "r"}, Nodes: sample.Write[[]sample.NodeSummary](nil),
+			Counters: sample.Write[*sample.CounterReport](nil), MetricsAPI: sample.Write[*sample.MetricsAPIReport](nil)},
+	}
+	root := t.TempDir()
+	for name, r := range forms {
+		d := filepath.Join(root, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, results.ResourcesFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := ValidateTree(root, schemaDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(v.BySchema["resources.v1.schema.json"]); got != len(forms) {
+		t.Errorf("%d resources files validated, want %d", got, len(forms))
+	}
+	p := filepath.Join(root, "kubelet", results.ResourcesFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(`"counters": null`), []byte(`"counters": "none"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ValidateTree(root, schemaDir); err == nil || !strings.Contains(err.Error(), "kubelet/resources.json against resources.v1.schema.json") {
+		t.Errorf("counters of the wrong type: %v", err)
 	}
 }

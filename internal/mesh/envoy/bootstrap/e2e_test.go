@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -243,10 +241,11 @@ func plaintextRefused(t *testing.T, addr string) {
 // returns the response status.
 func (l *lab) connect(hbone string, id, peer topology.Identity, authority string) (int, error) {
 	cert := l.pki.Workloads[id].TLSCertificate()
-	tr := &http2.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ServerName: topology.HBONESNI(peer),
+	tr := &http.Transport{Protocols: new(http.Protocols), TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ServerName: topology.HBONESNI(peer),
 		// The peer's certificate carries only a URI SAN; this probe tests
 		// the server's checks, not the client's.
 		InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}}}
+	tr.Protocols.SetHTTP2(true) // HBONE is HTTP/2 CONNECT
 	defer tr.CloseIdleConnections()
 	pr, pw := io.Pipe()
 	defer pw.Close()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // requireNodeProxy returns the shared cluster and a clientset, skipping
@@ -55,6 +56,7 @@ func requireNodeProxy(t *testing.T) (*kubetest.Cluster, *rest.Config, kubernetes
 // its samples carry no timestamps (so no lag and no stale reading here).
 // The known answer is that annotation: 200m and 48Mi.
 func TestSamplerAgainstKwok(t *testing.T) {
+	testutil.Timing(t) // kwok's counters follow its wall clock, read against the sampler's
 	c, _, cs := requireNodeProxy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -122,7 +124,7 @@ func TestSamplerAgainstKwok(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var web *ContainerWindow
+	var web *sample.ContainerWindow
 	for i := range res.Containers {
 		if res.Containers[i].Key == ns+"/web-0/app" {
 			web = &res.Containers[i]
@@ -212,6 +214,7 @@ spec:
 // metrics.k8s.io/resource-metrics-path points at it; everything else is
 // real: the API server's node proxy, the sampler, the raw records.
 func TestResetAgainstKwok(t *testing.T) {
+	testutil.Timing(t) // kwok's counters follow its wall clock, read against the sampler's
 	c, _, cs := requireNodeProxy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -30,19 +30,6 @@ type segment struct {
 	start time.Time
 }
 
-// Reset is a counter that went backwards (or a container whose start time
-// changed): its container restarted between two reads. The CPU its old
-// incarnation used after its last read is not known and not counted;
-// the new incarnation is counted from its start (or its first read).
-type Reset struct {
-	Key  string    `json:"key"` // namespace/pod/container, or "node NAME"
-	Node string    `json:"node"`
-	Time time.Time `json:"time"` // the first read of the new incarnation
-	// From and To are the counter before and after (core-seconds).
-	From float64 `json:"from_cpu_seconds"`
-	To   float64 `json:"to_cpu_seconds"`
-}
-
 // plausibleStart: kwok's emulation reports seconds since the start where
 // the kubelet reports a Unix time; only the latter is a start time.
 func plausibleStart(sec float64, first time.Time) (time.Time, bool) {
@@ -58,7 +45,7 @@ func plausibleStart(sec float64, first time.Time) (time.Time, bool) {
 type series struct {
 	containers map[string][]*segment
 	nodes      map[string][]*segment
-	resets     []Reset
+	resets     []sample.CounterReset
 	ended      int // readings after a container ended (ignored)
 	stale      int
 	fresh      int
@@ -120,7 +107,7 @@ func (s *series) add(rec *Record) (seg *segment, prev *point) {
 		return nil, nil
 	}
 	if p.cpu < lp.cpu || newStart {
-		s.resets = append(s.resets, Reset{Key: key, Node: rec.Node, Time: p.t, From: lp.cpu, To: p.cpu})
+		s.resets = append(s.resets, sample.CounterReset{Key: key, Node: rec.Node, Time: p.t, From: lp.cpu, To: p.cpu})
 		sg := newSeg()
 		if !sg.start.IsZero() && !sg.start.After(lp.t) {
 			sg.start = time.Time{} // not this incarnation's start
@@ -256,26 +243,6 @@ func Within(rounds []sample.Round, recs []Record, from, to time.Time) []sample.R
 	return out
 }
 
-// ContainerWindow is one container incarnation's CPU over the measured
-// window.
-type ContainerWindow struct {
-	Key       string `json:"key"` // namespace/pod/container
-	Node      string `json:"node"`
-	Component string `json:"component"`
-	Category  string `json:"category"`
-	// CPUSeconds used inside the window (counter difference, interpolated
-	// to the window's edges or to the incarnation's own span);
-	// CPUMillicores the same over the whole window.
-	CPUSeconds    float64 `json:"cpu_seconds"`
-	CPUMillicores float64 `json:"cpu_millicores"`
-	// From and To: the part of the window it was counted for; Partial
-	// when that is not the whole window (it appeared, disappeared or
-	// restarted inside it).
-	From    time.Time `json:"from"`
-	To      time.Time `json:"to"`
-	Partial bool      `json:"partial,omitempty"`
-}
-
 // NodeValue is one node's CPU and working set in one interval of the
 // window.
 type NodeValue struct {
@@ -291,15 +258,6 @@ type NodeRound struct {
 	Nodes []NodeValue `json:"nodes"`
 }
 
-// LagStats is how old the CPU counters were when read (read time minus
-// the counter's timestamp), over the records that had a timestamp.
-type LagStats struct {
-	Samples int           `json:"samples"`
-	Min     time.Duration `json:"min_ns"`
-	Median  time.Duration `json:"median_ns"`
-	Max     time.Duration `json:"max_ns"`
-}
-
 // WindowResult is what the counters say about one measured window.
 type WindowResult struct {
 	From, To time.Time
@@ -312,13 +270,13 @@ type WindowResult struct {
 	// (equal intervals), their min and max the intervals'.
 	Rounds     []sample.Round
 	Nodes      []NodeRound
-	Containers []ContainerWindow
+	Containers []sample.ContainerWindow
 	// Resets inside the window, and every reset of the run (AllResets).
-	Resets, AllResets []Reset
+	Resets, AllResets []sample.CounterReset
 	// StaleRecords: reads whose counter timestamp had not advanced (no new
 	// information); FreshRecords: the others with a CPU counter.
 	StaleRecords, FreshRecords int
-	Lag                        LagStats
+	Lag                        sample.CounterLag
 }
 
 // Window computes every container's and node's CPU over [from, to] from
@@ -386,7 +344,7 @@ func Window(recs []Record, from, to time.Time, period time.Duration) (WindowResu
 	}
 	for _, key := range sortedKeys(s.containers) {
 		for _, sg := range s.containers[key] {
-			cw := ContainerWindow{Key: sg.key, Node: sg.node, Component: sg.component, Category: sg.category}
+			cw := sample.ContainerWindow{Key: sg.key, Node: sg.node, Component: sg.component, Category: sg.category}
 			for i := range n {
 				cpu, ok := interval(sg, grid[i], grid[i+1])
 				if !ok {
@@ -425,13 +383,13 @@ func Window(recs []Record, from, to time.Time, period time.Duration) (WindowResu
 	return res, nil
 }
 
-func lagStats(lags []time.Duration) LagStats {
+func lagStats(lags []time.Duration) sample.CounterLag {
 	if len(lags) == 0 {
-		return LagStats{}
+		return sample.CounterLag{}
 	}
 	l := slices.Clone(lags)
 	slices.Sort(l)
-	return LagStats{Samples: len(l), Min: l[0], Median: l[len(l)/2], Max: l[len(l)-1]}
+	return sample.CounterLag{Samples: len(l), Min: l[0], Median: l[len(l)/2], Max: l[len(l)-1]}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

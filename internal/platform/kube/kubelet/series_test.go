@@ -95,7 +95,7 @@ func TestWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got *ContainerWindow
+			var got *sample.ContainerWindow
 			for i := range res.Containers {
 				if res.Containers[i].Key == tc.key {
 					if got != nil {

@@ -19,9 +19,9 @@ import (
 
 // Collect reads the log of every pod of the Job: each is one
 // worker's JSON result, which says which worker it is (workerIndex; the
-// pod's completion index must agree). Every log is kept under logs/ as it
-// was read.
-func Collect(ctx context.Context, core kubernetes.Interface, job *batchv1.Job, workers int, dir *results.RunDir) ([]*results.LoadResult, error) {
+// pod's completion index must agree). keep is handed every log as it was
+// read, with its name in the results directory (logs/load-POD.log).
+func Collect(ctx context.Context, core kubernetes.Interface, job *batchv1.Job, workers int, keep func(name string, log []byte)) ([]*results.LoadResult, error) {
 	pods, err := core.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func Collect(ctx context.Context, core kubernetes.Interface, job *batchv1.Job, w
 			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
 			continue
 		}
-		_ = dir.WriteFile(filepath.Join(results.LogsDir, "load-"+p.Name+".log"), body)
+		keep(filepath.Join(results.LogsDir, "load-"+p.Name+".log"), body)
 		lr, err := ParseWorkerLog(body)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("log of load worker %s: %w", p.Name, err))
