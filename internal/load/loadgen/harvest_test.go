@@ -90,3 +90,31 @@ func TestLazyReadsTimedByKernel(t *testing.T) {
 		t.Errorf("service time p50 %v with %d answers read at the pacer's wake-ups: timed when read, not when received", p50, lazy)
 	}
 }
+
+// TestKernelTimeNotBeforeAnswer: timing answers by the kernel's receive
+// time never makes them shorter than the target took. The server holds
+// every answer 3 ms before writing it; at 200/s (a 5-ms pacer period) the
+// answers are read at the pacer's wake-ups, up to 2 ms after they arrived,
+// and still no service time or latency (exact minimums) is under the 3 ms:
+// the receive time is never earlier than the answer left the server.
+func TestKernelTimeNotBeforeAnswer(t *testing.T) {
+	const hold = 3 * time.Millisecond
+	slow := startApp(t, workload.Config{Kind: workload.KindStatic, Faults: workload.Faults{Delay: hold}})
+	cfg := baseConfig(targets(t, false, "http://"+slow+"/"), 200, 2*time.Second)
+	cfg.Connections = 4
+	before := lazyAnswers.Load()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy := lazyAnswers.Load() - before
+	if res.Success != 400 || lazy < res.Success/2 {
+		t.Fatalf("%d answers, %d of them read at the pacer's wake-ups: want 400, most", res.Success, lazy)
+	}
+	if low := time.Duration(res.ServiceTime.MinNs()); low < hold {
+		t.Errorf("shortest service time %v: shorter than the %v the server held every answer", low, hold)
+	}
+	if low := time.Duration(res.Latency.MinNs()); low < hold {
+		t.Errorf("shortest latency %v: shorter than the %v the server held every answer", low, hold)
+	}
+}

@@ -12,9 +12,10 @@ import (
 
 // TestRawIOArrival: the receive time rawIO reports is when the answer
 // reached the socket, not when it was read: the test reads it 100 ms after
-// the server has written it, and the arrival lies between the request's
-// write and the server's signal. A request queued for the next read is
-// written by that read.
+// the server has written it, and the arrival lies between the server's
+// call to write the answer (never before: no client could have it then)
+// and the server's signal. A request queued for the next read is written
+// by that read.
 //
 // The first exchange is not checked: the kernel turns receive stamping on
 // for the whole system a moment after the first socket asks (a deferred
@@ -27,7 +28,8 @@ func TestRawIOArrival(t *testing.T) {
 	}
 	defer ln.Close()
 	answer := []byte("pong")
-	wrote := make(chan time.Time, 1)
+	type write struct{ before, after time.Time } // the server's Write call
+	wrote := make(chan write, 1)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -39,10 +41,11 @@ func TestRawIOArrival(t *testing.T) {
 			if _, err := io.ReadFull(c, buf); err != nil {
 				return
 			}
+			before := time.Now()
 			if _, err := c.Write(answer); err != nil {
 				return
 			}
-			wrote <- time.Now()
+			wrote <- write{before, time.Now()}
 		}
 		_, _ = io.Copy(io.Discard, c)
 	}()
@@ -70,7 +73,7 @@ func TestRawIOArrival(t *testing.T) {
 		} else if _, err := r.Write([]byte("ping")); err != nil {
 			t.Fatal(err)
 		}
-		var answered time.Time
+		var answered write
 		if queued {
 			// The read writes the request, then waits for the answer.
 			buf := make([]byte, 16)
@@ -94,9 +97,10 @@ func TestRawIOArrival(t *testing.T) {
 		if r.arrival() == 0 {
 			t.Fatalf("queued=%v: no receive time (does this kernel stamp TCP with SO_TIMESTAMPNS?)", queued)
 		}
-		if got := time.Unix(0, r.arrival()); got.Before(sent) || got.After(answered.Add(50*time.Millisecond)) {
-			t.Errorf("queued=%v: arrival %v, want between the send %v and the server's write %v",
-				queued, got.Format(time.StampMicro), sent.Format(time.StampMicro), answered.Format(time.StampMicro))
+		if got := time.Unix(0, r.arrival()); got.Before(sent) || got.Before(answered.before) || got.After(answered.after.Add(50*time.Millisecond)) {
+			t.Errorf("queued=%v: arrival %v, want after the send %v and the server's write call %v, before its end %v",
+				queued, got.Format(time.StampMicro), sent.Format(time.StampMicro),
+				answered.before.Format(time.StampMicro), answered.after.Format(time.StampMicro))
 		}
 	}
 }
