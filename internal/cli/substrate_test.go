@@ -221,11 +221,10 @@ func TestRunWaypointNetnsCLI(t *testing.T) {
 	n, _ := m.Options["netns"].(map[string]any)
 	prefix, _ := n["prefix"].(string)
 	sn, _ := n["subnet"].(string)
-	subnet, err := netip.ParsePrefix(sn)
-	if err != nil || prefix == "" {
+	if _, err := netip.ParsePrefix(sn); err != nil || prefix == "" {
 		t.Fatalf("manifest netns %v", m.Options["netns"])
 	}
-	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+	if busy, err := netns.NamesInUse(prefix); err != nil || busy {
 		t.Errorf("after the run, names %s* are still in use (err %v)", prefix, err)
 	}
 }

@@ -278,8 +278,10 @@ func TestInPodRealZtunnel(t *testing.T) {
 		t.Logf("metrics:\n%s", grepLines(text, "istio_tcp_connections_opened_total"))
 		t.Errorf("ztunnel counted %v mutual_tls inbound connections from %s, want ≥ 2", mtlsInbound, client.id.SPIFFE())
 	}
-	if l := log.String(); !strings.Contains(l, `src.identity="`+client.id.SPIFFE()+`"`) {
-		t.Errorf("ztunnel's access log names no src.identity %s", client.id.SPIFFE())
+	// ztunnel writes a connection's access-log line when the connection
+	// closes, and its stdout reaches log through a pipe: wait for it.
+	if !logShows(log.String, `src.identity="`+client.id.SPIFFE()+`"`, 10*time.Second) {
+		t.Errorf("ztunnel's access log names no src.identity %s within 10s", client.id.SPIFFE())
 	}
 
 	// The node ztunnel took every pod's certificate by impersonation.
@@ -309,7 +311,13 @@ func TestInPodRealZtunnel(t *testing.T) {
 	if _, err := get(client, fmt.Sprintf("http://%s:8080/", server.ip)); err != nil {
 		t.Fatalf("client → server after a ztunnel restart: %v", err)
 	}
-	if !strings.Contains(log.String(), `received snapshot sent`) || strings.Count(log.String(), `pod received, starting proxy	uid="lab//v1/Pod/default/client"`) < 2 {
+	twice := func() string { // the client pod started in both ztunnels' logs
+		if strings.Count(log.String(), `pod received, starting proxy	uid="lab//v1/Pod/default/client"`) < 2 {
+			return ""
+		}
+		return log.String()
+	}
+	if !logShows(twice, `received snapshot sent`, 10*time.Second) {
 		t.Errorf("the restarted ztunnel did not get the snapshot again")
 	}
 
@@ -319,8 +327,22 @@ func TestInPodRealZtunnel(t *testing.T) {
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+	if busy, err := netns.NamesInUse(prefix); err != nil || busy {
 		t.Errorf("after Close, %s / %s* still in use (err %v)", subnet, prefix, err)
+	}
+}
+
+// logShows reports whether read's text contains want within wait.
+func logShows(read func() string, want string, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		if strings.Contains(read(), want) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

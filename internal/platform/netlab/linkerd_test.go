@@ -46,8 +46,8 @@ func linkerdOf(t *testing.T, m *results.RunManifest) map[string]any {
 // removed.
 func checkLinkerdGone(t *testing.T, m *results.RunManifest) {
 	t.Helper()
-	prefix, subnet := netnsOf(t, m)
-	checkGone(t, m, prefix, subnet)
+	prefix, _ := netnsOf(t, m)
+	checkGone(t, m, prefix)
 	if dir, _ := linkerdOf(t, m)["identity_dir"].(string); dir == "" {
 		t.Error("manifest has no linkerd identity_dir")
 	} else if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
@@ -183,8 +183,8 @@ func TestLinkerdBench(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prefix, subnet := netnsOf(t, m)
-		checkGone(t, m, prefix, subnet)
+		prefix, _ := netnsOf(t, m)
+		checkGone(t, m, prefix)
 		if !strings.HasPrefix(id, "linkerd") {
 			continue
 		}

@@ -256,7 +256,7 @@ func TestTwoNodes(t *testing.T) {
 		if err := r.lab.Close(); err != nil { // twice is harmless
 			t.Error(err)
 		}
-		if busy, err := netns.InUse(r.subnet, r.prefix); err != nil || busy {
+		if busy, err := netns.NamesInUse(r.prefix); err != nil || busy {
 			t.Errorf("after Close, names %s* are still in use (err %v)", r.prefix, err)
 		}
 	}
@@ -323,7 +323,7 @@ func TestUpFailsClean(t *testing.T) {
 	if !strings.Contains(err.Error(), "ztunnel exited") {
 		t.Errorf("error %q does not say ztunnel exited", err)
 	}
-	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+	if busy, err := netns.NamesInUse(prefix); err != nil || busy {
 		t.Errorf("after a failed Up, names %s* are still in use (err %v)", prefix, err)
 	}
 }

@@ -78,13 +78,13 @@ func runCell(t *testing.T, o local.Options, gone func(*testing.T, *results.RunMa
 // checkRunGone is checkGone for the namespaces the run's manifest names.
 func checkRunGone(t *testing.T, m *results.RunManifest) {
 	t.Helper()
-	prefix, subnet := netnsOf(t, m)
-	checkGone(t, m, prefix, subnet)
+	prefix, _ := netnsOf(t, m)
+	checkGone(t, m, prefix)
 }
 
 // checkGone fails when a process of the run still exists or a namespace
 // or link of its prefix is left.
-func checkGone(t *testing.T, m *results.RunManifest, prefix string, subnet netip.Prefix) {
+func checkGone(t *testing.T, m *results.RunManifest, prefix string) {
 	t.Helper()
 	for _, p := range m.Processes {
 		if p.PID > 0 && syscall.Kill(p.PID, 0) == nil {
@@ -93,7 +93,7 @@ func checkGone(t *testing.T, m *results.RunManifest, prefix string, subnet netip
 			}
 		}
 	}
-	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+	if busy, err := netns.NamesInUse(prefix); err != nil || busy {
 		t.Errorf("after the run, names %s* are still in use (err %v)", prefix, err)
 	}
 }
@@ -253,7 +253,7 @@ func TestSubstrateUpFailsClean(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") && !strings.Contains(err.Error(), "ztunnel") {
 		t.Fatalf("run with a ztunnel that exits: err %v, want ztunnel's exit", err)
 	}
-	if busy, err := netns.InUse(subnet, prefix); err != nil || busy {
+	if busy, err := netns.NamesInUse(prefix); err != nil || busy {
 		t.Errorf("after the failed run, names %s* are still in use (err %v)", prefix, err)
 	}
 }
@@ -264,8 +264,8 @@ func TestSubstrateUpFailsClean(t *testing.T) {
 func TestSubstrateInterrupt(t *testing.T) {
 	bin := requirements(t)
 	m := interruptRun(t, "--ztunnel", bin, "--mesh", "ambient", "--rate", "50")
-	prefix, subnet := netnsOf(t, m)
-	checkGone(t, m, prefix, subnet)
+	prefix, _ := netnsOf(t, m)
+	checkGone(t, m, prefix)
 }
 
 // TestSubstrateBench runs a real `meshbench bench` plan of none and
@@ -306,8 +306,8 @@ func TestSubstrateBench(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prefix, subnet := netnsOf(t, m)
-		checkGone(t, m, prefix, subnet)
+		prefix, _ := netnsOf(t, m)
+		checkGone(t, m, prefix)
 		if !strings.HasPrefix(id, "ambient") {
 			continue
 		}
@@ -376,9 +376,9 @@ func TestSubstrateTwoLabs(t *testing.T) {
 		if o.res == nil || o.res.Manifest == nil {
 			t.Fatalf("run: %v", o.err)
 		}
-		prefix, subnet := netnsOf(t, o.res.Manifest)
+		prefix, _ := netnsOf(t, o.res.Manifest)
 		prefixes[prefix] = true
-		checkGone(t, o.res.Manifest, prefix, subnet)
+		checkGone(t, o.res.Manifest, prefix)
 		if o.err != nil || !o.res.Manifest.Valid {
 			t.Errorf("lab %s: %v %v", prefix, o.err, o.res.Manifest.Invalid)
 		}

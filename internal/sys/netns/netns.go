@@ -387,13 +387,30 @@ func ipNet(p netip.Prefix) *net.IPNet {
 }
 
 // InUse reports whether p overlaps an address or a route of the host's
-// namespace, or a link already has a name starting with prefix: a
-// substrate there would collide with someone else's.
+// namespace, or a link or a named namespace already has a name starting
+// with prefix: a substrate there would collide with someone else's.
 func InUse(p netip.Prefix, prefix string) (bool, error) {
-	// A dump interrupted by a change made meanwhile (other labs, other
-	// tests on the host) is incomplete: read it again.
+	return retryDump(func() (bool, error) { return inUse(p, prefix) })
+}
+
+// NamesInUse reports whether a link or a named namespace has a name
+// starting with prefix: what a substrate of that prefix leaves behind if
+// it leaves anything (its addresses and routes go with its links). A
+// check after a lab's teardown asks this, not InUse: another lab may
+// take the same subnet as soon as it is free, but not the same prefix
+// while a name of it remains.
+func NamesInUse(prefix string) (bool, error) {
+	if prefix == "" {
+		return false, errors.New("netns: NamesInUse needs a prefix")
+	}
+	return retryDump(func() (bool, error) { return namesInUse(prefix) })
+}
+
+// retryDump runs f again when a dump was interrupted by a change made
+// meanwhile (other labs, other tests on the host): it is incomplete.
+func retryDump(f func() (bool, error)) (bool, error) {
 	for attempt := 0; ; attempt++ {
-		busy, err := inUse(p, prefix)
+		busy, err := f()
 		if attempt < 5 && errors.Is(err, netlink.ErrDumpInterrupted) {
 			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 			continue
@@ -403,13 +420,9 @@ func InUse(p netip.Prefix, prefix string) (bool, error) {
 }
 
 func inUse(p netip.Prefix, prefix string) (bool, error) {
-	links, err := netlink.LinkList()
-	if err != nil {
-		return false, err
-	}
-	for _, l := range links {
-		if prefix != "" && strings.HasPrefix(l.Attrs().Name, prefix) {
-			return true, nil
+	if prefix != "" {
+		if busy, err := namesInUse(prefix); err != nil || busy {
+			return busy, err
 		}
 	}
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
@@ -433,7 +446,20 @@ func inUse(p netip.Prefix, prefix string) (bool, error) {
 			return true, nil
 		}
 	}
-	if names, err := os.ReadDir("/run/netns"); err == nil && prefix != "" {
+	return false, nil
+}
+
+func namesInUse(prefix string) (bool, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return false, err
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, prefix) {
+			return true, nil
+		}
+	}
+	if names, err := os.ReadDir("/run/netns"); err == nil {
 		if slices.ContainsFunc(names, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), prefix) }) {
 			return true, nil
 		}

@@ -124,6 +124,9 @@ func TestSubstrate(t *testing.T) {
 	if busy, _ := InUse(subnet, prefix); !busy {
 		t.Error("InUse does not see the substrate")
 	}
+	if busy, _ := NamesInUse(prefix); !busy {
+		t.Error("NamesInUse does not see the substrate's names")
+	}
 
 	closed = true
 	if err := s.Close(); err != nil {
@@ -131,6 +134,9 @@ func TestSubstrate(t *testing.T) {
 	}
 	if busy, err := InUse(subnet, prefix); busy || err != nil {
 		t.Errorf("after Close the subnet or prefix is still in use (%v)", err)
+	}
+	if busy, err := NamesInUse(prefix); busy || err != nil {
+		t.Errorf("after Close names %s* are still in use (%v)", prefix, err)
 	}
 	if busy, _ := InUse(netip.MustParsePrefix("10.96.250.0/24"), ""); busy {
 		t.Error("the host route is left")

@@ -91,8 +91,16 @@ func workerIndex(lr *results.LoadResult, pod *corev1.Pod, workers int) (int, err
 // ParseWorkerLog reads the JSON result in a worker's log: the document
 // that starts at the first line beginning with '{' (a log may hold
 // warnings before it; `meshbench load --output-format json` prints one
-// indented document).
+// indented document). The log holds stdout and stderr together, and the
+// container runtime copies the two streams line by line from two
+// goroutines, so the engine's running figures (stderr, --progress-log)
+// can land between the result's lines — or inside one, where the runtime
+// split a long line into partial entries. Every progress line is taken
+// out, wherever it starts, before the result is read: each is
+// results.ProgressLinePrefix up to its newline, text the indented JSON
+// cannot hold (its strings hold no newline and no such words).
 func ParseWorkerLog(body []byte) (*results.LoadResult, error) {
+	body = withoutProgressLines(body)
 	start := 0
 	if !bytes.HasPrefix(body, []byte("{")) {
 		i := bytes.Index(body, []byte("\n{"))
@@ -102,6 +110,28 @@ func ParseWorkerLog(body []byte) (*results.LoadResult, error) {
 		start = i + 1
 	}
 	return results.Read(bytes.NewReader(body[start:]))
+}
+
+// withoutProgressLines is body without its progress lines (each from
+// results.ProgressLinePrefix to its newline, or to the end).
+func withoutProgressLines(body []byte) []byte {
+	prefix := []byte(results.ProgressLinePrefix)
+	if !bytes.Contains(body, prefix) {
+		return body
+	}
+	out := make([]byte, 0, len(body))
+	for {
+		i := bytes.Index(body, prefix)
+		if i < 0 {
+			return append(out, body...)
+		}
+		out = append(out, body[:i]...)
+		j := bytes.IndexByte(body[i:], '\n')
+		if j < 0 {
+			return out
+		}
+		body = body[i+j+1:]
+	}
 }
 
 // WriteResult writes the merged result lr into dir: load.json and the

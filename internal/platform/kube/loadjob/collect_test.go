@@ -3,6 +3,7 @@ package loadjob
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -23,14 +24,28 @@ func TestParseWorkerLog(t *testing.T) {
 	if !strings.Contains(string(js), "\n  ") {
 		t.Fatal("fixture is not indented JSON: the test would not show multi-line parsing")
 	}
+	want, err := ParseWorkerLog(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := string(results.ProgressLine(results.LoadProgress{ElapsedNs: 1e9, Sent: 50})) + "\n"
 	for name, log := range map[string]string{
 		"bare":          string(js),
 		"after warning": "WARNING: target rate not reached\n" + string(js),
 		// The engine's running figures (--progress-log, stderr) precede
 		// the result in the pod's log.
-		"after progress lines": string(results.ProgressLine(results.LoadProgress{ElapsedNs: -5e8})) + "\n" +
-			string(results.ProgressLine(results.LoadProgress{ElapsedNs: 1e9, Sent: 50})) + "\n" + string(js),
+		"after progress lines": progress + progress + string(js),
+		// The runtime copies stdout and stderr from two goroutines, line
+		// by line: the last progress line can land between the result's
+		// lines (seen on the real nodes: "invalid character 'm' looking
+		// for beginning of object key string") ...
+		"progress between its lines": strings.Replace(string(js), "\n  ", "\n"+progress+"  ", 3) + progress,
+		// ... or inside one the runtime split into partial entries.
+		"progress inside a line": strings.Replace(string(js), "HISTF", "HIST"+progress+"F", 2),
 	} {
+		if strings.Contains(name, "progress") && !strings.Contains(log, progress) {
+			t.Fatalf("%s: no progress line put in: the case shows nothing", name)
+		}
 		lr, err := ParseWorkerLog([]byte(log))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -38,6 +53,9 @@ func TestParseWorkerLog(t *testing.T) {
 		}
 		if lr.Completed == 0 {
 			t.Errorf("%s: parsed a result with no requests", name)
+		}
+		if !reflect.DeepEqual(lr, want) {
+			t.Errorf("%s: the result read back differs from the worker's", name)
 		}
 	}
 	if _, err := ParseWorkerLog([]byte("exec format error\n")); err == nil || !strings.Contains(err.Error(), "no JSON result") {
