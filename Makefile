@@ -124,9 +124,12 @@ fuzz:
 	./hack/fuzz/run.sh
 
 # meshbench's load engine beside vegeta, oha and wrk (see bench/loadgen/README.md).
+# LOADGEN_ARGS passes options to run.py, e.g. a before/after comparison on
+# a quiet machine: LOADGEN_ARGS='--target nginx --repeat 3 --baseline /tmp/mb-before'
+# (bench/loadgen/README.md).
 bench-loadgen: build
 	./bench/loadgen/install.sh
-	python3 bench/loadgen/run.py --meshbench $(BIN)
+	python3 bench/loadgen/run.py --meshbench $(BIN) $(LOADGEN_ARGS)
 
 # A 90-replica sidecar lab: time to ready, PSS per sidecar, sampler cost (bench/lab/README.md).
 bench-lab: envoy

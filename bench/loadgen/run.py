@@ -2,9 +2,10 @@
 """Load-generator comparison: meshbench's load engine beside oha, vegeta and
 wrk, against the same server on loopback. Python 3.11 standard library only.
 
-    python3 bench/loadgen/run.py [--meshbench PATH] [--duration 10] \
-        [--rates 1000,5000] [--connections 16] [--target nginx|static|both] \
-        [--out FILE.md] [--json FILE.json] [--pin]
+    python3 bench/loadgen/run.py [--meshbench PATH] [--baseline PATH] \
+        [--duration 10] [--rates 1000,5000] [--connections 16] \
+        [--target nginx|static|both] [--repeat N] [--out FILE.md] \
+        [--json FILE.json] [--pin]
 
 See README.md beside this file for what is measured and how to read it.
 Every load run is bounded in time; every process it starts is stopped by PID.
@@ -22,6 +23,7 @@ import select
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -266,9 +268,14 @@ class Result:
     exit_code: int | None = None
     note: str = ""
     cmd: list[str] = field(default_factory=list)
+    rep: int = 1  # repetition (--repeat)
+    per_1k: float | None = None  # set on a median row: the median of the runs' figures
+    runs: int = 1  # runs a median row stands for
 
     @property
     def cpu_per_1k(self) -> float | None:
+        if self.per_1k is not None:
+            return self.per_1k
         if self.cpu_ms is None or not self.requests:
             return None
         return self.cpu_ms / (self.requests / 1000)
@@ -321,10 +328,11 @@ def run_measured(cmd: list[str], out: Path, err: Path, timeout: float,
 
 
 class Runner:
-    def __init__(self, args, work: Path, meshbench: str | None):
+    def __init__(self, args, work: Path, meshbench: str | None, baseline: str | None = None):
         self.a = args
         self.work = work
         self.mb = meshbench
+        self.base = baseline
         self.oha = find_tool("oha")
         self.vegeta = find_tool("vegeta")
         self.wrk = find_tool("wrk")
@@ -356,10 +364,10 @@ class Runner:
             return None
         return out, err
 
-    def run(self, target: Target, mode: str, tool: str, rate: int | None) -> Result:
-        res = Result(target=target.name, mode=mode, tool=tool, rate=rate)
+    def run(self, target: Target, mode: str, tool: str, rate: int | None, rep: int = 1) -> Result:
+        res = Result(target=target.name, mode=mode, tool=tool, rate=rate, rep=rep)
         try:
-            getattr(self, f"_{tool}")(res, target.url, rate)
+            getattr(self, "_" + tool.replace("-", "_"))(res, target.url, rate)
         except Exception as e:  # a parse error must not stop the other tools
             res.note = f"FAILED: {e.__class__.__name__}: {e}"[:200]
         if not res.ok and not res.note.startswith("FAILED"):
@@ -371,7 +379,14 @@ class Runner:
 
     # -- meshbench: meshbench load ... --output-format json -o OUT.json URL
     def _meshbench(self, res: Result, url: str, rate: int | None) -> None:
-        if not self.mb:
+        self._meshbench_bin(self.mb, res, url, rate)
+
+    # -- meshbench-base: the same, with the --baseline binary (before/after)
+    def _meshbench_base(self, res: Result, url: str, rate: int | None) -> None:
+        self._meshbench_bin(self.base, res, url, rate)
+
+    def _meshbench_bin(self, mb: str | None, res: Result, url: str, rate: int | None) -> None:
+        if not mb:
             res.note = "FAILED: no meshbench binary"
             return
         D, C = self.a.duration, self.a.connections
@@ -380,7 +395,7 @@ class Runner:
         # --warmup 0: meshbench's own warm-up (default 1 s) would burn CPU on
         # requests it does not count; the peers have none. The script warms
         # the server up itself.
-        cmd = [self.mb, "load", *load, "--duration", f"{D}s", "--warmup", "0",
+        cmd = [mb, "load", *load, "--duration", f"{D}s", "--warmup", "0",
                "--connections", str(C), "--output-format", "json", "-o", str(outjson), url]
         paths = self._exec(res, cmd, D + GRACE_S)
         if not paths:
@@ -479,6 +494,12 @@ def parse_meshbench(res: Result, j: dict) -> None:
         # oha report it.
         d = (j.get("duration_ns") or 0) / 1e9
         res.achieved = completed / d if completed is not None and d > 0 else None
+    # The latency tail of a busy machine is often the generator's own: its
+    # schedule lag (a late send) counts in meshbench's latency, where the
+    # peers time from their own (late) timer tick or send.
+    lag99 = (j.get("schedule_lag") or {}).get("p99_ns")
+    if res.rate is not None and lag99 is not None and res.p99_ns and lag99 > 0.5 * res.p99_ns:
+        notes.append(f"own schedule lag p99 {lag99 / 1000:.0f} µs")
     if dropped:
         notes.append(f"dropped {dropped}")
     if j.get("canceled"):
@@ -580,6 +601,41 @@ def tables(results: list[Result]) -> str:
     return "\n".join(out)
 
 
+def medians(results: list[Result]) -> list[Result]:
+    """One row per (target, mode, tool, rate): the median of each figure
+    over its successful runs (--repeat), the CPU per 1000 requests as the
+    median of the runs' own; a group without a successful run keeps its
+    first failure."""
+    groups: dict[tuple, list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.target, r.mode, r.tool, r.rate), []).append(r)
+    out = []
+    for (target, mode, tool, rate), rs in groups.items():
+        ok = [r for r in rs if r.ok]
+        if len(rs) == 1 or not ok:
+            out.append(rs[0])
+            continue
+
+        def med(get):
+            vals = [get(r) for r in ok if get(r) is not None]
+            return statistics.median(vals) if vals else None
+
+        per1k = [r.cpu_per_1k for r in ok if r.cpu_per_1k is not None]
+        notes = [f"median of {len(ok)}"]
+        if per1k:
+            notes[0] += f"; CPU/1000 {min(per1k):.1f}–{max(per1k):.1f}"
+        if len(ok) < len(rs):
+            notes.append(f"{len(rs) - len(ok)} failed")
+        notes += sorted({r.note for r in ok if r.note})
+        reqs = med(lambda r: r.requests)
+        out.append(Result(target=target, mode=mode, tool=tool, rate=rate, achieved=med(lambda r: r.achieved),
+                          requests=None if reqs is None else int(reqs), errors=max(r.errors or 0 for r in ok),
+                          p50_ns=med(lambda r: r.p50_ns), p99_ns=med(lambda r: r.p99_ns),
+                          cpu_ms=med(lambda r: r.cpu_ms), per_1k=statistics.median(per1k) if per1k else None,
+                          runs=len(ok), note="; ".join(notes), cmd=ok[0].cmd))
+    return out
+
+
 def pick(results, target, mode, tool, rate):
     for r in results:
         if (r.target, r.mode, r.tool, r.rate) == (target, mode, tool, rate) and r.ok:
@@ -591,35 +647,59 @@ def nearest_rate(rates: list[int], want: int) -> int | None:
     return min(rates, key=lambda r: abs(r - want)) if rates else None
 
 
-def ratio_line(label, a, b, getter, limit, unit="") -> str:
+def ratio_line(label, a, b, getter, limit, unit="", at_least=False, names=("meshbench", "peer")) -> str:
+    """label: a / b = ratio, PASS when the ratio is at most limit (at least
+    limit with at_least); no verdict without a limit."""
     va = getter(a) if a else None
     vb = getter(b) if b else None
     if va is None or vb is None or not vb:
-        miss = [n for n, v in (("meshbench", va), ("peer", vb)) if v is None]
+        miss = [n for n, v in zip(names, (va, vb)) if v is None]
         return f"- {label}: n/a ({' and '.join(miss) or 'zero'} missing)"
     ratio = va / vb
     verdict = ""
     if limit is not None:
-        verdict = " — PASS" if ratio <= limit else " — FAIL"
-        verdict += f" (target ≤ {limit}×)"
-    return f"- {label}: {va:.4g}{unit} / {vb:.4g}{unit} = **{ratio:.3f}×**{verdict}"
+        met = ratio >= limit if at_least else ratio <= limit
+        verdict = (" — PASS" if met else " — FAIL") + f" (target {'≥' if at_least else '≤'} {limit}×)"
+    num = lambda v: f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"  # noqa: E731
+    return f"- {label}: {num(va)}{unit} / {num(vb)}{unit} = **{ratio:.3f}×**{verdict}"
+
+
+def best_peer(results, target, mode, rate, peers, getter):
+    """The peer whose figure is lowest, among those measured."""
+    rows = [r for r in (pick(results, target, mode, p, rate) for p in peers) if r and getter(r) is not None]
+    return min(rows, key=getter) if rows else None
 
 
 def ratios(results: list[Result], rates: list[int], targets: list[str]) -> str:
-    out = ["## Project goals", ""]
+    """The engine's goals (issue 30: meshbench's engine is not the
+    bottleneck when plans sweep 64 connections and 5000+ rps)."""
+    out = ["## Goals", ""]
     cpu = lambda r: r.cpu_per_1k  # noqa: E731
+    p50 = lambda r: None if r.p50_ns is None else r.p50_ns / 1000  # noqa: E731
+    p99 = lambda r: None if r.p99_ns is None else r.p99_ns / 1000  # noqa: E731
     r5k = nearest_rate(rates, 5000)
     r1k = nearest_rate(rates, 1000)
+    n5k = "" if r5k == 5000 else f" (5000 not measured; at {r5k} rps instead)"
+    n1k = "" if r1k == 1000 else f" (1000 not measured; at {r1k} rps instead)"
+    peers = ("oha", "vegeta")
     for t in targets:
-        note = "" if r5k == 5000 else f" (5000 not measured; at {r5k} rps instead)"
-        out.append(ratio_line(f"{t}: meshbench vs oha CPU ms/1000 req, open loop {r5k} rps{note}",
-                              pick(results, t, "open", "meshbench", r5k),
-                              pick(results, t, "open", "oha", r5k), cpu, 0.5, " ms"))
-    for t in targets:
-        out.append(ratio_line(f"{t}: meshbench vs wrk CPU ms/1000 req, closed loop",
-                              pick(results, t, "closed", "meshbench", None),
-                              pick(results, t, "closed", "wrk", None), cpu, 1.2, " ms"))
-    for t in targets:
+        mb = lambda mode, rate: pick(results, t, mode, "meshbench", rate)  # noqa: E731
+        out.append(ratio_line(f"{t}: CPU ms/1000 req at {r5k} rps, meshbench / oha{n5k}",
+                              mb("open", r5k), pick(results, t, "open", "oha", r5k), cpu, 1.0, " ms"))
+        bp = best_peer(results, t, "open", r5k, peers, p99)
+        out.append(ratio_line(f"{t}: p99 at {r5k} rps, meshbench / the best peer ({bp.tool if bp else 'none'}){n5k}",
+                              mb("open", r5k), bp, p99, 1.0, " µs"))
+        out.append(ratio_line(f"{t}: closed-loop rate, meshbench / wrk",
+                              mb("closed", None), pick(results, t, "closed", "wrk", None),
+                              lambda r: r.achieved, 1.0, "/s", at_least=True))
+        out.append(ratio_line(f"{t}: closed-loop CPU ms/1000 req, meshbench / wrk",
+                              mb("closed", None), pick(results, t, "closed", "wrk", None), cpu, 1.2, " ms"))
+        bp = best_peer(results, t, "open", r1k, peers, cpu)
+        out.append(ratio_line(f"{t}: CPU ms/1000 req at {r1k} rps, meshbench / the lightest peer ({bp.tool if bp else 'none'}){n1k}",
+                              mb("open", r1k), bp, cpu, 1.0, " ms"))
+        bp = best_peer(results, t, "open", r1k, peers, p50)
+        out.append(ratio_line(f"{t}: p50 at {r1k} rps, meshbench / the best peer ({bp.tool if bp else 'none'}){n1k}",
+                              mb("open", r1k), bp, p50, 1.0, " µs"))
         for rate in rates:
             parts = []
             for tool in ("meshbench", "oha", "vegeta"):
@@ -632,16 +712,22 @@ def ratios(results: list[Result], rates: list[int], targets: list[str]) -> str:
                 parts.append(f"{tool} {r.achieved:,.1f}/s ({dev:+.2f}%){mark}")
             out.append(f"- {t}: achieved vs target {rate} rps (meshbench target within ±0.2%): "
                        + "; ".join(parts))
-    if "nginx" in targets:
-        note = "" if r1k == 1000 else f" (1000 not measured; at {r1k} rps instead)"
-        out.append(ratio_line(f"nginx: meshbench vs oha p50 latency, open loop {r1k} rps{note}",
-                              pick(results, "nginx", "open", "meshbench", r1k),
-                              pick(results, "nginx", "open", "oha", r1k),
-                              lambda r: None if r.p50_ns is None else r.p50_ns / 1000, None, " µs"))
+    if any(r.tool == "meshbench-base" for r in results):
+        out += ["", "## meshbench / --baseline (before → after: below 1 is lighter or faster)", ""]
+        names = ("meshbench", "baseline")
+        for t in targets:
+            for rate in rates:
+                a, b = pick(results, t, "open", "meshbench", rate), pick(results, t, "open", "meshbench-base", rate)
+                out.append(ratio_line(f"{t}: CPU ms/1000 req at {rate} rps", a, b, cpu, None, " ms", names=names))
+                out.append(ratio_line(f"{t}: p50 at {rate} rps", a, b, p50, None, " µs", names=names))
+                out.append(ratio_line(f"{t}: p99 at {rate} rps", a, b, p99, None, " µs", names=names))
+            a, b = pick(results, t, "closed", "meshbench", None), pick(results, t, "closed", "meshbench-base", None)
+            out.append(ratio_line(f"{t}: closed-loop rate", a, b, lambda r: r.achieved, None, "/s", names=names))
+            out.append(ratio_line(f"{t}: closed-loop CPU ms/1000 req", a, b, cpu, None, " ms", names=names))
     return "\n".join(out) + "\n"
 
 
-def host_info(args, versions: dict[str, str]) -> str:
+def host_info(args, versions: dict[str, str], load_at_start: tuple[float, ...]) -> str:
     cpu_model = "?"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -660,7 +746,7 @@ def host_info(args, versions: dict[str, str]) -> str:
         "# meshbench load-generator comparison", "",
         f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
         f"- host: nproc {os.cpu_count()}, {cpu_model}, {mem}, kernel {platform.release()}",
-        f"- load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"- load average at start: {' '.join(f'{x:.2f}' for x in load_at_start)}",
         f"- duration {args.duration}s per run, {args.connections} connections per tool, "
         f"rates {args.rates}, targets {args.target}, pinning {'server cpu0 / tools cpu1' if args.pin else 'off'}",
         "- CPU = user+sys of the load-generator process alone (wait4 rusage); "
@@ -706,47 +792,70 @@ def build_meshbench(work: Path) -> str | None:
     return str(out)
 
 
+def rotate(xs: list, k: int) -> list:
+    """xs started at its k-th element: each repetition runs the tools in
+    another order, so that drift over time is not read as a tool's."""
+    if not xs:
+        return xs
+    k %= len(xs)
+    return xs[k:] + xs[:k]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--meshbench", help="meshbench binary (default: $MESHBENCH, else go build ./cmd/meshbench)")
+    ap.add_argument("--baseline", help="a second meshbench binary (an older build, say) run beside it as "
+                    "meshbench-base, for before/after figures from the same minutes")
     ap.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
     ap.add_argument("--rates", default="1000,5000", help="open-loop rates, comma-separated (default 1000,5000)")
     ap.add_argument("--connections", type=int, default=16, help="connections per tool (default 16)")
     ap.add_argument("--target", choices=["nginx", "static", "both"], default="both")
     ap.add_argument("--tools", default="meshbench,oha,vegeta,wrk", help="subset of tools to run")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of every tool, interleaved; the tables "
+                    "show medians (default 1)")
     ap.add_argument("--no-closed", action="store_true", help="skip the closed-loop runs")
     ap.add_argument("--pin", action="store_true", help="pin the server to CPU 0 and the tools to CPU 1")
     ap.add_argument("--out", help="also write the Markdown report here")
-    ap.add_argument("--json", help="write the raw results as JSON here")
+    ap.add_argument("--json", help="write the raw results (every run) as JSON here")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (raw tool outputs)")
     args = ap.parse_args()
     if args.duration <= 0 or args.duration > 600:
         ap.error("--duration must be in 1..600 seconds")
+    if args.repeat < 1 or args.repeat > 50:
+        ap.error("--repeat must be in 1..50")
     rates = [int(x) for x in args.rates.split(",") if x.strip()]
     if any(r <= 0 for r in rates):
         ap.error("--rates must be positive")
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if args.baseline:
+        if not os.access(args.baseline, os.X_OK):
+            ap.error(f"--baseline {args.baseline}: not an executable file")
+        tools.append("meshbench-base")
     targets = ["nginx", "static"] if args.target == "both" else [args.target]
     server_cpus = {0} if args.pin else None
+    load_at_start = os.getloadavg()
 
     work = Path(tempfile.mkdtemp(prefix="meshbench-loadgen-"))
     log(f"work dir {work}")
     mb = args.meshbench or os.environ.get("MESHBENCH") or build_meshbench(work)
     if mb:
         mb = str(Path(mb).resolve()) if os.sep in mb else (shutil.which(mb) or mb)
-    runner = Runner(args, work, mb)
+    base = str(Path(args.baseline).resolve()) if args.baseline else None
+    runner = Runner(args, work, mb, base)
 
     versions = {"meshbench": "not available"}
     if mb:
         versions["meshbench"] = tool_version([mb, "version"], [mb, "--version"])
+    if base:
+        versions["meshbench-base"] = tool_version([base, "version"], [base, "--version"])
     versions["oha"] = tool_version([runner.oha, "--version"]) if runner.oha else "not installed"
     versions["vegeta"] = (tool_version([runner.vegeta, "-version"]) if runner.vegeta else "not installed")
     versions["wrk"] = tool_version([runner.wrk, "-v"]) if runner.wrk else "not installed"
     ngx = find_tool("nginx")
     versions["nginx"] = tool_version([ngx, "-v"]) if ngx else "not installed"
 
-    open_tools = [t for t in ("meshbench", "oha", "vegeta") if t in tools]
-    closed_tools = [t for t in ("meshbench", "oha", "wrk") if t in tools]
+    open_tools = [t for t in ("meshbench", "meshbench-base", "oha", "vegeta") if t in tools]
+    closed_tools = [t for t in ("meshbench", "meshbench-base", "oha", "wrk") if t in tools]
     skipped = []
     for tname in targets:
         try:
@@ -762,12 +871,13 @@ def main() -> int:
             n = warm_up(target.port)
             log(f"{tname}: warm-up {n} requests in 1 s")
             time.sleep(PAUSE_S)
-            for rate in rates:
-                for tool in open_tools:
-                    runner.run(target, "open", tool, rate)
-            if not args.no_closed:
-                for tool in closed_tools:
-                    runner.run(target, "closed", tool, None)
+            for rep in range(1, args.repeat + 1):
+                for rate in rates:
+                    for tool in rotate(open_tools, rep - 1):
+                        runner.run(target, "open", tool, rate, rep)
+                if not args.no_closed:
+                    for tool in rotate(closed_tools, rep - 1):
+                        runner.run(target, "closed", tool, None, rep)
         except KeyboardInterrupt:
             log("interrupted")
             break
@@ -775,11 +885,14 @@ def main() -> int:
             target.stop()
 
     measured_targets = list(dict.fromkeys(r.target for r in runner.results))
-    report = host_info(args, versions)
+    rows = medians(runner.results)
+    report = host_info(args, versions, load_at_start)
     if skipped:
         report += "\n".join(f"- target skipped: {s}" for s in skipped) + "\n\n"
-    report += "## Results\n\n" + tables(runner.results) + "\n"
-    report += ratios(runner.results, rates, measured_targets) + "\n"
+    report += f"- load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n\n"
+    title = "## Results" + (f" (medians of {args.repeat} interleaved runs)" if args.repeat > 1 else "")
+    report += title + "\n\n" + tables(rows) + "\n"
+    report += ratios(rows, rates, measured_targets) + "\n"
     report += commands_section(runner.results)
     print(report)
     if args.out:

@@ -1,9 +1,13 @@
 package latency
 
 import (
+	"bytes"
+	"compress/zlib"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"unsafe"
 
@@ -42,11 +46,130 @@ func NewCompact() *Compact {
 
 // Compact returns r's values in compact form; r is unchanged. It reads
 // only r's populated buckets into the encoding (no full-range copy).
+// A Compactor does the same without allocating more than the result.
 func (r *Recorder) Compact() (*Compact, error) {
-	p := hdr.NewPacked(LowestNs, HighestNs, SigFigs)
+	return NewCompactor().Compact(r)
+}
+
+// Compactor turns recorders into Compacts, reusing its buffers and its
+// zlib writer, so that compacting allocates only the Compact's own bytes.
+// It exists for the load engine, which seals three histograms a second
+// while it measures: hdrhistogram-go's encoder allocates a zlib writer
+// (~0.9 MB at BestCompression) and a small slice per bucket for every
+// histogram, ~0.8 ms and 2.7 MB of garbage a second in the process whose
+// CPU is being measured. The bytes are the library's own: its V2 layout
+// (header, zero-run-length ZigZag LEB128 counts, zlib at BestCompression),
+// which the tests compare with the library's encoder byte for byte. It is
+// not safe for concurrent use.
+type Compactor struct {
+	p     *hdr.PackedHistogram
+	inner []byte // header and payload, before zlib
+	z     bytes.Buffer
+	zw    *zlib.Writer
+}
+
+// NewCompactor returns a Compactor.
+func NewCompactor() *Compactor {
+	zw, err := zlib.NewWriterLevel(nil, zlib.BestCompression)
+	if err != nil {
+		panic(err) // BestCompression is a valid level
+	}
+	return &Compactor{p: hdr.NewPacked(LowestNs, HighestNs, SigFigs), zw: zw}
+}
+
+// Compact returns r's values in compact form; r is unchanged.
+func (k *Compactor) Compact(r *Recorder) (*Compact, error) {
+	k.p.Reset()
 	// One geometry: every bucket fits, nothing is dropped.
-	p.MergeFrom(r.h)
-	return compactOf(p, r.counters)
+	if dropped := k.p.MergeFrom(r.h); dropped != 0 {
+		return nil, fmt.Errorf("compacting histogram: %d values did not fit", dropped)
+	}
+	return &Compact{counters: r.counters, enc: k.encode(k.p)}, nil
+}
+
+// The V2 encoding's cookies (hdrhistogram-go's V2EncodingCookieBase and
+// V2CompressedEncodingCookieBase, with the word size flag 0x10 its encoder
+// sets), and its header's size.
+const (
+	v2Cookie           = hdr.V2EncodingCookieBase | 0x10
+	v2CompressedCookie = hdr.V2CompressedEncodingCookieBase | 0x10
+	v2HeaderBytes      = 40
+)
+
+// Bucket indexing of meshbench's geometry, as hdrhistogram-go derives it
+// (geometryMagnitudes): 2·10^SigFigs values at unit resolution need 2^11
+// sub-buckets, so a bucket's upper half is 2^10 of them; 1 ns units.
+const (
+	subBucketHalfCountMag = 10
+	subBucketHalfCount    = 1 << subBucketHalfCountMag
+	subBucketMask         = 2*subBucketHalfCount - 1
+)
+
+// flatIndex is the counts index hdrhistogram-go keeps v's bucket at.
+func flatIndex(v int64) int {
+	bucket := 64 - bits.LeadingZeros64(uint64(v)|subBucketMask) - (subBucketHalfCountMag + 1)
+	sub := int(v >> uint(bucket))
+	return (bucket+1)<<subBucketHalfCountMag + sub - subBucketHalfCount
+}
+
+// encode writes p as the V2 compressed encoding (without base64), as
+// hdrhistogram-go's Encode does, into a new slice.
+func (k *Compactor) encode(p *hdr.PackedHistogram) []byte {
+	in := k.inner[:0]
+	in = binary.BigEndian.AppendUint32(in, uint32(v2Cookie))
+	in = binary.BigEndian.AppendUint32(in, 0) // payload length, below
+	in = binary.BigEndian.AppendUint32(in, 0) // normalizing index offset
+	in = binary.BigEndian.AppendUint32(in, uint32(int32(SigFigs)))
+	in = binary.BigEndian.AppendUint64(in, uint64(LowestNs))
+	in = binary.BigEndian.AppendUint64(in, uint64(HighestNs))
+	in = binary.BigEndian.AppendUint64(in, math.Float64bits(1)) // integer-to-double ratio
+	// Counts from index 0 to the largest populated one (index 0 alone when
+	// empty); a run of z > 1 empty buckets is written as −z.
+	next := 0
+	zeros := func(in []byte, z int) []byte {
+		switch {
+		case z > 1:
+			return appendZigZag(in, -int64(z))
+		case z == 1:
+			return appendZigZag(in, 0)
+		}
+		return in
+	}
+	for v, n := range p.ForEachBucket {
+		i := flatIndex(v)
+		in = zeros(in, i-next)
+		in = appendZigZag(in, n)
+		next = i + 1
+	}
+	if next == 0 {
+		in = appendZigZag(in, 0)
+	}
+	binary.BigEndian.PutUint32(in[4:], uint32(len(in)-v2HeaderBytes))
+	k.inner = in
+
+	k.z.Reset()
+	k.zw.Reset(&k.z)
+	_, _ = k.zw.Write(in) // into memory: cannot fail
+	_ = k.zw.Close()
+	out := make([]byte, 8, 8+k.z.Len())
+	binary.BigEndian.PutUint32(out, uint32(v2CompressedCookie))
+	binary.BigEndian.PutUint32(out[4:], uint32(k.z.Len()))
+	return append(out, k.z.Bytes()...)
+}
+
+// appendZigZag appends v ZigZag-encoded as HdrHistogram's LEB128 variant:
+// 7 bits a byte, high bit set when more follow, and the ninth byte, when
+// reached, holding the last 8 bits whole.
+func appendZigZag(b []byte, v int64) []byte {
+	u := uint64((v << 1) ^ (v >> 63))
+	for i := 0; i < 8; i++ {
+		if u>>7 == 0 {
+			return append(b, byte(u))
+		}
+		b = append(b, byte(u&0x7f|0x80))
+		u >>= 7
+	}
+	return append(b, byte(u))
 }
 
 func compactOf(p *hdr.PackedHistogram, c counters) (*Compact, error) {

@@ -1,9 +1,14 @@
 package latency
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // TestCompactSameAsRecorder: a Compact answers every question exactly as
@@ -108,4 +113,86 @@ func TestRecorderReset(t *testing.T) {
 	if r.MinNs() != 7_000 || r.Count() != 1 {
 		t.Errorf("recording after Reset: %+v", r.Summarize())
 	}
+}
+
+// TestCompactorMatchesLibrary: one Compactor, reused as the load engine
+// reuses it, writes hdrhistogram-go's own V2 bytes for histograms of every
+// shape (empty, bucket 0 alone, the unit-resolution range, runs of one
+// empty bucket and of many, the top of the range), and they decode back to
+// the same histogram.
+func TestCompactorMatchesLibrary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 6))
+	k := NewCompactor()
+	for _, tt := range []struct {
+		name   string
+		values []int64
+	}{
+		{"empty", nil},
+		{"zero", []int64{0, 0, 0}},
+		{"unit resolution", []int64{1, 2, 3, 2047, 2048, 2049}},
+		// Buckets 0 and 2 populated: one empty bucket between is written
+		// as a count of 0, two or more as a run.
+		{"gaps of one and two", []int64{5, 7, 10, 10, 10}},
+		{"top of the range", []int64{HighestNs, HighestNs - 1, 1}},
+		{"counts past one byte", repeat(123_456, 300)},
+		{"loopback second", randValues(5000, func() int64 { return 50_000 + int64(rng.ExpFloat64()*200_000) })},
+		{"everywhere", randValues(3000, func() int64 { return int64(rng.Float64() * float64(HighestNs)) })},
+		{"log-spread", randValues(3000, func() int64 { return int64(math.Exp(rng.Float64() * math.Log(float64(HighestNs)))) })},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRecorder()
+			for _, v := range tt.values {
+				r.Record(v)
+			}
+			checkCompactor(t, k, r)
+		})
+	}
+}
+
+// FuzzCompactor: any set of values compacts to the library's bytes.
+func FuzzCompactor(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0d, 0x00, 0, 0, 0, 0, 0, 0, 0, 1})
+	k := NewCompactor()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := NewRecorder()
+		for ; len(b) >= 8; b = b[8:] {
+			r.Record(int64(binary.LittleEndian.Uint64(b) % uint64(HighestNs+1)))
+		}
+		checkCompactor(t, k, r)
+	})
+}
+
+func checkCompactor(t *testing.T, k *Compactor, r *Recorder) {
+	t.Helper()
+	c, err := k.Compact(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := r.h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := base64.StdEncoding.EncodeToString(c.enc); got != string(lib) {
+		t.Fatalf("compactor wrote\n %s\nhdrhistogram-go\n %s", got, lib)
+	}
+	if !c.Equal(r) {
+		t.Error("the compact decodes to another histogram")
+	}
+}
+
+func repeat(v int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func randValues(n int, next func() int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = next()
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -197,17 +198,30 @@ func (r *counters) percentile(p float64, valueAt func(float64) int64) int64 {
 }
 
 // Merge adds every value of other into r. It is exact: the merged
-// histogram equals one recorder that saw all the values.
+// histogram equals one recorder that saw all the values. It reads other's
+// counts once and adds only its populated buckets (hdrhistogram-go's own
+// Merge visits every bucket up to the largest value through its iterator,
+// ~1 ms for a histogram reaching 20 ms), and allocates nothing once warm.
 func (r *Recorder) Merge(other *Recorder) error {
 	if other == nil || (other.count == 0 && other.outOfRange == 0) {
 		return nil
 	}
-	if dropped := r.h.Merge(other.h); dropped != 0 {
+	p := scratch.Get().(*hdr.PackedHistogram)
+	defer scratch.Put(p)
+	p.Reset()
+	// One geometry: MergeFrom keeps every bucket, MergeInto adds them
+	// index to index.
+	dropped := p.MergeFrom(other.h)
+	dropped += p.MergeInto(r.h)
+	if dropped != 0 {
 		return fmt.Errorf("merging histograms: %d values did not fit", dropped)
 	}
 	r.merge(other.counters)
 	return nil
 }
+
+// scratch holds sparse histograms of meshbench's geometry for Merge.
+var scratch = sync.Pool{New: func() any { return hdr.NewPacked(LowestNs, HighestNs, SigFigs) }}
 
 // merge adds other's counters to r's.
 func (r *counters) merge(other counters) {

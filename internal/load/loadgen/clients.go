@@ -27,6 +27,10 @@ type Outcome struct {
 	Err      error
 	BytesIn  int64 // response body (HTTP), message payload (gRPC), echo bytes (TCP)
 	BytesOut int64 // request body, payload or TCP request bytes
+	// arrivedUnixNs is when the kernel received the answer's last bytes
+	// (wall clock, ns), where the client can tell (plain-TCP HTTP/1.1);
+	// 0: the answer ended when Do returned.
+	arrivedUnixNs int64
 }
 
 // conn is one worker's connection to one target. Do and Close are called

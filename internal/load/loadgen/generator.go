@@ -336,6 +336,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			warmCount = 0
 		}
 		scheduled = pacer.Total() - warmCount
+		lazy := newHarvest()
+		for _, c := range conns {
+			if h, ok := c.(harvester); ok && lazyReads {
+				h.useHarvest(lazy)
+			}
+		}
 		for i := range conns {
 			wg.Add(1)
 			go func() {
@@ -347,7 +353,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			defer close(queue)
-			pace(runCtx, pacer, queue, &outstanding, limit, since, warmCount, &dropped)
+			pace(runCtx, pacer, queue, &outstanding, limit, since, warmCount, &dropped, lazy)
 		}()
 	} else {
 		var seq atomic.Uint64
@@ -369,12 +375,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			t := time.NewTicker(interval)
 			defer t.Stop()
+			merged := latency.NewRecorder() // reused: a snapshot allocates nothing
 			for {
 				select {
 				case <-progressDone:
 					return
 				case <-t.C:
-					cfg.Progress(snapshotProgress(shards, dropped.Load(), since()-warm))
+					cfg.Progress(snapshotProgress(shards, merged, dropped.Load(), since()-warm))
 				}
 			}
 		}()
@@ -430,15 +437,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// harvester is a client that can read its answers at the pacer's
+// wake-ups (see harvest).
+type harvester interface {
+	useHarvest(h *harvest)
+}
+
+// lazyReads lets open loops read answers at the pacer's wake-ups; the
+// benchmarks turn it off to measure the difference.
+var lazyReads = true
+
 // pace runs the schedule: it waits until each request is due and offers its
-// ticket to the queue, dropping it when the queue is full.
-func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic.Int64, limit int64,
-	since func() time.Duration, warmCount uint64, dropped *atomic.Int64) {
+// ticket to the queue, dropping it when the queue is full. It ticks the
+// harvest at every wake-up and turns it off when answers must be read as
+// they come (see harvest).
+func pace(ctx context.Context, p Pacer, queue chan ticket, outstanding *atomic.Int64, limit int64,
+	since func() time.Duration, warmCount uint64, dropped *atomic.Int64, lazy *harvest) {
 	w := newWaiter()
 	defer w.close()
+	defer lazy.set(false)
 	var comp wakeCompensator
+	var lastTick time.Duration
 	for n := uint64(0); ; {
-		wait, stop := p.Pace(since(), n)
+		now := since()
+		wait, stop := p.Pace(now, n)
 		if stop {
 			return
 		}
@@ -449,15 +471,28 @@ func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic
 			// usual wake-up delay, so the request leaves on time rather
 			// than one wake-up delay late.
 			sleep := min(wait-early, maxWaitChunk)
+			lazy.set(wait <= lazyMaxGap && len(queue) == 0)
 			t0 := since()
 			if err := w.wait(ctx, sleep); err != nil {
 				return
 			}
 			comp.observe(since() - t0 - sleep)
+			lastTick = since()
+			if lazy.tick() {
+				// Let the connections read what arrived while this slept
+				// before the next ticket is handed out: they are free then.
+				runtime.Gosched()
+			}
 			continue
 		}
 		if ctx.Err() != nil {
 			return
+		}
+		if now-lastTick >= lazyMaxGap {
+			// Running behind without sleeping: the parked connections
+			// still get their tick.
+			lazy.tick()
+			lastTick = now
 		}
 		intended, _ := p.Intended(n)
 		if outstanding.Load() < limit {
@@ -465,6 +500,11 @@ func pace(ctx context.Context, p Pacer, queue chan<- ticket, outstanding *atomic
 			// (capacity limit) has room: the send never blocks.
 			outstanding.Add(1)
 			queue <- ticket{n: n, intended: intended}
+			if len(queue) > 0 {
+				// Every connection is busy: answers must be read as they
+				// come, so that the waiting ticket leaves soonest.
+				lazy.set(false)
+			}
 		} else if n >= warmCount {
 			dropped.Add(1)
 		}
@@ -520,7 +560,7 @@ func openWorker(ctx context.Context, c conn, s *shard, queue <-chan ticket, outs
 		}
 		per.before(c, t.n)
 		out := c.Do(ctx, start.Add(actual+timeout))
-		end := time.Since(start)
+		end := answeredAt(time.Now(), start, actual, out)
 		outstanding.Add(-1)
 		per.after(t.n, t.n >= warmCount, t.intended, actual, end, out)
 		if t.n < warmCount {
@@ -540,13 +580,31 @@ func closedWorker(ctx context.Context, c conn, s *shard, start time.Time, timeou
 		n := seq.Add(1) - 1
 		per.before(c, n)
 		out := c.Do(ctx, start.Add(actual+timeout))
-		end := time.Since(start)
+		end := answeredAt(time.Now(), start, actual, out)
 		per.after(n, actual >= warm, actual, actual, end, out)
 		if actual < warm {
 			continue
 		}
 		record(ctx, s, out, actual, actual, end)
 	}
+}
+
+// answeredAt is when a request sent at actual (since start) was answered,
+// now being when Do returned: when the kernel received the answer's last
+// bytes, where the client can tell (Outcome.arrivedUnixNs), else now. The
+// receive time leaves out how long this process took to get round to
+// reading the answer, which is the generator's delay, not the target's.
+// The receive time is wall-clock, converted through now's own wall and
+// monotonic readings; one before the send or after now (the wall clock
+// stepped in between) is not believed.
+func answeredAt(now, start time.Time, actual time.Duration, out Outcome) time.Duration {
+	end := now.Sub(start)
+	if out.arrivedUnixNs != 0 {
+		if ago := time.Duration(now.UnixNano() - out.arrivedUnixNs); ago > 0 && end-ago >= actual {
+			end -= ago
+		}
+	}
+	return end
 }
 
 func record(ctx context.Context, s *shard, out Outcome, intended, actual, end time.Duration) {
@@ -611,9 +669,10 @@ func isSuccess(code int) bool {
 	return code == 0 || code == tcpOK || (code >= 200 && code < 400)
 }
 
-func snapshotProgress(shards []*shard, dropped int64, elapsed time.Duration) Progress {
+// snapshotProgress merges the shards' figures so far; merged is scratch.
+func snapshotProgress(shards []*shard, merged *latency.Recorder, dropped int64, elapsed time.Duration) Progress {
 	p := Progress{Elapsed: elapsed, Dropped: dropped}
-	merged := latency.NewRecorder()
+	merged.Reset()
 	for _, s := range shards {
 		s.mu.Lock()
 		p.Sent += s.sent

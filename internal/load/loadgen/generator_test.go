@@ -347,3 +347,31 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestAnsweredAt: an answer ends when the kernel received it, converted
+// from the wall clock through Do's return; a receive time that cannot be
+// right (no time, before the send, after Do returned) leaves Do's return.
+func TestAnsweredAt(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := start.Add(2 * time.Second)
+	const actual = 1500 * time.Millisecond // the send, since start
+	for _, tt := range []struct {
+		name    string
+		arrived time.Time // zero: the client could not tell
+		want    time.Duration
+	}{
+		{"no receive time: when Do returned", time.Time{}, 2 * time.Second},
+		{"received 300 ms before Do returned", now.Add(-300 * time.Millisecond), 1700 * time.Millisecond},
+		{"received as it was sent", start.Add(actual), actual},
+		{"received before the send: the clock stepped", start.Add(actual - time.Millisecond), 2 * time.Second},
+		{"received after Do returned: the clock stepped", now.Add(time.Millisecond), 2 * time.Second},
+	} {
+		out := Outcome{}
+		if !tt.arrived.IsZero() {
+			out.arrivedUnixNs = tt.arrived.UnixNano()
+		}
+		if got := answeredAt(now, start, actual, out); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

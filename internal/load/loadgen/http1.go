@@ -34,8 +34,13 @@ type http1Conn struct {
 	idAt     int
 
 	conn net.Conn
-	rw   io.ReadWriter // conn, or its raw system-call form for plain TCP
+	rw   io.ReadWriter // conn, or raw for plain TCP
+	raw  *rawIO        // plain TCP: raw system calls (see rawIO); nil over TLS
 	br   *bufio.Reader
+	// lazy, when set, lets a plain-TCP connection read its answers at the
+	// pacer's wake-ups (see harvest); wake is its channel for that.
+	lazy *harvest
+	wake chan struct{}
 	abortable
 }
 
@@ -105,11 +110,16 @@ func (c *http1Conn) dial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.rw = conn
+	c.rw, c.raw = conn, nil
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 		if !c.t.TLS {
-			c.rw = newRawIO(tc)
+			if c.raw = newRawIO(tc); c.raw != nil {
+				c.rw = c.raw
+				if c.lazy != nil {
+					c.raw.useHarvest(c.lazy, c.wake)
+				}
+			}
 		}
 	}
 	if c.t.TLS {
@@ -129,6 +139,12 @@ func (c *http1Conn) dial(ctx context.Context) error {
 		c.br.Reset(c.rw)
 	}
 	return nil
+}
+
+// useHarvest lets the connection read its answers at the pacer's
+// wake-ups while h is on (plain TCP only; see harvest).
+func (c *http1Conn) useHarvest(h *harvest) {
+	c.lazy, c.wake = h, make(chan struct{}, 1)
 }
 
 // Do sends one request and reads its response before deadline; Abort (the
@@ -176,22 +192,29 @@ func (c *http1Conn) roundTrip(deadline time.Time) http1Outcome {
 	if c.aborted() { // Abort ran before this deadline replaced its own
 		return http1Outcome{Outcome: Outcome{Err: context.Canceled}}
 	}
-	if _, err := c.rw.Write(c.req); err != nil {
+	if c.raw != nil {
+		// Written by the first read, inside its wait (see rawIO).
+		c.raw.queue(c.req)
+	} else if _, err := c.rw.Write(c.req); err != nil {
 		return http1Outcome{Outcome: Outcome{Err: err}, retryable: true}
 	}
 	for {
 		resp, err := readHTTP1Response(c.br, c.head)
 		if err != nil {
+			if c.raw != nil && c.raw.writeFailed() {
+				return http1Outcome{Outcome: Outcome{Err: err}, retryable: true}
+			}
 			retry := !resp.firstByteRead && isEOFOrReset(err)
 			return http1Outcome{Outcome: Outcome{Err: err, BytesOut: c.bodyLen}, retryable: retry}
 		}
 		if resp.status >= 100 && resp.status < 200 && resp.status != 101 {
 			continue // interim response (100 Continue, 103 Early Hints)
 		}
-		return http1Outcome{
-			Outcome:    Outcome{Code: resp.status, BytesIn: resp.bodyBytes, BytesOut: c.bodyLen},
-			closeAfter: resp.close,
+		out := Outcome{Code: resp.status, BytesIn: resp.bodyBytes, BytesOut: c.bodyLen}
+		if c.raw != nil {
+			out.arrivedUnixNs = c.raw.arrival()
 		}
+		return http1Outcome{Outcome: out, closeAfter: resp.close}
 	}
 }
 

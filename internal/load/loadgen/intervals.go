@@ -53,12 +53,13 @@ type intervalSealer struct {
 	next         int64                   // first interval not sealed
 	last         int64                   // highest interval with an answer; -1: none
 	buf          []answer                // trades places with the shards' pending lists
+	compactor    *latency.Compactor      // seals without allocating beyond the result
 	err          error                   // sealing failed: run stopped, finish returns it
 }
 
 func newIntervalSealer(length, warm time.Duration) *intervalSealer {
 	return &intervalSealer{length: length, warm: warm, open: map[int64]*openInterval{},
-		late: map[int64]*openInterval{}, last: -1}
+		late: map[int64]*openInterval{}, last: -1, compactor: latency.NewCompactor()}
 }
 
 // drainEvery is how often the sealer takes the pending answers: often
@@ -145,7 +146,7 @@ func (s *intervalSealer) sealThrough(k int64) error {
 	for ; s.next <= k; s.next++ {
 		iv := Interval{Start: time.Duration(s.next) * s.length}
 		if o := s.open[s.next]; o != nil {
-			if err := o.compact(&iv); err != nil {
+			if err := o.compact(s.compactor, &iv); err != nil {
 				return fmt.Errorf("sealing the interval at %v: %w", iv.Start, err)
 			}
 			delete(s.open, s.next)
@@ -163,11 +164,11 @@ func (s *intervalSealer) sealThrough(k int64) error {
 }
 
 // compact sets iv's histograms to o's, compacted.
-func (o *openInterval) compact(iv *Interval) error {
+func (o *openInterval) compact(k *latency.Compactor, iv *Interval) error {
 	var errs [3]error
-	iv.Latency, errs[0] = o.lat.Compact()
-	iv.ServiceTime, errs[1] = o.svc.Compact()
-	iv.ScheduleLag, errs[2] = o.lag.Compact()
+	iv.Latency, errs[0] = k.Compact(o.lat)
+	iv.ServiceTime, errs[1] = k.Compact(o.svc)
+	iv.ScheduleLag, errs[2] = k.Compact(o.lag)
 	iv.Failed = o.failed
 	return errors.Join(errs[:]...)
 }
@@ -185,7 +186,7 @@ func (s *intervalSealer) finish(shards []*shard) ([]Interval, error) {
 	}
 	for i, o := range s.late {
 		var late Interval
-		if err := o.compact(&late); err != nil {
+		if err := o.compact(s.compactor, &late); err != nil {
 			return nil, err
 		}
 		iv := &s.sealed[i]
