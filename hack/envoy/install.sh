@@ -14,7 +14,10 @@ BIN=$DIR/envoy/_bin/envoy
 
 log() { echo "envoy: $*" >&2; }
 
-has_version() { "$BIN" --version 2>/dev/null | grep -q "/$ENVOY_VERSION/"; }
+# The whole output first, then the match: `envoy --version | grep -q` under
+# pipefail fails when grep exits before Envoy has written everything
+# (SIGPIPE), which a fresh install hit.
+has_version() { local v; v=$("$BIN" --version 2>/dev/null) && [[ $v == */$ENVOY_VERSION/* ]]; }
 
 if has_version; then
   echo "envoy $ENVOY_VERSION is in $BIN"

@@ -97,7 +97,7 @@ else
   exit 1
 fi
 
-"$W/linkerd" version --client --short | grep -qx "$VERSION" || { log "the linkerd CLI does not report $VERSION"; exit 1; }
+[ "$("$W/linkerd" version --client --short)" = "$VERSION" ] || { log "the linkerd CLI does not report $VERSION"; exit 1; }
 
 {
   echo "{"
