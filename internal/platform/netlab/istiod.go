@@ -330,7 +330,7 @@ func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
 	}
 	l.sub.OnClose("istiod", func() error { d.Proc.Stop(5 * time.Second); return nil })
 	hc := l.fabric.HTTPClient(2*time.Second, false)
-	if err := waitReady(ctx, d.Proc, hc, "http://"+lo(istiodHTTPPort)+"/ready", 90*time.Second); err != nil {
+	if err := d.Proc.WaitHTTP(ctx, hc, "http://"+lo(istiodHTTPPort)+"/ready", 90*time.Second); err != nil {
 		return err
 	}
 	return nil
@@ -422,7 +422,7 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	d.mu.Lock()
 	d.Agents[p.Spec.Name] = c
 	d.mu.Unlock()
-	return waitReady(ctx, c, p.NS.HTTPClient(2*time.Second, false), "http://127.0.0.1:15021/healthz/ready", 90*time.Second)
+	return c.WaitHTTP(ctx, p.NS.HTTPClient(2*time.Second, false), "http://127.0.0.1:15021/healthz/ready", 90*time.Second)
 }
 
 // rootCert is istiod's root certificate as it publishes it in every
@@ -499,31 +499,4 @@ func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.
 func (p *Pod) nodeIndex() int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(p.Node.Name, "node"))
 	return n - 1
-}
-
-// waitReady polls url until it answers 200, c exits, or timeout passes.
-func waitReady(ctx context.Context, c *process.Child, hc *http.Client, url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = errors.New(resp.Status)
-		}
-		last = err
-		select {
-		case <-c.Done():
-			return fmt.Errorf("%s exited: %v\n%s", c.Name, c.Err(), c.Tail(15))
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %v (%s: %v)\n%s", c.Name, timeout, url, last, c.Tail(15))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -155,7 +155,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, s.etcd, http.DefaultClient, etcdClient+"/health", 30*time.Second); err != nil {
+	if err := s.etcd.WaitHTTP(ctx, http.DefaultClient, etcdClient+"/health", 30*time.Second); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(s.log, "lab API server: etcd ready after %v\n", time.Since(t0).Round(time.Millisecond))
@@ -186,7 +186,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{admin}}}}
 	defer hc.CloseIdleConnections()
-	if err := waitHTTP(ctx, s.api, hc, s.URL+"/readyz", 120*time.Second); err != nil {
+	if err := s.api.WaitHTTP(ctx, hc, s.URL+"/readyz", 120*time.Second); err != nil {
 		return nil, err
 	}
 	s.StartTime = time.Since(t0)
@@ -236,33 +236,6 @@ func (s *Server) Close() error {
 		return nil
 	}
 	return os.RemoveAll(s.Dir)
-}
-
-// waitHTTP polls url until it answers 200, c exits, or timeout passes.
-func waitHTTP(ctx context.Context, c *process.Child, hc *http.Client, url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("%s: %s", url, resp.Status)
-		}
-		last = err
-		select {
-		case <-c.Done():
-			return fmt.Errorf("%s exited: %v\n%s", c.Name, c.Err(), c.Tail(15))
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %v: %v\n%s", c.Name, timeout, last, c.Tail(15))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // freePorts are n distinct free loopback ports (free when asked: a
