@@ -27,6 +27,13 @@ type Pod struct {
 	// Containers are the pod's containers' names (default: "app"); none
 	// runs, a mesh reads them (Istio: "istio-proxy" marks a sidecar).
 	Containers []string
+	// Annotations go on the pod as given (a mesh's injector writes some).
+	Annotations map[string]string
+	// ContainerSpecs, by container name, add to a container what a mesh
+	// reads of it besides its name (ports, environment: Linkerd's
+	// destination reads its proxy container's listen addresses); name and
+	// image are labapi's.
+	ContainerSpecs map[string]corev1.Container
 }
 
 // Service is one lab service: its VIP and port, the pods' target port,
@@ -115,12 +122,14 @@ func (s *Server) createPod(ctx context.Context, p Pod) error {
 	var statuses []corev1.ContainerStatus
 	now := metav1.NewTime(time.Now())
 	for _, n := range names {
-		containers = append(containers, corev1.Container{Name: n, Image: image})
+		c := p.ContainerSpecs[n]
+		c.Name, c.Image = n, image
+		containers = append(containers, c)
 		statuses = append(statuses, corev1.ContainerStatus{Name: n, Ready: true, Image: image,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: p.Annotations},
 		Spec:       corev1.PodSpec{ServiceAccountName: p.ServiceAccount, NodeName: p.Node, Containers: containers},
 	}
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
