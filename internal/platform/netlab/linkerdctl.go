@@ -24,10 +24,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/meshbench/meshbench/internal/measure/probe"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/kube/policy"
 	"github.com/meshbench/meshbench/internal/sys/pki"
 	"github.com/meshbench/meshbench/internal/sys/process"
 )
@@ -372,4 +375,55 @@ func (c *LinkerdControllers) Certified(ctx context.Context) (float64, error) {
 		}
 	}
 	return n, nil
+}
+
+// supportsLinkerdControllers returns why Linkerd's controllers cannot
+// configure a topology with options o yet (nil: they can): mode linkerd
+// with the static app (mode none needs no control plane; Linkerd's
+// modes' own limits are supportsLinkerd's).
+func supportsLinkerdControllers(o topology.Options) []error {
+	var errs []error
+	switch o.Mode {
+	case topology.ModeNone, topology.ModeLinkerd:
+	default:
+		errs = append(errs, fmt.Errorf("mesh %s with control plane linkerd: Linkerd's controllers configure mesh linkerd only (and none); use --control-plane lab or istiod", o.Mode))
+	}
+	if o.Mode == topology.ModeLinkerd && o.App == topology.AppFaces {
+		errs = append(errs, errors.New("app faces with control plane linkerd: not yet (its calls go to the pod's own loopback); use app static or --control-plane lab"))
+	}
+	return errs
+}
+
+// startLinkerdControllers starts the lab's API server and Linkerd's
+// controllers for topology t, with the cell's ALLOW rules as Server,
+// AuthorizationPolicy and MeshTLSAuthentication objects, as a cluster
+// cell applies them (policy.PolicyObjects). The lab's Close stops them.
+func startLinkerdControllers(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, dir string) (*labapi.Server, *LinkerdControllers, error) {
+	api, err := labapi.Start(ctx, labapi.Options{Dir: filepath.Join(dir, "labapi"), ServiceCIDR: ServiceCIDR(l.Opts.Subnet), Log: l.Opts.Log})
+	if err != nil {
+		return nil, nil, err
+	}
+	l.sub.OnClose("lab API server", api.Close)
+	c, err := l.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: s.Linkerd, API: api, Objects: linkerdCellObjects(t)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return api, c, nil
+}
+
+// linkerdCellObjects are the cell's Linkerd policy objects as a cluster
+// cell gets them (none without policies).
+func linkerdCellObjects(t *topology.Topology) func() ([]runtime.Object, error) {
+	return func() ([]runtime.Object, error) {
+		m, ok := mesh.Get(string(topology.ModeLinkerd))
+		if !ok {
+			return nil, errors.New("no linkerd mesh descriptor")
+		}
+		c := policy.Cell{Mesh: m, Options: t.Options, AppNamespace: "default", LoadNamespace: "default",
+			AppPort: topology.PortApp, LoadServiceAccount: topology.IdentityClient.ServiceAccount,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "meshbench"}}
+		objs := policy.MeshObjects(c)
+		pols, err := policy.PolicyObjects(c)
+		return append(objs, pols...), err
+	}
 }

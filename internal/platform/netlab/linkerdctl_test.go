@@ -16,11 +16,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -246,4 +251,83 @@ func linkerdAllowOnly(svc string, id topology.Identity) []runtime.Object {
 // diagnosticsLines prints rows as run does.
 func diagnosticsLines(rows []DiagnosticsRow) []string {
 	return strings.Split(strings.TrimRight(diagnosticsTable(rows), "\n"), "\n")
+}
+
+// TestSubstrateRunLinkerd runs a whole linkerd cell (local.Run) with the
+// proxies configured and certified by Linkerd's own controllers: two
+// server replicas, the four ALLOW rules as Server, AuthorizationPolicy
+// and MeshTLSAuthentication objects. Every request is answered 200 over
+// mTLS (the proxies' counters); the diagnostics table, kept with the
+// cell, shows every proxy certified by the identity controller and
+// configured by the policy controller; the controllers are sampled as the
+// control plane, the API server as overhead; the manifest names Linkerd's
+// controllers; nothing is left after the run.
+func TestSubstrateRunLinkerd(t *testing.T) {
+	bin := linkerdProxy(t)
+	if testing.Short() {
+		t.Skip("a whole cell with an API server, Linkerd's controllers and three proxies (~20 s)")
+	}
+	b := linkerdBuild(t)
+	mb := testutil.BuildMeshbench(t)
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.Policies, mo.Replicas = topology.ModeLinkerd, 4, 2
+	sub := &Substrate{LinkerdProxy: bin, Meshbench: mb, ControlPlane: ControlPlaneLinkerd, Linkerd: b}
+	// A relative results directory, as a user's results/TIME-MESH is.
+	t.Chdir(t.TempDir())
+	out := "run"
+	o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(200), Duration: 3 * time.Second},
+		OutDir: out, Meshbench: mb, Substrate: sub}
+	res, log := runCell(t, o, checkLinkerdGone)
+	lr := res.Load
+	if lr.Completed < 500 || lr.Success != lr.Completed {
+		t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+	}
+	if len(res.Manifest.Invalid) > 0 {
+		t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+	}
+	d := res.Manifest.Derived
+	if d["linkerd_mtls_requests"] < 2*float64(lr.Completed) || d["linkerd_plaintext_requests"] != 0 {
+		t.Errorf("derived mTLS %v plaintext %v, want ≥ %d and 0", d["linkerd_mtls_requests"], d["linkerd_plaintext_requests"], 2*lr.Completed)
+	}
+	if d["linkerd_controller_certificates"] < 3 {
+		t.Errorf("the identity controller issued %v certificates, want one per proxy (3)", d["linkerd_controller_certificates"])
+	}
+	cp, _ := res.Manifest.Options["control_plane"].(map[string]any)
+	if cp["name"] != ControlPlaneLinkerd {
+		t.Errorf("manifest's control_plane %v, want linkerd", cp)
+	}
+	diag, err := os.ReadFile(filepath.Join(out, results.NodeProxyDir, "linkerd-diagnostics.txt"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	t.Logf("kept with the cell:\n%s", diag)
+	for _, pod := range []string{"client", "server-0", "server-1"} {
+		if !strings.Contains(string(diag), pod+" ") {
+			t.Errorf("the diagnostics table lacks %s", pod)
+		}
+	}
+	// The load calls the service's VIP: the client's proxy balances over
+	// the two endpoints destination resolved.
+	var client DiagnosticsRow
+	for _, line := range strings.Split(string(diag), "\n") {
+		if f := strings.Fields(line); len(f) > 7 && f[0] == "client" {
+			client.Endpoints, _ = strconv.ParseFloat(f[7], 64)
+		}
+	}
+	if client.Endpoints != 2 {
+		t.Errorf("the client's proxy balanced over %v endpoints, want the 2 replicas destination resolved", client.Endpoints)
+	}
+	names := map[string]string{}
+	for _, p := range res.Manifest.Processes {
+		names[p.Name] = p.Category
+	}
+	for name, cat := range map[string]string{"linkerd-identity": sample.CategoryControlPlane, "linkerd-destination": sample.CategoryControlPlane,
+		"linkerd-policy": sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead, "client-linkerd-proxy": sample.CategoryDataPlane} {
+		if names[name] != cat {
+			t.Errorf("process %s sampled as %q, want %q (processes %v)", name, names[name], cat, names)
+		}
+	}
+	if _, ok := names[ControlPlaneName]; ok {
+		t.Errorf("the lab's stand-in control plane ran beside Linkerd's controllers")
+	}
 }
