@@ -143,6 +143,8 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	if err != nil {
 		return nil, err
 	}
+	// The issuer's key is not kept with the results.
+	l.sub.OnClose("Linkerd's identity issuer", func() error { return os.RemoveAll(issuerDir) })
 	if err := c.start(ctx, kubeconfig, issuerDir, anchorFile); err != nil {
 		return nil, err
 	}

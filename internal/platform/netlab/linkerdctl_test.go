@@ -330,4 +330,10 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 	if _, ok := names[ControlPlaneName]; ok {
 		t.Errorf("the lab's stand-in control plane ran beside Linkerd's controllers")
 	}
+	if _, err := os.Stat(filepath.Join(out, "netns", "linkerd-controllers", "issuer")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the identity issuer's key is kept with the results (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "netns", "linkerd-controllers", "logs", "linkerd-identity.log")); err != nil {
+		t.Errorf("the identity controller's log is not kept: %v", err)
+	}
 }
