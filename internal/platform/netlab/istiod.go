@@ -23,6 +23,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/sys/process"
 )
@@ -49,6 +50,15 @@ const (
 	// labelService marks a pod as backing a service: the service's
 	// selector (the lab's pods have no app labels of their own).
 	labelService = "lab.meshbench.io/"
+	// ambientLabel enrols a pod in ambient (on its namespace on a
+	// cluster; on the pod here), ambientRedirection is istio-cni's mark
+	// that its capture is in place.
+	ambientLabel       = "istio.io/dataplane-mode"
+	ambientRedirection = "ambient.istio.io/redirection"
+	// ztunnelSA is the node ztunnels' service account in istio-system,
+	// which istiod's CA trusts to ask for its node's pods' certificates
+	// (CA_TRUSTED_NODE_ACCOUNTS, as Istio's chart sets it).
+	ztunnelSA = "ztunnel"
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
@@ -101,10 +111,13 @@ type Istiod struct {
 	StartTime, SidecarsTime time.Duration
 	// Agents are the pilot-agents by pod name.
 	Agents map[string]*process.Child
-	lab    *Lab
-	opts   IstiodOptions
-	dir    string
-	mu     sync.Mutex // Agents, filled by the sidecars' goroutines
+	// Ztunnels is how many node ztunnels istiod configures (ambient:
+	// the lab's Options.ZtunnelsFromXDS), started by StartIstiod too.
+	Ztunnels int
+	lab      *Lab
+	opts     IstiodOptions
+	dir      string
+	mu       sync.Mutex // Agents, filled by the sidecars' goroutines
 }
 
 // StartIstiod makes the lab's objects in o.API (namespaces, service
@@ -191,10 +204,15 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if l.Opts.ZtunnelsFromXDS {
+		if err := l.StartZtunnels(ctx, d.ztunnelSpec); err != nil {
+			return nil, err
+		}
+	}
 	d.SidecarsTime = time.Since(t1)
 	if l.Opts.Log != nil {
-		fmt.Fprintf(l.Opts.Log, "istiod ready in %v, %d sidecars from it in %v\n",
-			d.StartTime.Round(time.Millisecond), len(d.Agents), d.SidecarsTime.Round(time.Millisecond))
+		fmt.Fprintf(l.Opts.Log, "istiod ready in %v, %d sidecars and %d ztunnels from it in %v\n",
+			d.StartTime.Round(time.Millisecond), len(d.Agents), d.Ztunnels, d.SidecarsTime.Round(time.Millisecond))
 	}
 	return d, nil
 }
@@ -276,11 +294,26 @@ func (l *Lab) objects() labapi.Objects {
 				labels["security.istio.io/tlsMode"] = "istio"
 				containers = append(containers, "istio-proxy")
 			}
+			var annotations map[string]string
+			if p.Spec.Enrolled {
+				// In ambient, as the namespace label enrols a pod and
+				// istio-cni marks it once its capture is in place (which
+				// makes it an HBONE workload to istiod).
+				labels[ambientLabel] = "ambient"
+				annotations = map[string]string{ambientRedirection: "enabled"}
+			}
 			for _, s := range p.Spec.Services {
 				labels[labelService+s] = "true"
 			}
 			o.Pods = append(o.Pods, labapi.Pod{Name: p.Spec.Name, Namespace: p.Spec.Identity.Namespace,
-				ServiceAccount: p.Spec.Identity.ServiceAccount, Node: n.Name, IP: p.IP, Labels: labels, Containers: containers})
+				ServiceAccount: p.Spec.Identity.ServiceAccount, Node: n.Name, IP: p.IP, Labels: labels,
+				Annotations: annotations, Containers: containers})
+		}
+		if l.Opts.ZtunnelsFromXDS && n.enrolls() {
+			// The node's ztunnel, as Istio's DaemonSet runs it: the CA
+			// gives it certificates for its own node's pods only.
+			o.Pods = append(o.Pods, labapi.Pod{Name: ztunnelPod(n), Namespace: "istio-system", ServiceAccount: ztunnelSA,
+				Node: n.Name, IP: l.ztunnelIP(n), Labels: map[string]string{"app": "ztunnel"}, Containers: []string{"istio-proxy"}})
 		}
 	}
 	for _, s := range l.Opts.Services {
@@ -324,6 +357,10 @@ func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
 	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + kubeconfig,
 		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=Kubernetes",
 		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "ENABLE_CA_SERVER=true"}, IstiodEnv...)
+	if l.Opts.ZtunnelsFromXDS {
+		// As Istio's chart sets them for the ambient profile.
+		cmd.Env = append(cmd.Env, "PILOT_ENABLE_AMBIENT=true", "CA_TRUSTED_NODE_ACCOUNTS=istio-system/"+ztunnelSA)
+	}
 	var err error
 	if d.Proc, err = process.StartLogged("istiod", filepath.Join(d.dir, "logs"), cmd, l.fabric.Do); err != nil {
 		return err
@@ -353,13 +390,9 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	if err != nil {
 		return err
 	}
-	expiry := int64(24 * 3600)
-	tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
-		Audiences: []string{"istio-ca"}, ExpirationSeconds: &expiry,
-		BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Spec.Name, UID: podObj.UID},
-	}}, metav1.CreateOptions{})
+	tok, err := d.token(ctx, ns, sa, p.Spec.Name)
 	if err != nil {
-		return fmt.Errorf("token of %s: %w", p.Spec.Name, err)
+		return err
 	}
 	root, err := d.rootCert(ctx, ns)
 	if err != nil {
@@ -374,7 +407,7 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		fmt.Fprintf(&labels, "%s=%q\n", k, v)
 	}
 	files := map[string][]byte{
-		"var/run/secrets/tokens/istio-token":            []byte(tok.Status.Token),
+		"var/run/secrets/tokens/istio-token":            []byte(tok),
 		"var/run/secrets/istio/root-cert.pem":           []byte(root),
 		"var/lib/istio/envoy/envoy_bootstrap_tmpl.json": tmpl,
 		"etc/istio/pod/labels":                          []byte(labels.String()),
@@ -425,6 +458,63 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	return c.WaitHTTP(ctx, p.NS.HTTPClient(2*time.Second, false), "http://127.0.0.1:15021/healthz/ready", 90*time.Second)
 }
 
+// token is a TokenRequest token for service account ns/sa bound to pod
+// ns/pod, audience istio-ca: what a kubelet mounts for pilot-agent and
+// ztunnel, and what istiod's CA checks with a TokenReview.
+func (d *Istiod) token(ctx context.Context, ns, sa, pod string) (string, error) {
+	api := d.opts.API.Client.Core.CoreV1()
+	podObj, err := api.Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	expiry := int64(24 * 3600)
+	tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		Audiences: []string{"istio-ca"}, ExpirationSeconds: &expiry,
+		BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod, UID: podObj.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token of %s/%s: %w", ns, pod, err)
+	}
+	return tok.Status.Token, nil
+}
+
+// ztunnelPod is the name of node n's ztunnel pod (in istio-system).
+func ztunnelPod(n *Node) string { return "ztunnel-" + n.Name }
+
+// ztunnelIP is node n's ztunnel's address: the node namespace's own on
+// its pods' bridge (ztunnel runs in the node namespace).
+func (l *Lab) ztunnelIP(n *Node) netip.Addr { return l.addr(n.index()+1, 1) }
+
+// ztunnelSpec is node n's ztunnel configured by istiod: WDS and
+// certificates from istiod at the fabric's address, its token (bound to
+// its ztunnel pod) and istiod's root in files of its own.
+func (d *Istiod) ztunnelSpec(ctx context.Context, n *Node) (ztunnel.Spec, error) {
+	dir := filepath.Join(d.dir, "ztunnels", n.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ztunnel.Spec{}, err
+	}
+	tok, err := d.token(ctx, "istio-system", ztunnelSA, ztunnelPod(n))
+	if err != nil {
+		return ztunnel.Spec{}, err
+	}
+	root, err := d.rootCert(ctx, "istio-system")
+	if err != nil {
+		return ztunnel.Spec{}, err
+	}
+	tokPath, rootPath := filepath.Join(dir, "istio-token"), filepath.Join(dir, "root-cert.pem")
+	if err := os.WriteFile(tokPath, []byte(tok), 0o600); err != nil {
+		return ztunnel.Spec{}, err
+	}
+	if err := os.WriteFile(rootPath, []byte(root), 0o644); err != nil {
+		return ztunnel.Spec{}, err
+	}
+	d.Ztunnels++
+	addr := "https://" + d.Addr.String()
+	return ztunnel.Spec{CAAddress: addr, RootCAPath: rootPath, Token: tokPath, ClusterID: "Kubernetes",
+		XDS: &ztunnel.XDS{Address: addr, Hostname: istiodSAN, PodName: ztunnelPod(n), PodNamespace: "istio-system",
+			ServiceAccount: ztunnelSA, InstanceIP: d.lab.ztunnelIP(n).String()}}, nil
+}
+
 // rootCert is istiod's root certificate as it publishes it in every
 // namespace (ConfigMap istio-ca-root-cert), waiting until it does.
 func (d *Istiod) rootCert(ctx context.Context, ns string) (string, error) {
@@ -467,7 +557,7 @@ func (d *Istiod) Syncz(ctx context.Context) ([]istio.ProxySync, error) {
 	return istio.ParseSyncz(b)
 }
 
-// WaitACKed waits until istiod lists every sidecar and each has ACKed
+// WaitACKed waits until istiod lists every sidecar and ztunnel and each has ACKed
 // every type; on timeout it returns the last table and what is missing.
 func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.ProxySync, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -477,8 +567,8 @@ func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.
 		var missing []string
 		if err == nil {
 			missing = istio.NotACKed(ps)
-			if len(ps) < len(d.Agents) {
-				missing = append(missing, fmt.Sprintf("%d of %d sidecars connected", len(ps), len(d.Agents)))
+			if want := len(d.Agents) + d.Ztunnels; len(ps) < want {
+				missing = append(missing, fmt.Sprintf("%d of %d proxies connected", len(ps), want))
 			}
 			if len(missing) == 0 {
 				return ps, nil
@@ -496,7 +586,10 @@ func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.
 }
 
 // nodeIndex is the index of p's node in the lab.
-func (p *Pod) nodeIndex() int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(p.Node.Name, "node"))
-	return n - 1
+func (p *Pod) nodeIndex() int { return p.Node.index() }
+
+// index is n's index in the lab.
+func (n *Node) index() int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(n.Name, "node"))
+	return i - 1
 }

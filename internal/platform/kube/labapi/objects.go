@@ -24,6 +24,9 @@ type Pod struct {
 	Node                            string
 	IP                              netip.Addr
 	Labels                          map[string]string
+	// Annotations are what a mesh's node agent would have written on
+	// the pod (Istio's istio-cni: ambient.istio.io/redirection).
+	Annotations map[string]string
 	// Containers are the pod's containers' names (default: "app"); none
 	// runs, a mesh reads them (Istio: "istio-proxy" marks a sidecar).
 	Containers []string
@@ -120,7 +123,7 @@ func (s *Server) createPod(ctx context.Context, p Pod) error {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: p.Annotations},
 		Spec:       corev1.PodSpec{ServiceAccountName: p.ServiceAccount, NodeName: p.Node, Containers: containers},
 	}
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
