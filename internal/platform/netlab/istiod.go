@@ -59,6 +59,9 @@ const (
 	// which istiod's CA trusts to ask for its node's pods' certificates
 	// (CA_TRUSTED_NODE_ACCOUNTS, as Istio's chart sets it).
 	ztunnelSA = "ztunnel"
+	// istiodClusterID is the cluster istiod and its proxies name
+	// (CLUSTER_ID): the prefix of the workload UIDs it sends.
+	istiodClusterID = "Kubernetes"
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
@@ -355,7 +358,7 @@ func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
 		"--grpcAddr="+lo(15010), "--monitoringAddr="+lo(istiodMonPort))
 	cmd.Dir = d.dir
 	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + kubeconfig,
-		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=Kubernetes",
+		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=" + istiodClusterID,
 		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "ENABLE_CA_SERVER=true"}, IstiodEnv...)
 	if l.Opts.ZtunnelsFromXDS {
 		// As Istio's chart sets them for the ambient profile.
@@ -510,7 +513,7 @@ func (d *Istiod) ztunnelSpec(ctx context.Context, n *Node) (ztunnel.Spec, error)
 	}
 	d.Ztunnels++
 	addr := "https://" + d.Addr.String()
-	return ztunnel.Spec{CAAddress: addr, RootCAPath: rootPath, Token: tokPath, ClusterID: "Kubernetes",
+	return ztunnel.Spec{CAAddress: addr, RootCAPath: rootPath, Token: tokPath, ClusterID: istiodClusterID,
 		XDS: &ztunnel.XDS{Address: addr, Hostname: istiodSAN, PodName: ztunnelPod(n), PodNamespace: "istio-system",
 			ServiceAccount: ztunnelSA, InstanceIP: d.lab.ztunnelIP(n).String()}}, nil
 }

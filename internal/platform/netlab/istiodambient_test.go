@@ -3,20 +3,27 @@ package netlab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -214,5 +221,88 @@ func TestIstiodAmbient(t *testing.T) {
 	}
 	if _, err := os.Stat(apiDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the API server's files are left in %s: %v", apiDir, err)
+	}
+}
+
+// TestSubstrateRunIstiodAmbient runs a whole ambient cell (local.Run)
+// with the ztunnels configured and certified by istiod: two server
+// replicas on their own node, the four ALLOW rules as AuthorizationPolicy
+// objects. Every request is answered 200 and the cell is valid (the
+// ztunnels' own counters show mTLS); istiod's ACK table is kept with the
+// cell, both ztunnels with WDS and WDS-authz ACKed; each ztunnel's config
+// dump is kept, its workloads from istiod and its certificates from
+// istiod's root; the ztunnels are sampled as the node proxies, istiod as
+// the control plane, the API server as overhead; the manifest names
+// istiod; nothing is left after the run.
+func TestSubstrateRunIstiodAmbient(t *testing.T) {
+	zbin := requirements(t)
+	if testing.Short() {
+		t.Skip("a whole ambient cell with an API server, istiod and two ztunnels (~25 s)")
+	}
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	mb := testutil.BuildMeshbench(t)
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.Policies, mo.Replicas = topology.ModeAmbient, 4, 2
+	sub := &Substrate{Ztunnel: zbin, ControlPlane: ControlPlaneIstiod, Istio: b}
+	t.Chdir(t.TempDir())
+	out := "run"
+	o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second},
+		OutDir: out, Meshbench: mb, Substrate: sub}
+	res, _ := runCell(t, o, checkRunGone)
+	lr := res.Load
+	if lr.Completed < 100 || lr.Success != lr.Completed {
+		t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+	}
+	if len(res.Manifest.Invalid) > 0 {
+		t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+	}
+	cp, _ := res.Manifest.Options["control_plane"].(map[string]any)
+	if cp["name"] != ControlPlaneIstiod || !strings.HasPrefix(fmt.Sprint(cp["what"]), "ztunnels:") {
+		t.Errorf("manifest's control_plane %v, want istiod configuring the ztunnels", cp)
+	}
+	raw := filepath.Join(out, results.NodeProxyDir)
+	acks, err := os.ReadFile(filepath.Join(raw, "istiod-acks.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("istiod's ACK table kept with the cell:\n%s", acks)
+	if strings.Count(string(acks), "ztunnel ") != 2 || strings.Contains(string(acks), "NACK") || strings.Contains(string(acks), "pending") {
+		t.Errorf("want both ztunnels, every type ACKed")
+	}
+	for _, want := range []string{"WDS", "WDS-authz"} {
+		if !strings.Contains(string(acks), want) {
+			t.Errorf("the ACK table lacks %s", want)
+		}
+	}
+	var dumps int
+	for _, line := range res.MeshCheck.Lines {
+		if strings.Contains(line, "'s config dump: ") {
+			t.Log(line)
+			dumps++
+		}
+	}
+	if dumps != 2 {
+		t.Errorf("run says %d ztunnel config dump summaries, want 2: %q", dumps, res.MeshCheck.Lines)
+	}
+	for _, n := range []string{"node1", "node2"} {
+		if _, err := os.Stat(filepath.Join(raw, "ztunnel-"+n+".config_dump.json")); err != nil {
+			t.Errorf("ztunnel-%s's config dump not kept: %v", n, err)
+		}
+	}
+	names := map[string]string{}
+	for _, p := range res.Manifest.Processes {
+		names[p.Name] = p.Category
+	}
+	for name, cat := range map[string]string{"istiod": sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead,
+		"ztunnel-node1": sample.CategoryDataPlane, "ztunnel-node2": sample.CategoryDataPlane} {
+		if names[name] != cat {
+			t.Errorf("process %s sampled as %q, want %q (processes %v)", name, names[name], cat, names)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/kube/policy"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -38,16 +39,17 @@ const (
 )
 
 // supportsIstiod returns why istiod cannot configure a topology with
-// options o yet (nil: it can): sidecar mode with the static app over
-// HTTP and mTLS, without gateway; mode none needs no control plane.
+// options o yet (nil: it can): sidecar or ambient mode with the static
+// app over HTTP and mTLS, without gateway; mode none needs no control
+// plane.
 func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
 	case topology.ModeNone:
 		return nil
-	case topology.ModeSidecar:
+	case topology.ModeSidecar, topology.ModeAmbient:
 	default:
-		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars only so far (mesh none or sidecar); use --control-plane lab", o.Mode))
+		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars and ztunnels only so far (mesh none, sidecar or ambient); use --control-plane lab", o.Mode))
 	}
 	if o.App == topology.AppFaces {
 		errs = append(errs, errors.New("app faces with control plane istiod: not yet (its calls go to the pod's own sidecar); use app static or --control-plane lab"))
@@ -64,12 +66,16 @@ func supportsIstiod(o topology.Options) []error {
 	return errs
 }
 
-// istiodNet is a lab's sidecars configured by istiod (Substrate
-// ControlPlane istiod): the API server, istiod and per sidecar pod
-// pilot-agent and its Envoy, all stopped by the lab's Close.
+// istiodNet is a lab's sidecars or ztunnels configured by istiod
+// (Substrate ControlPlane istiod): the API server, istiod and per
+// sidecar pod pilot-agent and its Envoy (mode sidecar), or the nodes'
+// ztunnels (mode ambient: the lab runs them), all stopped by the lab's
+// Close.
 type istiodNet struct {
 	api *labapi.Server
 	d   *Istiod
+	// ambient: istiod configures the nodes' ztunnels, not sidecars.
+	ambient bool
 	// envoys are each sidecar's Envoy (pilot-agent's child) by pod.
 	envoys map[string]int
 	// names and components are the topology's for each sidecar pod's
@@ -93,7 +99,7 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 	if err != nil {
 		return nil, err
 	}
-	in := &istiodNet{api: api, d: d, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
+	in := &istiodNet{api: api, d: d, ambient: l.Opts.ZtunnelsFromXDS, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
 	for pod, a := range d.Agents {
 		pid, err := childPID(a.PID, "envoy")
 		if err != nil {
@@ -116,9 +122,9 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 // the PeerAuthentication and the ALLOW rules as AuthorizationPolicies.
 func cellObjects(t *topology.Topology) func() ([]runtime.Object, error) {
 	return func() ([]runtime.Object, error) {
-		m, ok := mesh.Get(string(topology.ModeSidecar))
+		m, ok := mesh.Get(string(t.Options.Mode))
 		if !ok {
-			return nil, errors.New("no sidecar mesh descriptor")
+			return nil, fmt.Errorf("no mesh descriptor for mode %s", t.Options.Mode)
 		}
 		c := policy.Cell{Mesh: m, Options: t.Options, AppNamespace: "default", LoadNamespace: "default",
 			AppPort: topology.PortApp, LoadServiceAccount: topology.IdentityClient.ServiceAccount,
@@ -196,10 +202,13 @@ func (in *istiodNet) died() error {
 // what the set-up cost.
 func (in *istiodNet) manifest() map[string]any {
 	etcdRSS, apiRSS, _ := in.api.Memory()
+	what, ready := "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server", "sidecars_ready_s"
+	if in.ambient {
+		what, ready = "ztunnels: workloads, services and authorization from istiod's WDS (no local config file), certificates from istiod's CA, against the lab's API server; pods handed to ztunnel by meshbench's ZDS agent (istio-cni's part)", "ztunnels_ready_s"
+	}
 	return map[string]any{"control_plane": map[string]any{
-		"name": ControlPlaneIstiod, "istio": in.stamp,
-		"what":               "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server",
-		"api_server_ready_s": in.api.StartTime.Seconds(), "istiod_ready_s": in.d.StartTime.Seconds(), "sidecars_ready_s": in.d.SidecarsTime.Seconds(),
+		"name": ControlPlaneIstiod, "istio": in.stamp, "what": what,
+		"api_server_ready_s": in.api.StartTime.Seconds(), "istiod_ready_s": in.d.StartTime.Seconds(), ready: in.d.SidecarsTime.Seconds(),
 		"api_server_rss_bytes": etcdRSS + apiRSS,
 	}}
 }
@@ -266,15 +275,23 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	if err := os.WriteFile(filepath.Join(rawDir, "istiod-acks.txt"), tb.Bytes(), 0o644); err != nil {
 		return mc, err
 	}
-	mc.Lines = append(mc.Lines, "istiod's ACK table (the sidecars' config came from istiod):")
+	who := "sidecars"
+	if in.ambient {
+		who = "ztunnels"
+	}
+	mc.Lines = append(mc.Lines, "istiod's ACK table (the "+who+"' config came from istiod):")
 	for _, line := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
 		mc.Lines = append(mc.Lines, "  "+line)
 	}
 	if bad := istio.NotACKed(ps); len(bad) > 0 {
 		mc.Invalid = append(mc.Invalid, "istiod: not ACKed: "+strings.Join(bad, "; "))
 	}
-	if len(ps) < len(in.envoys) {
-		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d sidecars", len(ps), len(in.envoys)))
+	if want := len(in.envoys) + in.d.Ztunnels; len(ps) < want {
+		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d %s", len(ps), want, who))
+	}
+	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
+	if in.ambient {
+		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
 	}
 	end, err := in.handshakes(ctx, l)
 	if err != nil {
@@ -285,10 +302,48 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		total += end[p.Name] - in.base[p.Name]
 	}
 	mc.Derived["istiod_server_tls_handshakes"] = total
-	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
 	if total <= 0 {
 		mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
 	}
 	mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", total))
 	return mc, nil
+}
+
+// checkZtunnels keeps each ztunnel's config dump in rawDir
+// (ztunnel-NODE.config_dump.json) and says what it holds: the workloads
+// istiod sent (their UIDs name istiod's cluster, not the lab's local
+// config) and certificates whose root is istiod's; a ztunnel holding
+// neither makes the cell invalid. mTLS between the ztunnels is in their
+// counters (the cell's node-proxy stats, connection_security_policy).
+func (in *istiodNet) checkZtunnels(ctx context.Context, l *Lab, rawDir string, mc *local.MeshCheck) error {
+	root, err := in.d.rootCert(ctx, "istio-system")
+	if err != nil {
+		return err
+	}
+	for _, n := range l.Nodes {
+		if n.Ztunnel == nil {
+			continue
+		}
+		raw, err := n.Ztunnel.ConfigDump(ctx)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(rawDir, "ztunnel-"+n.Name+".config_dump.json"), raw, 0o644); err != nil {
+			return err
+		}
+		sum, err := ztunnel.SummarizeDump(raw, istiodClusterID, root)
+		if err != nil {
+			return err
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("ztunnel-%s's config dump: %s", n.Name, sum))
+		if sum.FromCluster == 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("ztunnel-%s holds no workload from istiod", n.Name))
+		}
+		for id, ok := range sum.Certificates {
+			if !ok {
+				mc.Invalid = append(mc.Invalid, fmt.Sprintf("ztunnel-%s's certificate for %s is not from istiod's CA", n.Name, id))
+			}
+		}
+	}
+	return nil
 }

@@ -245,6 +245,8 @@ func (u *upping) spec(context.Context) error {
 		o.Ztunnel = u.s.Ztunnel
 		o.Policies = t.Options.Policies
 		o.ZtunnelWorkerThreads = t.Options.ProxyThreads
+		// istiod configures and certifies the ztunnels (upIstiod).
+		o.ZtunnelsFromXDS = u.istiodOn()
 	}
 	nodes := slices.Clone(t.Nodes)
 	slices.SortFunc(nodes, func(a, b topology.Node) int { return a.Index - b.Index })
@@ -405,10 +407,16 @@ func (u *upping) istiodSidecars() bool {
 	return u.s.ControlPlane == ControlPlaneIstiod && u.t.Options.Mode == topology.ModeSidecar
 }
 
-// istiod starts the lab's API server, istiod and the sidecars from it;
-// if they fail, the lab is removed here and its error said too.
+// istiodOn: istiod configures this topology's sidecars or ztunnels.
+func (u *upping) istiodOn() bool {
+	return u.s.ControlPlane == ControlPlaneIstiod && (u.t.Options.Mode == topology.ModeSidecar || u.t.Options.Mode == topology.ModeAmbient)
+}
+
+// istiod starts the lab's API server, istiod and the sidecars or the
+// ztunnels from it; if they fail, the lab is removed here and its error
+// said too.
 func (u *upping) istiod(ctx context.Context) error {
-	if !u.istiodSidecars() {
+	if !u.istiodOn() {
 		return nil
 	}
 	var err error
@@ -432,8 +440,8 @@ type network struct {
 	// linkerd is the mesh of mode linkerd (netlab/linkerd.go), nil in
 	// other modes.
 	linkerd *linkerdNet
-	// istiod is the control plane of sidecars configured by istiod
-	// (istiodnet.go), nil otherwise.
+	// istiod is the control plane of sidecars or ztunnels configured by
+	// istiod (istiodnet.go), nil otherwise.
 	istiod *istiodNet
 	// base holds each ztunnel's scrape at the cell's start, by node name.
 	mu   sync.Mutex
@@ -480,7 +488,7 @@ func (n *network) StartInterval(ctx context.Context) error {
 	if n.linkerd != nil {
 		return n.linkerd.startInterval(ctx)
 	}
-	if n.istiod != nil {
+	if n.istiod != nil && !n.istiod.ambient {
 		return n.istiod.startInterval(ctx, n.lab)
 	}
 	base, err := n.scrapeAll(ctx)
@@ -613,6 +621,8 @@ func (n *network) Manifest() map[string]any {
 		maps.Copy(m, n.istiod.manifest())
 	} else if n.sidecars {
 		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "sidecars: Envoy configs rendered by meshbench from the topology, certificates from the lab's CA"}
+	} else if n.topo.Options.Mode == topology.ModeAmbient {
+		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "ztunnels: a local config file (LOCAL_XDS_PATH) rendered by meshbench from the topology, certificates from the lab's CA"}
 	}
 	return m
 }
