@@ -31,8 +31,8 @@ func MeshMode(label string) string {
 	return m
 }
 
-// IstiodConfigured ends the mesh label of a sidecar or ambient cell whose
-// sidecars or ztunnels the real istiod configured on the lab
+// IstiodConfigured ends the mesh label of a sidecar, ambient or waypoint
+// cell whose proxies the real istiod configured on the lab
 // (--control-plane istiod): "sidecar (config from istiod)", "ambient
 // (config from istiod)", so every table, chart and export says
 // which control plane a figure came from; the lab's default,
@@ -43,7 +43,7 @@ const IstiodConfigured = " (config from istiod)"
 // IstiodConfigured where istiod configured its sidecars.
 func meshLabelOf(s results.CellSettings) string {
 	l := MeshLabel(s.Mesh, s.Substrate)
-	if s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && (s.Mesh == "sidecar" || s.Mesh == "ambient") {
+	if s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && (s.Mesh == "sidecar" || s.Mesh == "ambient" || s.Mesh == "waypoint") {
 		l += IstiodConfigured
 	}
 	return l

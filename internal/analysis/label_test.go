@@ -55,6 +55,7 @@ func TestMeshLabelIstiod(t *testing.T) {
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "sidecar (config from istiod)"},
 		{results.CellSettings{Mesh: "ambient", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "ambient (config from istiod)"},
 		{results.CellSettings{Mesh: "ambient", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "ambient"},
+		{results.CellSettings{Mesh: "waypoint", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "waypoint (config from istiod)"},
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "sidecar"},
 		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "none"},
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns"}, "sidecar"},

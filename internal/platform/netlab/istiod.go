@@ -59,9 +59,15 @@ const (
 	// which istiod's CA trusts to ask for its node's pods' certificates
 	// (CA_TRUSTED_NODE_ACCOUNTS, as Istio's chart sets it).
 	ztunnelSA = "ztunnel"
+	// waypointGateway is the waypoint's Gateway (class istio-waypoint),
+	// its Deployment, Service and service account, as istiod names them.
+	waypointGateway = "waypoint"
 	// istiodClusterID is the cluster istiod and its proxies name
 	// (CLUSTER_ID): the prefix of the workload UIDs it sends.
 	istiodClusterID = "Kubernetes"
+	// requestsCompleted ends the HTTP connection managers' request
+	// counters (the waypoint's verdict: traffic went through it).
+	requestsCompleted = "downstream_rq_completed"
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
@@ -165,10 +171,46 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err != nil {
 		return nil, err
 	}
+	wp := l.waypoint()
+	if wp != nil {
+		gw, err := istio.GatewayCRDs(o.Build)
+		if err != nil {
+			return nil, err
+		}
+		// The CRDs only (the bundle's ValidatingAdmissionPolicy guards
+		// upgrades of a cluster's CRDs).
+		for _, obj := range gw {
+			if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, u)
+			}
+		}
+	}
 	if err := o.API.ApplyCRDs(ctx, crds); err != nil {
 		return nil, err
 	}
 	objs := []runtime.Object{strictMTLS()}
+	if wp != nil {
+		// The upstream-Envoy overlay's EnvoyFilters (mesh-wide, and
+		// bound to the waypoint's Gateway), and the injector templates
+		// istiod renders the waypoint's Deployment and Service from.
+		efs, err := istio.EnvoyFilters()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(append(objs, efs...), istio.WaypointEnvoyFilter(wp.Spec.Identity.Namespace, waypointGateway)...)
+		config, values, err := istio.InjectorTemplates(ctx, o.Build)
+		if err != nil {
+			return nil, err
+		}
+		inject := filepath.Join(d.dir, "var", "lib", "istio", "inject")
+		if err := os.MkdirAll(inject, 0o755); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(os.WriteFile(filepath.Join(inject, "config"), []byte(config), 0o644),
+			os.WriteFile(filepath.Join(inject, "values"), []byte(values), 0o644)); err != nil {
+			return nil, err
+		}
+	}
 	if o.Objects != nil {
 		more, err := o.Objects()
 		if err != nil {
@@ -182,6 +224,14 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err := d.startIstiod(ctx, kubeconfig); err != nil {
 		return nil, err
 	}
+	if wp != nil && l.Opts.ZtunnelsFromXDS {
+		// istiod renders the waypoint's Service from its Gateway; the
+		// endpoints of its pod are what makes the Gateway Programmed,
+		// with the address ztunnel sends the services' traffic to.
+		if err := o.API.Endpoints(ctx, wp.Spec.Identity.Namespace, waypointGateway, 60*time.Second); err != nil {
+			return nil, err
+		}
+	}
 	d.StartTime = time.Since(t0)
 	t1 := time.Now()
 	var errs []error
@@ -189,7 +239,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	var wg sync.WaitGroup
 	for _, n := range l.Nodes {
 		for _, p := range n.Pods {
-			if !p.Spec.Sidecar {
+			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) {
 				continue
 			}
 			wg.Add(1)
@@ -214,7 +264,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	}
 	d.SidecarsTime = time.Since(t1)
 	if l.Opts.Log != nil {
-		fmt.Fprintf(l.Opts.Log, "istiod ready in %v, %d sidecars and %d ztunnels from it in %v\n",
+		fmt.Fprintf(l.Opts.Log, "istiod ready in %v, %d pilot-agents (sidecars, waypoint) and %d ztunnels from it in %v\n",
 			d.StartTime.Round(time.Millisecond), len(d.Agents), d.Ztunnels, d.SidecarsTime.Round(time.Millisecond))
 	}
 	return d, nil
@@ -297,6 +347,17 @@ func (l *Lab) objects() labapi.Objects {
 				labels["security.istio.io/tlsMode"] = "istio"
 				containers = append(containers, "istio-proxy")
 			}
+			if p.Spec.Waypoint {
+				// As Istio's waypoint template labels its pods: its
+				// Gateway's Service selects them.
+				labels = map[string]string{"app": waypointGateway, "service.istio.io/canonical-name": waypointGateway,
+					ambientLabel: "none", "gateway.networking.k8s.io/gateway-name": waypointGateway,
+					"gateway.networking.k8s.io/gateway-class-name": "istio-waypoint", "gateway.istio.io/managed": "istio.io-mesh-controller"}
+				containers = []string{"istio-proxy"}
+				// Every service of the namespace through the waypoint,
+				// as a cluster cell labels its app namespace.
+				o.NamespaceLabels = map[string]map[string]string{p.Spec.Identity.Namespace: {"istio.io/use-waypoint": waypointGateway}}
+			}
 			var annotations map[string]string
 			if p.Spec.Enrolled {
 				// In ambient, as the namespace label enrols a pod and
@@ -363,6 +424,11 @@ func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
 	if l.Opts.ZtunnelsFromXDS {
 		// As Istio's chart sets them for the ambient profile.
 		cmd.Env = append(cmd.Env, "PILOT_ENABLE_AMBIENT=true", "CA_TRUSTED_NODE_ACCOUNTS=istio-system/"+ztunnelSA)
+		if l.waypoint() != nil {
+			// No istio.double_hbone filter state (Istio's proxy only),
+			// as the cluster's overlay sets it (istio.OverlaySettings).
+			cmd.Env = append(cmd.Env, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false")
+		}
 	}
 	var err error
 	if d.Proc, err = process.StartLogged("istiod", filepath.Join(d.dir, "logs"), cmd, l.fabric.Do); err != nil {
@@ -405,6 +471,17 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	if err != nil {
 		return err
 	}
+	kind, workload, owner := "sidecar", p.Spec.Name, "kubernetes://apis/v1/namespaces/"+ns+"/pods/"+p.Spec.Name
+	if p.Spec.Waypoint {
+		// A waypoint as Istio's template runs it (pilot-agent proxy
+		// waypoint for the Deployment istiod rendered), with Istio's
+		// bootstrap less the metadata_discovery extension upstream
+		// Envoy lacks.
+		kind, workload, owner = "waypoint", waypointGateway, "kubernetes://apis/apps/v1/namespaces/"+ns+"/deployments/"+waypointGateway
+		if tmpl, err = istio.UpstreamBootstrap(tmpl); err != nil {
+			return err
+		}
+	}
 	var labels strings.Builder
 	for k, v := range podObj.Labels {
 		fmt.Fprintf(&labels, "%s=%q\n", k, v)
@@ -428,28 +505,31 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 			}
 		}
 	}
-	owner := "kubernetes://apis/v1/namespaces/" + ns + "/pods/" + p.Spec.Name
-	cmd := exec.Command(d.opts.Build.Path("pilot-agent"), "proxy", "sidecar",
+	cmd := exec.Command(d.opts.Build.Path("pilot-agent"), "proxy", kind,
 		"--domain", ns+".svc.cluster.local", "--proxyLogLevel=warning", "--log_output_level=default:info")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir,
 		"POD_NAME=" + p.Spec.Name, "POD_NAMESPACE=" + ns, "INSTANCE_IP=" + p.IP.String(), "SERVICE_ACCOUNT=" + sa,
 		"HOST_IP=" + d.lab.addr(p.nodeIndex()+1, 1).String(),
-		"ISTIO_META_CLUSTER_ID=Kubernetes", "ISTIO_META_MESH_ID=cluster.local", "TRUST_DOMAIN=" + topology.TrustDomain,
-		"ISTIO_META_WORKLOAD_NAME=" + p.Spec.Name, "ISTIO_META_OWNER=" + owner,
-		"ISTIO_META_INTERCEPTION_MODE=REDIRECT", "ISTIO_META_APP_CONTAINERS=app",
-		"ISTIO_META_POD_PORTS=[" + strings.Join(ports, ",") + "]",
+		"ISTIO_META_CLUSTER_ID=" + istiodClusterID, "ISTIO_META_MESH_ID=cluster.local", "TRUST_DOMAIN=" + topology.TrustDomain,
+		"ISTIO_META_WORKLOAD_NAME=" + workload, "ISTIO_META_OWNER=" + owner,
+		"ISTIO_META_INTERCEPTION_MODE=REDIRECT",
 		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "CA_ADDR=" + d.Addr.String(), "ISTIOD_SAN=" + istiodSAN,
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
-		// annotation sets it) adds the one counter the lab's mTLS
-		// verdict reads to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes),
+		// annotation sets it) adds the counters the lab's verdicts read
+		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, requestsCompleted),
 	}
-	// Group 1337, user root: the capture exempts the group, and root can
-	// run the cached binaries (under a home directory uid 1337 cannot
-	// enter), as the lab's own sidecar Envoys run.
-	process.SetGid(cmd, SidecarID)
+	if p.Spec.Waypoint {
+		cmd.Env = append(cmd.Env, "ISTIO_META_SERVICE_ACCOUNT="+sa, "ISTIO_META_NODE_NAME="+p.Node.Name)
+	} else {
+		cmd.Env = append(cmd.Env, "ISTIO_META_APP_CONTAINERS=app", "ISTIO_META_POD_PORTS=["+strings.Join(ports, ",")+"]")
+		// Group 1337, user root: the capture exempts the group, and root
+		// can run the cached binaries (under a home directory uid 1337
+		// cannot enter), as the lab's own sidecar Envoys run.
+		process.SetGid(cmd, SidecarID)
+	}
 	c, err := process.StartLogged("pilot-agent-"+p.Spec.Name, filepath.Join(d.dir, "logs"), cmd, p.NS.Do)
 	if err != nil {
 		return err

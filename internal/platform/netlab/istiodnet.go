@@ -39,17 +39,17 @@ const (
 )
 
 // supportsIstiod returns why istiod cannot configure a topology with
-// options o yet (nil: it can): sidecar or ambient mode with the static
-// app over HTTP and mTLS, without gateway; mode none needs no control
-// plane.
+// options o yet (nil: it can): sidecar, ambient or waypoint mode with the
+// static app over HTTP and mTLS, without gateway; mode none needs no
+// control plane.
 func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
 	case topology.ModeNone:
 		return nil
-	case topology.ModeSidecar, topology.ModeAmbient:
+	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
 	default:
-		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars and ztunnels only so far (mesh none, sidecar or ambient); use --control-plane lab", o.Mode))
+		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
 	}
 	if o.App == topology.AppFaces {
 		errs = append(errs, errors.New("app faces with control plane istiod: not yet (its calls go to the pod's own sidecar); use app static or --control-plane lab"))
@@ -82,8 +82,10 @@ type istiodNet struct {
 	// proxy (so results line up with the hand-rendered sidecars').
 	names, components map[string]string
 	stamp             string
-	// base is each sidecar's inbound TLS handshakes at the cell's start.
-	base map[string]float64
+	// base is each sidecar's inbound TLS handshakes at the cell's start;
+	// wpBase the waypoint's completed requests (ambient).
+	base   map[string]float64
+	wpBase float64
 }
 
 // upIstiod starts the lab's API server and istiod, and the sidecars
@@ -108,6 +110,8 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		in.envoys[pod] = pid
 		if p := t.Sidecar(pod); p != nil {
 			in.names[pod], in.components[pod] = p.Name, p.Component
+		} else if wp := t.ProxyByRole(topology.RoleWaypoint); wp != nil && l.Pod(pod).Spec.Waypoint {
+			in.names[pod], in.components[pod] = wp.Name, wp.Component
 		} else {
 			in.names[pod], in.components[pod] = pod+"-sidecar", pod+" sidecar"
 		}
@@ -205,6 +209,9 @@ func (in *istiodNet) manifest() map[string]any {
 	what, ready := "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server", "sidecars_ready_s"
 	if in.ambient {
 		what, ready = "ztunnels: workloads, services and authorization from istiod's WDS (no local config file), certificates from istiod's CA, against the lab's API server; pods handed to ztunnel by meshbench's ZDS agent (istio-cni's part)", "ztunnels_ready_s"
+		if len(in.envoys) > 0 {
+			what += "; the waypoint: a Gateway of class istio-waypoint, pilot-agent proxy waypoint + upstream Envoy, xDS and certificate from istiod"
+		}
 	}
 	return map[string]any{"control_plane": map[string]any{
 		"name": ControlPlaneIstiod, "istio": in.stamp, "what": what,
@@ -227,6 +234,34 @@ func (in *istiodNet) handshakes(ctx context.Context, l *Lab) (map[string]float64
 		out[pod] = v
 	}
 	return out, errors.Join(errs...)
+}
+
+// envoyRequests are the requests the HTTP connection managers of the
+// Envoy in pod p completed (every http.*.downstream_rq_completed).
+func envoyRequests(ctx context.Context, p *Pod) (float64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://127.0.0.1:15000/stats?filter=^http\\..*\\."+requestsCompleted+"$", nil)
+	resp, err := p.HTTPClient(false).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, v, ok := strings.Cut(line, ": "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("%q: %w", line, err)
+			}
+			total += f
+		}
+	}
+	return total, nil
 }
 
 // envoyCounter reads one counter from the Envoy admin in pod p (Istio's
@@ -254,6 +289,12 @@ func envoyCounter(ctx context.Context, p *Pod, name string) (float64, error) {
 
 func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	var err error
+	if in.ambient {
+		if wp := l.waypoint(); wp != nil {
+			in.wpBase, err = envoyRequests(ctx, wp)
+		}
+		return err
+	}
 	in.base, err = in.handshakes(ctx, l)
 	return err
 }
@@ -275,11 +316,14 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	if err := os.WriteFile(filepath.Join(rawDir, "istiod-acks.txt"), tb.Bytes(), 0o644); err != nil {
 		return mc, err
 	}
-	who := "sidecars"
+	who, whose := "sidecars", "sidecars'"
 	if in.ambient {
-		who = "ztunnels"
+		who, whose = "ztunnels", "ztunnels'"
+		if l.waypoint() != nil {
+			whose = "ztunnels' and the waypoint's"
+		}
 	}
-	mc.Lines = append(mc.Lines, "istiod's ACK table (the "+who+"' config came from istiod):")
+	mc.Lines = append(mc.Lines, "istiod's ACK table (the "+whose+" config came from istiod):")
 	for _, line := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
 		mc.Lines = append(mc.Lines, "  "+line)
 	}
@@ -291,6 +335,18 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	}
 	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
 	if in.ambient {
+		if wp := l.waypoint(); wp != nil {
+			end, err := envoyRequests(ctx, wp)
+			if err != nil {
+				return mc, err
+			}
+			n := end - in.wpBase
+			mc.Derived["istiod_waypoint_requests"] = n
+			mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
+			if n <= 0 {
+				mc.Invalid = append(mc.Invalid, "the waypoint completed no request over the cell")
+			}
+		}
 		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
 	}
 	end, err := in.handshakes(ctx, l)

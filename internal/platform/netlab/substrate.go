@@ -371,10 +371,22 @@ func (u *upping) loadTargets(context.Context) error {
 }
 
 func (u *upping) waypoint(context.Context) error {
-	if wp := u.t.ProxyByRole(topology.RoleWaypoint); wp != nil {
-		return waypointTopology(u.lab, *wp, &u.nt)
+	wp := u.t.ProxyByRole(topology.RoleWaypoint)
+	if wp == nil {
+		return nil
 	}
-	return nil
+	if u.istiodOn() {
+		// pilot-agent starts the waypoint's Envoy (upIstiod): the load
+		// goes to the entry service's VIP, which istiod tells the
+		// client's ztunnel to send through the waypoint.
+		vip, ok := u.nt.InPod.VIP(u.nt.Service)
+		if !ok {
+			return fmt.Errorf("service %s has no VIP on the netns lab", u.nt.Service.Name)
+		}
+		u.nt.LoadTargets = []topology.LoadTarget{{URL: "http://" + vip.String() + "/"}}
+		return nil
+	}
+	return waypointTopology(u.lab, *wp, &u.nt)
 }
 
 func (u *upping) gateway(context.Context) error {
@@ -407,9 +419,14 @@ func (u *upping) istiodSidecars() bool {
 	return u.s.ControlPlane == ControlPlaneIstiod && u.t.Options.Mode == topology.ModeSidecar
 }
 
-// istiodOn: istiod configures this topology's sidecars or ztunnels.
+// istiodOn: istiod configures this topology's sidecars, or its
+// ztunnels and waypoint.
 func (u *upping) istiodOn() bool {
-	return u.s.ControlPlane == ControlPlaneIstiod && (u.t.Options.Mode == topology.ModeSidecar || u.t.Options.Mode == topology.ModeAmbient)
+	switch u.t.Options.Mode {
+	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
+		return u.s.ControlPlane == ControlPlaneIstiod
+	}
+	return false
 }
 
 // istiod starts the lab's API server, istiod and the sidecars or the
@@ -488,8 +505,10 @@ func (n *network) StartInterval(ctx context.Context) error {
 	if n.linkerd != nil {
 		return n.linkerd.startInterval(ctx)
 	}
-	if n.istiod != nil && !n.istiod.ambient {
-		return n.istiod.startInterval(ctx, n.lab)
+	if n.istiod != nil {
+		if err := n.istiod.startInterval(ctx, n.lab); err != nil || !n.istiod.ambient {
+			return err
+		}
 	}
 	base, err := n.scrapeAll(ctx)
 	n.mu.Lock()
