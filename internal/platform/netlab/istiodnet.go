@@ -52,7 +52,7 @@ func supportsIstiod(o topology.Options) []error {
 		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
 	}
 	if o.App == topology.AppFaces {
-		errs = append(errs, errors.New("app faces with control plane istiod: not yet (its calls are addressed as the lab's own configs expect, not as istiod's services; sidecar: to the pod's own sidecar); use app static or --control-plane lab"))
+		errs = append(errs, errors.New("app faces with control plane istiod: not yet (not run with istiod's config; with sidecars its calls go to the pod's own sidecar); use app static or --control-plane lab"))
 	}
 	if o.Gateway {
 		errs = append(errs, errors.New("gateway with control plane istiod: not yet; use --control-plane lab"))
