@@ -31,9 +31,10 @@ func MeshMode(label string) string {
 	return m
 }
 
-// IstiodConfigured ends the mesh label of a sidecar cell whose sidecars
-// the real istiod configured on the lab (--control-plane istiod):
-// "sidecar (config from istiod)", so every table, chart and export says
+// IstiodConfigured ends the mesh label of a sidecar, ambient or waypoint
+// cell whose proxies the real istiod configured on the lab
+// (--control-plane istiod): "sidecar (config from istiod)", "ambient
+// (config from istiod)", so every table, chart and export says
 // which control plane a figure came from; the lab's default,
 // hand-rendered configs keep the bare mode.
 const IstiodConfigured = " (config from istiod)"
@@ -50,7 +51,7 @@ const LinkerdConfigured = " (config from Linkerd's controllers)"
 func meshLabelOf(s results.CellSettings) string {
 	l := MeshLabel(s.Mesh, s.Substrate)
 	switch {
-	case s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && s.Mesh == "sidecar":
+	case s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && (s.Mesh == "sidecar" || s.Mesh == "ambient" || s.Mesh == "waypoint"):
 		l += IstiodConfigured
 	case s.ControlPlane != nil && s.ControlPlane.Name == "linkerd" && s.Mesh == "linkerd":
 		l += LinkerdConfigured

@@ -34,11 +34,11 @@ func (s *substrateFlags) add(fl *pflag.FlagSet) {
 }
 
 // addControlPlaneFlag adds --control-plane: who configures the lab's
-// sidecars.
+// sidecars and ztunnels.
 func addControlPlaneFlag(fl *pflag.FlagSet, p *string) {
-	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's proxies: lab (meshbench renders the sidecars' Envoy configs from the topology, certificates from the lab's CA; "+
+	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's proxies: lab (meshbench renders the sidecars' and ztunnels' configs from the topology, certificates from the lab's CA; "+
 		"its stand-in serves Linkerd's proxies), istiod "+
-		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy; netns substrate, mesh none or sidecar, static app) "+
+		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy, ztunnels take istiod's WDS and CA; netns substrate, mesh none, sidecar or ambient, static app) "+
 		"or linkerd (Linkerd's real identity, destination and policy controllers from make linkerd-tools against that API server; netns substrate, mesh none or linkerd, static app)")
 }
 
@@ -65,12 +65,23 @@ func substrateNote(m *results.RunManifest) string {
 		}
 	}
 	if cp, ok := m.Options["control_plane"].(map[string]any); ok {
+		// What the control plane configured: "sidecars" or "ztunnels",
+		// the manifest's what up to its colon.
+		what, _ := cp["what"].(string)
+		who, _, _ := strings.Cut(what, ":")
+		if who == "" {
+			who = "sidecars"
+		}
 		switch name, _ := cp["name"].(string); name {
 		case bench.ControlPlaneIstiod:
 			stamp, _ := cp["istio"].(string)
-			out += " (sidecars configured by the real istiod, " + strings.TrimPrefix(stamp, "istio=") + ", on the lab's API server)"
+			out += " (" + who + " configured by the real istiod, " + strings.TrimPrefix(stamp, "istio=") + ", on the lab's API server)"
 		case bench.ControlPlaneLab:
-			out += " (sidecars configured by meshbench's hand-rendered Envoy configs, not istiod)"
+			how := "Envoy configs"
+			if who == "ztunnels" {
+				how = "local config file"
+			}
+			out += " (" + who + " configured by meshbench's hand-rendered " + how + ", not istiod)"
 		case bench.ControlPlaneLinkerd:
 			v, _ := cp["linkerd"].(string)
 			out += " (Linkerd's proxies configured by Linkerd's real controllers, " + v + ", on the lab's API server)"

@@ -169,11 +169,12 @@ func (l *Lab) linkerdObjects() labapi.Objects {
 		p := &o.Pods[i]
 		p.Labels["linkerd.io/control-plane-ns"] = linkerdNamespace
 		p.Labels["linkerd.io/workload-ns"] = p.Namespace
-		p.Annotations = map[string]string{
-			"linkerd.io/identity-mode": "default",
-			"linkerd.io/proxy-version": release.ProxyVersion,
-			"linkerd.io/created-by":    "meshbench (the lab stands in for linkerd/proxy-injector " + release.Version + ")",
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
 		}
+		p.Annotations["linkerd.io/identity-mode"] = "default"
+		p.Annotations["linkerd.io/proxy-version"] = release.ProxyVersion
+		p.Annotations["linkerd.io/created-by"] = "meshbench (the lab stands in for linkerd/proxy-injector " + release.Version + ")"
 		p.Containers = []string{"app", "linkerd-proxy"}
 		env := func(name string, port int) corev1.EnvVar {
 			return corev1.EnvVar{Name: name, Value: "0.0.0.0:" + strconv.Itoa(port)}
