@@ -385,3 +385,53 @@ func TestScheduleRemovesStale(t *testing.T) {
 		t.Errorf("record %+v", rec)
 	}
 }
+
+// podTarget is a PodTarget standing in for a cluster (the kill's real
+// form, a pod deleted and replaced, is internal/e2e's
+// TestFaultsOnRealNodes): it counts the kills.
+type podTarget struct {
+	mu    sync.Mutex
+	kills []mesh.Part
+}
+
+func (*podTarget) PartPID(mesh.Part) (int, string, error)       { return 0, "", errors.New("a pod") }
+func (*podTarget) Kill(context.Context, mesh.Part) (int, error) { return 0, errors.New("a pod") }
+func (*podTarget) Replicas(string) []workload.Control           { return nil }
+func (p *podTarget) KillPod(_ context.Context, part mesh.Part) (string, string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kills = append(p.kills, part)
+	return "ns/old", "ns/new", nil
+}
+
+// TestSchedulePodTarget: on a PodTarget a kill deletes the part's pod
+// through it (never PartPID's process) and the record names both pods;
+// a kind a cluster cannot do yet fails, said in the record, not done.
+func TestSchedulePodTarget(t *testing.T) {
+	tg := &podTarget{}
+	f, _ := Parse("kill:waypoint@10ms")
+	rec := waitApplied(t, Schedule(context.Background(), f, tg, time.Now(), nil))
+	if len(tg.kills) != 1 || tg.kills[0] != mesh.PartWaypoint || len(rec.Errors) != 0 || rec.End.IsZero() ||
+		!strings.Contains(rec.Events[len(rec.Events)-1].What, "pod ns/new Ready in its place") {
+		t.Errorf("kills %v, record %+v", tg.kills, rec)
+	}
+	f, _ = Parse("cpu-limit:waypoint=100@10ms")
+	rec = waitApplied(t, Schedule(context.Background(), f, tg, time.Now(), nil))
+	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "cpu-limit on a cluster: not yet") || len(tg.kills) != 1 {
+		t.Errorf("cpu-limit on a PodTarget: record %+v", rec)
+	}
+}
+
+// waitApplied stops r once it has started (its first event), at most 5 s.
+func waitApplied(t *testing.T, r *Running) Record {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		started := !r.rec.Start.IsZero() && (len(r.rec.Events) > 0 || len(r.rec.Errors) > 0)
+		r.mu.Unlock()
+		if started {
+			break
+		}
+	}
+	return r.Stop()
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
@@ -980,8 +981,13 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
+	var interval time.Duration
+	if !o.Fault.Zero() {
+		interval = fault.LoadInterval // a fault's cost is read from the intervals
+	}
 	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator}})
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator,
+		Interval: interval}})
 	if err != nil {
 		endWarm()
 		return nil, err
@@ -1022,7 +1028,9 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		}
 		close(syncDone)
 	})
+	faulted := r.startFault(ctx, job.Name)
 	jobErr := loadjob.Wait(ctx, c.Client, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	faulted.stop(r)
 	if warmTimer.Stop() {
 		endWarm()
 	} else {
@@ -1126,7 +1134,13 @@ func (r *run) checkValidity(lr *results.LoadResult) {
 	if lr == nil {
 		return
 	}
-	for _, p := range lr.Problems(r.o.RateShortfall, r.o.ErrorRatio) {
+	errorRatio := r.o.ErrorRatio
+	if !r.o.Fault.Zero() {
+		// A fault's failed requests are what the cell measures (its
+		// cost), not a sign the run went wrong.
+		errorRatio = 1
+	}
+	for _, p := range lr.Problems(r.o.RateShortfall, errorRatio) {
 		r.invalid(p)
 	}
 }

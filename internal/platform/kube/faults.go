@@ -1,0 +1,260 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/platform/fault"
+	"github.com/meshbench/meshbench/internal/workload"
+)
+
+// A cell's fault (Settings.Fault) on a cluster: scheduled when the load
+// workers' measured window opens (their containers seen running, plus the
+// warm-up), stopped when the load Job ends, whatever ended it, and
+// recorded in the manifest (options.fault_record) as on the lab. A kill
+// deletes the part's pod with no grace period, as a crash would end it,
+// and Kubernetes brings it back (the DaemonSet, the Deployment); the
+// fault lasts until the replacement is Ready, and the record says how
+// long that took. The parts are pods found from the mesh descriptor's
+// mesh.PartSpec: the sidecar is the app's first replica's pod (a
+// sidecar's death on a cluster is its pod's: meshbench reaches no node's
+// container runtime, so it cannot kill the proxy container alone), the
+// node proxy the ztunnel pod on that replica's node, the waypoint and
+// the control plane the first of their pods. The other kinds are refused
+// on a cluster (fault.OnCluster).
+
+// faultPollEvery is how often a kill's wait for the replacement pod looks:
+// the resolution of the recovery time it records.
+const faultPollEvery = 100 * time.Millisecond
+
+// faultTarget is a running cell on a cluster as a fault.PodTarget.
+type faultTarget struct{ r *run }
+
+var _ fault.PodTarget = faultTarget{}
+
+// errPartIsPod says why a cluster's parts have no process here.
+var errPartIsPod = errors.New("on a cluster a mesh part is a pod, not a process of this machine")
+
+func (faultTarget) PartPID(mesh.Part) (int, string, error)       { return 0, "", errPartIsPod }
+func (faultTarget) Kill(context.Context, mesh.Part) (int, error) { return 0, errPartIsPod }
+func (faultTarget) Replicas(string) []workload.Control           { return nil }
+
+// partPods is where part p of the cell's mesh runs: the namespace and
+// selector of its pods, the node they must be on ("" any), and the pod a
+// fault hits now.
+type partPods struct {
+	ns, selector, node string
+	pod                corev1.Pod
+}
+
+// servedPod is the entry service's first Ready replica (by name): the pod
+// whose parts a fault hits.
+func (c *Cluster) servedPod(ctx context.Context, s Spec) (corev1.Pod, string, error) {
+	s = s.WithDefaults()
+	sel := LabelRole + "=" + RoleApp + "," + LabelApp + "=" + s.appServices()[0].name
+	pods, err := c.readyPods(ctx, s.AppNamespace, sel, "")
+	if err != nil {
+		return corev1.Pod{}, "", err
+	}
+	if len(pods) == 0 {
+		return corev1.Pod{}, "", fmt.Errorf("no Ready app pod (%s) in namespace %s", sel, s.AppNamespace)
+	}
+	return pods[0], sel, nil
+}
+
+// readyPods are ns's Ready pods of selector sel (on node, unless ""),
+// not being deleted, sorted by name.
+func (c *Cluster) readyPods(ctx context.Context, ns, sel, node string) ([]corev1.Pod, error) {
+	l, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods %s in %s: %w", sel, ns, err)
+	}
+	var out []corev1.Pod
+	for _, p := range l.Items {
+		if p.DeletionTimestamp == nil && (node == "" || p.Spec.NodeName == node) && podIsReady(&p) {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// podIsReady reports the pod's Ready condition.
+func podIsReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// partPods finds part p of mesh mode in the cell of spec s.
+func (c *Cluster) partPods(ctx context.Context, s Spec, p mesh.Part) (partPods, error) {
+	s = s.WithDefaults()
+	m, ok := mesh.Get(string(s.Mesh.Mode))
+	if !ok {
+		return partPods{}, fmt.Errorf("mesh %s is not described", s.Mesh.Mode)
+	}
+	spec, ok := m.Parts[p]
+	if !ok {
+		return partPods{}, fmt.Errorf("mesh %s has no %s (its parts: %s)", m.Name, p, m.PartList())
+	}
+	served, appSel, err := c.servedPod(ctx, s)
+	if err != nil {
+		return partPods{}, err
+	}
+	pp := partPods{ns: spec.Namespace, selector: spec.Selector}
+	if pp.ns == "" {
+		pp.ns = s.AppNamespace
+	}
+	switch spec.Scope {
+	case mesh.ScopeAppPod:
+		pp.ns, pp.selector, pp.pod = s.AppNamespace, appSel, served
+		return pp, nil
+	case mesh.ScopeAppNode:
+		pp.node = served.Spec.NodeName
+	}
+	pods, err := c.readyPods(ctx, pp.ns, pp.selector, pp.node)
+	if err != nil {
+		return partPods{}, err
+	}
+	if len(pods) == 0 {
+		where := ""
+		if pp.node != "" {
+			where = " on node " + pp.node + " (the server's)"
+		}
+		return partPods{}, fmt.Errorf("no Ready pod of the %s (%s, %s in namespace %s)%s", p, spec.What, pp.selector, pp.ns, where)
+	}
+	pp.pod = pods[0]
+	return pp, nil
+}
+
+// KillPod deletes the pod of part p with no grace period and waits until
+// a pod that was not there before the delete is Ready in its place (on
+// the same node for a node's part).
+func (t faultTarget) KillPod(ctx context.Context, p mesh.Part) (old, replacement string, err error) {
+	return t.r.c.KillPart(ctx, t.r.o.Spec, p)
+}
+
+// KillPart is KillPod for the cell of spec s.
+func (c *Cluster) KillPart(ctx context.Context, s Spec, p mesh.Part) (old, replacement string, err error) {
+	pp, err := c.partPods(ctx, s, p)
+	if err != nil {
+		return "", "", err
+	}
+	l, err := c.Core.CoreV1().Pods(pp.ns).List(ctx, metav1.ListOptions{LabelSelector: pp.selector})
+	if err != nil {
+		return "", "", err
+	}
+	before := map[types.UID]bool{}
+	for _, q := range l.Items {
+		before[q.UID] = true
+	}
+	uid := pp.pod.UID
+	zero := int64(0)
+	old = pp.ns + "/" + pp.pod.Name
+	if err := c.Core.CoreV1().Pods(pp.ns).Delete(ctx, pp.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+		Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+		return "", "", fmt.Errorf("deleting pod %s: %w", old, err)
+	}
+	err = wait.PollUntilContextCancel(ctx, faultPollEvery, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.readyPods(ctx, pp.ns, pp.selector, pp.node)
+		if err != nil {
+			return false, nil // the API may blink; the context bounds the wait
+		}
+		for _, q := range pods {
+			if !before[q.UID] {
+				replacement = pp.ns + "/" + q.Name
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return old, "", fmt.Errorf("waiting for a pod Ready in the place of %s: %w", old, err)
+	}
+	return old, replacement, nil
+}
+
+// workersRunning waits until the load Job's workers' containers all run
+// and returns when it saw them: the measured window opens a warm-up later.
+func (c *Cluster) workersRunning(ctx context.Context, ns, job string, workers int) (time.Time, error) {
+	var seen time.Time
+	err := wait.PollUntilContextCancel(ctx, faultPollEvery, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+		if err != nil {
+			return false, nil
+		}
+		n := 0
+		for i := range pods.Items {
+			if containerStarted(&pods.Items[i], LoadContainer) {
+				n++
+			}
+		}
+		if n >= workers {
+			seen = time.Now()
+			return true, nil
+		}
+		return false, nil
+	})
+	return seen, err
+}
+
+// cellFault is the cell's fault while the load Job runs: scheduled once
+// the workers run (startFault), stopped when the Job ends (stop).
+type cellFault struct {
+	cancel  context.CancelFunc
+	running chan *fault.Running
+}
+
+// startFault schedules the cell's fault at its time in the workers'
+// measured window; nil without a fault.
+func (r *run) startFault(ctx context.Context, job string) *cellFault {
+	o := r.o
+	if o.Fault.Zero() {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	cf := &cellFault{cancel: cancel, running: make(chan *fault.Running, 1)}
+	go func() {
+		seen, err := r.c.workersRunning(wctx, o.Spec.LoadNamespace, job, o.Workers)
+		if err != nil {
+			cf.running <- nil
+			return
+		}
+		cf.running <- fault.Schedule(ctx, o.Fault, faultTarget{r}, seen.Add(o.Warmup), func(s string) { r.logf("%s", s) })
+	}()
+	return cf
+}
+
+// stop undoes the fault (a kill's replacement waited for) and records it
+// in the manifest; a fault that failed marks the cell invalid.
+func (cf *cellFault) stop(r *run) {
+	if cf == nil {
+		return
+	}
+	cf.cancel()
+	fr := <-cf.running
+	rec := fault.Record{Fault: r.o.Fault.String()}
+	if fr != nil {
+		rec = fr.Stop()
+	} else {
+		rec.Events = []fault.Event{{At: time.Now().UTC(), What: "not applied: the load's workers never ran"}}
+	}
+	r.mu.Lock()
+	r.manifest.Options["fault_record"] = rec
+	r.mu.Unlock()
+	for _, e := range rec.Errors {
+		r.invalid("fault " + rec.Fault + ": " + e)
+	}
+}
