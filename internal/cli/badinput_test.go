@@ -71,7 +71,7 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"run app stall alone", []string{"run", "--app-stall-for", "1s", "--out", out}, "--app-stall-for 1s: needs stall-every too"},
 		// Faults on a cluster: kills run; the other kinds are refused with
 		// why, as is a part the mesh lacks.
-		{"run kube cpu-limit", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--fault", "cpu-limit:sidecar=100@1s", "--out", out}, "--fault cpu-limit:sidecar=100@1s: cpu-limit on a cluster: not yet"},
+		{"run kube slow replica", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--replicas", "2", "--fault", "slow-replica:1=10ms@1s", "--out", out}, "--fault slow-replica:1=10ms@1s: slow-replica on a cluster: not yet"},
 		{"run kube noisy neighbour", []string{"run", "--platform", "kube", "--fault", "noisy-neighbour:500@1s", "--out", out}, "noisy-neighbour on a cluster: not yet"},
 		{"run kube kill missing part", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--fault", "kill:node-proxy@1s", "--out", out}, "--fault kill:node-proxy@1s with --mesh sidecar: mesh sidecar has no node-proxy"},
 		{"run kube kill oha", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--generator", "oha", "--fault", "kill:sidecar@1s", "--out", out}, "allowed with --generator meshbench only"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/load/extgen"
@@ -191,6 +192,11 @@ func printKubeRun(env *Env, mo topology.Options, res *kube.Result) {
 		mem = sample.CounterWorkingSet
 	}
 	printMeasured(w, res.Load, res.Summary, mem)
+	if res.Load != nil && res.Manifest != nil {
+		if fc, ok, err := analysis.FaultCostOf(res.Manifest, res.Load); err == nil && ok {
+			fmt.Fprintf(w, "Fault        %s\n", fc)
+		}
+	}
 	if len(res.Namespaces.Rows) > 0 {
 		fmt.Fprintln(w)
 		_ = report.NamespaceTable(w, res.Namespaces, mem)

@@ -122,7 +122,7 @@ plane; on the netns substrate only, as root).`,
 	f.sub.add(fl)
 	fl.IntVar(&f.bodySize, "body-size", workload.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", workload.MaxBodySize))
 	f.appOpts.add(fl)
-	fl.StringVar(&f.fault, "fault", "none", "what goes wrong inside the measured window, undone when the load ends: "+fault.Syntax+" (kube: kill:PART only); recorded with what it did (options.fault_record)")
+	fl.StringVar(&f.fault, "fault", "none", "what goes wrong inside the measured window, undone when the load ends: "+fault.Syntax+" (kube: kill and cpu-limit only); recorded with what it did (options.fault_record)")
 	fl.BoolVar(&f.hops, "hops", false, "time every hop: each Envoy logs every request with µs timings, joined per request into a waterfall (costs proxy CPU; off by default)")
 	return cmd
 }

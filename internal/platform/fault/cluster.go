@@ -19,17 +19,25 @@ const LoadInterval = 250 * time.Millisecond
 // has a new one Ready in its place.
 type PodTarget interface {
 	Target
-	// KillPod deletes the pod of part p and returns once its replacement
-	// is Ready, with both pods' names (namespace/name).
-	KillPod(ctx context.Context, p mesh.Part) (old, replacement string, err error)
+	// KillPod deletes the pod of part p, calls deleted with its name
+	// (namespace/name) once the delete is accepted, and returns once its
+	// replacement is Ready, with that pod's name.
+	KillPod(ctx context.Context, p mesh.Part, deleted func(old string)) (replacement string, err error)
+}
+
+// PodLimiter is a PodTarget that caps a part's CPU itself (a cluster's
+// in-place resize of the part's container).
+type PodLimiter interface {
+	PodTarget
+	// LimitPod caps part p at millicores, returning what it did for the
+	// record once the limit is applied, and what undoes it.
+	LimitPod(ctx context.Context, p mesh.Part, millicores int) (what string, undo func(context.Context) error, err error)
 }
 
 // OnCluster is why fault f cannot run on a cluster yet, "" when it can
-// (a kill of any part the mesh has).
+// (a kill or CPU limit of any part the mesh has).
 func OnCluster(f Fault) string {
 	switch f.Kind {
-	case CPULimit:
-		return "cpu-limit on a cluster: not yet (the part's container would be resized in place and restored; not built): the local lab only"
 	case SlowReplica:
 		return "slow-replica on a cluster: not yet (the app's control socket is not reached inside its pod): the local lab only"
 	case NoisyNeighbour:
@@ -40,15 +48,30 @@ func OnCluster(f Fault) string {
 
 // killPod is a Kill through a PodTarget.
 func (r *Running) killPod(ctx context.Context, pt PodTarget) error {
-	r.event(fmt.Sprintf("deleting the pod of the %s", r.f.Part))
-	start := time.Now()
-	old, rep, err := pt.KillPod(ctx, r.f.Part)
-	if old != "" {
-		r.event("deleted pod " + old)
-	}
+	var start time.Time
+	rep, err := pt.KillPod(ctx, r.f.Part, func(old string) {
+		start = time.Now()
+		r.event(fmt.Sprintf("deleted pod %s (the %s)", old, r.f.Part))
+	})
 	if err != nil {
 		return fmt.Errorf("killing the %s: %w", r.f.Part, err)
 	}
 	r.event(fmt.Sprintf("pod %s Ready in its place, %.3fs after the delete", rep, time.Since(start).Seconds()))
+	return nil
+}
+
+// limitPod is a CPULimit through a PodLimiter; undone (at most a minute)
+// by Stop or at its end.
+func (r *Running) limitPod(ctx context.Context, pl PodLimiter) error {
+	what, undo, err := pl.LimitPod(ctx, r.f.Part, r.f.Millicores)
+	if err != nil {
+		return fmt.Errorf("limiting the %s: %w", r.f.Part, err)
+	}
+	r.keep(func() error {
+		uctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return undo(uctx)
+	})
+	r.event(what)
 	return nil
 }

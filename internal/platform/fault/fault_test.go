@@ -3,6 +3,7 @@ package fault
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -397,11 +398,12 @@ type podTarget struct {
 func (*podTarget) PartPID(mesh.Part) (int, string, error)       { return 0, "", errors.New("a pod") }
 func (*podTarget) Kill(context.Context, mesh.Part) (int, error) { return 0, errors.New("a pod") }
 func (*podTarget) Replicas(string) []workload.Control           { return nil }
-func (p *podTarget) KillPod(_ context.Context, part mesh.Part) (string, string, error) {
+func (p *podTarget) KillPod(_ context.Context, part mesh.Part, deleted func(string)) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.kills = append(p.kills, part)
-	return "ns/old", "ns/new", nil
+	deleted("ns/old")
+	return "ns/new", nil
 }
 
 // TestSchedulePodTarget: on a PodTarget a kill deletes the part's pod
@@ -411,15 +413,50 @@ func TestSchedulePodTarget(t *testing.T) {
 	tg := &podTarget{}
 	f, _ := Parse("kill:waypoint@10ms")
 	rec := waitApplied(t, Schedule(context.Background(), f, tg, time.Now(), nil))
-	if len(tg.kills) != 1 || tg.kills[0] != mesh.PartWaypoint || len(rec.Errors) != 0 || rec.End.IsZero() ||
-		!strings.Contains(rec.Events[len(rec.Events)-1].What, "pod ns/new Ready in its place") {
+	if len(tg.kills) != 1 || tg.kills[0] != mesh.PartWaypoint || len(rec.Errors) != 0 || rec.End.IsZero() || len(rec.Events) != 2 ||
+		rec.Events[0].What != "deleted pod ns/old (the waypoint)" || !strings.HasPrefix(rec.Events[1].What, "pod ns/new Ready in its place") {
 		t.Errorf("kills %v, record %+v", tg.kills, rec)
 	}
-	f, _ = Parse("cpu-limit:waypoint=100@10ms")
+	f, _ = Parse("noisy-neighbour:100@10ms")
 	rec = waitApplied(t, Schedule(context.Background(), f, tg, time.Now(), nil))
-	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "cpu-limit on a cluster: not yet") || len(tg.kills) != 1 {
-		t.Errorf("cpu-limit on a PodTarget: record %+v", rec)
+	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "noisy-neighbour on a cluster: not yet") || len(tg.kills) != 1 {
+		t.Errorf("noisy-neighbour on a PodTarget: record %+v", rec)
 	}
+	// A CPU limit through a PodLimiter: applied, then undone by +FOR.
+	pl := &podLimiter{}
+	f, _ = Parse("cpu-limit:sidecar=150@10ms+20ms")
+	r := Schedule(context.Background(), f, pl, time.Now(), nil)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		pl.mu.Lock()
+		done := pl.undone
+		pl.mu.Unlock()
+		if done > 0 {
+			break
+		}
+	}
+	rec = r.Stop()
+	if pl.limits != 1 || pl.undone != 1 || len(rec.Errors) != 0 || len(rec.Events) != 2 || rec.Events[0].What != "sidecar limited to 150m" || rec.Events[1].What != "undone" {
+		t.Errorf("cpu-limit on a PodLimiter: limits %d, undone %d, record %+v", pl.limits, pl.undone, rec)
+	}
+}
+
+// podLimiter is a podTarget that also caps a part's CPU (a cluster's
+// resize, in internal/e2e's real-node test): it counts limits and undos.
+type podLimiter struct {
+	podTarget
+	limits, undone int
+}
+
+func (p *podLimiter) LimitPod(_ context.Context, part mesh.Part, m int) (string, func(context.Context) error, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limits++
+	return fmt.Sprintf("%s limited to %dm", part, m), func(context.Context) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.undone++
+		return nil
+	}, nil
 }
 
 // waitApplied stops r once it has started (its first event), at most 5 s.

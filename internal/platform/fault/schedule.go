@@ -166,6 +166,9 @@ func (r *Running) apply(ctx context.Context) error {
 		}
 		r.event(fmt.Sprintf("%s ready again (pid %d)", name, newPID))
 	case CPULimit:
+		if pl, ok := r.t.(PodLimiter); ok {
+			return r.limitPod(ctx, pl)
+		}
 		pid, name, err := r.t.PartPID(r.f.Part)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -39,7 +40,10 @@ const faultPollEvery = 100 * time.Millisecond
 // faultTarget is a running cell on a cluster as a fault.PodTarget.
 type faultTarget struct{ r *run }
 
-var _ fault.PodTarget = faultTarget{}
+var (
+	_ fault.PodTarget  = faultTarget{}
+	_ fault.PodLimiter = faultTarget{}
+)
 
 // errPartIsPod says why a cluster's parts have no process here.
 var errPartIsPod = errors.New("on a cluster a mesh part is a pod, not a process of this machine")
@@ -53,7 +57,9 @@ func (faultTarget) Replicas(string) []workload.Control           { return nil }
 // fault hits now.
 type partPods struct {
 	ns, selector, node string
-	pod                corev1.Pod
+	// container is the part's container in pod (mesh.PartSpec.Container).
+	container string
+	pod       corev1.Pod
 }
 
 // servedPod is the entry service's first Ready replica (by name): the pod
@@ -113,7 +119,7 @@ func (c *Cluster) partPods(ctx context.Context, s Spec, p mesh.Part) (partPods, 
 	if err != nil {
 		return partPods{}, err
 	}
-	pp := partPods{ns: spec.Namespace, selector: spec.Selector}
+	pp := partPods{ns: spec.Namespace, selector: spec.Selector, container: spec.Container}
 	if pp.ns == "" {
 		pp.ns = s.AppNamespace
 	}
@@ -141,20 +147,26 @@ func (c *Cluster) partPods(ctx context.Context, s Spec, p mesh.Part) (partPods, 
 
 // KillPod deletes the pod of part p with no grace period and waits until
 // a pod that was not there before the delete is Ready in its place (on
-// the same node for a node's part).
-func (t faultTarget) KillPod(ctx context.Context, p mesh.Part) (old, replacement string, err error) {
-	return t.r.c.KillPart(ctx, t.r.o.Spec, p)
+// the same node for a node's part). The drain does not wait for the
+// deleted pod's samples.
+func (t faultTarget) KillPod(ctx context.Context, p mesh.Part, deleted func(string)) (string, error) {
+	return t.r.c.KillPart(ctx, t.r.o.Spec, p, func(old string) {
+		t.r.mu.Lock()
+		t.r.deleted = append(t.r.deleted, old)
+		t.r.mu.Unlock()
+		deleted(old)
+	})
 }
 
 // KillPart is KillPod for the cell of spec s.
-func (c *Cluster) KillPart(ctx context.Context, s Spec, p mesh.Part) (old, replacement string, err error) {
+func (c *Cluster) KillPart(ctx context.Context, s Spec, p mesh.Part, deleted func(old string)) (replacement string, err error) {
 	pp, err := c.partPods(ctx, s, p)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	l, err := c.Core.CoreV1().Pods(pp.ns).List(ctx, metav1.ListOptions{LabelSelector: pp.selector})
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	before := map[types.UID]bool{}
 	for _, q := range l.Items {
@@ -162,11 +174,12 @@ func (c *Cluster) KillPart(ctx context.Context, s Spec, p mesh.Part) (old, repla
 	}
 	uid := pp.pod.UID
 	zero := int64(0)
-	old = pp.ns + "/" + pp.pod.Name
+	old := pp.ns + "/" + pp.pod.Name
 	if err := c.Core.CoreV1().Pods(pp.ns).Delete(ctx, pp.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
 		Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
-		return "", "", fmt.Errorf("deleting pod %s: %w", old, err)
+		return "", fmt.Errorf("deleting pod %s: %w", old, err)
 	}
+	deleted(old)
 	err = wait.PollUntilContextCancel(ctx, faultPollEvery, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.readyPods(ctx, pp.ns, pp.selector, pp.node)
 		if err != nil {
@@ -181,9 +194,9 @@ func (c *Cluster) KillPart(ctx context.Context, s Spec, p mesh.Part) (old, repla
 		return false, nil
 	})
 	if err != nil {
-		return old, "", fmt.Errorf("waiting for a pod Ready in the place of %s: %w", old, err)
+		return "", fmt.Errorf("waiting for a pod Ready in the place of %s: %w", old, err)
 	}
-	return old, replacement, nil
+	return replacement, nil
 }
 
 // workersRunning waits until the load Job's workers' containers all run
@@ -257,4 +270,122 @@ func (cf *cellFault) stop(r *run) {
 	for _, e := range rec.Errors {
 		r.invalid("fault " + rec.Fault + ": " + e)
 	}
+}
+
+// resizeWait bounds the wait for the kubelet to apply a resize.
+const resizeWait = 30 * time.Second
+
+// LimitPod caps part p's container at millicores of CPU by an in-place
+// resize (the pod's resize subresource: no restart), returning once the
+// kubelet reports the new limit applied, and an undo that resizes it back
+// to what it was.
+func (t faultTarget) LimitPod(ctx context.Context, p mesh.Part, millicores int) (string, func(context.Context) error, error) {
+	return t.r.c.LimitPart(ctx, t.r.o.Spec, p, millicores)
+}
+
+// LimitPart is LimitPod for the cell of spec s.
+func (c *Cluster) LimitPart(ctx context.Context, s Spec, p mesh.Part, millicores int) (what string, undo func(context.Context) error, err error) {
+	pp, err := c.partPods(ctx, s, p)
+	if err != nil {
+		return "", nil, err
+	}
+	name := pp.container
+	orig, ok := containerResources(&pp.pod, name)
+	if !ok {
+		return "", nil, fmt.Errorf("pod %s/%s has no container %s (the %s)", pp.ns, pp.pod.Name, name, p)
+	}
+	lim := *resource.NewMilliQuantity(int64(millicores), resource.DecimalSI)
+	want := *orig.DeepCopy()
+	if want.Limits == nil {
+		want.Limits = corev1.ResourceList{}
+	}
+	want.Limits[corev1.ResourceCPU] = lim
+	if req, ok := want.Requests[corev1.ResourceCPU]; ok && (req.Cmp(lim) > 0 || sameQuantity(orig.Limits, orig.Requests, corev1.ResourceCPU)) {
+		// A request above the limit is refused, and a request equal to
+		// the limit must stay so (the pod's QoS class cannot change).
+		want.Requests[corev1.ResourceCPU] = lim
+	}
+	start := time.Now()
+	if err := c.resize(ctx, pp.ns, pp.pod.Name, name, want); err != nil {
+		return "", nil, err
+	}
+	was := "none"
+	if q, ok := orig.Limits[corev1.ResourceCPU]; ok {
+		was = q.String()
+	}
+	what = fmt.Sprintf("pod %s/%s container %s: CPU limit %s (was %s), applied by the kubelet %.3fs after the resize", pp.ns, pp.pod.Name, name, lim.String(), was, time.Since(start).Seconds())
+	undo = func(ctx context.Context) error { return c.resize(ctx, pp.ns, pp.pod.Name, name, orig) }
+	return what, undo, nil
+}
+
+// containerResources are the resources of pod's container name (a
+// sidecar may be a restartable init container).
+func containerResources(pod *corev1.Pod, name string) (corev1.ResourceRequirements, bool) {
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, ct := range cs {
+			if ct.Name == name {
+				return ct.Resources, true
+			}
+		}
+	}
+	return corev1.ResourceRequirements{}, false
+}
+
+func sameQuantity(a, b corev1.ResourceList, r corev1.ResourceName) bool {
+	x, okA := a[r]
+	y, okB := b[r]
+	return okA && okB && x.Cmp(y) == 0
+}
+
+// resize sets container name's resources of pod ns/pod to want through
+// the resize subresource and waits until the kubelet reports its CPU
+// limit applied (the container's status resources), at most resizeWait;
+// a resize the node cannot do (PodResizePending, Infeasible) fails.
+func (c *Cluster) resize(ctx context.Context, ns, pod, name string, want corev1.ResourceRequirements) error {
+	cur, err := c.Core.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("resizing %s/%s: %w", ns, pod, err)
+	}
+	for _, cs := range [][]corev1.Container{cur.Spec.Containers, cur.Spec.InitContainers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				cs[i].Resources = want
+			}
+		}
+	}
+	if _, err := c.Core.CoreV1().Pods(ns).UpdateResize(ctx, pod, cur, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("resizing %s/%s container %s: %w", ns, pod, name, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, resizeWait)
+	defer cancel()
+	var last string
+	err = wait.PollUntilContextCancel(wctx, faultPollEvery, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Core.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cd := range p.Status.Conditions {
+			if cd.Type == corev1.PodResizePending && cd.Status == corev1.ConditionTrue {
+				last = cd.Reason + ": " + cd.Message
+				if cd.Reason == corev1.PodReasonInfeasible {
+					return false, fmt.Errorf("the node cannot resize it: %s", last)
+				}
+			}
+		}
+		for _, st := range append(p.Status.ContainerStatuses, p.Status.InitContainerStatuses...) {
+			if st.Name == name && st.Resources != nil {
+				got, okGot := st.Resources.Limits[corev1.ResourceCPU]
+				w, okWant := want.Limits[corev1.ResourceCPU]
+				return okGot == okWant && (!okWant || got.Cmp(w) == 0), nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		if last != "" {
+			err = fmt.Errorf("%w (%s)", err, last)
+		}
+		return fmt.Errorf("resizing %s/%s container %s: waiting for the kubelet: %w", ns, pod, name, err)
+	}
+	return nil
 }

@@ -142,6 +142,9 @@ type run struct {
 	sampling sampling
 	// ztBase are ztunnel's counters before the load (ambient).
 	ztBase map[string]ztunnel.Counters
+	// deleted are the pods ("namespace/name") a fault deleted: the
+	// drain does not wait for their samples.
+	deleted []string
 	// loadRes and loadErr are the load's merged result and error;
 	// samplerErr the source's error when it stopped.
 	loadRes             *results.LoadResult
@@ -878,7 +881,10 @@ func (r *run) drainFor(ctx context.Context, s roundSource, loadEnd time.Time) re
 	start := time.Now()
 	d := results.Drain{MaxSeconds: r.o.Drain.Seconds(), LoadEnded: loadEnd}
 	check := func() bool {
-		st := appIdleAfter(s.Rounds(), s.Within(loadEnd, time.Time{}), r.o.IdleMillicores)
+		r.mu.Lock()
+		gone := slices.Clone(r.deleted)
+		r.mu.Unlock()
+		st := appIdleAfter(s.Rounds(), s.Within(loadEnd, time.Time{}), r.o.IdleMillicores, gone...)
 		d.AppPods, d.AppPodsSampled, d.AppCPUMillicores, d.IdleMillicores, d.SampleTime = st.pods, st.sampled, st.cpuMillicores, st.limitMillicores, st.sampleTime
 		return st.idle
 	}
@@ -930,14 +936,15 @@ type idleState struct {
 // app pod seen in all has at least one fresh sample in after (the samples
 // whose whole window lies after the load's end, MetricsSampler.Within),
 // and the sum of each app container's newest such sample is under the
-// idle threshold (idleLimit). A pod that has stopped being sampled (gone)
-// keeps it from being idle: the drain then lasts its maximum. It is a
-// pure function of the rounds.
-func appIdleAfter(all, after []sample.Round, threshold float64) idleState {
+// idle threshold (idleLimit). A pod that has stopped being sampled keeps
+// it from being idle (the drain then lasts its maximum) unless it is one
+// of gone ("namespace/name"), the pods a fault deleted. It is a pure
+// function of the rounds.
+func appIdleAfter(all, after []sample.Round, threshold float64, gone ...string) idleState {
 	pods := map[string]bool{}
 	for _, r := range all {
 		for _, x := range r.Samples {
-			if x.Category == sample.CategoryApp {
+			if x.Category == sample.CategoryApp && !slices.Contains(gone, podOf(x.Name)) {
 				pods[podOf(x.Name)] = true
 			}
 		}
