@@ -143,8 +143,9 @@ type run struct {
 	// ztBase are ztunnel's counters before the load (ambient).
 	ztBase map[string]ztunnel.Counters
 	// deleted are the pods ("namespace/name") a fault deleted: the
-	// drain does not wait for their samples.
-	deleted []string
+	// drain does not wait for their samples; replacements the pods Ready
+	// in their place, whose mTLS checks may find nothing served.
+	deleted, replacements []string
 	// loadRes and loadErr are the load's merged result and error;
 	// samplerErr the source's error when it stopped.
 	loadRes             *results.LoadResult
@@ -588,6 +589,12 @@ func (r *run) checkMTLS(ctx context.Context) error {
 	o, c := r.o, r.c
 	mode := string(o.Spec.Mesh.Mode)
 	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
+		r.mu.Lock()
+		reps := slices.Clone(r.replacements)
+		r.mu.Unlock()
+		if len(reps) > 0 {
+			checks, err = excuseReplacements(checks, o.Spec.AppNamespace, reps)
+		}
 		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil && o.Spec.Mesh.MTLS {
 			r.invalid("mTLS not verified: " + err.Error())
