@@ -107,3 +107,42 @@ func ztunnelsReady(t *testing.T, c *kube.Cluster) {
 		t.Errorf("ztunnel DaemonSet: %d of %d Ready after the kill", s.NumberReady, s.DesiredNumberScheduled)
 	}
 }
+
+// limitCell runs one short sidecar cell with `--fault
+// cpu-limit:sidecar=100@2s+3s`: the server pod's istio-proxy container
+// (Istio gives it a 2-core CPU limit) is resized in place to 100m and
+// back. The record must say the limit was applied, the old one named, and
+// undone with no error: the undo returns only once the kubelet reports
+// the original limit applied again. The cell is valid, with a cost over
+// about 3 s, and nothing of the run is left.
+func limitCell(t *testing.T, kc *kubetest.Cluster, c *kube.Cluster, prefix string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), prefix)
+	inv := meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", prefix,
+		"--mesh", "sidecar", "--replicas", "2", "--workers", "1", "--rate", "100", "--duration", "8s",
+		"--fault", "cpu-limit:sidecar=100@2s+3s", "--out", out)
+	if inv.code != 0 {
+		t.Fatalf("run --fault cpu-limit: exit %d", inv.code)
+	}
+	m, err := results.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec fault.Record
+	b, _ := json.Marshal(m.Options["fault_record"])
+	if err := json.Unmarshal(b, &rec); err != nil || !m.Valid || len(rec.Errors) > 0 || len(rec.Events) != 2 ||
+		!regexp.MustCompile(`^pod \S+ container istio-proxy: CPU limit 100m \(was \S+\), applied by the kubelet`).MatchString(rec.Events[0].What) ||
+		rec.Events[1].What != "undone" || rec.EndS-rec.StartS < 2.5 {
+		t.Fatalf("cpu-limit: valid %v %v, options.fault_record %s (%v); want the limit applied, then undone 3 s later", m.Valid, m.Invalid, b, err)
+	}
+	lr, err := results.ReadFile(filepath.Join(out, results.LoadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, ok, err := analysis.FaultCostOf(m, lr)
+	if err != nil || !ok || fc.EndS-fc.StartS < 2 {
+		t.Errorf("cpu-limit: cost %s, %v %v; want one over about 3 s", fc, ok, err)
+	}
+	t.Logf("cpu-limit:sidecar=100@2s+3s on sidecar: %s; %s", rec.Events[0].What, fc)
+	checkClean(t, c, prefix+"-app", prefix+"-load")
+}

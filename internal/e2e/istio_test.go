@@ -205,6 +205,10 @@ func TestIstioOnRealNodes(t *testing.T) {
 	t0 := time.Now()
 	killCell(t, kc, c, "sidecar", "kill:sidecar@2s", "e2f")
 	tKillSidecar := time.Since(t0)
+	// Its CPU limited in place for 3 s, then resized back.
+	t0 = time.Now()
+	limitCell(t, kc, c, "e2h")
+	tLimitSidecar := time.Since(t0)
 
 	// Ambient on the same cluster and install: istioctl upgrades it to
 	// the ambient profile (istio-cni and ztunnel DaemonSets on the real
@@ -328,8 +332,8 @@ func TestIstioOnRealNodes(t *testing.T) {
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; kill cells: sidecar %.1fs, ztunnel %.1fs",
-		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds(), tKillSidecar.Seconds(), tKillZtunnel.Seconds())
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit %.1fs, ztunnel kill %.1fs",
+		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds(), tKillSidecar.Seconds(), tLimitSidecar.Seconds(), tKillZtunnel.Seconds())
 }
 
 // ackTable reads istiod's ACK table a run kept (k8s/istiod-syncz.json),
