@@ -30,7 +30,8 @@ type PodTarget interface {
 type PodLimiter interface {
 	PodTarget
 	// LimitPod caps part p at millicores, returning what it did for the
-	// record once the limit is applied, and what undoes it.
+	// record once the limit is applied, and what undoes it; with an
+	// error, undo is not nil when something may need undoing.
 	LimitPod(ctx context.Context, p mesh.Part, millicores int) (what string, undo func(context.Context) error, err error)
 }
 
@@ -61,17 +62,20 @@ func (r *Running) killPod(ctx context.Context, pt PodTarget) error {
 }
 
 // limitPod is a CPULimit through a PodLimiter; undone (at most a minute)
-// by Stop or at its end.
+// by Stop or at its end, also when the limit was asked but not seen
+// applied (LimitPod's undo with its error).
 func (r *Running) limitPod(ctx context.Context, pl PodLimiter) error {
 	what, undo, err := pl.LimitPod(ctx, r.f.Part, r.f.Millicores)
+	if undo != nil {
+		r.keep(func() error {
+			uctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return undo(uctx)
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("limiting the %s: %w", r.f.Part, err)
 	}
-	r.keep(func() error {
-		uctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		return undo(uctx)
-	})
 	r.event(what)
 	return nil
 }

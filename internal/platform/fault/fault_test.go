@@ -438,13 +438,24 @@ func TestSchedulePodTarget(t *testing.T) {
 	if pl.limits != 1 || pl.undone != 1 || len(rec.Errors) != 0 || len(rec.Events) != 2 || rec.Events[0].What != "sidecar limited to 150m" || rec.Events[1].What != "undone" {
 		t.Errorf("cpu-limit on a PodLimiter: limits %d, undone %d, record %+v", pl.limits, pl.undone, rec)
 	}
+
+	// A limit asked but not seen applied (an interrupt during the wait):
+	// the error is recorded and the undo still runs at Stop.
+	pl = &podLimiter{fail: errors.New("waiting for the kubelet: context canceled")}
+	f, _ = Parse("cpu-limit:sidecar=150@10ms")
+	rec = waitApplied(t, Schedule(context.Background(), f, pl, time.Now(), nil))
+	if pl.undone != 1 || len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "limiting the sidecar: waiting for the kubelet") {
+		t.Errorf("a limit that failed after it was asked: undone %d, record %+v", pl.undone, rec)
+	}
 }
 
 // podLimiter is a podTarget that also caps a part's CPU (a cluster's
-// resize, in internal/e2e's real-node test): it counts limits and undos.
+// resize, in internal/e2e's real-node test): it counts limits and undos,
+// and fails with fail after "asking" when set.
 type podLimiter struct {
 	podTarget
 	limits, undone int
+	fail           error
 }
 
 func (p *podLimiter) LimitPod(_ context.Context, part mesh.Part, m int) (string, func(context.Context) error, error) {
@@ -456,7 +467,7 @@ func (p *podLimiter) LimitPod(_ context.Context, part mesh.Part, m int) (string,
 		defer p.mu.Unlock()
 		p.undone++
 		return nil
-	}, nil
+	}, p.fail
 }
 
 // waitApplied stops r once it has started (its first event), at most 5 s.

@@ -336,12 +336,20 @@ func (c *Cluster) LimitPart(ctx context.Context, s Spec, p mesh.Part, millicores
 		want.Requests[corev1.ResourceCPU] = lim
 	}
 	start := time.Now()
-	if err := c.resize(ctx, pp.ns, pp.pod.Name, name, want); err != nil {
-		return "", nil, err
+	undo = func(ctx context.Context) error {
+		_, err := c.resize(ctx, pp.ns, pp.pod.Name, name, orig)
+		return err
+	}
+	if sent, err := c.resize(ctx, pp.ns, pp.pod.Name, name, want); err != nil {
+		if !sent {
+			undo = nil
+		}
+		// Sent but not seen applied (an interrupt, a slow kubelet): the
+		// undo still puts it back.
+		return "", undo, err
 	}
 	was := orig.Limits[corev1.ResourceCPU]
 	what = fmt.Sprintf("pod %s/%s container %s: CPU limit %s (was %s), applied by the kubelet %.3fs after the resize", pp.ns, pp.pod.Name, name, lim.String(), was.String(), time.Since(start).Seconds())
-	undo = func(ctx context.Context) error { return c.resize(ctx, pp.ns, pp.pod.Name, name, orig) }
 	return what, undo, nil
 }
 
@@ -367,11 +375,12 @@ func sameQuantity(a, b corev1.ResourceList, r corev1.ResourceName) bool {
 // resize sets container name's resources of pod ns/pod to want through
 // the resize subresource and waits until the kubelet reports its CPU
 // limit applied (the container's status resources), at most resizeWait;
-// a resize the node cannot do (PodResizePending, Infeasible) fails.
-func (c *Cluster) resize(ctx context.Context, ns, pod, name string, want corev1.ResourceRequirements) error {
+// a resize the node cannot do (PodResizePending, Infeasible) fails. sent
+// says the API server took the resize (even when the wait then failed).
+func (c *Cluster) resize(ctx context.Context, ns, pod, name string, want corev1.ResourceRequirements) (sent bool, err error) {
 	cur, err := c.Core.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("resizing %s/%s: %w", ns, pod, err)
+		return false, fmt.Errorf("resizing %s/%s: %w", ns, pod, err)
 	}
 	for _, cs := range [][]corev1.Container{cur.Spec.Containers, cur.Spec.InitContainers} {
 		for i := range cs {
@@ -381,7 +390,7 @@ func (c *Cluster) resize(ctx context.Context, ns, pod, name string, want corev1.
 		}
 	}
 	if _, err := c.Core.CoreV1().Pods(ns).UpdateResize(ctx, pod, cur, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("resizing %s/%s container %s: %w", ns, pod, name, err)
+		return false, fmt.Errorf("resizing %s/%s container %s: %w", ns, pod, name, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, resizeWait)
 	defer cancel()
@@ -412,7 +421,7 @@ func (c *Cluster) resize(ctx context.Context, ns, pod, name string, want corev1.
 		if last != "" {
 			err = fmt.Errorf("%w (%s)", err, last)
 		}
-		return fmt.Errorf("resizing %s/%s container %s: waiting for the kubelet: %w", ns, pod, name, err)
+		return true, fmt.Errorf("resizing %s/%s container %s: waiting for the kubelet: %w", ns, pod, name, err)
 	}
-	return nil
+	return true, nil
 }
