@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/meshbench/meshbench/internal/analysis"
@@ -108,21 +111,47 @@ func ztunnelsReady(t *testing.T, c *kube.Cluster) {
 	}
 }
 
-// limitCell runs one short sidecar cell with `--fault
-// cpu-limit:sidecar=100@2s+3s`: the server pod's istio-proxy container
-// (Istio gives it a 2-core CPU limit) is resized in place to 100m and
-// back. The record must say the limit was applied, the old one named, and
-// undone with no error: the undo returns only once the kubelet reports
-// the original limit applied again. The cell is valid, with a cost over
-// about 3 s, and nothing of the run is left.
+// limitCell runs one sidecar cell with `--fault cpu-limit:sidecar=100@2s`
+// (to the window's end) and interrupts it, as Ctrl-C does, once the server
+// pod's istio-proxy container (Istio gives it a 2-core CPU limit) shows
+// the 100m limit: the run must still undo it (the record: the limit
+// applied, the old one named, then undone with no error; the undo returns
+// only once the kubelet reports the original limit applied again), keep
+// its results, exit 130 and leave nothing.
 func limitCell(t *testing.T, kc *kubetest.Cluster, c *kube.Cluster, prefix string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), prefix)
-	inv := meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", prefix,
-		"--mesh", "sidecar", "--replicas", "2", "--workers", "1", "--rate", "100", "--duration", "8s",
-		"--fault", "cpu-limit:sidecar=100@2s+3s", "--out", out)
-	if inv.code != 0 {
-		t.Fatalf("run --fault cpu-limit: exit %d", inv.code)
+	w := watchPods(c, prefix+"-app")
+	defer w.Stop()
+	sig := make(chan os.Signal, 1)
+	done := make(chan invocation, 1)
+	go func() {
+		done <- meshbench(t, sig, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", prefix,
+			"--mesh", "sidecar", "--replicas", "2", "--workers", "1", "--rate", "100", "--duration", "8s",
+			"--fault", "cpu-limit:sidecar=100@2s", "--out", out)
+	}()
+	limited := func() bool {
+		for _, p := range w.Pods(prefix+"-app", "") {
+			for _, ct := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				if q, ok := ct.Resources.Limits[corev1.ResourceCPU]; ok && ct.Name == "istio-proxy" && q.MilliValue() == 100 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	waitFor(t, 3*time.Minute, "the sidecar limited to 100m", func() bool {
+		select {
+		case inv := <-done:
+			t.Fatalf("run --fault cpu-limit ended (exit %d) before its limit was seen", inv.code)
+		default:
+		}
+		return limited()
+	})
+	sig <- os.Interrupt
+	inv := <-done
+	if inv.code != 130 {
+		t.Errorf("cpu-limit interrupted: exit %d, want 130", inv.code)
 	}
 	m, err := results.ReadManifest(out)
 	if err != nil {
@@ -130,19 +159,11 @@ func limitCell(t *testing.T, kc *kubetest.Cluster, c *kube.Cluster, prefix strin
 	}
 	var rec fault.Record
 	b, _ := json.Marshal(m.Options["fault_record"])
-	if err := json.Unmarshal(b, &rec); err != nil || !m.Valid || len(rec.Errors) > 0 || len(rec.Events) != 2 ||
+	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Errors) > 0 || len(rec.Events) != 2 ||
 		!regexp.MustCompile(`^pod \S+ container istio-proxy: CPU limit 100m \(was \S+\), applied by the kubelet`).MatchString(rec.Events[0].What) ||
-		rec.Events[1].What != "undone" || rec.EndS-rec.StartS < 2.5 {
-		t.Fatalf("cpu-limit: valid %v %v, options.fault_record %s (%v); want the limit applied, then undone 3 s later", m.Valid, m.Invalid, b, err)
+		rec.Events[1].What != "undone" {
+		t.Fatalf("cpu-limit interrupted: options.fault_record %s (%v); want the limit applied, then undone", b, err)
 	}
-	lr, err := results.ReadFile(filepath.Join(out, results.LoadFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc, ok, err := analysis.FaultCostOf(m, lr)
-	if err != nil || !ok || fc.EndS-fc.StartS < 2 {
-		t.Errorf("cpu-limit: cost %s, %v %v; want one over about 3 s", fc, ok, err)
-	}
-	t.Logf("cpu-limit:sidecar=100@2s+3s on sidecar: %s; %s", rec.Events[0].What, fc)
+	t.Logf("cpu-limit:sidecar=100@2s on sidecar, interrupted: %s; undone at +%.2fs", rec.Events[0].What, rec.EndS)
 	checkClean(t, c, prefix+"-app", prefix+"-load")
 }

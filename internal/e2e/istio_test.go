@@ -205,7 +205,7 @@ func TestIstioOnRealNodes(t *testing.T) {
 	t0 := time.Now()
 	killCell(t, kc, c, "sidecar", "kill:sidecar@2s", "e2f")
 	tKillSidecar := time.Since(t0)
-	// Its CPU limited in place for 3 s, then resized back.
+	// Its CPU limited in place, and the run interrupted: resized back.
 	t0 = time.Now()
 	limitCell(t, kc, c, "e2h")
 	tLimitSidecar := time.Since(t0)
@@ -332,7 +332,7 @@ func TestIstioOnRealNodes(t *testing.T) {
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit %.1fs, ztunnel kill %.1fs",
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit and Ctrl-C %.1fs, ztunnel kill %.1fs",
 		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds(), tKillSidecar.Seconds(), tLimitSidecar.Seconds(), tKillZtunnel.Seconds())
 }
 

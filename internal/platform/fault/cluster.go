@@ -65,7 +65,11 @@ func (r *Running) killPod(ctx context.Context, pt PodTarget) error {
 // by Stop or at its end, also when the limit was asked but not seen
 // applied (LimitPod's undo with its error).
 func (r *Running) limitPod(ctx context.Context, pl PodLimiter) error {
-	what, undo, err := pl.LimitPod(ctx, r.f.Part, r.f.Millicores)
+	// As a kill's restart: once asked, the limit is waited for even when
+	// the cell is interrupted meanwhile, then undone by Stop.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	what, undo, err := pl.LimitPod(lctx, r.f.Part, r.f.Millicores)
 	if undo != nil {
 		r.keep(func() error {
 			uctx, cancel := context.WithTimeout(context.Background(), time.Minute)

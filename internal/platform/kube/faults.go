@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/platform/fault"
@@ -378,18 +379,24 @@ func sameQuantity(a, b corev1.ResourceList, r corev1.ResourceName) bool {
 // a resize the node cannot do (PodResizePending, Infeasible) fails. sent
 // says the API server took the resize (even when the wait then failed).
 func (c *Cluster) resize(ctx context.Context, ns, pod, name string, want corev1.ResourceRequirements) (sent bool, err error) {
-	cur, err := c.Core.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-	if err != nil {
-		return false, fmt.Errorf("resizing %s/%s: %w", ns, pod, err)
-	}
-	for _, cs := range [][]corev1.Container{cur.Spec.Containers, cur.Spec.InitContainers} {
-		for i := range cs {
-			if cs[i].Name == name {
-				cs[i].Resources = want
+	// The kubelet updates the pod's status meanwhile: a conflict is read
+	// again and retried.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.Core.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cs := range [][]corev1.Container{cur.Spec.Containers, cur.Spec.InitContainers} {
+			for i := range cs {
+				if cs[i].Name == name {
+					cs[i].Resources = want
+				}
 			}
 		}
-	}
-	if _, err := c.Core.CoreV1().Pods(ns).UpdateResize(ctx, pod, cur, metav1.UpdateOptions{}); err != nil {
+		_, err = c.Core.CoreV1().Pods(ns).UpdateResize(ctx, pod, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return false, fmt.Errorf("resizing %s/%s container %s: %w", ns, pod, name, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, resizeWait)
