@@ -24,16 +24,18 @@ import (
 // workers' measured window opens (their containers seen running, plus the
 // warm-up), stopped when the load Job ends, whatever ended it, and
 // recorded in the manifest (options.fault_record) as on the lab. A kill
-// deletes the part's pod with no grace period, as a crash would end it,
-// and Kubernetes brings it back (the DaemonSet, the Deployment); the
-// fault lasts until the replacement is Ready, and the record says how
-// long that took. The parts are pods found from the mesh descriptor's
-// mesh.PartSpec: the sidecar is the app's first replica's pod (a
-// sidecar's death on a cluster is its pod's: meshbench reaches no node's
-// container runtime, so it cannot kill the proxy container alone), the
-// node proxy the ztunnel pod on that replica's node, the waypoint and
-// the control plane the first of their pods. The other kinds are refused
-// on a cluster (fault.OnCluster).
+// deletes the part's pod with no grace period (the kubelet still sends
+// SIGTERM and waits at least 2 s before SIGKILL) and Kubernetes brings it
+// back (the DaemonSet, the Deployment); the fault lasts until the
+// replacement is Ready, and the record says how long that took. A CPU
+// limit resizes the part's container in place and back (LimitPod). The
+// parts are pods found from the mesh descriptor's mesh.PartSpec: the
+// sidecar is the app's first replica's pod (a sidecar's death on a
+// cluster is its pod's: meshbench reaches no node's container runtime, so
+// it cannot kill the proxy container alone), the node proxy the ztunnel
+// pod on that replica's node, the waypoint and the control plane the
+// first of their pods. The other kinds are refused on a cluster
+// (fault.OnCluster).
 
 // faultPollEvery is how often a kill's wait for the replacement pod looks:
 // the resolution of the recovery time it records.
