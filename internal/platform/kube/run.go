@@ -29,6 +29,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
@@ -141,6 +142,10 @@ type run struct {
 	sampling sampling
 	// ztBase are ztunnel's counters before the load (ambient).
 	ztBase map[string]ztunnel.Counters
+	// deleted are the pods ("namespace/name") a fault deleted: the
+	// drain does not wait for their samples; replacements the pods Ready
+	// in their place, whose mTLS checks may find nothing served.
+	deleted, replacements []string
 	// loadRes and loadErr are the load's merged result and error;
 	// samplerErr the source's error when it stopped.
 	loadRes             *results.LoadResult
@@ -584,6 +589,12 @@ func (r *run) checkMTLS(ctx context.Context) error {
 	o, c := r.o, r.c
 	mode := string(o.Spec.Mesh.Mode)
 	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
+		r.mu.Lock()
+		reps := slices.Clone(r.replacements)
+		r.mu.Unlock()
+		if len(reps) > 0 {
+			checks, err = excuseReplacements(checks, o.Spec.AppNamespace, reps)
+		}
 		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil && o.Spec.Mesh.MTLS {
 			r.invalid("mTLS not verified: " + err.Error())
@@ -877,7 +888,10 @@ func (r *run) drainFor(ctx context.Context, s roundSource, loadEnd time.Time) re
 	start := time.Now()
 	d := results.Drain{MaxSeconds: r.o.Drain.Seconds(), LoadEnded: loadEnd}
 	check := func() bool {
-		st := appIdleAfter(s.Rounds(), s.Within(loadEnd, time.Time{}), r.o.IdleMillicores)
+		r.mu.Lock()
+		gone := slices.Clone(r.deleted)
+		r.mu.Unlock()
+		st := appIdleAfter(s.Rounds(), s.Within(loadEnd, time.Time{}), r.o.IdleMillicores, gone...)
 		d.AppPods, d.AppPodsSampled, d.AppCPUMillicores, d.IdleMillicores, d.SampleTime = st.pods, st.sampled, st.cpuMillicores, st.limitMillicores, st.sampleTime
 		return st.idle
 	}
@@ -929,14 +943,15 @@ type idleState struct {
 // app pod seen in all has at least one fresh sample in after (the samples
 // whose whole window lies after the load's end, MetricsSampler.Within),
 // and the sum of each app container's newest such sample is under the
-// idle threshold (idleLimit). A pod that has stopped being sampled (gone)
-// keeps it from being idle: the drain then lasts its maximum. It is a
-// pure function of the rounds.
-func appIdleAfter(all, after []sample.Round, threshold float64) idleState {
+// idle threshold (idleLimit). A pod that has stopped being sampled keeps
+// it from being idle (the drain then lasts its maximum) unless it is one
+// of gone ("namespace/name"), the pods a fault deleted. It is a pure
+// function of the rounds.
+func appIdleAfter(all, after []sample.Round, threshold float64, gone ...string) idleState {
 	pods := map[string]bool{}
 	for _, r := range all {
 		for _, x := range r.Samples {
-			if x.Category == sample.CategoryApp {
+			if x.Category == sample.CategoryApp && !slices.Contains(gone, podOf(x.Name)) {
 				pods[podOf(x.Name)] = true
 			}
 		}
@@ -980,8 +995,13 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
+	var interval time.Duration
+	if !o.Fault.Zero() {
+		interval = fault.LoadInterval // a fault's cost is read from the intervals
+	}
 	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator}})
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator,
+		Interval: interval}})
 	if err != nil {
 		endWarm()
 		return nil, err
@@ -1022,7 +1042,9 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		}
 		close(syncDone)
 	})
+	faulted := r.startFault(ctx, job.Name)
 	jobErr := loadjob.Wait(ctx, c.Client, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	faulted.stop(r)
 	if warmTimer.Stop() {
 		endWarm()
 	} else {
@@ -1126,7 +1148,13 @@ func (r *run) checkValidity(lr *results.LoadResult) {
 	if lr == nil {
 		return
 	}
-	for _, p := range lr.Problems(r.o.RateShortfall, r.o.ErrorRatio) {
+	errorRatio := r.o.ErrorRatio
+	if !r.o.Fault.Zero() {
+		// A fault's failed requests are what the cell measures (its
+		// cost), not a sign the run went wrong.
+		errorRatio = 1
+	}
+	for _, p := range lr.Problems(r.o.RateShortfall, errorRatio) {
 		r.invalid(p)
 	}
 }

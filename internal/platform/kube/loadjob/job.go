@@ -55,6 +55,11 @@ type Spec struct {
 	// --generator`): "" or extgen.Meshbench for meshbench's engine,
 	// extgen.Oha or extgen.Wrk2 (in the image beside meshbench).
 	Generator string
+	// Interval, when > 0, is the length of the result's per-interval
+	// histograms and failed answers (`meshbench load --interval`, its
+	// engine only; a cell with a fault: fault.LoadInterval); 0: the CLI's
+	// second.
+	Interval time.Duration
 }
 
 // Problems lists every problem with the fields of s (the generator's
@@ -153,6 +158,9 @@ func Args(s Spec, index string) []string {
 		args = append(args, "--generator", s.Generator)
 	} else {
 		args = append(args, "--progress-log")
+		if s.Interval > 0 {
+			args = append(args, "--interval", s.Interval.String())
+		}
 	}
 	return append(args, "--output-format", "json", "--quiet", s.Target)
 }
