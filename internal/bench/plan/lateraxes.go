@@ -66,9 +66,11 @@ func (b *builder) laterAxes() {
 		}
 	}
 	if kube {
-		// Clusters set none of these yet (each mesh's own setting, node
+		// Clusters set these not yet (each mesh's own setting, node
 		// selection): refused rather than recorded and not applied.
-		for _, key := range []string{"axes.payload", "axes.proxy_threads", "axes.requests_per_connection", "axes.placement", "axes.arrivals"} {
+		// payload is the app Deployment's --body-size; requests per
+		// connection and arrivals are the load workers' arguments.
+		for _, key := range []string{"axes.proxy_threads", "axes.placement"} {
 			if e := b.s.entries[key]; e != nil {
 				b.s.bad(key, e.line, "", "not yet supported on platform kube (the local lab has it)")
 			}

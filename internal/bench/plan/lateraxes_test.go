@@ -136,3 +136,39 @@ func TestLaterAxesProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestLaterAxesOnKube: a cluster plan takes payload,
+// requests_per_connection and arrivals (the app Deployment's --body-size,
+// the load workers' arguments) into every cell's settings; proxy_threads
+// and placement are still refused there (TestLaterAxesProblems).
+func TestLaterAxesOnKube(t *testing.T) {
+	p := mustParse(t, "p.yaml", `platform: kube
+repetitions: 2
+axes:
+  mesh: [none, sidecar]
+  rate: [200]
+  payload: [64, 4096]
+  requests_per_connection: [0, 1]
+  arrivals: [constant, poisson]
+`)
+	if want := 2 * 2 * 2 * 2 * 2; len(p.Cells()) != want {
+		t.Fatalf("%d cells, want %d", len(p.Cells()), want)
+	}
+	var found bool
+	for _, c := range p.Cells() {
+		if c.ID != "sidecar-static-r200-x1-p0-http-pod-mtls-b4096-k1-poisson-rep2" {
+			continue
+		}
+		found = true
+		s := p.Settings(c)
+		if s.BodySize != 4096 || s.RequestsPerConnection != 1 || s.Arrivals != loadgen.ArrivalsPoisson || s.ArrivalsSeed != 2 {
+			t.Errorf("settings %+v: want 4096 bytes, 1 request per connection, poisson seed 2", s)
+		}
+	}
+	if !found {
+		t.Errorf("no cell sidecar…-b4096-k1-poisson-rep2")
+	}
+	if _, err := Parse("p.yaml", []byte("platform: kube\nbody_size: 2048\n")); err != nil {
+		t.Errorf("body_size on kube: %v", err)
+	}
+}

@@ -44,6 +44,9 @@ func (s Spec) appServices() []appService {
 	if s.AppImage != "" {
 		return []appService{{name: "static", image: s.AppImage}}
 	}
+	if s.BodySize > 0 {
+		return []appService{{name: "static", image: s.Image, args: serve("static", "--body-size", strconv.Itoa(s.BodySize))}}
+	}
 	return []appService{{name: "static", image: s.Image, args: serve("static")}}
 }
 

@@ -3,6 +3,7 @@ package kube
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -11,6 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 	"github.com/meshbench/meshbench/internal/platform/kube/policy"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // Labels on everything meshbench creates. Every object carries
@@ -140,6 +142,12 @@ type Spec struct {
 	// face/smiley/color workloads: AppObjects then holds the namespaces
 	// and the mesh's objects only. Faces app only.
 	FacesChart bool
+	// BodySize is the static app's answer in bytes (`meshbench serve
+	// static --body-size`; the plan's payload), 1 to
+	// workload.MaxBodySize; 0: the app's default
+	// (workload.DefaultBodySize). Meshbench's static app only: the faces
+	// app answers what its callers ask for, an AppImage is run as it is.
+	BodySize int
 }
 
 // WithDefaults returns s with its empty fields set to their defaults.
@@ -183,6 +191,14 @@ func (s Spec) Validate() error {
 	}
 	if s.AppImage != "" && s.Mesh.App != topology.AppStatic {
 		bad("app-image", s.AppImage, "applies to the static app only (faces runs meshbench's own workloads)")
+	}
+	switch {
+	case s.BodySize < 0 || s.BodySize > workload.MaxBodySize:
+		bad("body-size", strconv.Itoa(s.BodySize), fmt.Sprintf("allowed: 1 to %d bytes (0: the app's default)", workload.MaxBodySize))
+	case s.BodySize > 0 && s.Mesh.App != topology.AppStatic:
+		bad("body-size", strconv.Itoa(s.BodySize), "applies to the static app only (faces answers what its callers ask for)")
+	case s.BodySize > 0 && s.AppImage != "":
+		bad("body-size", strconv.Itoa(s.BodySize), "applies to meshbench's static app only: --app-image runs its image as it is")
 	}
 	if s.FacesChart {
 		if s.Mesh.App != topology.AppFaces {

@@ -234,18 +234,17 @@ func (o *Options) defaults() error {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 5 * time.Minute
 	}
-	o.Spec.Mesh = o.Mesh
+	o.Spec.Mesh, o.Spec.BodySize = o.Mesh, o.BodySize
 	if o.Spec.RunID == "" {
 		o.Spec.RunID = time.Now().UTC().Format("20060102-150405")
 	}
 	o.Spec = o.Spec.WithDefaults()
 	if err := o.Spec.Validate(); err != nil {
 		errs = append(errs, err)
-	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
-		// What the generator cannot do, before anything is deployed.
-		ls := LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}}
-		if err := ls.Validate(); err != nil {
+	} else if (o.Generator != "" || o.RequestsPerConnection != 0 || o.Arrivals != "") && o.Workers > 0 && o.Duration > 0 {
+		// What the generator or the load's shape cannot do, before
+		// anything is deployed.
+		if err := o.loadSpec().Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -253,6 +252,15 @@ func (o *Options) defaults() error {
 		o.OutDir = filepath.Join("results", o.Spec.RunID+"-kube-"+string(o.Spec.Mesh.Mode))
 	}
 	return errors.Join(errs...)
+}
+
+// loadSpec is the cell's load: its workers' load (the rate, window,
+// connections, requests per connection, arrivals and generator) against
+// the app's entry service.
+func (o Options) loadSpec() LoadSpec {
+	return LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator,
+		RequestsPerConnection: o.RequestsPerConnection, Arrivals: o.Arrivals, Seed: o.ArrivalsSeed}}
 }
 
 // Run runs one cell on the cluster: preflight, mesh install or check, the
@@ -980,8 +988,7 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
-	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator}})
+	job, err := LoadJob(o.loadSpec())
 	if err != nil {
 		endWarm()
 		return nil, err

@@ -55,6 +55,16 @@ type Spec struct {
 	// --generator`): "" or extgen.Meshbench for meshbench's engine,
 	// extgen.Oha or extgen.Wrk2 (in the image beside meshbench).
 	Generator string
+	// RequestsPerConnection closes each connection after this many
+	// requests (`meshbench load --requests-per-connection`; 1: a new
+	// connection per request, TCP_CRR-like); 0 keeps them.
+	RequestsPerConnection int
+	// Arrivals spaces an open loop's requests (`--arrivals`; "" or
+	// constant: evenly); with loadgen.ArrivalsPoisson, Seed is the
+	// schedule's seed (`--seed`; each worker adds its index, so the W
+	// workers draw W schedules, the same ones for every mesh).
+	Arrivals loadgen.Arrivals
+	Seed     uint64
 }
 
 // Problems lists every problem with the fields of s (the generator's
@@ -87,6 +97,14 @@ func (s Spec) Problems() []error {
 	if s.Connections < 0 {
 		bad("connections", strconv.Itoa(s.Connections), "allowed: 0 (default) or more")
 	}
+	if s.RequestsPerConnection < 0 {
+		bad("requests-per-connection", strconv.Itoa(s.RequestsPerConnection), "allowed: 0 (keep every connection) or more")
+	}
+	if _, err := loadgen.ParseArrivals(string(s.Arrivals)); err != nil {
+		bad("arrivals", string(s.Arrivals), "allowed: constant, poisson")
+	} else if s.Arrivals == loadgen.ArrivalsPoisson && (s.Load.Closed() || s.Load.Bulk()) {
+		bad("arrivals", string(s.Arrivals), "only an open loop has a schedule to space")
+	}
 	if s.Target != "" {
 		if _, err := loadgen.ParseTarget(s.Target, false); err != nil {
 			errs = append(errs, err)
@@ -118,7 +136,8 @@ func (s Spec) CheckGenerator() error {
 	for i := range s.Workers {
 		c := extgen.Config{Generator: s.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Load: s.Load,
 			Duration: s.Duration, Warmup: s.Warmup, Timeout: cmp.Or(s.Timeout, 30*time.Second),
-			Connections: max(loadgen.WorkerConnections(conns, s.Workers, i), 1)}}
+			Connections:           max(loadgen.WorkerConnections(conns, s.Workers, i), 1),
+			RequestsPerConnection: s.RequestsPerConnection, Arrivals: s.Arrivals, Seed: s.Seed}}
 		if !s.Load.Closed() {
 			r, err := loadgen.WorkerRate(s.Load.Rate(), s.Workers, i)
 			if err != nil {
@@ -148,6 +167,12 @@ func Args(s Spec, index string) []string {
 	}
 	if s.Connections > 0 {
 		args = append(args, "--connections", strconv.Itoa(s.Connections))
+	}
+	if s.RequestsPerConnection > 0 {
+		args = append(args, "--requests-per-connection", strconv.Itoa(s.RequestsPerConnection))
+	}
+	if s.Arrivals == loadgen.ArrivalsPoisson {
+		args = append(args, "--arrivals", string(loadgen.ArrivalsPoisson), "--seed", strconv.FormatUint(s.Seed, 10))
 	}
 	if s.External() {
 		args = append(args, "--generator", s.Generator)
