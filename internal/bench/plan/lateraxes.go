@@ -66,11 +66,12 @@ func (b *builder) laterAxes() {
 		}
 	}
 	if kube {
-		// Clusters set these not yet (each mesh's own setting, node
-		// selection): refused rather than recorded and not applied.
-		// payload is the app Deployment's --body-size; requests per
-		// connection and arrivals are the load workers' arguments.
-		for _, key := range []string{"axes.proxy_threads", "axes.placement"} {
+		// Clusters set this not yet (each mesh's own setting): refused
+		// rather than recorded and not applied. payload is the app
+		// Deployment's --body-size; requests per connection and arrivals
+		// are the load workers' arguments; placement is the load pods'
+		// affinity to the app pods (or away from them).
+		for _, key := range []string{"axes.proxy_threads"} {
 			if e := b.s.entries[key]; e != nil {
 				b.s.bad(key, e.line, "", "not yet supported on platform kube (the local lab has it)")
 			}

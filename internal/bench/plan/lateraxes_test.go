@@ -138,9 +138,10 @@ func TestLaterAxesProblems(t *testing.T) {
 }
 
 // TestLaterAxesOnKube: a cluster plan takes payload,
-// requests_per_connection and arrivals (the app Deployment's --body-size,
-// the load workers' arguments) into every cell's settings; proxy_threads
-// and placement are still refused there (TestLaterAxesProblems).
+// requests_per_connection, arrivals and placement (the app Deployment's
+// --body-size, the load workers' arguments and affinity) into every
+// cell's settings; proxy_threads is still refused there
+// (TestLaterAxesProblems).
 func TestLaterAxesOnKube(t *testing.T) {
 	p := mustParse(t, "p.yaml", `platform: kube
 repetitions: 2
@@ -150,23 +151,24 @@ axes:
   payload: [64, 4096]
   requests_per_connection: [0, 1]
   arrivals: [constant, poisson]
+  placement: [cross-node, same-node]
 `)
-	if want := 2 * 2 * 2 * 2 * 2; len(p.Cells()) != want {
+	if want := 2 * 2 * 2 * 2 * 2 * 2; len(p.Cells()) != want {
 		t.Fatalf("%d cells, want %d", len(p.Cells()), want)
 	}
 	var found bool
 	for _, c := range p.Cells() {
-		if c.ID != "sidecar-static-r200-x1-p0-http-pod-mtls-b4096-k1-poisson-rep2" {
+		if c.ID != "sidecar-static-r200-x1-p0-http-pod-mtls-b4096-same-node-k1-poisson-rep2" {
 			continue
 		}
 		found = true
 		s := p.Settings(c)
-		if s.BodySize != 4096 || s.RequestsPerConnection != 1 || s.Arrivals != loadgen.ArrivalsPoisson || s.ArrivalsSeed != 2 {
-			t.Errorf("settings %+v: want 4096 bytes, 1 request per connection, poisson seed 2", s)
+		if s.BodySize != 4096 || s.RequestsPerConnection != 1 || s.Arrivals != loadgen.ArrivalsPoisson || s.ArrivalsSeed != 2 || s.Mesh.Placement != "same-node" {
+			t.Errorf("settings %+v: want 4096 bytes, 1 request per connection, poisson seed 2, same-node", s)
 		}
 	}
 	if !found {
-		t.Errorf("no cell sidecar…-b4096-k1-poisson-rep2")
+		t.Errorf("no cell sidecar…-b4096-same-node-k1-poisson-rep2")
 	}
 	if _, err := Parse("p.yaml", []byte("platform: kube\nbody_size: 2048\n")); err != nil {
 		t.Errorf("body_size on kube: %v", err)

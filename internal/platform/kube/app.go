@@ -248,9 +248,12 @@ func (s Spec) deployment(svc appService) *appsv1.Deployment {
 		}}
 		fallthrough
 	case s.NodeCount >= AntiAffinityMinNodes:
-		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{antiAffinity(RoleLoad, s.LoadNamespace)},
-		}}
+		pod.Affinity = &corev1.Affinity{}
+		if !s.sameNode() {
+			pod.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{antiAffinity(RoleLoad, s.LoadNamespace)},
+			}
+		}
 		if s.NodeCount < NodeSelectorMinNodes {
 			// The first app pod matches its own term, so it may go anywhere;
 			// the others follow it.
@@ -258,6 +261,9 @@ func (s Spec) deployment(svc appService) *appsv1.Deployment {
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)},
 			}
 		}
+	}
+	if pod.Affinity != nil && *pod.Affinity == (corev1.Affinity{}) {
+		pod.Affinity = nil
 	}
 	l := s.labels()
 	l[LabelApp] = svc.name

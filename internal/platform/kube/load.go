@@ -54,7 +54,9 @@ func LoadArgs(ls LoadSpec, index string) []string {
 // (loadjob.Job: an Indexed Job of Workers pods, no retries, no TTL).
 // Placement: workers prefer distinct nodes, and from AntiAffinityMinNodes
 // nodes must avoid app pods' nodes; from NodeSelectorMinNodes they run
-// only on nodes labelled LabelNodeRole=RoleLoad. With sidecar meshes the
+// only on nodes labelled LabelNodeRole=RoleLoad. With Mesh.Placement
+// same-node they must run on a node with an app pod instead (required
+// pod affinity), and the app pods no longer avoid them. With sidecar meshes the
 // proxy runs as a native sidecar (Kubernetes 1.29+), so the Job completes
 // when the load ends: Istio's sidecar.istio.io/nativeSidecar, Linkerd's
 // proxy-enable-native-sidecar (2.15+; Linkerd stable 2.14's proxy would
@@ -75,11 +77,17 @@ func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
 				Weight: 100, PodAffinityTerm: antiAffinity(RoleLoad, s.LoadNamespace)}},
 		}},
 	}
-	if s.NodeCount >= AntiAffinityMinNodes {
-		p.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)}
-	}
-	if s.NodeCount >= NodeSelectorMinNodes {
+	switch {
+	case s.sameNode():
+		// Placement same-node: beside an app pod, whatever the node count.
+		p.Affinity.PodAffinity = &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)},
+		}
+	case s.NodeCount >= NodeSelectorMinNodes:
 		p.NodeSelector = map[string]string{LabelNodeRole: RoleLoad}
+		fallthrough
+	case s.NodeCount >= AntiAffinityMinNodes:
+		p.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)}
 	}
 	return loadjob.Job(ls.resolved(), p), nil
 }

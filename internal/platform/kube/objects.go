@@ -200,6 +200,9 @@ func (s Spec) Validate() error {
 	case s.BodySize > 0 && s.AppImage != "":
 		bad("body-size", strconv.Itoa(s.BodySize), "applies to meshbench's static app only: --app-image runs its image as it is")
 	}
+	if s.FacesChart && s.sameNode() {
+		bad("placement", string(s.Mesh.Placement), "the Faces chart places its own pods; run meshbench's faces workloads (no --faces-chart)")
+	}
 	if s.FacesChart {
 		if s.Mesh.App != topology.AppFaces {
 			bad("faces-chart", "true", "applies to the faces app only")
@@ -243,6 +246,10 @@ func (s Spec) desc() *mesh.Mesh {
 	m, _ := mesh.Get(string(topology.ModeNone))
 	return m
 }
+
+// sameNode reports whether the load runs beside the app (placement
+// same-node): the load pods on a node with an app pod.
+func (s Spec) sameNode() bool { return s.Mesh.Placement == topology.PlacementSameNode }
 
 // linkerd reports whether the mode is Linkerd.
 func (s Spec) linkerd() bool { return s.desc().Product == mesh.Linkerd }

@@ -94,6 +94,9 @@ func TestObjectsGolden(t *testing.T) {
 		{"linkerd-static-p4", spec(ModeLinkerd, topology.AppStatic, 4)},
 		// The payload axis: the static app's --body-size.
 		{"none-static-b1024", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize = 1024 })},
+		// Placement same-node on 4 nodes: the app pods do not avoid the
+		// load (LoadJob's golden load-sidecar-same-node has the other half).
+		{"sidecar-static-same-node", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount, s.Mesh.Placement = 4, topology.PlacementSameNode })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -118,6 +121,10 @@ func TestObjectsGolden(t *testing.T) {
 		// oha in two workers: --generator oha, and /tmp writable for its
 		// per-request database (the root filesystem is read-only).
 		{"load-none-w2-oha", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: loadjob.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second, Warmup: time.Second, Generator: "oha"}}},
+		// Placement same-node on 4 nodes: beside an app pod, no node
+		// selector.
+		{"load-sidecar-same-node", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount, s.Mesh.Placement = 4, topology.PlacementSameNode }),
+			Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second}}},
 		// A connection per request, Poisson arrivals from seed 3 (each
 		// worker adds its index in `meshbench load`).
 		{"load-none-w2-k1-poisson", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: loadjob.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second,

@@ -27,6 +27,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
@@ -289,6 +290,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if o.Spec.NodeCount, err = c.placeNodes(ctx, o.Spec.RunID); err != nil {
 			return nil, err
 		}
+	}
+	if o.Spec.Mesh.Placement == topology.PlacementCrossNode && o.Spec.NodeCount < AntiAffinityMinNodes {
+		// placeNodes labels nothing below NodeSelectorMinNodes.
+		return nil, fmt.Errorf("placement cross-node: the cluster has %d ready node(s); the load and the app need %d apart", o.Spec.NodeCount, AntiAffinityMinNodes)
 	}
 	dir, err := results.CreateRunDir(o.OutDir)
 	if err != nil {
@@ -566,6 +571,7 @@ var collectSteps = []struct {
 	do   func(*run, context.Context) error
 }{
 	{"mtls", (*run).checkMTLS},            // the proxies' own counters say mTLS
+	{"placement", (*run).checkPlacement},  // the nodes the pods ran on
 	{"samples", (*run).writeSamples},      // every round of the source
 	{"figures", (*run).figures},           // the measured window's summary and nodes
 	{"counters", (*run).counterFigures},   // the kubelet's counters over it, when they are the source
