@@ -48,6 +48,11 @@ func init() {
 				"config.alpha.linkerd.io/proxy-enable-native-sidecar": "true",
 				"config.beta.linkerd.io/proxy-enable-native-sidecar":  "true",
 			},
+			// Linkerd's per-pod setting of the proxy's cores: its injector
+			// sets LINKERD2_PROXY_CORES to the limit rounded up, and the
+			// proxy container a CPU limit of as many cores (a CFS quota:
+			// Linkerd has no per-pod setting of its cores without it).
+			ThreadsAnnotation: "config.linkerd.io/proxy-cpu-limit", ThreadsValue: "%d",
 			Enrolled:   Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
 			Components: []Component{LinkerdSidecar, LinkerdControl},
 		},

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"maps"
 	"strconv"
 
@@ -161,10 +162,26 @@ func (s Spec) opaqueAnnotations() map[string]string {
 // appPodAnnotations are opaqueAnnotations plus, for Istio's sidecars,
 // IstioStatsInclusion (VerifyMTLS reads those counters).
 func (s Spec) appPodAnnotations() map[string]string {
+	a := s.opaqueAnnotations()
 	if s.Mesh.Mode == topology.ModeSidecar {
-		return maps.Clone(IstioStatsInclusion)
+		a = maps.Clone(IstioStatsInclusion)
 	}
-	return s.opaqueAnnotations()
+	return s.withThreads(a)
+}
+
+// withThreads adds to a (nil: a new map) the mesh's annotation of its
+// per-pod proxy's worker threads (mesh.Cluster.ThreadsAnnotation)
+// when the cell sets them (Mesh.ProxyThreads > 0).
+func (s Spec) withThreads(a map[string]string) map[string]string {
+	c := s.desc().Cluster
+	if s.Mesh.ProxyThreads <= 0 || c.ThreadsAnnotation == "" {
+		return a
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[c.ThreadsAnnotation] = fmt.Sprintf(c.ThreadsValue, s.Mesh.ProxyThreads)
+	return a
 }
 
 func (s Spec) service(svc appService) *corev1.Service {

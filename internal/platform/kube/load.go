@@ -69,7 +69,7 @@ func LoadJob(ls LoadSpec) (*batchv1.Job, error) {
 	s := ls.Spec
 	p := loadjob.Pod{
 		Namespace: s.LoadNamespace, Name: LoadJobName, Labels: s.labels(),
-		PodLabels: s.podLabels(RoleLoad, LoadJobName), PodAnnotations: maps.Clone(s.desc().Cluster.LoadPodAnnotations),
+		PodLabels: s.podLabels(RoleLoad, LoadJobName), PodAnnotations: s.withThreads(maps.Clone(s.desc().Cluster.LoadPodAnnotations)),
 		Image: s.Image, ServiceAccount: LoadServiceAccount,
 		Resources: requests(), SecurityContext: restricted(),
 		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{

@@ -96,6 +96,9 @@ func TestObjectsGolden(t *testing.T) {
 		{"none-static-b1024", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize = 1024 })},
 		// Placement same-node on 4 nodes: the app pods do not avoid the
 		// load (LoadJob's golden load-sidecar-same-node has the other half).
+		// proxy_threads: each per-pod proxy's own annotation.
+		{"sidecar-static-t2", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 })},
+		{"linkerd-static-t2", spec(ModeLinkerd, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 })},
 		{"sidecar-static-same-node", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount, s.Mesh.Placement = 4, topology.PlacementSameNode })},
 	}
 	for _, tt := range tests {
@@ -124,6 +127,8 @@ func TestObjectsGolden(t *testing.T) {
 		// Placement same-node on 4 nodes: beside an app pod, no node
 		// selector.
 		{"load-sidecar-same-node", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount, s.Mesh.Placement = 4, topology.PlacementSameNode }),
+			Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second}}},
+		{"load-linkerd-t2", LoadSpec{Spec: spec(ModeLinkerd, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 }),
 			Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second}}},
 		// A connection per request, Poisson arrivals from seed 3 (each
 		// worker adds its index in `meshbench load`).
@@ -711,6 +716,8 @@ func TestLoadJobInvalid(t *testing.T) {
 			[]string{"requests-per-connection -1: allowed: 0 (keep every connection) or more"}},
 		{"body size with an app image", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize, s.AppImage = 1024, "nginx" }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
 			[]string{"body-size 1024: applies to meshbench's static app only"}},
+		{"threads ambient", LoadSpec{Spec: spec(topology.ModeAmbient, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
+			[]string{"proxy-threads 2: not yet supported on the Kubernetes platform for mesh ambient"}},
 		{"body size faces", LoadSpec{Spec: spec(topology.ModeNone, topology.AppFaces, 0, func(s *Spec) { s.BodySize = 1024 }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
 			[]string{"body-size 1024: applies to the static app only"}},
 		{"everything", LoadSpec{Spec: Spec{}, Work: loadjob.Spec{Workers: 0, Warmup: -1, Timeout: -1, Connections: -1, Target: "ftp://x/"}},

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +20,9 @@ type PodNodes struct {
 	App  []string          `json:"app"`
 	Load []string          `json:"load"`
 	Pods map[string]string `json:"pods"`
+	// Threads are the worker threads the mesh's injector gave each pod's
+	// proxy by "namespace/pod" (InjectedThreads), where it gave any.
+	Threads map[string]int `json:"injected_threads,omitempty"`
 }
 
 // podNodes reads the nodes the pods of the app and load namespaces ran
@@ -35,6 +39,12 @@ func (c *Cluster) podNodes(ctx context.Context, s Spec) (PodNodes, error) {
 				continue
 			}
 			pn.Pods[ns+"/"+p.Name] = p.Spec.NodeName
+			if n := InjectedThreads(&p); n > 0 {
+				if pn.Threads == nil {
+					pn.Threads = map[string]int{}
+				}
+				pn.Threads[ns+"/"+p.Name] = n
+			}
 			switch p.Labels[LabelRole] {
 			case RoleApp:
 				pn.App = append(pn.App, p.Spec.NodeName)
@@ -89,6 +99,45 @@ func (r *run) checkPlacement(ctx context.Context) error {
 	r.logf("nodes: app on %s, load on %s", strings.Join(pn.App, ", "), strings.Join(pn.Load, ", "))
 	if why := PlacementProblem(r.o.Spec.Mesh.Placement, pn, r.o.Spec.NodeCount); why != "" {
 		r.invalid(why)
+	}
+	// The load workers' proxies are gone by now: their threads as the
+	// injector set them (the app's proxies reported theirs themselves,
+	// checkThreads).
+	if n := r.o.Spec.Mesh.ProxyThreads; n > 0 && r.o.Spec.desc().Cluster.ThreadsAnnotation != "" {
+		for pod, node := range pn.Pods {
+			if !strings.HasPrefix(pod, r.o.Spec.LoadNamespace+"/") {
+				continue
+			}
+			if got := pn.Threads[pod]; got != n {
+				r.invalid(fmt.Sprintf("proxy_threads %d: the load pod %s (on %s) got a proxy of %d worker thread(s) from the injector", n, pod, node, got))
+			}
+		}
+	}
+	return nil
+}
+
+// checkThreads checks that the app pods' proxies run the cell's worker
+// threads (VerifyProxyThreads), keeping the checks
+// (k8s/proxy-threads-checks.json) and what each proxy reported (the
+// manifest's options, proxy_threads_seen); a proxy that runs another
+// count makes the cell invalid.
+func (r *run) checkThreads(ctx context.Context) error {
+	n := r.o.Spec.Mesh.ProxyThreads
+	checks, seen, err := r.c.VerifyProxyThreads(ctx, string(r.o.Spec.Mesh.Mode), r.o.Spec.AppNamespace, n)
+	if len(checks) == 0 {
+		return nil
+	}
+	r.keepJSON(filepath.Join("k8s", "proxy-threads-checks.json"), checks)
+	r.mu.Lock()
+	r.manifest.Options["proxy_threads_seen"] = seen
+	r.mu.Unlock()
+	if err != nil {
+		r.invalid(fmt.Sprintf("proxy_threads %d not in effect: %v", n, err))
+	} else {
+		r.logf("proxy threads verified from the app pods' own proxies:")
+		if r.o.Log != nil {
+			logChecks(r.o.Log, checks)
+		}
 	}
 	return nil
 }

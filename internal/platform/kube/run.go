@@ -345,6 +345,7 @@ var runSteps = []struct {
 	{"prepare/mesh", true, (*run).prepareMesh},       // install the mesh or check the one installed
 	{"prepare/app", true, (*run).prepareApp},         // the app's objects, ready
 	{"prepare/verify", true, (*run).verifyEnrolment}, // the app's pods enrolled in the mesh
+	{"threads", false, (*run).checkThreads},          // their proxies' worker threads, when the cell sets them
 	{"sampling", false, (*run).startSampling},        // metrics from here to the drain's end
 	{"idle", true, (*run).idle},                      // the app idle before the load
 	{"load", false, (*run).load},                     // the load Job: warmup and measure

@@ -1,0 +1,44 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestLinkerdCores: linkerd2-proxy's runtime line at start (as the lab's
+// linkerd2-proxy logs it; TestProxyThreads in platform/netlab reads the
+// real one).
+func TestLinkerdCores(t *testing.T) {
+	for _, tc := range []struct {
+		log  string
+		want int
+		bad  bool
+	}{
+		{"[     0.001s]  INFO ThreadId(01) linkerd2_proxy::rt: Using multi-threaded proxy runtime cores=2\n", 2, false},
+		{"[     0.001s]  INFO ThreadId(01) linkerd2_proxy::rt: Using single-threaded proxy runtime\n", 1, false},
+		{"[     0.001s]  INFO ThreadId(01) linkerd2_proxy: release 2.300.0\n", 0, true},
+	} {
+		got, err := LinkerdCores([]byte(tc.log))
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("LinkerdCores(%q) = %d, %v; want %d (error %v)", tc.log, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+// TestInjectedThreads: the threads an injector put in a pod's spec.
+func TestInjectedThreads(t *testing.T) {
+	istio := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-proxy",
+		Args: []string{"proxy", "sidecar", "--domain", "x.svc.cluster.local", "--concurrency", "2"}}}}}
+	linkerd := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "linkerd-proxy",
+		Env: []corev1.EnvVar{{Name: "LINKERD2_PROXY_CORES", Value: "3"}}}}}}
+	plain := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", "sidecar"}}}}}
+	for name, tc := range map[string]struct {
+		p    *corev1.Pod
+		want int
+	}{"istio": {istio, 2}, "linkerd": {linkerd, 3}, "none set": {plain, 0}} {
+		if got := InjectedThreads(tc.p); got != tc.want {
+			t.Errorf("%s: %d, want %d", name, got, tc.want)
+		}
+	}
+}
