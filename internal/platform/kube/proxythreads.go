@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -126,14 +127,25 @@ func (c *Cluster) nodeCPUs(ctx context.Context, name string) (int, error) {
 }
 
 // InjectedThreads is the worker threads a mesh's injector gave pod p's
-// proxy, from the pod's spec: Istio's --concurrency argument of
-// istio-proxy, Linkerd's LINKERD2_PROXY_CORES; 0 when it set none. The
+// proxy, from the pod's spec: the concurrency of istio-proxy's
+// PROXY_CONFIG (the pod's ProxyConfig, which pilot-agent starts Envoy
+// with; a --concurrency argument where a template passes it so),
+// Linkerd's LINKERD2_PROXY_CORES; 0 when it set none. The
 // load workers' proxies are read this way: they are gone by the time a
 // cell could ask them.
 func InjectedThreads(p *corev1.Pod) int {
 	for _, ct := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
 		switch ct.Name {
 		case metricsapi.ContainerIstioProxy:
+			for _, e := range ct.Env {
+				if e.Name == "PROXY_CONFIG" {
+					var pc struct {
+						Concurrency int `json:"concurrency"`
+					}
+					_ = json.Unmarshal([]byte(e.Value), &pc)
+					return pc.Concurrency
+				}
+			}
 			if i := slices.Index(ct.Args, "--concurrency"); i >= 0 && i+1 < len(ct.Args) {
 				n, _ := strconv.Atoi(ct.Args[i+1])
 				return n

@@ -28,15 +28,20 @@ func TestLinkerdCores(t *testing.T) {
 
 // TestInjectedThreads: the threads an injector put in a pod's spec.
 func TestInjectedThreads(t *testing.T) {
+	// As Istio's injector renders a load pod's native sidecar (seen on
+	// the test cluster: TestFactorAxesOnRealNodes).
 	istio := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "istio-proxy",
-		Args: []string{"proxy", "sidecar", "--domain", "x.svc.cluster.local", "--concurrency", "2"}}}}}
+		Args: []string{"proxy", "sidecar", "--domain", "x.svc.cluster.local"},
+		Env:  []corev1.EnvVar{{Name: "PROXY_CONFIG", Value: `{"concurrency":2}`}, {Name: "ISTIO_META_POD_PORTS", Value: "[]"}}}}}}
+	istioArgs := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "istio-proxy",
+		Args: []string{"proxy", "sidecar", "--concurrency", "4"}}}}}
 	linkerd := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "linkerd-proxy",
 		Env: []corev1.EnvVar{{Name: "LINKERD2_PROXY_CORES", Value: "3"}}}}}}
 	plain := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", "sidecar"}}}}}
 	for name, tc := range map[string]struct {
 		p    *corev1.Pod
 		want int
-	}{"istio": {istio, 2}, "linkerd": {linkerd, 3}, "none set": {plain, 0}} {
+	}{"istio": {istio, 2}, "istio args": {istioArgs, 4}, "linkerd": {linkerd, 3}, "none set": {plain, 0}} {
 		if got := InjectedThreads(tc.p); got != tc.want {
 			t.Errorf("%s: %d, want %d", name, got, tc.want)
 		}
