@@ -125,7 +125,6 @@ func TestLaterAxesProblems(t *testing.T) {
 		{"arrivals", "axes:\n  arrivals: [bursty]\n", `axes.arrivals "bursty": allowed: constant`},
 		{"same node gateway", "axes:\n  mesh: [sidecar]\n  gateway: [true]\n  placement: [same-node]\n", `axes.placement same-node: the load enters through the gateway's own node`},
 		{"kube threads ambient", "platform: kube\naxes:\n  mesh: [sidecar, ambient, waypoint]\n  proxy_threads: [2]\n", `axes.proxy_threads: with mesh ambient, waypoint: not yet supported on platform kube`},
-		{"kube bulk", "platform: kube\naxes:\n  load_model: [bulk]\n", `axes.load_model "bulk": not yet supported on platform kube`},
 		{"poisson only closed", "axes:\n  load_model: [closed]\n  arrivals: [poisson]\n", `axes.arrivals "poisson": no cell has it: arrivals poisson with load_model max`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,5 +174,15 @@ axes:
 	}
 	if _, err := Parse("p.yaml", []byte("platform: kube\nbody_size: 2048\n")); err != nil {
 		t.Errorf("body_size on kube: %v", err)
+	}
+	// Bulk through the load Job's workers, and the connection rate (the
+	// closed loop, a connection per request).
+	b := mustParse(t, "p.yaml", "platform: kube\nrepetitions: 1\naxes:\n  mesh: [none, sidecar]\n  load_model: [bulk, closed]\n  requests_per_connection: [0, 1]\n")
+	var ids []string
+	for _, c := range b.Cells() {
+		ids = append(ids, c.ID)
+	}
+	if want := 2 * 3; len(ids) != want || !slices.Contains(ids, "sidecar-static-rbulk-x1-p0-http-pod-mtls-k0-rep1") || !slices.Contains(ids, "sidecar-static-rmax-x1-p0-http-pod-mtls-k1-rep1") {
+		t.Errorf("cells %v: want bulk on kept connections and the closed loop on both, per mesh", ids)
 	}
 }

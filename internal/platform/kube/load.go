@@ -1,14 +1,17 @@
 package kube
 
 import (
-	"cmp"
 	"errors"
 	"maps"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // LoadSpec is the load of one cell on this platform: the workers' load
@@ -20,10 +23,16 @@ type LoadSpec struct {
 	Work loadjob.Spec
 }
 
-// resolved is ls's load with its Target defaulted to LoadTarget(Spec).
+// resolved is ls's load with its Target defaulted to LoadTarget(Spec)
+// (its endless answer, the static app's StreamPath, for bulk).
 func (ls LoadSpec) resolved() loadjob.Spec {
 	l := ls.Work
-	l.Target = cmp.Or(l.Target, LoadTarget(ls.Spec))
+	if l.Target == "" {
+		l.Target = LoadTarget(ls.Spec)
+		if l.Load.Bulk() {
+			l.Target = strings.TrimSuffix(l.Target, "/") + workload.StreamPath
+		}
+	}
 	return l
 }
 
@@ -35,6 +44,10 @@ func (ls LoadSpec) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, ls.Work.Problems()...)
+	if sp := ls.Spec.WithDefaults(); ls.Work.Load.Bulk() && (sp.Mesh.App != topology.AppStatic || sp.AppImage != "" || sp.FacesChart) {
+		errs = append(errs, &topology.OptionError{Field: "rate", Value: loadgen.BulkText,
+			Want: "bulk reads meshbench's static app's endless answer (" + workload.StreamPath + "): the static app without --app-image"})
+	}
 	if len(errs) == 0 {
 		if err := ls.resolved().CheckGenerator(); err != nil {
 			errs = append(errs, err)

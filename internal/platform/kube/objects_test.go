@@ -130,6 +130,8 @@ func TestObjectsGolden(t *testing.T) {
 			Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second}}},
 		{"load-linkerd-t2", LoadSpec{Spec: spec(ModeLinkerd, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 }),
 			Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second}}},
+		// Bulk: --bulk against the static app's endless answer.
+		{"load-sidecar-bulk", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0), Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 2, Duration: 10 * time.Second, Connections: 4}}},
 		// A connection per request, Poisson arrivals from seed 3 (each
 		// worker adds its index in `meshbench load`).
 		{"load-none-w2-k1-poisson", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: loadjob.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second,
@@ -718,6 +720,10 @@ func TestLoadJobInvalid(t *testing.T) {
 			[]string{"body-size 1024: applies to meshbench's static app only"}},
 		{"threads ambient", LoadSpec{Spec: spec(topology.ModeAmbient, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
 			[]string{"proxy-threads 2: not yet supported on the Kubernetes platform for mesh ambient"}},
+		{"bulk faces", LoadSpec{Spec: spec(topology.ModeNone, topology.AppFaces, 0), Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 1, Duration: time.Second}},
+			[]string{"rate bulk: bulk reads meshbench's static app's endless answer (/stream)"}},
+		{"bulk per connection oha", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 1, Duration: time.Second, RequestsPerConnection: 1, Generator: "oha"}},
+			[]string{"requests-per-connection 1: with bulk", "generator oha: with bulk"}},
 		{"body size faces", LoadSpec{Spec: spec(topology.ModeNone, topology.AppFaces, 0, func(s *Spec) { s.BodySize = 1024 }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
 			[]string{"body-size 1024: applies to the static app only"}},
 		{"everything", LoadSpec{Spec: Spec{}, Work: loadjob.Spec{Workers: 0, Warmup: -1, Timeout: -1, Connections: -1, Target: "ftp://x/"}},

@@ -1,9 +1,16 @@
 package kube
 
 import (
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 )
 
 // TestLinkerdCores: linkerd2-proxy's runtime line at start (as the lab's
@@ -45,5 +52,29 @@ func TestInjectedThreads(t *testing.T) {
 		if got := InjectedThreads(tc.p); got != tc.want {
 			t.Errorf("%s: %d, want %d", name, got, tc.want)
 		}
+	}
+}
+
+// TestCellLoadSpec: a cell's load Job (Options.loadSpec, what runLoad
+// applies) carries its shape, and a bulk cell reads the static app's
+// endless answer.
+func TestCellLoadSpec(t *testing.T) {
+	o := Options{Settings: platform.Settings{Load: loadgen.Bulk, Workers: 2, Duration: 5 * time.Second, Connections: 4},
+		Spec: spec(topology.ModeSidecar, topology.AppStatic, 0)}
+	job, err := LoadJob(o.loadSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := job.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--bulk") || args[len(args)-1] != "http://static.meshbench-app.svc.cluster.local:8080/stream" {
+		t.Errorf("bulk cell's worker args %v: want --bulk and the app's /stream", args)
+	}
+	o.Load, o.RequestsPerConnection, o.Arrivals, o.ArrivalsSeed = loadgen.OpenLoopPerSecond(100), 1, loadgen.ArrivalsPoisson, 3
+	if job, err = LoadJob(o.loadSpec()); err != nil {
+		t.Fatal(err)
+	}
+	args = job.Spec.Template.Spec.Containers[0].Args
+	if !strings.Contains(strings.Join(args, " "), "--requests-per-connection 1 --arrivals poisson --seed 3") || args[len(args)-1] != "http://static.meshbench-app.svc.cluster.local:8080/" {
+		t.Errorf("open-loop cell's worker args %v", args)
 	}
 }

@@ -80,7 +80,7 @@ func (s Spec) Problems() []error {
 	switch {
 	case s.Load.IsZero():
 		bad("rate", `""`, "required: a rate per second or the closed loop")
-	case !s.Load.Closed():
+	case !s.Load.Closed() && !s.Load.Bulk():
 		if _, err := loadgen.WorkerRate(s.Load.Rate(), s.Workers, s.Workers-1); s.Workers >= 1 && err != nil {
 			bad("rate", s.Load.String(), fmt.Sprintf("too low to split over %d workers (each needs at least %g per second)", s.Workers, loadgen.WorkerShareStep))
 		}
@@ -99,6 +99,11 @@ func (s Spec) Problems() []error {
 	}
 	if s.RequestsPerConnection < 0 {
 		bad("requests-per-connection", strconv.Itoa(s.RequestsPerConnection), "allowed: 0 (keep every connection) or more")
+	} else if s.RequestsPerConnection > 0 && s.Load.Bulk() {
+		bad("requests-per-connection", strconv.Itoa(s.RequestsPerConnection), "with bulk: a bulk connection carries one endless answer")
+	}
+	if s.Load.Bulk() && s.External() {
+		bad("generator", s.Generator, "with bulk: bulk throughput is meshbench's engine's")
 	}
 	if _, err := loadgen.ParseArrivals(string(s.Arrivals)); err != nil {
 		bad("arrivals", string(s.Arrivals), "allowed: constant, poisson")
