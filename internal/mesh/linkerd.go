@@ -53,8 +53,13 @@ func init() {
 			// proxy container a CPU limit of as many cores (a CFS quota:
 			// Linkerd has no per-pod setting of its cores without it).
 			ThreadsAnnotation: "config.linkerd.io/proxy-cpu-limit", ThreadsValue: "%d",
-			Enrolled:   Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
-			Components: []Component{LinkerdSidecar, LinkerdControl},
+			// A limit without a request makes Kubernetes request the limit:
+			// N whole cores, which a node of N cores cannot schedule beside
+			// anything else. The request stays what meshbench's containers
+			// ask (10m).
+			ThreadsExtra: map[string]string{"config.linkerd.io/proxy-cpu-request": "10m"},
+			Enrolled:     Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
+			Components:   []Component{LinkerdSidecar, LinkerdControl},
 		},
 		Parts: map[Part]PartSpec{
 			PartSidecar: {What: "the server's linkerd2-proxy", Container: "linkerd-proxy", Scope: ScopeAppPod},

@@ -129,6 +129,9 @@ type Cluster struct {
 	// for n threads ("%d" in it is n); "" when the mesh has no per-pod
 	// setting (none, and ztunnel: one DaemonSet per cluster).
 	ThreadsAnnotation, ThreadsValue string
+	// ThreadsExtra are annotations set beside ThreadsAnnotation, as they
+	// are (nil: none).
+	ThreadsExtra map[string]string
 	// Enrolled is how VerifyEnrolment knows a pod is in the mesh.
 	Enrolled Enrolment
 	// WaypointPod: a waypoint pod must run in the app namespace.

@@ -181,6 +181,7 @@ func (s Spec) withThreads(a map[string]string) map[string]string {
 		a = map[string]string{}
 	}
 	a[c.ThreadsAnnotation] = fmt.Sprintf(c.ThreadsValue, s.Mesh.ProxyThreads)
+	maps.Copy(a, c.ThreadsExtra)
 	return a
 }
 

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -130,7 +131,8 @@ func (c *Cluster) nodeCPUs(ctx context.Context, name string) (int, error) {
 // proxy, from the pod's spec: the concurrency of istio-proxy's
 // PROXY_CONFIG (the pod's ProxyConfig, which pilot-agent starts Envoy
 // with; a --concurrency argument where a template passes it so),
-// Linkerd's LINKERD2_PROXY_CORES; 0 when it set none. The
+// Linkerd's LINKERD2_PROXY_CORES_MAX (or LINKERD2_PROXY_CORES where it
+// sets no maximum); 0 when it set none. The
 // load workers' proxies are read this way: they are gone by the time a
 // cell could ask them.
 func InjectedThreads(p *corev1.Pod) int {
@@ -151,12 +153,15 @@ func InjectedThreads(p *corev1.Pod) int {
 				return n
 			}
 		case metricsapi.ContainerLinkerdProxy:
+			// edge-26.8.3's injector turns a CPU limit into the
+			// runtime's maximum (CORES_MAX, CORES staying the minimum, 1);
+			// older ones set CORES alone.
+			env := map[string]string{}
 			for _, e := range ct.Env {
-				if e.Name == "LINKERD2_PROXY_CORES" {
-					n, _ := strconv.Atoi(e.Value)
-					return n
-				}
+				env[e.Name] = e.Value
 			}
+			n, _ := strconv.Atoi(cmp.Or(env["LINKERD2_PROXY_CORES_MAX"], env["LINKERD2_PROXY_CORES"]))
+			return n
 		}
 	}
 	return 0

@@ -44,11 +44,15 @@ func TestInjectedThreads(t *testing.T) {
 		Args: []string{"proxy", "sidecar", "--concurrency", "4"}}}}}
 	linkerd := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "linkerd-proxy",
 		Env: []corev1.EnvVar{{Name: "LINKERD2_PROXY_CORES", Value: "3"}}}}}}
+	// edge-26.8.3's injector for proxy-cpu-limit 2: the runtime's
+	// maximum, the minimum left at 1.
+	linkerdMax := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "linkerd-proxy",
+		Env: []corev1.EnvVar{{Name: "LINKERD2_PROXY_CORES", Value: "1"}, {Name: "LINKERD2_PROXY_CORES_MIN", Value: "1"}, {Name: "LINKERD2_PROXY_CORES_MAX", Value: "2"}}}}}}
 	plain := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", "sidecar"}}}}}
 	for name, tc := range map[string]struct {
 		p    *corev1.Pod
 		want int
-	}{"istio": {istio, 2}, "istio args": {istioArgs, 4}, "linkerd": {linkerd, 3}, "none set": {plain, 0}} {
+	}{"istio": {istio, 2}, "istio args": {istioArgs, 4}, "linkerd": {linkerd, 3}, "linkerd max": {linkerdMax, 2}, "none set": {plain, 0}} {
 		if got := InjectedThreads(tc.p); got != tc.want {
 			t.Errorf("%s: %d, want %d", name, got, tc.want)
 		}
