@@ -5,7 +5,7 @@ BIN     := bin/meshbench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/meshbench/meshbench/internal/cli.Version=$(VERSION)
 
-.PHONY: all build demo demo-load test check test-short test-main test-timing envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools linkerd-tools fmt-check vet staticcheck fuzz bench-loadgen bench-lab clean
+.PHONY: all build demo demo-load test check test-short test-main test-e2e test-timing envoy generators ztunnel linkerd-proxy zdsapi k8s-tools istio-tools linkerd-tools fmt-check vet staticcheck fuzz bench-loadgen bench-lab clean
 
 all: build
 
@@ -34,12 +34,13 @@ demo-load: build
 # tools, so those come first; under `make test` a missing toolset fails
 # the Kubernetes tests instead of skipping them (MESHBENCH_REQUIRE_K8S=1).
 # The Istio and Linkerd builds are for the end-to-end tests that install
-# them on the test nodes. Then the static checks, and the two test lanes
+# them on the test nodes. Then the static checks, and the three test lanes
 # one after the other (hack/test/lanes.sh, docs/testing.md): every package
-# side by side without the timing-sensitive tests, then those alone.
+# but internal/e2e side by side without the timing-sensitive tests, then
+# internal/e2e (the real-node runs) alone, then the timing tests alone.
 test: export MESHBENCH_REQUIRE_K8S=1
 test: envoy generators k8s-tools istio-tools linkerd-tools fmt-check vet staticcheck
-	./hack/test/lanes.sh main timing
+	./hack/test/lanes.sh main e2e timing
 
 # The check for every change, in under 2 minutes: gofmt, go vet,
 # staticcheck and the tests that need no real part (go test -short, which
@@ -49,13 +50,15 @@ test: envoy generators k8s-tools istio-tools linkerd-tools fmt-check vet staticc
 check:
 	@$(MAKE) --no-print-directory -j 4 --output-sync=target fmt-check vet staticcheck test-short
 
-# One lane alone (`make test-main` and `make test-timing` need make
-# test's tools in place).
+# One lane alone (`make test-main`, `make test-e2e` and `make test-timing`
+# need make test's tools in place).
 test-short:
 	./hack/test/lanes.sh short
-test-main test-timing: export MESHBENCH_REQUIRE_K8S=1
+test-main test-e2e test-timing: export MESHBENCH_REQUIRE_K8S=1
 test-main:
 	./hack/test/lanes.sh main
+test-e2e:
+	./hack/test/lanes.sh e2e
 test-timing:
 	./hack/test/lanes.sh timing
 

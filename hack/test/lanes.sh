@@ -7,11 +7,15 @@
 # usage: hack/test/lanes.sh LANE...      (from the repository's root)
 #   short   every test that needs no real part: go test -short ./...,
 #           four packages at once, cached results reused (`make check`)
-#   main    every test but the timing-sensitive ones, packages side by side
+#   main    every package but internal/e2e, side by side, without the
+#           timing-sensitive tests
+#   e2e     internal/e2e alone: the real-node end-to-end runs, each of
+#           which must meet its rate to be valid (beside another package's
+#           nodes or lab loads on 2 cores one stalled for 1.4 s and missed)
 #   timing  only the timing-sensitive tests (the tests that call
 #           testutil.Timing, found by hack/lanes), one package at a time,
 #           with nothing else of the suite running
-# `make test` runs `main timing`, in that order, with -count=1. Every lane
+# `make test` runs `main e2e timing`, in that order, with -count=1. Every lane
 # named runs even when one before it failed; the exit status is 1 if any
 # failed. GOTESTFLAGS adds flags to every go test (e.g. -v).
 set -uo pipefail
@@ -28,7 +32,14 @@ lane_short() {
 }
 
 lane_main() {
-  MESHBENCH_TEST_LANE=main "$GO" test -count=1 -timeout 30m "${extra[@]}" ./...
+  local pkgs
+  pkgs=$("$GO" list ./... | grep -v '/internal/e2e$') || return 1
+  # shellcheck disable=SC2086 # one package per word
+  MESHBENCH_TEST_LANE=main "$GO" test -count=1 -timeout 30m "${extra[@]}" $pkgs
+}
+
+lane_e2e() {
+  MESHBENCH_TEST_LANE=e2e "$GO" test -count=1 -timeout 40m "${extra[@]}" ./internal/e2e
 }
 
 lane_timing() {
@@ -40,11 +51,11 @@ lane_timing() {
   return $rc
 }
 
-[ $# -gt 0 ] || { echo "usage: $0 short|main|timing..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 short|main|e2e|timing..." >&2; exit 2; }
 for lane in "$@"; do
   case $lane in
-    short | main | timing) ;;
-    *) echo "lanes: unknown lane $lane (allowed: short, main, timing)" >&2; exit 2 ;;
+    short | main | e2e | timing) ;;
+    *) echo "lanes: unknown lane $lane (allowed: short, main, e2e, timing)" >&2; exit 2 ;;
   esac
 done
 for lane in "$@"; do

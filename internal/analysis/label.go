@@ -31,9 +31,10 @@ func MeshMode(label string) string {
 	return m
 }
 
-// IstiodConfigured ends the mesh label of a sidecar cell whose sidecars
-// the real istiod configured on the lab (--control-plane istiod):
-// "sidecar (config from istiod)", so every table, chart and export says
+// IstiodConfigured ends the mesh label of a sidecar, ambient or waypoint
+// cell whose proxies the real istiod configured on the lab
+// (--control-plane istiod): "sidecar (config from istiod)", "ambient
+// (config from istiod)", so every table, chart and export says
 // which control plane a figure came from; the lab's default,
 // hand-rendered configs keep the bare mode.
 const IstiodConfigured = " (config from istiod)"
@@ -42,7 +43,7 @@ const IstiodConfigured = " (config from istiod)"
 // IstiodConfigured where istiod configured its sidecars.
 func meshLabelOf(s results.CellSettings) string {
 	l := MeshLabel(s.Mesh, s.Substrate)
-	if s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && s.Mesh == "sidecar" {
+	if s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && (s.Mesh == "sidecar" || s.Mesh == "ambient" || s.Mesh == "waypoint") {
 		l += IstiodConfigured
 	}
 	return l

@@ -53,6 +53,9 @@ func TestMeshLabelIstiod(t *testing.T) {
 		want string
 	}{
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "sidecar (config from istiod)"},
+		{results.CellSettings{Mesh: "ambient", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "ambient (config from istiod)"},
+		{results.CellSettings{Mesh: "ambient", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "ambient"},
+		{results.CellSettings{Mesh: "waypoint", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "waypoint (config from istiod)"},
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "sidecar"},
 		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "none"},
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns"}, "sidecar"},

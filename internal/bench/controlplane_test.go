@@ -18,8 +18,8 @@ import (
 func TestUseControlPlane(t *testing.T) {
 	sidecar := topology.DefaultOptions()
 	sidecar.Mode = topology.ModeSidecar
-	ambient := sidecar
-	ambient.Mode = topology.ModeAmbient
+	linkerd := sidecar
+	linkerd.Mode = topology.ModeLinkerd
 	for _, tc := range []struct {
 		name   string
 		sub    func() *netlab.Substrate
@@ -30,8 +30,8 @@ func TestUseControlPlane(t *testing.T) {
 		{"lab is the default", nil, "", sidecar, ""},
 		{"unknown", nil, "consul", sidecar, `--control-plane "consul": allowed: lab`},
 		{"loopback", nil, ControlPlaneIstiod, sidecar, "--control-plane istiod: runs only on the netns substrate"},
-		{"ambient", func() *netlab.Substrate { return &netlab.Substrate{Ztunnel: "ztunnel"} }, ControlPlaneIstiod, ambient,
-			"mesh ambient with control plane istiod: istiod configures the lab's sidecars only so far"},
+		{"linkerd", func() *netlab.Substrate { return &netlab.Substrate{LinkerdProxy: "linkerd2-proxy"} }, ControlPlaneIstiod, linkerd,
+			"mesh linkerd with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sub *netlab.Substrate
@@ -81,5 +81,15 @@ func TestUseControlPlane(t *testing.T) {
 	}
 	if sub.ControlPlane != ControlPlaneIstiod || sub.Envoy != "/envoy" || sub.Istio.Dir == "" {
 		t.Errorf("the substrate is not configured for istiod: %+v", sub)
+	}
+	ambient := sidecar
+	ambient.Mode = topology.ModeAmbient
+	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "", false); err != nil {
+		t.Errorf("istiod with mesh ambient: %v, want accepted", err)
+	}
+	waypoint := sidecar
+	waypoint.Mode = topology.ModeWaypoint
+	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh waypoint: %v, want accepted", err)
 	}
 }

@@ -223,8 +223,12 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			what = "real " + envoyName + " sidecars run by pilot-agent, configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server, istio-init's capture"
 		case m == topology.ModeSidecar:
 			what = "real " + envoyName + " sidecars, istio-init's capture"
+		case m == topology.ModeAmbient && ns.ControlPlane == ControlPlaneIstiod:
+			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture, configured (WDS) and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server"
 		case m == topology.ModeAmbient:
 			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture"
+		case m == topology.ModeWaypoint && ns.ControlPlane == ControlPlaneIstiod:
+			what = "real ztunnel and a real " + envoyName + " waypoint run by pilot-agent, both configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server (a Gateway of class istio-waypoint)"
 		case m == topology.ModeWaypoint:
 			what = "real ztunnel and a real " + envoyName + " waypoint"
 		case m == topology.ModeLinkerd:
@@ -269,7 +273,7 @@ func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options
 		return nil
 	case ControlPlaneIstiod:
 	default:
-		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' Envoy configs), istiod (the real istiod against a lab API server; netns substrate, mesh sidecar)", choice)
+		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' and ztunnels' configs), istiod (the real istiod against a lab API server; netns substrate, mesh sidecar, ambient or waypoint)", choice)
 	}
 	if hops {
 		return usagef("--control-plane istiod with --hops: not yet (hop timing reads the lab's own Envoys' access logs; istiod's sidecars log none); leave one out")

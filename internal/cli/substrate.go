@@ -34,10 +34,10 @@ func (s *substrateFlags) add(fl *pflag.FlagSet) {
 }
 
 // addControlPlaneFlag adds --control-plane: who configures the lab's
-// sidecars.
+// sidecars and ztunnels.
 func addControlPlaneFlag(fl *pflag.FlagSet, p *string) {
-	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's sidecars: lab (meshbench renders their Envoy configs from the topology, certificates from the lab's CA) or istiod "+
-		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy; netns substrate, mesh none or sidecar, static app)")
+	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's sidecars and ztunnels: lab (meshbench renders their configs from the topology, certificates from the lab's CA) or istiod "+
+		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy, ztunnels take istiod's WDS and CA; netns substrate, mesh none, sidecar or ambient, static app)")
 }
 
 // addLinkerdProxyFlag adds --linkerd-proxy, the binary of mode linkerd.
@@ -63,12 +63,23 @@ func substrateNote(m *results.RunManifest) string {
 		}
 	}
 	if cp, ok := m.Options["control_plane"].(map[string]any); ok {
+		// What the control plane configured: "sidecars" or "ztunnels",
+		// the manifest's what up to its colon.
+		what, _ := cp["what"].(string)
+		who, _, _ := strings.Cut(what, ":")
+		if who == "" {
+			who = "sidecars"
+		}
 		switch name, _ := cp["name"].(string); name {
 		case bench.ControlPlaneIstiod:
 			stamp, _ := cp["istio"].(string)
-			out += " (sidecars configured by the real istiod, " + strings.TrimPrefix(stamp, "istio=") + ", on the lab's API server)"
+			out += " (" + who + " configured by the real istiod, " + strings.TrimPrefix(stamp, "istio=") + ", on the lab's API server)"
 		case bench.ControlPlaneLab:
-			out += " (sidecars configured by meshbench's hand-rendered Envoy configs, not istiod)"
+			how := "Envoy configs"
+			if who == "ztunnels" {
+				how = "local config file"
+			}
+			out += " (" + who + " configured by meshbench's hand-rendered " + how + ", not istiod)"
 		}
 	}
 	if l, ok := m.Options["linkerd"].(map[string]any); ok {

@@ -153,7 +153,7 @@ func (b *builder) scalars() {
 	if it, ok := b.one("control_plane"); ok {
 		switch {
 		case it.text != ControlPlaneLab && it.text != ControlPlaneIstiod:
-			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' Envoy configs), istiod (the real istiod against a lab API server; netns substrate)")
+			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' and ztunnels' configs), istiod (the real istiod against a lab API server; netns substrate)")
 		case kube:
 			b.s.badItem("control_plane", it, "only on platform local (a cluster runs the mesh's own control plane)")
 		default:

@@ -92,16 +92,7 @@ func WaypointEnvoyFilter(namespace, gateway string) []runtime.Object {
 // its embedded charts) renders for the minimal profile, kept to the
 // CRDs (for an API server that runs istiod outside it, as the lab's).
 func CRDs(ctx context.Context, b Build) ([]runtime.Object, error) {
-	cmd := exec.CommandContext(ctx, b.Path("istioctl"), "manifest", "generate", "--set", "profile=minimal")
-	out, err := cmd.Output()
-	if err != nil {
-		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok {
-			msg = strings.TrimSpace(string(ee.Stderr))
-		}
-		return nil, fmt.Errorf("istioctl manifest generate: %w: %s", err, msg)
-	}
-	objs, err := decodeObjects(out, "istioctl manifest generate")
+	objs, err := generate(ctx, b)
 	if err != nil {
 		return nil, err
 	}
@@ -115,4 +106,44 @@ func CRDs(ctx context.Context, b Build) ([]runtime.Object, error) {
 		return nil, errors.New("istioctl manifest generate printed no CustomResourceDefinition")
 	}
 	return crds, nil
+}
+
+// InjectorTemplates are the injector's config and values as Istio's
+// install manifests render them (the istio-sidecar-injector ConfigMap of
+// the minimal profile): the templates istiod renders a waypoint's
+// Deployment and Service from, which it reads from
+// ./var/lib/istio/inject/{config,values} when it runs outside a pod.
+func InjectorTemplates(ctx context.Context, b Build) (config, values string, err error) {
+	objs, err := generate(ctx, b)
+	if err != nil {
+		return "", "", err
+	}
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		if u.GetKind() != "ConfigMap" || u.GetName() != "istio-sidecar-injector" {
+			continue
+		}
+		config, _, _ = unstructured.NestedString(u.Object, "data", "config")
+		values, _, _ = unstructured.NestedString(u.Object, "data", "values")
+		if config == "" || values == "" {
+			return "", "", errors.New("istioctl manifest generate: the istio-sidecar-injector ConfigMap lacks config or values")
+		}
+		return config, values, nil
+	}
+	return "", "", errors.New("istioctl manifest generate printed no istio-sidecar-injector ConfigMap")
+}
+
+// generate is what `istioctl manifest generate` renders for the minimal
+// profile.
+func generate(ctx context.Context, b Build) ([]runtime.Object, error) {
+	cmd := exec.CommandContext(ctx, b.Path("istioctl"), "manifest", "generate", "--set", "profile=minimal")
+	out, err := cmd.Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = strings.TrimSpace(string(ee.Stderr))
+		}
+		return nil, fmt.Errorf("istioctl manifest generate: %w: %s", err, msg)
+	}
+	return decodeObjects(out, "istioctl manifest generate")
 }

@@ -55,16 +55,34 @@ type Spec struct {
 	Bin        string
 	NS         *netns.NS // the node's namespace: ztunnel's own listeners go there
 	NodeName   string
-	ConfigPath string // LOCAL_XDS_PATH
+	ConfigPath string // LOCAL_XDS_PATH (unless XDS is set)
 	UDS        string // INPOD_UDS, where the ZDS agent listens
 	CAAddress  string // "https://127.0.0.1:PORT" in the node's namespace
 	RootCAPath string // the CA's root, which also signs its serving certificate
-	Token      string // AUTH_TOKEN (a literal)
+	Token      string // AUTH_TOKEN: a literal, or the path of a token file
 	ClusterID  string
+	// XDS, when set, has ztunnel take its workloads, services and
+	// authorization policies from a control plane's xDS (istiod's WDS)
+	// instead of the local file ConfigPath.
+	XDS *XDS
 	// WorkerThreads is ZTUNNEL_WORKER_THREADS; 0 means ztunnel's default (2).
 	WorkerThreads int
 	// Log receives stdout and stderr (the access log at RUST_LOG=info).
 	Log io.Writer
+}
+
+// XDS is where a ztunnel gets its config from a control plane, and who it
+// is to it (as Istio's ztunnel DaemonSet sets it from the downward API).
+type XDS struct {
+	// Address is the control plane's xDS address ("https://IP:15012");
+	// the CA is CAAddress, verified with RootCAPath as well.
+	Address string
+	// Hostname is the name the control plane's serving certificate
+	// carries (ALT_XDS_HOSTNAME, ALT_CA_HOSTNAME: the address is an IP).
+	Hostname string
+	// The ztunnel pod: its name, namespace, service account and IP. The
+	// CA lets it ask certificates for the pods of its own node only.
+	PodName, PodNamespace, ServiceAccount, InstanceIP string
 }
 
 // Process is a running ztunnel.
@@ -82,20 +100,34 @@ func Start(spec Spec) (*Process, error) {
 		threads = 2
 	}
 	cmd := exec.Command(spec.Bin)
-	cmd.Env = []string{
-		"PATH=/usr/sbin:/usr/bin:/bin",
-		"XDS_ADDRESS=",
-		"LOCAL_XDS_PATH=" + spec.ConfigPath,
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/bin"}
+	if x := spec.XDS; x != nil {
+		cmd.Env = append(cmd.Env,
+			"XDS_ADDRESS="+x.Address,
+			"XDS_ROOT_CA="+spec.RootCAPath,
+			"ALT_XDS_HOSTNAME="+x.Hostname,
+			"ALT_CA_HOSTNAME="+x.Hostname,
+			"POD_NAME="+x.PodName,
+			"POD_NAMESPACE="+x.PodNamespace,
+			"SERVICE_ACCOUNT="+x.ServiceAccount,
+			"INSTANCE_IP="+x.InstanceIP,
+			"ISTIO_META_CLUSTER_ID="+spec.ClusterID,
+			"ISTIO_META_ENABLE_HBONE=true",
+		)
+	} else {
+		cmd.Env = append(cmd.Env, "XDS_ADDRESS=", "LOCAL_XDS_PATH="+spec.ConfigPath)
+	}
+	cmd.Env = append(cmd.Env,
 		"PROXY_MODE=shared",
-		"INPOD_UDS=" + spec.UDS,
-		"NODE_NAME=" + spec.NodeName,
-		"CA_ADDRESS=" + spec.CAAddress,
-		"CA_ROOT_CA=" + spec.RootCAPath,
-		"AUTH_TOKEN=" + spec.Token,
-		"CLUSTER_ID=" + spec.ClusterID,
+		"INPOD_UDS="+spec.UDS,
+		"NODE_NAME="+spec.NodeName,
+		"CA_ADDRESS="+spec.CAAddress,
+		"CA_ROOT_CA="+spec.RootCAPath,
+		"AUTH_TOKEN="+spec.Token,
+		"CLUSTER_ID="+spec.ClusterID,
 		fmt.Sprintf("ZTUNNEL_WORKER_THREADS=%d", threads),
 		"RUST_LOG=info",
-	}
+	)
 	cmd.Stdout, cmd.Stderr = spec.Log, spec.Log
 	// Its own process group, and SIGTERM if meshbench dies: a crashed
 	// run leaves no ztunnel behind (process.StartIn).
@@ -134,6 +166,16 @@ func (p *Process) Metrics(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("scraping ztunnel on %s: %w", p.Spec.NodeName, err)
 	}
 	return text, nil
+}
+
+// ConfigDump returns ztunnel's admin /config_dump (JSON): the workloads,
+// services, policies and certificates it holds.
+func (p *Process) ConfigDump(ctx context.Context) ([]byte, error) {
+	text, err := probe.Get(ctx, p.httpClient(), fmt.Sprintf("http://127.0.0.1:%d/config_dump", PortAdmin), 64<<20)
+	if err != nil {
+		return nil, fmt.Errorf("config dump of ztunnel on %s: %w", p.Spec.NodeName, err)
+	}
+	return []byte(text), nil
 }
 
 // httpClient dials inside the node's namespace (ztunnel's own ports).

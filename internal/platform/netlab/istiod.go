@@ -23,6 +23,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/sys/process"
 )
@@ -49,6 +50,24 @@ const (
 	// labelService marks a pod as backing a service: the service's
 	// selector (the lab's pods have no app labels of their own).
 	labelService = "lab.meshbench.io/"
+	// ambientLabel enrols a pod in ambient (on its namespace on a
+	// cluster; on the pod here), ambientRedirection is istio-cni's mark
+	// that its capture is in place.
+	ambientLabel       = "istio.io/dataplane-mode"
+	ambientRedirection = "ambient.istio.io/redirection"
+	// ztunnelSA is the node ztunnels' service account in istio-system,
+	// which istiod's CA trusts to ask for its node's pods' certificates
+	// (CA_TRUSTED_NODE_ACCOUNTS, as Istio's chart sets it).
+	ztunnelSA = "ztunnel"
+	// waypointGateway is the waypoint's Gateway (class istio-waypoint),
+	// its Deployment, Service and service account, as istiod names them.
+	waypointGateway = "waypoint"
+	// istiodClusterID is the cluster istiod and its proxies name
+	// (CLUSTER_ID): the prefix of the workload UIDs it sends.
+	istiodClusterID = "Kubernetes"
+	// requestsCompleted ends the HTTP connection managers' request
+	// counters (the waypoint's verdict: traffic went through it).
+	requestsCompleted = "downstream_rq_completed"
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
@@ -101,10 +120,13 @@ type Istiod struct {
 	StartTime, SidecarsTime time.Duration
 	// Agents are the pilot-agents by pod name.
 	Agents map[string]*process.Child
-	lab    *Lab
-	opts   IstiodOptions
-	dir    string
-	mu     sync.Mutex // Agents, filled by the sidecars' goroutines
+	// Ztunnels is how many node ztunnels istiod configures (ambient:
+	// the lab's Options.ZtunnelsFromXDS), started by StartIstiod too.
+	Ztunnels int
+	lab      *Lab
+	opts     IstiodOptions
+	dir      string
+	mu       sync.Mutex // Agents, filled by the sidecars' goroutines
 }
 
 // StartIstiod makes the lab's objects in o.API (namespaces, service
@@ -149,10 +171,46 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err != nil {
 		return nil, err
 	}
+	wp := l.waypoint()
+	if wp != nil {
+		gw, err := istio.GatewayCRDs(o.Build)
+		if err != nil {
+			return nil, err
+		}
+		// The CRDs only (the bundle's ValidatingAdmissionPolicy guards
+		// upgrades of a cluster's CRDs).
+		for _, obj := range gw {
+			if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == "CustomResourceDefinition" {
+				crds = append(crds, u)
+			}
+		}
+	}
 	if err := o.API.ApplyCRDs(ctx, crds); err != nil {
 		return nil, err
 	}
 	objs := []runtime.Object{strictMTLS()}
+	if wp != nil {
+		// The upstream-Envoy overlay's EnvoyFilters (mesh-wide, and
+		// bound to the waypoint's Gateway), and the injector templates
+		// istiod renders the waypoint's Deployment and Service from.
+		efs, err := istio.EnvoyFilters()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(append(objs, efs...), istio.WaypointEnvoyFilter(wp.Spec.Identity.Namespace, waypointGateway)...)
+		config, values, err := istio.InjectorTemplates(ctx, o.Build)
+		if err != nil {
+			return nil, err
+		}
+		inject := filepath.Join(d.dir, "var", "lib", "istio", "inject")
+		if err := os.MkdirAll(inject, 0o755); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(os.WriteFile(filepath.Join(inject, "config"), []byte(config), 0o644),
+			os.WriteFile(filepath.Join(inject, "values"), []byte(values), 0o644)); err != nil {
+			return nil, err
+		}
+	}
 	if o.Objects != nil {
 		more, err := o.Objects()
 		if err != nil {
@@ -166,6 +224,14 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err := d.startIstiod(ctx, kubeconfig); err != nil {
 		return nil, err
 	}
+	if wp != nil && l.Opts.ZtunnelsFromXDS {
+		// istiod renders the waypoint's Service from its Gateway; the
+		// endpoints of its pod are what makes the Gateway Programmed,
+		// with the address ztunnel sends the services' traffic to.
+		if err := o.API.Endpoints(ctx, wp.Spec.Identity.Namespace, waypointGateway, 60*time.Second); err != nil {
+			return nil, err
+		}
+	}
 	d.StartTime = time.Since(t0)
 	t1 := time.Now()
 	var errs []error
@@ -173,7 +239,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	var wg sync.WaitGroup
 	for _, n := range l.Nodes {
 		for _, p := range n.Pods {
-			if !p.Spec.Sidecar {
+			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) {
 				continue
 			}
 			wg.Add(1)
@@ -191,10 +257,15 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if l.Opts.ZtunnelsFromXDS {
+		if err := l.StartZtunnels(ctx, d.ztunnelSpec); err != nil {
+			return nil, err
+		}
+	}
 	d.SidecarsTime = time.Since(t1)
 	if l.Opts.Log != nil {
-		fmt.Fprintf(l.Opts.Log, "istiod ready in %v, %d sidecars from it in %v\n",
-			d.StartTime.Round(time.Millisecond), len(d.Agents), d.SidecarsTime.Round(time.Millisecond))
+		fmt.Fprintf(l.Opts.Log, "istiod ready in %v, %d pilot-agents (sidecars, waypoint) and %d ztunnels from it in %v\n",
+			d.StartTime.Round(time.Millisecond), len(d.Agents), d.Ztunnels, d.SidecarsTime.Round(time.Millisecond))
 	}
 	return d, nil
 }
@@ -276,11 +347,37 @@ func (l *Lab) objects() labapi.Objects {
 				labels["security.istio.io/tlsMode"] = "istio"
 				containers = append(containers, "istio-proxy")
 			}
+			if p.Spec.Waypoint {
+				// As Istio's waypoint template labels its pods: its
+				// Gateway's Service selects them.
+				labels = map[string]string{"app": waypointGateway, "service.istio.io/canonical-name": waypointGateway,
+					ambientLabel: "none", "gateway.networking.k8s.io/gateway-name": waypointGateway,
+					"gateway.networking.k8s.io/gateway-class-name": "istio-waypoint", "gateway.istio.io/managed": "istio.io-mesh-controller"}
+				containers = []string{"istio-proxy"}
+				// Every service of the namespace through the waypoint,
+				// as a cluster cell labels its app namespace.
+				o.NamespaceLabels = map[string]map[string]string{p.Spec.Identity.Namespace: {"istio.io/use-waypoint": waypointGateway}}
+			}
+			var annotations map[string]string
+			if p.Spec.Enrolled {
+				// In ambient, as the namespace label enrols a pod and
+				// istio-cni marks it once its capture is in place (which
+				// makes it an HBONE workload to istiod).
+				labels[ambientLabel] = "ambient"
+				annotations = map[string]string{ambientRedirection: "enabled"}
+			}
 			for _, s := range p.Spec.Services {
 				labels[labelService+s] = "true"
 			}
 			o.Pods = append(o.Pods, labapi.Pod{Name: p.Spec.Name, Namespace: p.Spec.Identity.Namespace,
-				ServiceAccount: p.Spec.Identity.ServiceAccount, Node: n.Name, IP: p.IP, Labels: labels, Containers: containers})
+				ServiceAccount: p.Spec.Identity.ServiceAccount, Node: n.Name, IP: p.IP, Labels: labels,
+				Annotations: annotations, Containers: containers})
+		}
+		if l.Opts.ZtunnelsFromXDS && n.enrolls() {
+			// The node's ztunnel, as Istio's DaemonSet runs it: the CA
+			// gives it certificates for its own node's pods only.
+			o.Pods = append(o.Pods, labapi.Pod{Name: ztunnelPod(n), Namespace: "istio-system", ServiceAccount: ztunnelSA,
+				Node: n.Name, IP: l.ztunnelIP(n), Labels: map[string]string{"app": "ztunnel"}, Containers: []string{"istio-proxy"}})
 		}
 	}
 	for _, s := range l.Opts.Services {
@@ -322,8 +419,17 @@ func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
 		"--grpcAddr="+lo(15010), "--monitoringAddr="+lo(istiodMonPort))
 	cmd.Dir = d.dir
 	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + kubeconfig,
-		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=Kubernetes",
+		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=" + istiodClusterID,
 		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "ENABLE_CA_SERVER=true"}, IstiodEnv...)
+	if l.Opts.ZtunnelsFromXDS {
+		// As Istio's chart sets them for the ambient profile.
+		cmd.Env = append(cmd.Env, "PILOT_ENABLE_AMBIENT=true", "CA_TRUSTED_NODE_ACCOUNTS=istio-system/"+ztunnelSA)
+		if l.waypoint() != nil {
+			// No istio.double_hbone filter state (Istio's proxy only),
+			// as the cluster's overlay sets it (istio.OverlaySettings).
+			cmd.Env = append(cmd.Env, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false")
+		}
+	}
 	var err error
 	if d.Proc, err = process.StartLogged("istiod", filepath.Join(d.dir, "logs"), cmd, l.fabric.Do); err != nil {
 		return err
@@ -353,13 +459,9 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	if err != nil {
 		return err
 	}
-	expiry := int64(24 * 3600)
-	tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
-		Audiences: []string{"istio-ca"}, ExpirationSeconds: &expiry,
-		BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Spec.Name, UID: podObj.UID},
-	}}, metav1.CreateOptions{})
+	tok, err := d.token(ctx, ns, sa, p.Spec.Name)
 	if err != nil {
-		return fmt.Errorf("token of %s: %w", p.Spec.Name, err)
+		return err
 	}
 	root, err := d.rootCert(ctx, ns)
 	if err != nil {
@@ -369,12 +471,23 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	if err != nil {
 		return err
 	}
+	kind, workload, owner := "sidecar", p.Spec.Name, "kubernetes://apis/v1/namespaces/"+ns+"/pods/"+p.Spec.Name
+	if p.Spec.Waypoint {
+		// A waypoint as Istio's template runs it (pilot-agent proxy
+		// waypoint for the Deployment istiod rendered), with Istio's
+		// bootstrap less the metadata_discovery extension upstream
+		// Envoy lacks.
+		kind, workload, owner = "waypoint", waypointGateway, "kubernetes://apis/apps/v1/namespaces/"+ns+"/deployments/"+waypointGateway
+		if tmpl, err = istio.UpstreamBootstrap(tmpl); err != nil {
+			return err
+		}
+	}
 	var labels strings.Builder
 	for k, v := range podObj.Labels {
 		fmt.Fprintf(&labels, "%s=%q\n", k, v)
 	}
 	files := map[string][]byte{
-		"var/run/secrets/tokens/istio-token":            []byte(tok.Status.Token),
+		"var/run/secrets/tokens/istio-token":            []byte(tok),
 		"var/run/secrets/istio/root-cert.pem":           []byte(root),
 		"var/lib/istio/envoy/envoy_bootstrap_tmpl.json": tmpl,
 		"etc/istio/pod/labels":                          []byte(labels.String()),
@@ -392,28 +505,31 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 			}
 		}
 	}
-	owner := "kubernetes://apis/v1/namespaces/" + ns + "/pods/" + p.Spec.Name
-	cmd := exec.Command(d.opts.Build.Path("pilot-agent"), "proxy", "sidecar",
+	cmd := exec.Command(d.opts.Build.Path("pilot-agent"), "proxy", kind,
 		"--domain", ns+".svc.cluster.local", "--proxyLogLevel=warning", "--log_output_level=default:info")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir,
 		"POD_NAME=" + p.Spec.Name, "POD_NAMESPACE=" + ns, "INSTANCE_IP=" + p.IP.String(), "SERVICE_ACCOUNT=" + sa,
 		"HOST_IP=" + d.lab.addr(p.nodeIndex()+1, 1).String(),
-		"ISTIO_META_CLUSTER_ID=Kubernetes", "ISTIO_META_MESH_ID=cluster.local", "TRUST_DOMAIN=" + topology.TrustDomain,
-		"ISTIO_META_WORKLOAD_NAME=" + p.Spec.Name, "ISTIO_META_OWNER=" + owner,
-		"ISTIO_META_INTERCEPTION_MODE=REDIRECT", "ISTIO_META_APP_CONTAINERS=app",
-		"ISTIO_META_POD_PORTS=[" + strings.Join(ports, ",") + "]",
+		"ISTIO_META_CLUSTER_ID=" + istiodClusterID, "ISTIO_META_MESH_ID=cluster.local", "TRUST_DOMAIN=" + topology.TrustDomain,
+		"ISTIO_META_WORKLOAD_NAME=" + workload, "ISTIO_META_OWNER=" + owner,
+		"ISTIO_META_INTERCEPTION_MODE=REDIRECT",
 		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "CA_ADDR=" + d.Addr.String(), "ISTIOD_SAN=" + istiodSAN,
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
-		// annotation sets it) adds the one counter the lab's mTLS
-		// verdict reads to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes),
+		// annotation sets it) adds the counters the lab's verdicts read
+		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, requestsCompleted),
 	}
-	// Group 1337, user root: the capture exempts the group, and root can
-	// run the cached binaries (under a home directory uid 1337 cannot
-	// enter), as the lab's own sidecar Envoys run.
-	process.SetGid(cmd, SidecarID)
+	if p.Spec.Waypoint {
+		cmd.Env = append(cmd.Env, "ISTIO_META_SERVICE_ACCOUNT="+sa, "ISTIO_META_NODE_NAME="+p.Node.Name)
+	} else {
+		cmd.Env = append(cmd.Env, "ISTIO_META_APP_CONTAINERS=app", "ISTIO_META_POD_PORTS=["+strings.Join(ports, ",")+"]")
+		// Group 1337, user root: the capture exempts the group, and root
+		// can run the cached binaries (under a home directory uid 1337
+		// cannot enter), as the lab's own sidecar Envoys run.
+		process.SetGid(cmd, SidecarID)
+	}
 	c, err := process.StartLogged("pilot-agent-"+p.Spec.Name, filepath.Join(d.dir, "logs"), cmd, p.NS.Do)
 	if err != nil {
 		return err
@@ -423,6 +539,63 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	d.Agents[p.Spec.Name] = c
 	d.mu.Unlock()
 	return c.WaitHTTP(ctx, p.NS.HTTPClient(2*time.Second, false), "http://127.0.0.1:15021/healthz/ready", 90*time.Second)
+}
+
+// token is a TokenRequest token for service account ns/sa bound to pod
+// ns/pod, audience istio-ca: what a kubelet mounts for pilot-agent and
+// ztunnel, and what istiod's CA checks with a TokenReview.
+func (d *Istiod) token(ctx context.Context, ns, sa, pod string) (string, error) {
+	api := d.opts.API.Client.Core.CoreV1()
+	podObj, err := api.Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	expiry := int64(24 * 3600)
+	tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		Audiences: []string{"istio-ca"}, ExpirationSeconds: &expiry,
+		BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod, UID: podObj.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token of %s/%s: %w", ns, pod, err)
+	}
+	return tok.Status.Token, nil
+}
+
+// ztunnelPod is the name of node n's ztunnel pod (in istio-system).
+func ztunnelPod(n *Node) string { return "ztunnel-" + n.Name }
+
+// ztunnelIP is node n's ztunnel's address: the node namespace's own on
+// its pods' bridge (ztunnel runs in the node namespace).
+func (l *Lab) ztunnelIP(n *Node) netip.Addr { return l.addr(n.index()+1, 1) }
+
+// ztunnelSpec is node n's ztunnel configured by istiod: WDS and
+// certificates from istiod at the fabric's address, its token (bound to
+// its ztunnel pod) and istiod's root in files of its own.
+func (d *Istiod) ztunnelSpec(ctx context.Context, n *Node) (ztunnel.Spec, error) {
+	dir := filepath.Join(d.dir, "ztunnels", n.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ztunnel.Spec{}, err
+	}
+	tok, err := d.token(ctx, "istio-system", ztunnelSA, ztunnelPod(n))
+	if err != nil {
+		return ztunnel.Spec{}, err
+	}
+	root, err := d.rootCert(ctx, "istio-system")
+	if err != nil {
+		return ztunnel.Spec{}, err
+	}
+	tokPath, rootPath := filepath.Join(dir, "istio-token"), filepath.Join(dir, "root-cert.pem")
+	if err := os.WriteFile(tokPath, []byte(tok), 0o600); err != nil {
+		return ztunnel.Spec{}, err
+	}
+	if err := os.WriteFile(rootPath, []byte(root), 0o644); err != nil {
+		return ztunnel.Spec{}, err
+	}
+	d.Ztunnels++
+	addr := "https://" + d.Addr.String()
+	return ztunnel.Spec{CAAddress: addr, RootCAPath: rootPath, Token: tokPath, ClusterID: istiodClusterID,
+		XDS: &ztunnel.XDS{Address: addr, Hostname: istiodSAN, PodName: ztunnelPod(n), PodNamespace: "istio-system",
+			ServiceAccount: ztunnelSA, InstanceIP: d.lab.ztunnelIP(n).String()}}, nil
 }
 
 // rootCert is istiod's root certificate as it publishes it in every
@@ -467,7 +640,7 @@ func (d *Istiod) Syncz(ctx context.Context) ([]istio.ProxySync, error) {
 	return istio.ParseSyncz(b)
 }
 
-// WaitACKed waits until istiod lists every sidecar and each has ACKed
+// WaitACKed waits until istiod lists every sidecar and ztunnel and each has ACKed
 // every type; on timeout it returns the last table and what is missing.
 func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.ProxySync, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -477,8 +650,8 @@ func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.
 		var missing []string
 		if err == nil {
 			missing = istio.NotACKed(ps)
-			if len(ps) < len(d.Agents) {
-				missing = append(missing, fmt.Sprintf("%d of %d sidecars connected", len(ps), len(d.Agents)))
+			if want := len(d.Agents) + d.Ztunnels; len(ps) < want {
+				missing = append(missing, fmt.Sprintf("%d of %d proxies connected", len(ps), want))
 			}
 			if len(missing) == 0 {
 				return ps, nil
@@ -496,7 +669,10 @@ func (d *Istiod) WaitACKed(ctx context.Context, timeout time.Duration) ([]istio.
 }
 
 // nodeIndex is the index of p's node in the lab.
-func (p *Pod) nodeIndex() int {
-	n, _ := strconv.Atoi(strings.TrimPrefix(p.Node.Name, "node"))
-	return n - 1
+func (p *Pod) nodeIndex() int { return p.Node.index() }
+
+// index is n's index in the lab.
+func (n *Node) index() int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(n.Name, "node"))
+	return i - 1
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/kube/policy"
 	"github.com/meshbench/meshbench/internal/platform/local"
@@ -38,19 +39,20 @@ const (
 )
 
 // supportsIstiod returns why istiod cannot configure a topology with
-// options o yet (nil: it can): sidecar mode with the static app over
-// HTTP and mTLS, without gateway; mode none needs no control plane.
+// options o yet (nil: it can): sidecar, ambient or waypoint mode with the
+// static app over HTTP and mTLS, without gateway; mode none needs no
+// control plane.
 func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
 	case topology.ModeNone:
 		return nil
-	case topology.ModeSidecar:
+	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
 	default:
-		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars only so far (mesh none or sidecar); use --control-plane lab", o.Mode))
+		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
 	}
 	if o.App == topology.AppFaces {
-		errs = append(errs, errors.New("app faces with control plane istiod: not yet (its calls go to the pod's own sidecar); use app static or --control-plane lab"))
+		errs = append(errs, errors.New("app faces with control plane istiod: not yet (not run with istiod's config; with sidecars its calls go to the pod's own sidecar); use app static or --control-plane lab"))
 	}
 	if o.Gateway {
 		errs = append(errs, errors.New("gateway with control plane istiod: not yet; use --control-plane lab"))
@@ -64,20 +66,26 @@ func supportsIstiod(o topology.Options) []error {
 	return errs
 }
 
-// istiodNet is a lab's sidecars configured by istiod (Substrate
-// ControlPlane istiod): the API server, istiod and per sidecar pod
-// pilot-agent and its Envoy, all stopped by the lab's Close.
+// istiodNet is a lab's sidecars or ztunnels configured by istiod
+// (Substrate ControlPlane istiod): the API server, istiod and per
+// sidecar pod pilot-agent and its Envoy (mode sidecar), or the nodes'
+// ztunnels (mode ambient: the lab runs them), all stopped by the lab's
+// Close.
 type istiodNet struct {
 	api *labapi.Server
 	d   *Istiod
+	// ambient: istiod configures the nodes' ztunnels, not sidecars.
+	ambient bool
 	// envoys are each sidecar's Envoy (pilot-agent's child) by pod.
 	envoys map[string]int
 	// names and components are the topology's for each sidecar pod's
 	// proxy (so results line up with the hand-rendered sidecars').
 	names, components map[string]string
 	stamp             string
-	// base is each sidecar's inbound TLS handshakes at the cell's start.
-	base map[string]float64
+	// base is each sidecar's inbound TLS handshakes at the cell's start;
+	// wpBase the waypoint's completed requests (ambient).
+	base   map[string]float64
+	wpBase float64
 }
 
 // upIstiod starts the lab's API server and istiod, and the sidecars
@@ -93,7 +101,7 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 	if err != nil {
 		return nil, err
 	}
-	in := &istiodNet{api: api, d: d, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
+	in := &istiodNet{api: api, d: d, ambient: l.Opts.ZtunnelsFromXDS, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
 	for pod, a := range d.Agents {
 		pid, err := childPID(a.PID, "envoy")
 		if err != nil {
@@ -102,6 +110,8 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		in.envoys[pod] = pid
 		if p := t.Sidecar(pod); p != nil {
 			in.names[pod], in.components[pod] = p.Name, p.Component
+		} else if wp := t.ProxyByRole(topology.RoleWaypoint); wp != nil && l.Pod(pod).Spec.Waypoint {
+			in.names[pod], in.components[pod] = wp.Name, wp.Component
 		} else {
 			in.names[pod], in.components[pod] = pod+"-sidecar", pod+" sidecar"
 		}
@@ -116,9 +126,9 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 // the PeerAuthentication and the ALLOW rules as AuthorizationPolicies.
 func cellObjects(t *topology.Topology) func() ([]runtime.Object, error) {
 	return func() ([]runtime.Object, error) {
-		m, ok := mesh.Get(string(topology.ModeSidecar))
+		m, ok := mesh.Get(string(t.Options.Mode))
 		if !ok {
-			return nil, errors.New("no sidecar mesh descriptor")
+			return nil, fmt.Errorf("no mesh descriptor for mode %s", t.Options.Mode)
 		}
 		c := policy.Cell{Mesh: m, Options: t.Options, AppNamespace: "default", LoadNamespace: "default",
 			AppPort: topology.PortApp, LoadServiceAccount: topology.IdentityClient.ServiceAccount,
@@ -196,10 +206,16 @@ func (in *istiodNet) died() error {
 // what the set-up cost.
 func (in *istiodNet) manifest() map[string]any {
 	etcdRSS, apiRSS, _ := in.api.Memory()
+	what, ready := "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server", "sidecars_ready_s"
+	if in.ambient {
+		what, ready = "ztunnels: workloads, services and authorization from istiod's WDS (no local config file), certificates from istiod's CA, against the lab's API server; pods handed to ztunnel by meshbench's ZDS agent (istio-cni's part)", "ztunnels_ready_s"
+		if len(in.envoys) > 0 {
+			what += "; the waypoint: a Gateway of class istio-waypoint, pilot-agent proxy waypoint + upstream Envoy, xDS and certificate from istiod"
+		}
+	}
 	return map[string]any{"control_plane": map[string]any{
-		"name": ControlPlaneIstiod, "istio": in.stamp,
-		"what":               "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server",
-		"api_server_ready_s": in.api.StartTime.Seconds(), "istiod_ready_s": in.d.StartTime.Seconds(), "sidecars_ready_s": in.d.SidecarsTime.Seconds(),
+		"name": ControlPlaneIstiod, "istio": in.stamp, "what": what,
+		"api_server_ready_s": in.api.StartTime.Seconds(), "istiod_ready_s": in.d.StartTime.Seconds(), ready: in.d.SidecarsTime.Seconds(),
 		"api_server_rss_bytes": etcdRSS + apiRSS,
 	}}
 }
@@ -218,6 +234,34 @@ func (in *istiodNet) handshakes(ctx context.Context, l *Lab) (map[string]float64
 		out[pod] = v
 	}
 	return out, errors.Join(errs...)
+}
+
+// envoyRequests are the requests the HTTP connection managers of the
+// Envoy in pod p completed (every http.*.downstream_rq_completed).
+func envoyRequests(ctx context.Context, p *Pod) (float64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://127.0.0.1:15000/stats?filter=^http\\..*\\."+requestsCompleted+"$", nil)
+	resp, err := p.HTTPClient(false).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, v, ok := strings.Cut(line, ": "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("%q: %w", line, err)
+			}
+			total += f
+		}
+	}
+	return total, nil
 }
 
 // envoyCounter reads one counter from the Envoy admin in pod p (Istio's
@@ -245,6 +289,12 @@ func envoyCounter(ctx context.Context, p *Pod, name string) (float64, error) {
 
 func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	var err error
+	if in.ambient {
+		if wp := l.waypoint(); wp != nil {
+			in.wpBase, err = envoyRequests(ctx, wp)
+		}
+		return err
+	}
 	in.base, err = in.handshakes(ctx, l)
 	return err
 }
@@ -266,15 +316,38 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	if err := os.WriteFile(filepath.Join(rawDir, "istiod-acks.txt"), tb.Bytes(), 0o644); err != nil {
 		return mc, err
 	}
-	mc.Lines = append(mc.Lines, "istiod's ACK table (the sidecars' config came from istiod):")
+	who, whose := "sidecars", "sidecars'"
+	if in.ambient {
+		who, whose = "ztunnels", "ztunnels'"
+		if l.waypoint() != nil {
+			whose = "ztunnels' and the waypoint's"
+		}
+	}
+	mc.Lines = append(mc.Lines, "istiod's ACK table (the "+whose+" config came from istiod):")
 	for _, line := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
 		mc.Lines = append(mc.Lines, "  "+line)
 	}
 	if bad := istio.NotACKed(ps); len(bad) > 0 {
 		mc.Invalid = append(mc.Invalid, "istiod: not ACKed: "+strings.Join(bad, "; "))
 	}
-	if len(ps) < len(in.envoys) {
-		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d sidecars", len(ps), len(in.envoys)))
+	if want := len(in.envoys) + in.d.Ztunnels; len(ps) < want {
+		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d %s", len(ps), want, who))
+	}
+	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
+	if in.ambient {
+		if wp := l.waypoint(); wp != nil {
+			end, err := envoyRequests(ctx, wp)
+			if err != nil {
+				return mc, err
+			}
+			n := end - in.wpBase
+			mc.Derived["istiod_waypoint_requests"] = n
+			mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
+			if n <= 0 {
+				mc.Invalid = append(mc.Invalid, "the waypoint completed no request over the cell")
+			}
+		}
+		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
 	}
 	end, err := in.handshakes(ctx, l)
 	if err != nil {
@@ -285,10 +358,48 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		total += end[p.Name] - in.base[p.Name]
 	}
 	mc.Derived["istiod_server_tls_handshakes"] = total
-	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
 	if total <= 0 {
 		mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
 	}
 	mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", total))
 	return mc, nil
+}
+
+// checkZtunnels keeps each ztunnel's config dump in rawDir
+// (ztunnel-NODE.config_dump.json) and says what it holds: the workloads
+// istiod sent (their UIDs name istiod's cluster, not the lab's local
+// config) and certificates whose root is istiod's; a ztunnel holding
+// neither makes the cell invalid. mTLS between the ztunnels is in their
+// counters (the cell's node-proxy stats, connection_security_policy).
+func (in *istiodNet) checkZtunnels(ctx context.Context, l *Lab, rawDir string, mc *local.MeshCheck) error {
+	root, err := in.d.rootCert(ctx, "istio-system")
+	if err != nil {
+		return err
+	}
+	for _, n := range l.Nodes {
+		if n.Ztunnel == nil {
+			continue
+		}
+		raw, err := n.Ztunnel.ConfigDump(ctx)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(rawDir, "ztunnel-"+n.Name+".config_dump.json"), raw, 0o644); err != nil {
+			return err
+		}
+		sum, err := ztunnel.SummarizeDump(raw, istiodClusterID, root)
+		if err != nil {
+			return err
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("ztunnel-%s's config dump: %s", n.Name, sum))
+		if sum.FromCluster == 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("ztunnel-%s holds no workload from istiod", n.Name))
+		}
+		for id, ok := range sum.Certificates {
+			if !ok {
+				mc.Invalid = append(mc.Invalid, fmt.Sprintf("ztunnel-%s's certificate for %s is not from istiod's CA", n.Name, id))
+			}
+		}
+	}
+	return nil
 }

@@ -101,6 +101,10 @@ type Options struct {
 	// ZtunnelWorkerThreads is every ztunnel's ZTUNNEL_WORKER_THREADS; 0
 	// is ztunnel's default (2).
 	ZtunnelWorkerThreads int
+	// ZtunnelsFromXDS: Up writes no ztunnel config, makes no CA and
+	// starts no ztunnel; a control plane configures and certifies them,
+	// started by StartZtunnels once it serves (istiod: istiod.go).
+	ZtunnelsFromXDS bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -177,13 +181,6 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 	if l.ZtunnelVersion, err = ztunnel.Version(ctx, o.Ztunnel); err != nil {
 		return nil, err
 	}
-	if l.CA, err = pki.NewCA(topology.TrustDomain); err != nil {
-		return nil, err
-	}
-	caFiles, err := l.CA.WriteFiles(filepath.Join(o.Dir, "pki"))
-	if err != nil {
-		return nil, err
-	}
 	if err := l.plumb(); err != nil {
 		return nil, err
 	}
@@ -191,6 +188,16 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 		return nil, err
 	}
 	l.sub.OnClose("socket directory "+l.sockDir, func() error { return os.RemoveAll(l.sockDir) })
+	if o.ZtunnelsFromXDS {
+		return l, nil // StartZtunnels, once the control plane serves them
+	}
+	if l.CA, err = pki.NewCA(topology.TrustDomain); err != nil {
+		return nil, err
+	}
+	caFiles, err := l.CA.WriteFiles(filepath.Join(o.Dir, "pki"))
+	if err != nil {
+		return nil, err
+	}
 	cfgPath := filepath.Join(o.Dir, "ztunnel.yaml")
 	if err := l.config().Write(cfgPath); err != nil {
 		return nil, err
@@ -202,11 +209,36 @@ func Up(ctx context.Context, o Options) (_ *Lab, err error) {
 			// runs there on loopback.
 			continue
 		}
-		if err := l.startNode(ctx, n, cfgPath, caFiles.Cert); err != nil {
+		if err := l.serveCA(n); err != nil {
+			return nil, err
+		}
+		if err := l.startNode(ctx, n, ztunnel.Spec{ConfigPath: cfgPath, CAAddress: fmt.Sprintf("https://127.0.0.1:%d", caPort),
+			RootCAPath: caFiles.Cert, Token: caToken, ClusterID: clusterID}); err != nil {
 			return nil, err
 		}
 	}
 	return l, nil
+}
+
+// StartZtunnels starts the ztunnel of every node with an enrolled pod,
+// configured by a control plane (Options.ZtunnelsFromXDS): spec(n) gives
+// node n's config source (Spec.XDS), CA, root and token; the lab adds the
+// binary, namespace, ZDS agent and log. It returns once each ztunnel took
+// its node's pods and is ready.
+func (l *Lab) StartZtunnels(ctx context.Context, spec func(context.Context, *Node) (ztunnel.Spec, error)) error {
+	for _, n := range l.Nodes {
+		if !n.enrolls() {
+			continue
+		}
+		s, err := spec(ctx, n)
+		if err != nil {
+			return err
+		}
+		if err := l.startNode(ctx, n, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o Options) validate() error {
@@ -367,10 +399,8 @@ func hostname(s ServiceSpec) string { return s.Name + "." + s.Namespace + ".svc.
 
 func (p *Pod) uid() string { return "lab//v1/Pod/" + p.Spec.Identity.Namespace + "/" + p.Spec.Name }
 
-// startNode serves the CA on the node's loopback and starts its ZDS agent
-// and ztunnel, and waits until ztunnel took the node's enrolled pods and
-// is ready.
-func (l *Lab) startNode(ctx context.Context, n *Node, cfgPath, rootPath string) error {
+// serveCA serves the lab's CA on node n's loopback, for its ztunnel.
+func (l *Lab) serveCA(n *Node) error {
 	var lis net.Listener
 	if err := n.NS.Do(func() (err error) {
 		lis, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", caPort))
@@ -384,6 +414,14 @@ func (l *Lab) startNode(ctx context.Context, n *Node, cfgPath, rootPath string) 
 		return err
 	}
 	l.sub.OnClose("CA of "+n.Name, n.CA.Close)
+	return nil
+}
+
+// startNode starts node n's ZDS agent and ztunnel, whose config source
+// and CA spec gives, and waits until ztunnel took the node's enrolled pods
+// and is ready.
+func (l *Lab) startNode(ctx context.Context, n *Node, spec ztunnel.Spec) error {
+	var err error
 	var pods []ztunnel.Pod
 	for _, p := range n.Pods {
 		if p.Spec.Enrolled {
@@ -402,11 +440,9 @@ func (l *Lab) startNode(ctx context.Context, n *Node, cfgPath, rootPath string) 
 		return err
 	}
 	l.sub.OnClose("log of "+n.Name, logf.Close)
-	n.Ztunnel, err = ztunnel.Start(ztunnel.Spec{
-		Bin: l.Opts.Ztunnel, NS: n.NS, NodeName: n.Name, ConfigPath: cfgPath, UDS: n.Agent.Path,
-		CAAddress: fmt.Sprintf("https://127.0.0.1:%d", caPort), RootCAPath: rootPath, Token: caToken, ClusterID: clusterID, Log: logf,
-		WorkerThreads: l.Opts.ZtunnelWorkerThreads,
-	})
+	spec.Bin, spec.NS, spec.NodeName, spec.UDS, spec.Log = l.Opts.Ztunnel, n.NS, n.Name, n.Agent.Path, logf
+	spec.WorkerThreads = l.Opts.ZtunnelWorkerThreads
+	n.Ztunnel, err = ztunnel.Start(spec)
 	if err != nil {
 		return err
 	}

@@ -245,6 +245,8 @@ func (u *upping) spec(context.Context) error {
 		o.Ztunnel = u.s.Ztunnel
 		o.Policies = t.Options.Policies
 		o.ZtunnelWorkerThreads = t.Options.ProxyThreads
+		// istiod configures and certifies the ztunnels (upIstiod).
+		o.ZtunnelsFromXDS = u.istiodOn()
 	}
 	nodes := slices.Clone(t.Nodes)
 	slices.SortFunc(nodes, func(a, b topology.Node) int { return a.Index - b.Index })
@@ -369,10 +371,22 @@ func (u *upping) loadTargets(context.Context) error {
 }
 
 func (u *upping) waypoint(context.Context) error {
-	if wp := u.t.ProxyByRole(topology.RoleWaypoint); wp != nil {
-		return waypointTopology(u.lab, *wp, &u.nt)
+	wp := u.t.ProxyByRole(topology.RoleWaypoint)
+	if wp == nil {
+		return nil
 	}
-	return nil
+	if u.istiodOn() {
+		// pilot-agent starts the waypoint's Envoy (upIstiod): the load
+		// goes to the entry service's VIP, which istiod tells the
+		// client's ztunnel to send through the waypoint.
+		vip, ok := u.nt.InPod.VIP(u.nt.Service)
+		if !ok {
+			return fmt.Errorf("service %s has no VIP on the netns lab", u.nt.Service.Name)
+		}
+		u.nt.LoadTargets = []topology.LoadTarget{{URL: "http://" + vip.String() + "/"}}
+		return nil
+	}
+	return waypointTopology(u.lab, *wp, &u.nt)
 }
 
 func (u *upping) gateway(context.Context) error {
@@ -405,10 +419,21 @@ func (u *upping) istiodSidecars() bool {
 	return u.s.ControlPlane == ControlPlaneIstiod && u.t.Options.Mode == topology.ModeSidecar
 }
 
-// istiod starts the lab's API server, istiod and the sidecars from it;
-// if they fail, the lab is removed here and its error said too.
+// istiodOn: istiod configures this topology's sidecars, or its
+// ztunnels and waypoint.
+func (u *upping) istiodOn() bool {
+	switch u.t.Options.Mode {
+	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
+		return u.s.ControlPlane == ControlPlaneIstiod
+	}
+	return false
+}
+
+// istiod starts the lab's API server, istiod and the sidecars or the
+// ztunnels from it; if they fail, the lab is removed here and its error
+// said too.
 func (u *upping) istiod(ctx context.Context) error {
-	if !u.istiodSidecars() {
+	if !u.istiodOn() {
 		return nil
 	}
 	var err error
@@ -432,8 +457,8 @@ type network struct {
 	// linkerd is the mesh of mode linkerd (netlab/linkerd.go), nil in
 	// other modes.
 	linkerd *linkerdNet
-	// istiod is the control plane of sidecars configured by istiod
-	// (istiodnet.go), nil otherwise.
+	// istiod is the control plane of sidecars or ztunnels configured by
+	// istiod (istiodnet.go), nil otherwise.
 	istiod *istiodNet
 	// base holds each ztunnel's scrape at the cell's start, by node name.
 	mu   sync.Mutex
@@ -481,7 +506,9 @@ func (n *network) StartInterval(ctx context.Context) error {
 		return n.linkerd.startInterval(ctx)
 	}
 	if n.istiod != nil {
-		return n.istiod.startInterval(ctx, n.lab)
+		if err := n.istiod.startInterval(ctx, n.lab); err != nil || !n.istiod.ambient {
+			return err
+		}
 	}
 	base, err := n.scrapeAll(ctx)
 	n.mu.Lock()
@@ -613,6 +640,8 @@ func (n *network) Manifest() map[string]any {
 		maps.Copy(m, n.istiod.manifest())
 	} else if n.sidecars {
 		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "sidecars: Envoy configs rendered by meshbench from the topology, certificates from the lab's CA"}
+	} else if n.topo.Options.Mode == topology.ModeAmbient {
+		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "ztunnels: a local config file (LOCAL_XDS_PATH) rendered by meshbench from the topology, certificates from the lab's CA"}
 	}
 	return m
 }

@@ -17,9 +17,12 @@ import (
 // (a known capacity, coordinated omission, a closed loop's rate, hop
 // timing, CPU readings: a verdict that depends on how promptly this
 // machine runs it) would share the cores with the heavy ones (real nodes,
-// istiod). `make test` therefore runs two lanes one after the other:
+// istiod). `make test` therefore runs three lanes one after the other:
 //
-//   - LaneMain: every package side by side; Timing skips its tests.
+//   - LaneMain: every package but internal/e2e side by side; Timing skips
+//     its tests.
+//   - LaneE2E: internal/e2e alone (real nodes, whose runs must meet their
+//     rate); Timing skips its tests too, since the timing lane runs them.
 //   - LaneTiming: only the tests that call Timing (hack/lanes finds them),
 //     one package at a time, nothing else of the suite beside them.
 //
@@ -29,6 +32,7 @@ const LaneEnv = "MESHBENCH_TEST_LANE"
 // The lanes LaneEnv names.
 const (
 	LaneMain   = "main"
+	LaneE2E    = "e2e"
 	LaneTiming = "timing"
 )
 
@@ -68,7 +72,7 @@ func Timing(t testing.TB) Lag {
 	if testing.Short() {
 		t.Skip("timing-sensitive: not under -short; `make test` runs it in the timing lane (make test-timing)")
 	}
-	if os.Getenv(LaneEnv) == LaneMain {
+	if lane := os.Getenv(LaneEnv); lane == LaneMain || lane == LaneE2E {
 		t.Skip("timing-sensitive: `make test` runs it in the timing lane, alone (make test-timing)")
 	}
 	lag := MeasureTimerLag(t)

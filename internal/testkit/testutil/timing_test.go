@@ -19,7 +19,7 @@ func TestTimingProbe(t *testing.T) {
 }
 
 // TestTimingLanes runs TestTimingProbe in a child per lane: skipped in the
-// main lane and under -short, measured (its lag logged) in the timing
+// main and e2e lanes and under -short, measured (its lag logged) in the timing
 // lane and when no lane is named.
 func TestTimingLanes(t *testing.T) {
 	for _, tc := range []struct {
@@ -30,6 +30,7 @@ func TestTimingLanes(t *testing.T) {
 		{"", false, "timer lag on this machine: p50 "},
 		{LaneTiming, false, "timer lag on this machine: p50 "},
 		{LaneMain, false, "SKIP: TestTimingProbe"},
+		{LaneE2E, false, "SKIP: TestTimingProbe"},
 		{LaneTiming, true, "SKIP: TestTimingProbe"},
 	} {
 		args := []string{"-test.run", "^TestTimingProbe$", "-test.v"}

@@ -3,6 +3,7 @@ package labapi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -24,6 +25,9 @@ type Pod struct {
 	Node                            string
 	IP                              netip.Addr
 	Labels                          map[string]string
+	// Annotations are what a mesh's node agent would have written on
+	// the pod (Istio's istio-cni: ambient.istio.io/redirection).
+	Annotations map[string]string
 	// Containers are the pod's containers' names (default: "app"); none
 	// runs, a mesh reads them (Istio: "istio-proxy" marks a sidecar).
 	Containers []string
@@ -46,9 +50,12 @@ type Objects struct {
 	// Namespaces are made besides those of the pods and services (a
 	// control plane's own: istio-system).
 	Namespaces []string
-	Nodes      []string
-	Pods       []Pod
-	Services   []Service
+	// NamespaceLabels are labels by namespace (a mesh's: Istio's
+	// istio.io/use-waypoint), also on a namespace the API server made.
+	NamespaceLabels map[string]map[string]string
+	Nodes           []string
+	Pods            []Pod
+	Services        []Service
 }
 
 // Populate creates the lab's namespaces, service accounts, nodes, pods
@@ -68,11 +75,18 @@ func (s *Server) Populate(ctx context.Context, o Objects) error {
 	for _, svc := range o.Services {
 		namespaces[svc.Namespace] = true
 	}
+	for ns := range o.NamespaceLabels {
+		namespaces[ns] = true
+	}
 	for _, ns := range sortedKeys(namespaces) {
-		if ns == "default" {
-			continue
+		labels := o.NamespaceLabels[ns]
+		_, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && len(labels) > 0 {
+			err = s.labelNamespace(ctx, ns, labels)
+		} else if apierrors.IsAlreadyExists(err) {
+			err = nil
 		}
-		if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err != nil {
 			return fmt.Errorf("namespace %s: %w", ns, err)
 		}
 	}
@@ -101,6 +115,20 @@ func (s *Server) Populate(ctx context.Context, o Objects) error {
 	return nil
 }
 
+// labelNamespace adds labels to namespace ns (one the API server made).
+func (s *Server) labelNamespace(ctx context.Context, ns string, labels map[string]string) error {
+	obj, err := s.Client.Core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	maps.Copy(obj.Labels, labels)
+	_, err = s.Client.Core.CoreV1().Namespaces().Update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}
+
 // createPod creates p and writes its status as a kubelet would once its
 // containers run and are ready.
 func (s *Server) createPod(ctx context.Context, p Pod) error {
@@ -120,7 +148,7 @@ func (s *Server) createPod(ctx context.Context, p Pod) error {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: p.Annotations},
 		Spec:       corev1.PodSpec{ServiceAccountName: p.ServiceAccount, NodeName: p.Node, Containers: containers},
 	}
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
@@ -181,6 +209,59 @@ func (s *Server) createService(ctx context.Context, svc Service, pods []Pod) err
 	}
 	if _, err := s.Client.Core.DiscoveryV1().EndpointSlices(svc.Namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("endpoint slice of %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// Endpoints waits up to timeout for Service ns/name, which a controller
+// makes (Istio's istiod a waypoint's), and writes its EndpointSlice: the
+// pods its selector matches, on every port of the Service (what the
+// EndpointSlice controller, which no lab runs, would do once).
+func (s *Server) Endpoints(ctx context.Context, ns, name string, timeout time.Duration) error {
+	core := s.Client.Core.CoreV1()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var svc *corev1.Service
+	for {
+		var err error
+		if svc, err = core.Services(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("service %s/%s: none made in %v: %v", ns, name, timeout, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	pods, err := core.Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-lab", Namespace: ns,
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "meshbench"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for _, sp := range svc.Spec.Ports {
+		port, proto, pname := sp.TargetPort.IntVal, sp.Protocol, sp.Name
+		if port == 0 {
+			port = sp.Port
+		}
+		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: &pname, Port: &port, Protocol: &proto, AppProtocol: sp.AppProtocol})
+	}
+	ready := true
+	for _, p := range pods.Items {
+		if !matches(svc.Spec.Selector, p.Labels) || p.Status.PodIP == "" {
+			continue
+		}
+		node := p.Spec.NodeName
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+			Addresses: []string{p.Status.PodIP}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			NodeName: &node, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p.Name, UID: p.UID},
+		})
+	}
+	if _, err := s.Client.Core.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("endpoint slice of %s/%s: %w", ns, name, err)
 	}
 	return nil
 }
