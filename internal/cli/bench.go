@@ -214,6 +214,12 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		if errs := f.kube.checkSource(); len(errs) > 0 {
 			return &UsageError{Err: errors.Join(errs...)}
 		}
+		if f.kube.appImage != "" && len(p.Axes.Payload) > 0 {
+			return usagef("--app-image %s with axes.payload: the payload is meshbench's static app's answer (serve --body-size); an image runs as it is", f.kube.appImage)
+		}
+		if f.kube.appImage != "" && slices.Contains(p.Axes.LoadModels(), plan.LoadBulk) {
+			return usagef("--app-image %s with load_model bulk: bulk reads meshbench's static app's endless answer (%s); an image has none", f.kube.appImage, loadgen.StreamPath)
+		}
 	}
 	cfg := bench.Config{Plan: p, Dir: dir, Resume: f.resume != "", Version: Version, LoopbackNet: uint8(f.loopbackNet),
 		EnvoyFlag: f.envoyPath, ZtunnelFlag: f.ztunnelPath, LinkerdProxyFlag: f.linkerdProxyPath,

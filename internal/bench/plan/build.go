@@ -56,9 +56,6 @@ func (b *builder) bodySize() {
 	b.integer("body_size", 1, workload.MaxBodySize, fmt.Sprintf("allowed: 1 to %d bytes (the static app's answer)", workload.MaxBodySize), &p.BodySize)
 	if it, ok := b.one("body_size"); ok && p.BodySize > 0 {
 		switch {
-		case p.Platform == PlatformKube:
-			b.s.badItem("body_size", it, "only on platform local so far")
-			p.BodySize = 0
 		case slices.Contains(p.Axes.App, topology.AppFaces):
 			b.s.badItem("body_size", it, "applies to the static app only (faces answers what its callers ask for): drop faces from axes.app")
 			p.BodySize = 0

@@ -27,6 +27,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/fault"
@@ -239,18 +240,17 @@ func (o *Options) defaults() error {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 5 * time.Minute
 	}
-	o.Spec.Mesh = o.Mesh
+	o.Spec.Mesh, o.Spec.BodySize = o.Mesh, o.BodySize
 	if o.Spec.RunID == "" {
 		o.Spec.RunID = time.Now().UTC().Format("20060102-150405")
 	}
 	o.Spec = o.Spec.WithDefaults()
 	if err := o.Spec.Validate(); err != nil {
 		errs = append(errs, err)
-	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
-		// What the generator cannot do, before anything is deployed.
-		ls := LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}}
-		if err := ls.Validate(); err != nil {
+	} else if (o.Generator != "" || o.RequestsPerConnection != 0 || o.Arrivals != "" || o.Load.Bulk()) && o.Workers > 0 && o.Duration > 0 {
+		// What the generator or the load's shape cannot do, before
+		// anything is deployed.
+		if err := o.loadSpec().Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -258,6 +258,27 @@ func (o *Options) defaults() error {
 		o.OutDir = filepath.Join("results", o.Spec.RunID+"-kube-"+string(o.Spec.Mesh.Mode))
 	}
 	return errors.Join(errs...)
+}
+
+// loadSpec is the cell's load: its workers' load (the rate, window,
+// connections, requests per connection, arrivals and generator) against
+// the app's entry service (LoadSpec's default target: the endless answer
+// for bulk).
+func (o Options) loadSpec() LoadSpec {
+	return LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator,
+		RequestsPerConnection: o.RequestsPerConnection, Arrivals: o.Arrivals, Seed: o.ArrivalsSeed,
+		Interval: o.loadInterval()}}
+}
+
+// loadInterval is the load result's interval length: fault.LoadInterval
+// in a cell with a fault (its cost is read from the intervals), else the
+// CLI's default.
+func (o Options) loadInterval() time.Duration {
+	if !o.Fault.Zero() {
+		return fault.LoadInterval
+	}
+	return 0
 }
 
 // Run runs one cell on the cluster: preflight, mesh install or check, the
@@ -286,6 +307,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if o.Spec.NodeCount, err = c.placeNodes(ctx, o.Spec.RunID); err != nil {
 			return nil, err
 		}
+	}
+	if o.Spec.Mesh.Placement == topology.PlacementCrossNode && o.Spec.NodeCount < AntiAffinityMinNodes {
+		// placeNodes labels nothing below NodeSelectorMinNodes.
+		return nil, fmt.Errorf("placement cross-node: the cluster has %d ready node(s); the load and the app need %d apart", o.Spec.NodeCount, AntiAffinityMinNodes)
 	}
 	dir, err := results.CreateRunDir(o.OutDir)
 	if err != nil {
@@ -337,6 +362,7 @@ var runSteps = []struct {
 	{"prepare/mesh", true, (*run).prepareMesh},       // install the mesh or check the one installed
 	{"prepare/app", true, (*run).prepareApp},         // the app's objects, ready
 	{"prepare/verify", true, (*run).verifyEnrolment}, // the app's pods enrolled in the mesh
+	{"threads", false, (*run).checkThreads},          // their proxies' worker threads, when the cell sets them
 	{"sampling", false, (*run).startSampling},        // metrics from here to the drain's end
 	{"idle", true, (*run).idle},                      // the app idle before the load
 	{"load", false, (*run).load},                     // the load Job: warmup and measure
@@ -563,6 +589,7 @@ var collectSteps = []struct {
 	do   func(*run, context.Context) error
 }{
 	{"mtls", (*run).checkMTLS},            // the proxies' own counters say mTLS
+	{"placement", (*run).checkPlacement},  // the nodes the pods ran on
 	{"samples", (*run).writeSamples},      // every round of the source
 	{"figures", (*run).figures},           // the measured window's summary and nodes
 	{"counters", (*run).counterFigures},   // the kubelet's counters over it, when they are the source
@@ -995,13 +1022,7 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
-	var interval time.Duration
-	if !o.Fault.Zero() {
-		interval = fault.LoadInterval // a fault's cost is read from the intervals
-	}
-	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator,
-		Interval: interval}})
+	job, err := LoadJob(o.loadSpec())
 	if err != nil {
 		endWarm()
 		return nil, err
