@@ -110,7 +110,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.Arrivals, "arrivals", "", "open-loop spacing, an axis: constant (default), poisson (exponential gaps at the same mean rate, seeded per repetition)")
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
-	fl.StringVar(&f.Fault, "fault", "", "faults, an axis: none (default), "+fault.Syntax+" (local lab; a fault that means nothing for a mesh is skipped with the reason)")
+	fl.StringVar(&f.Fault, "fault", "", "faults, an axis: none (default), "+fault.Syntax+" (local lab; kube: kill and cpu-limit only; a fault that means nothing for a mesh is skipped with the reason)")
 	fl.StringVar(&f.Generator, "generator", "", "load generators, an axis: meshbench (default), oha, wrk2, vegeta, fortio (on the local lab their processes sampled as load; on a cluster from meshbench's image: vegeta and fortio by default, oha and wrk2 with meshbench image --extra)")
 	fl.StringVar(&f.ReuseTopology, "reuse-topology", "", "true (default): within a round, run the cells of one topology on one running lab; false: a fresh lab per cell")
 	fl.StringVar(&f.Baseline, "baseline", "", "mesh the others are compared with (default none)")
@@ -213,6 +213,12 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 	if onKube {
 		if errs := f.kube.checkSource(); len(errs) > 0 {
 			return &UsageError{Err: errors.Join(errs...)}
+		}
+		if f.kube.appImage != "" && len(p.Axes.Payload) > 0 {
+			return usagef("--app-image %s with axes.payload: the payload is meshbench's static app's answer (serve --body-size); an image runs as it is", f.kube.appImage)
+		}
+		if f.kube.appImage != "" && slices.Contains(p.Axes.LoadModels(), plan.LoadBulk) {
+			return usagef("--app-image %s with load_model bulk: bulk reads meshbench's static app's endless answer (%s); an image has none", f.kube.appImage, loadgen.StreamPath)
 		}
 	}
 	cfg := bench.Config{Plan: p, Dir: dir, Resume: f.resume != "", Version: Version, LoopbackNet: uint8(f.loopbackNet),

@@ -23,3 +23,22 @@ func TestBenchKubeFlagsNeedKube(t *testing.T) {
 		t.Errorf("missing kubeconfig: exit %d, stderr %q", inv.code, inv.stderr)
 	}
 }
+
+// TestBenchKubePayloadWithAppImage: a payload axis with --app-image (an
+// image run as it is, whose answer meshbench does not size) is one line
+// and exit 2, before anything is created.
+func TestBenchKubePayloadWithAppImage(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(plan, []byte("platform: kube\naxes:\n  mesh: [none]\n  payload: [1024]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	inv := runCLI(t, nil, "bench", plan, "--app-image", "nginx:1.27", "--kubeconfig", filepath.Join(dir, "missing"), "--out", out)
+	if inv.code != ExitUsage || !strings.Contains(inv.stderr, "--app-image nginx:1.27 with axes.payload") || strings.Count(strings.TrimSpace(inv.stderr), "\n") > 0 {
+		t.Errorf("exit %d, stderr %q", inv.code, inv.stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("results directory created")
+	}
+}

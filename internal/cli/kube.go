@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/bench/plan"
 	"github.com/meshbench/meshbench/internal/load/extgen"
@@ -19,6 +20,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
@@ -127,6 +129,10 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if err := results.CheckNewDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
+	flt, err := kubeFault(f)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return &UsageError{Err: errors.Join(errs...)}
 	}
@@ -139,7 +145,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	if f.drain > 0 && f.drainSet {
 		p.Drain = f.drain
 	}
-	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator})
+	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator, Fault: flt})
 	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",
 		Image: f.kube.image, AppImage: f.kube.appImage, FacesChart: f.kube.facesChart && mo.App == topology.AppFaces}
 	o := kube.Options{Settings: s, Connect: f.kube.connect(), Spec: spec, InstallMesh: f.kube.installMesh,
@@ -186,6 +192,11 @@ func printKubeRun(env *Env, mo topology.Options, res *kube.Result) {
 		mem = sample.CounterWorkingSet
 	}
 	printMeasured(w, res.Load, res.Summary, mem)
+	if res.Load != nil && res.Manifest != nil {
+		if fc, ok, err := analysis.FaultCostOf(res.Manifest, res.Load); err == nil && ok {
+			fmt.Fprintf(w, "Fault        %s\n", fc)
+		}
+	}
 	if len(res.Namespaces.Rows) > 0 {
 		fmt.Fprintln(w)
 		_ = report.NamespaceTable(w, res.Namespaces, mem)
@@ -400,4 +411,35 @@ func (k *kubeFlags) bench() bench.Kube {
 		FacesChart: k.facesChart, AllowForeign: k.allowForeign, Keep: k.keep, InstallMesh: k.installMesh, IstioBuild: k.istioBuild,
 		LinkerdBuild: k.linkerdBuild, LinkerdCerts: k.linkerdCerts,
 		IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout, MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval}
+}
+
+// kubeFault is run --fault on a cluster: what runs there (fault.OnCluster),
+// inside the window, of a part the mesh has, with meshbench's engine (its
+// intervals are what the cost is read from).
+func kubeFault(f *runFlags) (fault.Fault, error) {
+	flt, err := fault.Parse(f.fault)
+	switch {
+	case err != nil:
+		return flt, fmt.Errorf("--%w", err)
+	case flt.Zero():
+		return flt, nil
+	}
+	if err := flt.Check(f.duration); err != nil {
+		return flt, fmt.Errorf("--%w", err)
+	}
+	if why := fault.OnCluster(flt); why != "" {
+		return flt, fmt.Errorf("--fault %s: %s", flt, why)
+	}
+	if m, ok := mesh.Get(f.mesh); ok {
+		if why := fault.Skip(flt, m, topology.App(f.app), f.replicas, false); why != "" {
+			return flt, fmt.Errorf("--fault %s with --mesh %s: %s", flt, f.mesh, why)
+		}
+	}
+	if f.kube.generator != "" && f.kube.generator != extgen.Meshbench {
+		return flt, fmt.Errorf("--fault %s with --generator %s: allowed with --generator meshbench only (the fault's cost is read from its engine's intervals)", flt, f.kube.generator)
+	}
+	if f.kube.facesChart && f.app == string(topology.AppFaces) {
+		return flt, fmt.Errorf("--fault %s with the Faces chart: not yet (its pods are not meshbench's); use --faces-chart=false", flt)
+	}
+	return flt, nil
 }

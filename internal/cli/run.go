@@ -81,9 +81,6 @@ plane; on the netns substrate only, as root).`,
 			case "local":
 				return runRun(cmd.Context(), env, f)
 			case "kube":
-				if cmd.Flags().Changed("fault") {
-					return usagef("--fault %s: the local lab only for now", f.fault)
-				}
 				if cmd.Flags().Changed("hops") {
 					return usagef("--hops: the local lab only for now; on a cluster see the README (Istio's Telemetry API)")
 				}
@@ -125,7 +122,7 @@ plane; on the netns substrate only, as root).`,
 	f.sub.add(fl)
 	fl.IntVar(&f.bodySize, "body-size", workload.DefaultBodySize, fmt.Sprintf("the static app's answer in bytes, 1 to %d (as serve --body-size; 615 is nginx's welcome page)", workload.MaxBodySize))
 	f.appOpts.add(fl)
-	fl.StringVar(&f.fault, "fault", "none", "what goes wrong inside the measured window, undone when the load ends: "+fault.Syntax+"; recorded with what it did (options.fault_record)")
+	fl.StringVar(&f.fault, "fault", "none", "what goes wrong inside the measured window, undone when the load ends: "+fault.Syntax+" (kube: kill and cpu-limit only); recorded with what it did (options.fault_record)")
 	fl.BoolVar(&f.hops, "hops", false, "time every hop: each Envoy logs every request with µs timings, joined per request into a waterfall (costs proxy CPU; off by default)")
 	return cmd
 }

@@ -200,6 +200,16 @@ func TestIstioOnRealNodes(t *testing.T) {
 		t.Errorf("doctor --mesh sidecar: exit %d", inv.code)
 	}
 
+	// A kill on the same install (faults_test.go): the server's pod, its
+	// sidecar with it, deleted at +2s of an 8-s window.
+	t0 := time.Now()
+	killCell(t, kc, c, "sidecar", "kill:sidecar@2s", "e2f")
+	tKillSidecar := time.Since(t0)
+	// Its CPU limited in place, and the run interrupted: resized back.
+	t0 = time.Now()
+	limitCell(t, kc, c, "e2h")
+	tLimitSidecar := time.Since(t0)
+
 	// Ambient on the same cluster and install: istioctl upgrades it to
 	// the ambient profile (istio-cni and ztunnel DaemonSets on the real
 	// nodes, which give each node its own CNI dirs, netns dir, ztunnel
@@ -255,6 +265,11 @@ func TestIstioOnRealNodes(t *testing.T) {
 		t.Errorf("ambient: %d ztunnel and %d istio-cni pods seen, want one per node", len(w.Pods(kube.IstioNamespace, "ztunnel-")), len(w.Pods(kube.IstioNamespace, "istio-cni-node-")))
 	}
 	checkClean(t, c, "e2k-app", "e2k-load")
+	// A kill on the same install: the ztunnel on the server's node.
+	t0 = time.Now()
+	killCell(t, kc, c, "ambient", "kill:node-proxy@2s", "e2g")
+	ztunnelsReady(t, c)
+	tKillZtunnel := time.Since(t0)
 
 	// A waypoint from the Gateway API (the install applied the CRDs) for
 	// the app's service: the traffic goes client ztunnel → waypoint (Envoy
@@ -317,8 +332,8 @@ func TestIstioOnRealNodes(t *testing.T) {
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs",
-		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds())
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit and Ctrl-C %.1fs, ztunnel kill %.1fs",
+		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds(), tKillSidecar.Seconds(), tLimitSidecar.Seconds(), tKillZtunnel.Seconds())
 }
 
 // ackTable reads istiod's ACK table a run kept (k8s/istiod-syncz.json),

@@ -48,8 +48,18 @@ func init() {
 				"config.alpha.linkerd.io/proxy-enable-native-sidecar": "true",
 				"config.beta.linkerd.io/proxy-enable-native-sidecar":  "true",
 			},
-			Enrolled:   Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
-			Components: []Component{LinkerdSidecar, LinkerdControl},
+			// Linkerd's per-pod setting of the proxy's cores: its injector
+			// sets LINKERD2_PROXY_CORES to the limit rounded up, and the
+			// proxy container a CPU limit of as many cores (a CFS quota:
+			// Linkerd has no per-pod setting of its cores without it).
+			ThreadsAnnotation: "config.linkerd.io/proxy-cpu-limit", ThreadsValue: "%d",
+			// A limit without a request makes Kubernetes request the limit:
+			// N whole cores, which a node of N cores cannot schedule beside
+			// anything else. The request stays what meshbench's containers
+			// ask (10m).
+			ThreadsExtra: map[string]string{"config.linkerd.io/proxy-cpu-request": "10m"},
+			Enrolled:     Enrolment{What: "every app pod has a linkerd-proxy sidecar", Container: "linkerd-proxy"},
+			Components:   []Component{LinkerdSidecar, LinkerdControl},
 		},
 		Parts: map[Part]PartSpec{
 			PartSidecar: {What: "the server's linkerd2-proxy", Container: "linkerd-proxy", Scope: ScopeAppPod},

@@ -124,6 +124,14 @@ type Cluster struct {
 	// LoadPodAnnotations go on the load workers' pods (native sidecars, so
 	// that a Job completes when its load container exits).
 	LoadPodAnnotations map[string]string
+	// ThreadsAnnotation is the pod annotation that sets a per-pod proxy's
+	// worker threads (the proxy_threads axis) and ThreadsValue its value
+	// for n threads ("%d" in it is n); "" when the mesh has no per-pod
+	// setting (none, and ztunnel: one DaemonSet per cluster).
+	ThreadsAnnotation, ThreadsValue string
+	// ThreadsExtra are annotations set beside ThreadsAnnotation, as they
+	// are (nil: none).
+	ThreadsExtra map[string]string
 	// Enrolled is how VerifyEnrolment knows a pod is in the mesh.
 	Enrolled Enrolment
 	// WaypointPod: a waypoint pod must run in the app namespace.

@@ -56,9 +56,6 @@ func (b *builder) bodySize() {
 	b.integer("body_size", 1, workload.MaxBodySize, fmt.Sprintf("allowed: 1 to %d bytes (the static app's answer)", workload.MaxBodySize), &p.BodySize)
 	if it, ok := b.one("body_size"); ok && p.BodySize > 0 {
 		switch {
-		case p.Platform == PlatformKube:
-			b.s.badItem("body_size", it, "only on platform local so far")
-			p.BodySize = 0
 		case slices.Contains(p.Axes.App, topology.AppFaces):
 			b.s.badItem("body_size", it, "applies to the static app only (faces answers what its callers ask for): drop faces from axes.app")
 			p.BodySize = 0
@@ -466,8 +463,8 @@ func (b *builder) axes() {
 		}
 		switch {
 		case f.Zero():
-		case kube:
-			b.s.badItem("axes.fault", it, "allowed on platform kube: none (faults run on the local lab so far)")
+		case kube && fault.OnCluster(f) != "":
+			b.s.badItem("axes.fault", it, "allowed on platform kube: none, kill:PART or cpu-limit:PART=MILLICORES ("+fault.OnCluster(f)+")")
 			return f.String(), false
 		case b.p.ControlPlane == ControlPlaneIstiod:
 			b.s.badItem("axes.fault", it, "allowed with control_plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use control_plane lab")

@@ -87,9 +87,6 @@ func (b *builder) loadModel() {
 			if bulk {
 				b.s.badItem("axes.load_model", it, "given twice")
 			}
-			if b.p.Platform == PlatformKube {
-				b.s.badItem("axes.load_model", it, "not yet supported on platform kube (the local lab has it)")
-			}
 			bulk, bulkLine = true, it.line
 		default:
 			b.s.badItem("axes.load_model", it, want)

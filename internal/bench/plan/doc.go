@@ -39,7 +39,7 @@
 //	  errors: 0.01           # a run with more than this fraction of failed requests is invalid
 //	  load_cpu: 0.9          # the load generator is CPU-starved above this fraction of one core
 //	confidence: 0.95         # of the intervals the comparisons report
-//	body_size: 615           # the static app's answer in bytes (local only)
+//	body_size: 615           # the static app's answer in bytes
 //
 // Local only, absent by default (the lab's own apps and Envoys):
 //

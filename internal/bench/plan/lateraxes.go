@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
+	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -66,11 +67,22 @@ func (b *builder) laterAxes() {
 		}
 	}
 	if kube {
-		// Clusters set none of these yet (each mesh's own setting, node
-		// selection): refused rather than recorded and not applied.
-		for _, key := range []string{"axes.payload", "axes.proxy_threads", "axes.requests_per_connection", "axes.placement", "axes.arrivals"} {
-			if e := b.s.entries[key]; e != nil {
-				b.s.bad(key, e.line, "", "not yet supported on platform kube (the local lab has it)")
+		// payload is the app Deployment's --body-size; requests per
+		// connection and arrivals are the load workers' arguments;
+		// placement is the load pods' affinity to the app pods (or away
+		// from them); proxy_threads is each per-pod proxy's own setting
+		// (kube.ProxyThreadsAnnotations). ztunnel's worker threads (one
+		// DaemonSet for the cluster) and the waypoint's are not set yet:
+		// refused rather than recorded and not applied.
+		if e := b.s.entries["axes.proxy_threads"]; e != nil {
+			var node []string
+			for _, m := range a.Mesh {
+				if d, ok := mesh.Get(string(m)); ok && (d.Kind == mesh.KindNodeProxy || d.Kind == mesh.KindWaypoint) {
+					node = append(node, string(m))
+				}
+			}
+			if len(node) > 0 {
+				b.s.bad("axes.proxy_threads", e.line, "", "with mesh "+strings.Join(node, ", ")+": not yet supported on platform kube (ztunnel's and the waypoint's threads; the local lab has them); sidecar, linkerd and none take it")
 			}
 		}
 	}

@@ -124,8 +124,7 @@ func TestLaterAxesProblems(t *testing.T) {
 		{"threads", "axes:\n  proxy_threads: [0]\n", `axes.proxy_threads "0": allowed: 1 to 256 worker threads per proxy`},
 		{"arrivals", "axes:\n  arrivals: [bursty]\n", `axes.arrivals "bursty": allowed: constant`},
 		{"same node gateway", "axes:\n  mesh: [sidecar]\n  gateway: [true]\n  placement: [same-node]\n", `axes.placement same-node: the load enters through the gateway's own node`},
-		{"kube threads", "platform: kube\naxes:\n  proxy_threads: [2]\n", `axes.proxy_threads: not yet supported on platform kube`},
-		{"kube bulk", "platform: kube\naxes:\n  load_model: [bulk]\n", `axes.load_model "bulk": not yet supported on platform kube`},
+		{"kube threads ambient", "platform: kube\naxes:\n  mesh: [sidecar, ambient, waypoint]\n  proxy_threads: [2]\n", `axes.proxy_threads: with mesh ambient, waypoint: not yet supported on platform kube`},
 		{"poisson only closed", "axes:\n  load_model: [closed]\n  arrivals: [poisson]\n", `axes.arrivals "poisson": no cell has it: arrivals poisson with load_model max`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,5 +133,56 @@ func TestLaterAxesProblems(t *testing.T) {
 				t.Errorf("error %v\nwant it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLaterAxesOnKube: a cluster plan takes payload,
+// requests_per_connection, arrivals, placement and proxy_threads (the app
+// Deployment's --body-size, the load workers' arguments and affinity,
+// the per-pod proxies' own setting) into every cell's settings;
+// proxy_threads with ambient or waypoint is still refused there
+// (TestLaterAxesProblems).
+func TestLaterAxesOnKube(t *testing.T) {
+	p := mustParse(t, "p.yaml", `platform: kube
+repetitions: 2
+axes:
+  mesh: [none, sidecar]
+  rate: [200]
+  payload: [64, 4096]
+  requests_per_connection: [0, 1]
+  arrivals: [constant, poisson]
+  placement: [cross-node, same-node]
+  proxy_threads: [1, 2]
+`)
+	// none runs one thread count (no proxy); sidecar both.
+	if want := (1 + 2) * 2 * 2 * 2 * 2 * 2; len(p.Cells()) != want {
+		t.Fatalf("%d cells, want %d", len(p.Cells()), want)
+	}
+	var found bool
+	for _, c := range p.Cells() {
+		if c.ID != "sidecar-static-r200-x1-p0-http-pod-mtls-b4096-t2-same-node-k1-poisson-rep2" {
+			continue
+		}
+		found = true
+		s := p.Settings(c)
+		if s.BodySize != 4096 || s.RequestsPerConnection != 1 || s.Arrivals != loadgen.ArrivalsPoisson || s.ArrivalsSeed != 2 || s.Mesh.Placement != "same-node" || s.Mesh.ProxyThreads != 2 {
+			t.Errorf("settings %+v: want 4096 bytes, 1 request per connection, poisson seed 2, same-node, 2 threads", s)
+		}
+	}
+	if !found {
+		t.Errorf("no cell sidecar…-b4096-t2-same-node-k1-poisson-rep2")
+	}
+	if _, err := Parse("p.yaml", []byte("platform: kube\nbody_size: 2048\n")); err != nil {
+		t.Errorf("body_size on kube: %v", err)
+	}
+	// Bulk through the load Job's workers, and the connection rate (the
+	// closed loop, a connection per request).
+	b := mustParse(t, "p.yaml", "platform: kube\nrepetitions: 1\naxes:\n  mesh: [none, sidecar]\n  load_model: [bulk, closed]\n  requests_per_connection: [0, 1]\n")
+	var ids []string
+	for _, c := range b.Cells() {
+		ids = append(ids, c.ID)
+	}
+	if want := 2 * 3; len(ids) != want || !slices.Contains(ids, "sidecar-static-rbulk-x1-p0-http-pod-mtls-k0-rep1") || !slices.Contains(ids, "sidecar-static-rmax-x1-p0-http-pod-mtls-k1-rep1") {
+		t.Errorf("cells %v: want bulk on kept connections and the closed loop on both, per mesh", ids)
 	}
 }

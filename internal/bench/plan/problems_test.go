@@ -71,11 +71,10 @@ func TestBadPlans(t *testing.T) {
 			`p.yaml:6: axes.mesh "consul": allowed: none, sidecar, ambient, waypoint, linkerd`,
 			`p.yaml:7: axes.gateway "true": allowed on platform kube: false (no ingress gateway there yet)`,
 		}},
-		// body_size: out of range; with faces on the app axis; on a cluster
+		// body_size: out of range; with faces on the app axis
 		{"body size", "body_size: 0\n", []string{`p.yaml:1: body_size "0": allowed: 1 to 67108864 bytes (the static app's answer)`}},
 		{"body size faces", "axes:\n  app: [static, faces]\nbody_size: 1024\n", []string{
 			`p.yaml:3: body_size "1024": applies to the static app only (faces answers what its callers ask for): drop faces from axes.app`}},
-		{"body size kube", "platform: kube\naxes:\n  mesh: [none]\nbody_size: 1024\n", []string{`p.yaml:4: body_size "1024": only on platform local so far`}},
 		// The substrate: a name it does not know, and one on a cluster.
 		{"substrate", "substrate: docker\n", []string{
 			`p.yaml:1: substrate "docker": allowed: auto, netns (network namespaces, the real ztunnel), loopback (127.0.N.x, Envoy standing in for ztunnel)`,

@@ -3,6 +3,7 @@ package fault
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -384,4 +385,101 @@ func TestScheduleRemovesStale(t *testing.T) {
 	if len(rec.Events) == 0 || !strings.Contains(rec.Events[0].What, "removed 1 fault cgroup") {
 		t.Errorf("record %+v", rec)
 	}
+}
+
+// podTarget is a PodTarget standing in for a cluster (the kill's real
+// form, a pod deleted and replaced, is internal/e2e's
+// TestFaultsOnRealNodes): it counts the kills.
+type podTarget struct {
+	mu    sync.Mutex
+	kills []mesh.Part
+}
+
+func (*podTarget) PartPID(mesh.Part) (int, string, error)       { return 0, "", errors.New("a pod") }
+func (*podTarget) Kill(context.Context, mesh.Part) (int, error) { return 0, errors.New("a pod") }
+func (*podTarget) Replicas(string) []workload.Control           { return nil }
+func (p *podTarget) KillPod(_ context.Context, part mesh.Part, deleted func(string)) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kills = append(p.kills, part)
+	deleted("ns/old")
+	return "ns/new", nil
+}
+
+// TestSchedulePodTarget: on a PodTarget a kill deletes the part's pod
+// through it (never PartPID's process) and the record names both pods;
+// a kind a cluster cannot do yet fails, said in the record, not done.
+func TestSchedulePodTarget(t *testing.T) {
+	tg := &podTarget{}
+	f, _ := Parse("kill:waypoint@10ms")
+	rec := waitApplied(t, Schedule(context.Background(), f, tg, time.Now(), nil))
+	if len(tg.kills) != 1 || tg.kills[0] != mesh.PartWaypoint || len(rec.Errors) != 0 || rec.End.IsZero() || len(rec.Events) != 2 ||
+		rec.Events[0].What != "deleted pod ns/old (the waypoint)" || !strings.HasPrefix(rec.Events[1].What, "pod ns/new Ready in its place") {
+		t.Errorf("kills %v, record %+v", tg.kills, rec)
+	}
+	f, _ = Parse("noisy-neighbour:100@10ms")
+	rec = waitApplied(t, Schedule(context.Background(), f, tg, time.Now(), nil))
+	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "noisy-neighbour on a cluster: not yet") || len(tg.kills) != 1 {
+		t.Errorf("noisy-neighbour on a PodTarget: record %+v", rec)
+	}
+	// A CPU limit through a PodLimiter: applied, then undone by +FOR.
+	pl := &podLimiter{}
+	f, _ = Parse("cpu-limit:sidecar=150@10ms+20ms")
+	r := Schedule(context.Background(), f, pl, time.Now(), nil)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		pl.mu.Lock()
+		done := pl.undone
+		pl.mu.Unlock()
+		if done > 0 {
+			break
+		}
+	}
+	rec = r.Stop()
+	if pl.limits != 1 || pl.undone != 1 || len(rec.Errors) != 0 || len(rec.Events) != 2 || rec.Events[0].What != "sidecar limited to 150m" || rec.Events[1].What != "undone" {
+		t.Errorf("cpu-limit on a PodLimiter: limits %d, undone %d, record %+v", pl.limits, pl.undone, rec)
+	}
+
+	// A limit asked but not seen applied (an interrupt during the wait):
+	// the error is recorded and the undo still runs at Stop.
+	pl = &podLimiter{fail: errors.New("waiting for the kubelet: context canceled")}
+	f, _ = Parse("cpu-limit:sidecar=150@10ms")
+	rec = waitApplied(t, Schedule(context.Background(), f, pl, time.Now(), nil))
+	if pl.undone != 1 || len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "limiting the sidecar: waiting for the kubelet") {
+		t.Errorf("a limit that failed after it was asked: undone %d, record %+v", pl.undone, rec)
+	}
+}
+
+// podLimiter is a podTarget that also caps a part's CPU (a cluster's
+// resize, in internal/e2e's real-node test): it counts limits and undos,
+// and fails with fail after "asking" when set.
+type podLimiter struct {
+	podTarget
+	limits, undone int
+	fail           error
+}
+
+func (p *podLimiter) LimitPod(_ context.Context, part mesh.Part, m int) (string, func(context.Context) error, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limits++
+	return fmt.Sprintf("%s limited to %dm", part, m), func(context.Context) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.undone++
+		return nil
+	}, p.fail
+}
+
+// waitApplied stops r once it has started (its first event), at most 5 s.
+func waitApplied(t *testing.T, r *Running) Record {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		started := !r.rec.Start.IsZero() && (len(r.rec.Events) > 0 || len(r.rec.Errors) > 0)
+		r.mu.Unlock()
+		if started {
+			break
+		}
+	}
+	return r.Stop()
 }

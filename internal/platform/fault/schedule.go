@@ -143,21 +143,32 @@ func (r *Running) run(ctx context.Context) {
 
 // apply does the fault, keeping what undoes it.
 func (r *Running) apply(ctx context.Context) error {
+	if _, ok := r.t.(PodTarget); ok {
+		if why := OnCluster(r.f); why != "" {
+			return errors.New(why)
+		}
+	}
 	switch r.f.Kind {
 	case Kill:
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if pt, ok := r.t.(PodTarget); ok {
+			return r.killPod(kctx, pt)
+		}
 		pid, name, err := r.t.PartPID(r.f.Part)
 		if err != nil {
 			return err
 		}
 		r.event(fmt.Sprintf("killing %s (pid %d)", name, pid))
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
 		newPID, err := r.t.Kill(kctx, r.f.Part)
 		if err != nil {
 			return fmt.Errorf("restarting %s: %w", name, err)
 		}
 		r.event(fmt.Sprintf("%s ready again (pid %d)", name, newPID))
 	case CPULimit:
+		if pl, ok := r.t.(PodLimiter); ok {
+			return r.limitPod(ctx, pl)
+		}
 		pid, name, err := r.t.PartPID(r.f.Part)
 		if err != nil {
 			return err

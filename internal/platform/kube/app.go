@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"maps"
 	"strconv"
 
@@ -43,6 +44,9 @@ func (s Spec) appServices() []appService {
 	}
 	if s.AppImage != "" {
 		return []appService{{name: "static", image: s.AppImage}}
+	}
+	if s.BodySize > 0 {
+		return []appService{{name: "static", image: s.Image, args: serve("static", "--body-size", strconv.Itoa(s.BodySize))}}
 	}
 	return []appService{{name: "static", image: s.Image, args: serve("static")}}
 }
@@ -158,10 +162,27 @@ func (s Spec) opaqueAnnotations() map[string]string {
 // appPodAnnotations are opaqueAnnotations plus, for Istio's sidecars,
 // IstioStatsInclusion (VerifyMTLS reads those counters).
 func (s Spec) appPodAnnotations() map[string]string {
+	a := s.opaqueAnnotations()
 	if s.Mesh.Mode == topology.ModeSidecar {
-		return maps.Clone(IstioStatsInclusion)
+		a = maps.Clone(IstioStatsInclusion)
 	}
-	return s.opaqueAnnotations()
+	return s.withThreads(a)
+}
+
+// withThreads adds to a (nil: a new map) the mesh's annotation of its
+// per-pod proxy's worker threads (mesh.Cluster.ThreadsAnnotation)
+// when the cell sets them (Mesh.ProxyThreads > 0).
+func (s Spec) withThreads(a map[string]string) map[string]string {
+	c := s.desc().Cluster
+	if s.Mesh.ProxyThreads <= 0 || c.ThreadsAnnotation == "" {
+		return a
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[c.ThreadsAnnotation] = fmt.Sprintf(c.ThreadsValue, s.Mesh.ProxyThreads)
+	maps.Copy(a, c.ThreadsExtra)
+	return a
 }
 
 func (s Spec) service(svc appService) *corev1.Service {
@@ -245,9 +266,12 @@ func (s Spec) deployment(svc appService) *appsv1.Deployment {
 		}}
 		fallthrough
 	case s.NodeCount >= AntiAffinityMinNodes:
-		pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{antiAffinity(RoleLoad, s.LoadNamespace)},
-		}}
+		pod.Affinity = &corev1.Affinity{}
+		if !s.sameNode() {
+			pod.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{antiAffinity(RoleLoad, s.LoadNamespace)},
+			}
+		}
 		if s.NodeCount < NodeSelectorMinNodes {
 			// The first app pod matches its own term, so it may go anywhere;
 			// the others follow it.
@@ -255,6 +279,9 @@ func (s Spec) deployment(svc appService) *appsv1.Deployment {
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{antiAffinity(RoleApp, s.AppNamespace)},
 			}
 		}
+	}
+	if pod.Affinity != nil && *pod.Affinity == (corev1.Affinity{}) {
+		pod.Affinity = nil
 	}
 	l := s.labels()
 	l[LabelApp] = svc.name

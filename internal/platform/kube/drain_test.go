@@ -55,6 +55,12 @@ func TestAppIdleAfter(t *testing.T) {
 		{"given threshold", []sample.Round{round(a(40, 3), b(40, 3))}, 5,
 			idleState{pods: 2, sampled: 2, cpuMillicores: 6, limitMillicores: 5, sampleTime: t0.Add(40 * time.Second)}},
 	}
+	// A pod a fault deleted (kill:sidecar) is never sampled again: the
+	// others' samples decide.
+	if got, want := appIdleAfter(all, []sample.Round{round(a(40, 1))}, 0, "mb-app/static-b"),
+		(idleState{idle: true, pods: 1, sampled: 1, cpuMillicores: 1, limitMillicores: 10, sampleTime: t0.Add(40 * time.Second)}); got != want {
+		t.Errorf("one pod deleted by a fault: %+v, want %+v", got, want)
+	}
 	for _, tt := range tests {
 		if got := appIdleAfter(all, tt.after, tt.threshold); got != tt.want {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)

@@ -3,6 +3,7 @@ package kube
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -11,6 +12,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 	"github.com/meshbench/meshbench/internal/platform/kube/policy"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // Labels on everything meshbench creates. Every object carries
@@ -140,6 +142,12 @@ type Spec struct {
 	// face/smiley/color workloads: AppObjects then holds the namespaces
 	// and the mesh's objects only. Faces app only.
 	FacesChart bool
+	// BodySize is the static app's answer in bytes (`meshbench serve
+	// static --body-size`; the plan's payload), 1 to
+	// workload.MaxBodySize; 0: the app's default
+	// (workload.DefaultBodySize). Meshbench's static app only: the faces
+	// app answers what its callers ask for, an AppImage is run as it is.
+	BodySize int
 }
 
 // WithDefaults returns s with its empty fields set to their defaults.
@@ -184,6 +192,20 @@ func (s Spec) Validate() error {
 	if s.AppImage != "" && s.Mesh.App != topology.AppStatic {
 		bad("app-image", s.AppImage, "applies to the static app only (faces runs meshbench's own workloads)")
 	}
+	switch {
+	case s.BodySize < 0 || s.BodySize > workload.MaxBodySize:
+		bad("body-size", strconv.Itoa(s.BodySize), fmt.Sprintf("allowed: 1 to %d bytes (0: the app's default)", workload.MaxBodySize))
+	case s.BodySize > 0 && s.Mesh.App != topology.AppStatic:
+		bad("body-size", strconv.Itoa(s.BodySize), "applies to the static app only (faces answers what its callers ask for)")
+	case s.BodySize > 0 && s.AppImage != "":
+		bad("body-size", strconv.Itoa(s.BodySize), "applies to meshbench's static app only: --app-image runs its image as it is")
+	}
+	if d := s.desc(); s.Mesh.ProxyThreads > 0 && d.Kind != mesh.KindNone && d.Cluster.ThreadsAnnotation == "" {
+		bad("proxy-threads", strconv.Itoa(s.Mesh.ProxyThreads), "not yet supported on the Kubernetes platform for mesh "+d.Name+" (ztunnel's and the waypoint's threads); sidecar and linkerd take it")
+	}
+	if s.FacesChart && s.sameNode() {
+		bad("placement", string(s.Mesh.Placement), "the Faces chart places its own pods; run meshbench's faces workloads (no --faces-chart)")
+	}
 	if s.FacesChart {
 		if s.Mesh.App != topology.AppFaces {
 			bad("faces-chart", "true", "applies to the faces app only")
@@ -227,6 +249,10 @@ func (s Spec) desc() *mesh.Mesh {
 	m, _ := mesh.Get(string(topology.ModeNone))
 	return m
 }
+
+// sameNode reports whether the load runs beside the app (placement
+// same-node): the load pods on a node with an app pod.
+func (s Spec) sameNode() bool { return s.Mesh.Placement == topology.PlacementSameNode }
 
 // linkerd reports whether the mode is Linkerd.
 func (s Spec) linkerd() bool { return s.desc().Product == mesh.Linkerd }

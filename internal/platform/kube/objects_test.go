@@ -92,6 +92,14 @@ func TestObjectsGolden(t *testing.T) {
 		// The seed reports' four rules.
 		{"sidecar-static-p4", spec(topology.ModeSidecar, topology.AppStatic, 4)},
 		{"linkerd-static-p4", spec(ModeLinkerd, topology.AppStatic, 4)},
+		// The payload axis: the static app's --body-size.
+		{"none-static-b1024", spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize = 1024 })},
+		// Placement same-node on 4 nodes: the app pods do not avoid the
+		// load (LoadJob's golden load-sidecar-same-node has the other half).
+		// proxy_threads: each per-pod proxy's own annotation.
+		{"sidecar-static-t2", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 })},
+		{"linkerd-static-t2", spec(ModeLinkerd, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 })},
+		{"sidecar-static-same-node", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount, s.Mesh.Placement = 4, topology.PlacementSameNode })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -116,6 +124,18 @@ func TestObjectsGolden(t *testing.T) {
 		// oha in two workers: --generator oha, and /tmp writable for its
 		// per-request database (the root filesystem is read-only).
 		{"load-none-w2-oha", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.NodeCount = 0 }), Work: loadjob.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second, Warmup: time.Second, Generator: "oha"}}},
+		// Placement same-node on 4 nodes: beside an app pod, no node
+		// selector.
+		{"load-sidecar-same-node", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount, s.Mesh.Placement = 4, topology.PlacementSameNode }),
+			Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second}}},
+		{"load-linkerd-t2", LoadSpec{Spec: spec(ModeLinkerd, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 }),
+			Work: loadjob.Spec{Load: testLoad(t, "100"), Workers: 1, Duration: 10 * time.Second}}},
+		// Bulk: --bulk against the static app's endless answer.
+		{"load-sidecar-bulk", LoadSpec{Spec: spec(topology.ModeSidecar, topology.AppStatic, 0), Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 2, Duration: 10 * time.Second, Connections: 4}}},
+		// A connection per request, Poisson arrivals from seed 3 (each
+		// worker adds its index in `meshbench load`).
+		{"load-none-w2-k1-poisson", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: loadjob.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second,
+			RequestsPerConnection: 1, Arrivals: loadgen.ArrivalsPoisson, Seed: 3}}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			job, err := LoadJob(tt.ls)
@@ -690,6 +710,22 @@ func TestLoadJobInvalid(t *testing.T) {
 			[]string{"worker 0 of 3: --rate 33.333334/s: wrk2 takes whole requests per second"}},
 		{"wrk2 closed loop", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.ClosedLoop, Workers: 1, Duration: 10 * time.Second, Generator: "wrk2"}},
 			[]string{"worker 0 of 1: --max: wrk2 has no closed loop"}},
+		{"poisson closed loop", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.ClosedLoop, Workers: 1, Duration: time.Second, Arrivals: loadgen.ArrivalsPoisson}},
+			[]string{"arrivals poisson: only an open loop has a schedule to space"}},
+		{"poisson with oha", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, Arrivals: loadgen.ArrivalsPoisson, Generator: "oha"}},
+			[]string{"worker 0 of 1: --arrivals poisson"}},
+		{"requests per connection negative", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, RequestsPerConnection: -1}},
+			[]string{"requests-per-connection -1: allowed: 0 (keep every connection) or more"}},
+		{"body size with an app image", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize, s.AppImage = 1024, "nginx" }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
+			[]string{"body-size 1024: applies to meshbench's static app only"}},
+		{"threads ambient", LoadSpec{Spec: spec(topology.ModeAmbient, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
+			[]string{"proxy-threads 2: not yet supported on the Kubernetes platform for mesh ambient"}},
+		{"bulk faces", LoadSpec{Spec: spec(topology.ModeNone, topology.AppFaces, 0), Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 1, Duration: time.Second}},
+			[]string{"rate bulk: bulk reads meshbench's static app's endless answer (/stream)"}},
+		{"bulk per connection oha", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 1, Duration: time.Second, RequestsPerConnection: 1, Generator: "oha"}},
+			[]string{"requests-per-connection 1: with bulk", "generator oha: with bulk"}},
+		{"body size faces", LoadSpec{Spec: spec(topology.ModeNone, topology.AppFaces, 0, func(s *Spec) { s.BodySize = 1024 }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
+			[]string{"body-size 1024: applies to the static app only"}},
 		{"everything", LoadSpec{Spec: Spec{}, Work: loadjob.Spec{Workers: 0, Warmup: -1, Timeout: -1, Connections: -1, Target: "ftp://x/"}},
 			[]string{"run-id", `mode "": allowed: none, sidecar, ambient, waypoint, linkerd`, "replicas 0", "workers 0", `rate ""`, "duration 0s", "warmup -1ns", "timeout -1ns", "connections -1", "allowed schemes"}},
 	}

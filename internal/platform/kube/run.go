@@ -27,8 +27,10 @@ import (
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/kube/kubelet"
@@ -141,6 +143,10 @@ type run struct {
 	sampling sampling
 	// ztBase are ztunnel's counters before the load (ambient).
 	ztBase map[string]ztunnel.Counters
+	// deleted are the pods ("namespace/name") a fault deleted: the
+	// drain does not wait for their samples; replacements the pods Ready
+	// in their place, whose mTLS checks may find nothing served.
+	deleted, replacements []string
 	// loadRes and loadErr are the load's merged result and error;
 	// samplerErr the source's error when it stopped.
 	loadRes             *results.LoadResult
@@ -234,18 +240,17 @@ func (o *Options) defaults() error {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 5 * time.Minute
 	}
-	o.Spec.Mesh = o.Mesh
+	o.Spec.Mesh, o.Spec.BodySize = o.Mesh, o.BodySize
 	if o.Spec.RunID == "" {
 		o.Spec.RunID = time.Now().UTC().Format("20060102-150405")
 	}
 	o.Spec = o.Spec.WithDefaults()
 	if err := o.Spec.Validate(); err != nil {
 		errs = append(errs, err)
-	} else if o.Generator != "" && o.Workers > 0 && o.Duration > 0 {
-		// What the generator cannot do, before anything is deployed.
-		ls := LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-			Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator}}
-		if err := ls.Validate(); err != nil {
+	} else if (o.Generator != "" || o.RequestsPerConnection != 0 || o.Arrivals != "" || o.Load.Bulk()) && o.Workers > 0 && o.Duration > 0 {
+		// What the generator or the load's shape cannot do, before
+		// anything is deployed.
+		if err := o.loadSpec().Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -253,6 +258,27 @@ func (o *Options) defaults() error {
 		o.OutDir = filepath.Join("results", o.Spec.RunID+"-kube-"+string(o.Spec.Mesh.Mode))
 	}
 	return errors.Join(errs...)
+}
+
+// loadSpec is the cell's load: its workers' load (the rate, window,
+// connections, requests per connection, arrivals and generator) against
+// the app's entry service (LoadSpec's default target: the endless answer
+// for bulk).
+func (o Options) loadSpec() LoadSpec {
+	return LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
+		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator,
+		RequestsPerConnection: o.RequestsPerConnection, Arrivals: o.Arrivals, Seed: o.ArrivalsSeed,
+		Interval: o.loadInterval()}}
+}
+
+// loadInterval is the load result's interval length: fault.LoadInterval
+// in a cell with a fault (its cost is read from the intervals), else the
+// CLI's default.
+func (o Options) loadInterval() time.Duration {
+	if !o.Fault.Zero() {
+		return fault.LoadInterval
+	}
+	return 0
 }
 
 // Run runs one cell on the cluster: preflight, mesh install or check, the
@@ -281,6 +307,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if o.Spec.NodeCount, err = c.placeNodes(ctx, o.Spec.RunID); err != nil {
 			return nil, err
 		}
+	}
+	if o.Spec.Mesh.Placement == topology.PlacementCrossNode && o.Spec.NodeCount < AntiAffinityMinNodes {
+		// placeNodes labels nothing below NodeSelectorMinNodes.
+		return nil, fmt.Errorf("placement cross-node: the cluster has %d ready node(s); the load and the app need %d apart", o.Spec.NodeCount, AntiAffinityMinNodes)
 	}
 	dir, err := results.CreateRunDir(o.OutDir)
 	if err != nil {
@@ -332,6 +362,7 @@ var runSteps = []struct {
 	{"prepare/mesh", true, (*run).prepareMesh},       // install the mesh or check the one installed
 	{"prepare/app", true, (*run).prepareApp},         // the app's objects, ready
 	{"prepare/verify", true, (*run).verifyEnrolment}, // the app's pods enrolled in the mesh
+	{"threads", false, (*run).checkThreads},          // their proxies' worker threads, when the cell sets them
 	{"sampling", false, (*run).startSampling},        // metrics from here to the drain's end
 	{"idle", true, (*run).idle},                      // the app idle before the load
 	{"load", false, (*run).load},                     // the load Job: warmup and measure
@@ -558,6 +589,7 @@ var collectSteps = []struct {
 	do   func(*run, context.Context) error
 }{
 	{"mtls", (*run).checkMTLS},            // the proxies' own counters say mTLS
+	{"placement", (*run).checkPlacement},  // the nodes the pods ran on
 	{"samples", (*run).writeSamples},      // every round of the source
 	{"figures", (*run).figures},           // the measured window's summary and nodes
 	{"counters", (*run).counterFigures},   // the kubelet's counters over it, when they are the source
@@ -584,6 +616,12 @@ func (r *run) checkMTLS(ctx context.Context) error {
 	o, c := r.o, r.c
 	mode := string(o.Spec.Mesh.Mode)
 	if checks, err := c.VerifyMTLS(ctx, mode, o.Spec.AppNamespace); len(checks) > 0 {
+		r.mu.Lock()
+		reps := slices.Clone(r.replacements)
+		r.mu.Unlock()
+		if len(reps) > 0 {
+			checks, err = excuseReplacements(checks, o.Spec.AppNamespace, reps)
+		}
 		r.keepJSON(filepath.Join("k8s", "mtls-checks.json"), checks)
 		if err != nil && o.Spec.Mesh.MTLS {
 			r.invalid("mTLS not verified: " + err.Error())
@@ -877,7 +915,10 @@ func (r *run) drainFor(ctx context.Context, s roundSource, loadEnd time.Time) re
 	start := time.Now()
 	d := results.Drain{MaxSeconds: r.o.Drain.Seconds(), LoadEnded: loadEnd}
 	check := func() bool {
-		st := appIdleAfter(s.Rounds(), s.Within(loadEnd, time.Time{}), r.o.IdleMillicores)
+		r.mu.Lock()
+		gone := slices.Clone(r.deleted)
+		r.mu.Unlock()
+		st := appIdleAfter(s.Rounds(), s.Within(loadEnd, time.Time{}), r.o.IdleMillicores, gone...)
 		d.AppPods, d.AppPodsSampled, d.AppCPUMillicores, d.IdleMillicores, d.SampleTime = st.pods, st.sampled, st.cpuMillicores, st.limitMillicores, st.sampleTime
 		return st.idle
 	}
@@ -929,14 +970,15 @@ type idleState struct {
 // app pod seen in all has at least one fresh sample in after (the samples
 // whose whole window lies after the load's end, MetricsSampler.Within),
 // and the sum of each app container's newest such sample is under the
-// idle threshold (idleLimit). A pod that has stopped being sampled (gone)
-// keeps it from being idle: the drain then lasts its maximum. It is a
-// pure function of the rounds.
-func appIdleAfter(all, after []sample.Round, threshold float64) idleState {
+// idle threshold (idleLimit). A pod that has stopped being sampled keeps
+// it from being idle (the drain then lasts its maximum) unless it is one
+// of gone ("namespace/name"), the pods a fault deleted. It is a pure
+// function of the rounds.
+func appIdleAfter(all, after []sample.Round, threshold float64, gone ...string) idleState {
 	pods := map[string]bool{}
 	for _, r := range all {
 		for _, x := range r.Samples {
-			if x.Category == sample.CategoryApp {
+			if x.Category == sample.CategoryApp && !slices.Contains(gone, podOf(x.Name)) {
 				pods[podOf(x.Name)] = true
 			}
 		}
@@ -980,8 +1022,7 @@ func podOf(sampleName string) string {
 func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 	o, c := r.o, r.c
 	endWarm := r.phase("warmup")
-	job, err := LoadJob(LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
-		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Target: LoadTarget(o.Spec), Generator: o.Generator}})
+	job, err := LoadJob(o.loadSpec())
 	if err != nil {
 		endWarm()
 		return nil, err
@@ -1022,7 +1063,9 @@ func (r *run) runLoad(ctx context.Context) (*results.LoadResult, error) {
 		}
 		close(syncDone)
 	})
+	faulted := r.startFault(ctx, job.Name)
 	jobErr := loadjob.Wait(ctx, c.Client, o.Spec.LoadNamespace, job.Name, o.Spec.AppNamespace, o.Warmup+o.Duration+o.Timeout+o.ReadyTimeout)
+	faulted.stop(r)
 	if warmTimer.Stop() {
 		endWarm()
 	} else {
@@ -1126,7 +1169,13 @@ func (r *run) checkValidity(lr *results.LoadResult) {
 	if lr == nil {
 		return
 	}
-	for _, p := range lr.Problems(r.o.RateShortfall, r.o.ErrorRatio) {
+	errorRatio := r.o.ErrorRatio
+	if !r.o.Fault.Zero() {
+		// A fault's failed requests are what the cell measures (its
+		// cost), not a sign the run went wrong.
+		errorRatio = 1
+	}
+	for _, p := range lr.Problems(r.o.RateShortfall, errorRatio) {
 		r.invalid(p)
 	}
 }

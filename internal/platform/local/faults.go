@@ -26,7 +26,7 @@ import (
 // FaultInterval is the load's interval in a cell with a fault: what the
 // fault cost is read from (analysis.FaultCost), finer than the default
 // second.
-const FaultInterval = 250 * time.Millisecond
+const FaultInterval = fault.LoadInterval
 
 // PartNetwork is a Network whose own processes a fault can hit (the netns
 // substrate's ztunnels and Linkerd proxies).

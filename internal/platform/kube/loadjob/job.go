@@ -55,6 +55,21 @@ type Spec struct {
 	// --generator`): "" or extgen.Meshbench for meshbench's engine,
 	// extgen.Oha or extgen.Wrk2 (in the image beside meshbench).
 	Generator string
+	// Interval, when > 0, is the length of the result's per-interval
+	// histograms and failed answers (`meshbench load --interval`, its
+	// engine only; a cell with a fault: fault.LoadInterval); 0: the CLI's
+	// second.
+	Interval time.Duration
+	// RequestsPerConnection closes each connection after this many
+	// requests (`meshbench load --requests-per-connection`; 1: a new
+	// connection per request, TCP_CRR-like); 0 keeps them.
+	RequestsPerConnection int
+	// Arrivals spaces an open loop's requests (`--arrivals`; "" or
+	// constant: evenly); with loadgen.ArrivalsPoisson, Seed is the
+	// schedule's seed (`--seed`; each worker adds its index, so the W
+	// workers draw W schedules, the same ones for every mesh).
+	Arrivals loadgen.Arrivals
+	Seed     uint64
 }
 
 // Problems lists every problem with the fields of s (the generator's
@@ -70,7 +85,7 @@ func (s Spec) Problems() []error {
 	switch {
 	case s.Load.IsZero():
 		bad("rate", `""`, "required: a rate per second or the closed loop")
-	case !s.Load.Closed():
+	case !s.Load.Closed() && !s.Load.Bulk():
 		if _, err := loadgen.WorkerRate(s.Load.Rate(), s.Workers, s.Workers-1); s.Workers >= 1 && err != nil {
 			bad("rate", s.Load.String(), fmt.Sprintf("too low to split over %d workers (each needs at least %g per second)", s.Workers, loadgen.WorkerShareStep))
 		}
@@ -86,6 +101,19 @@ func (s Spec) Problems() []error {
 	}
 	if s.Connections < 0 {
 		bad("connections", strconv.Itoa(s.Connections), "allowed: 0 (default) or more")
+	}
+	if s.RequestsPerConnection < 0 {
+		bad("requests-per-connection", strconv.Itoa(s.RequestsPerConnection), "allowed: 0 (keep every connection) or more")
+	} else if s.RequestsPerConnection > 0 && s.Load.Bulk() {
+		bad("requests-per-connection", strconv.Itoa(s.RequestsPerConnection), "with bulk: a bulk connection carries one endless answer")
+	}
+	if s.Load.Bulk() && s.External() {
+		bad("generator", s.Generator, "with bulk: bulk throughput is meshbench's engine's")
+	}
+	if _, err := loadgen.ParseArrivals(string(s.Arrivals)); err != nil {
+		bad("arrivals", string(s.Arrivals), "allowed: constant, poisson")
+	} else if s.Arrivals == loadgen.ArrivalsPoisson && (s.Load.Closed() || s.Load.Bulk()) {
+		bad("arrivals", string(s.Arrivals), "only an open loop has a schedule to space")
 	}
 	if s.Target != "" {
 		if _, err := loadgen.ParseTarget(s.Target, false); err != nil {
@@ -118,7 +146,8 @@ func (s Spec) CheckGenerator() error {
 	for i := range s.Workers {
 		c := extgen.Config{Generator: s.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Load: s.Load,
 			Duration: s.Duration, Warmup: s.Warmup, Timeout: cmp.Or(s.Timeout, 30*time.Second),
-			Connections: max(loadgen.WorkerConnections(conns, s.Workers, i), 1)}}
+			Connections:           max(loadgen.WorkerConnections(conns, s.Workers, i), 1),
+			RequestsPerConnection: s.RequestsPerConnection, Arrivals: s.Arrivals, Seed: s.Seed}}
 		if !s.Load.Closed() {
 			r, err := loadgen.WorkerRate(s.Load.Rate(), s.Workers, i)
 			if err != nil {
@@ -149,10 +178,19 @@ func Args(s Spec, index string) []string {
 	if s.Connections > 0 {
 		args = append(args, "--connections", strconv.Itoa(s.Connections))
 	}
+	if s.RequestsPerConnection > 0 {
+		args = append(args, "--requests-per-connection", strconv.Itoa(s.RequestsPerConnection))
+	}
+	if s.Arrivals == loadgen.ArrivalsPoisson {
+		args = append(args, "--arrivals", string(loadgen.ArrivalsPoisson), "--seed", strconv.FormatUint(s.Seed, 10))
+	}
 	if s.External() {
 		args = append(args, "--generator", s.Generator)
 	} else {
 		args = append(args, "--progress-log")
+		if s.Interval > 0 {
+			args = append(args, "--interval", s.Interval.String())
+		}
 	}
 	return append(args, "--output-format", "json", "--quiet", s.Target)
 }
