@@ -73,10 +73,16 @@ func TestRequestsPerConnection(t *testing.T) {
 		}}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
+	// With 10 requests a connection the count depends on how the 100
+	// requests fell to the 2 workers: each worker opens ceil(n/10), so 50
+	// and 50 make 10 connections, 51 and 49 make 11 (seen beside other
+	// work). A worker ignoring the limit makes 2; one closing after 9
+	// makes at least 12.
 	for _, tt := range []struct {
-		perConn int
-		want    int64
-	}{{0, 2}, {1, 100}, {10, 10}} {
+		perConn  int
+		want     int64
+		wantUpTo int64
+	}{{0, 2, 2}, {1, 100, 100}, {10, 10, 11}} {
 		accepted.Store(0)
 		cfg := baseConfig(targets(t, false, "http://"+ln.Addr().String()+"/"), 200, 500*time.Millisecond)
 		cfg.RequestsPerConnection = tt.perConn
@@ -84,8 +90,8 @@ func TestRequestsPerConnection(t *testing.T) {
 		if res.Success != 100 {
 			t.Fatalf("requests per connection %d: success %d of 100, errors %v", tt.perConn, res.Success, res.Errors)
 		}
-		if got := accepted.Load(); got != tt.want {
-			t.Errorf("requests per connection %d: server accepted %d connections, want %d", tt.perConn, got, tt.want)
+		if got := accepted.Load(); got < tt.want || got > tt.wantUpTo {
+			t.Errorf("requests per connection %d: server accepted %d connections, want %d to %d", tt.perConn, got, tt.want, tt.wantUpTo)
 		}
 	}
 	// TCP: an echo listener of its own counts the connections.
