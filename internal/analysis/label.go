@@ -39,12 +39,22 @@ func MeshMode(label string) string {
 // hand-rendered configs keep the bare mode.
 const IstiodConfigured = " (config from istiod)"
 
+// LinkerdConfigured ends the mesh label of a linkerd cell whose proxies
+// Linkerd's real controllers configured on the lab (--control-plane
+// linkerd): "linkerd (config from Linkerd's controllers)"; the lab's
+// stand-in keeps the bare mode.
+const LinkerdConfigured = " (config from Linkerd's controllers)"
+
 // meshLabelOf is MeshLabel for a cell's recorded settings, with
-// IstiodConfigured where istiod configured its sidecars.
+// IstiodConfigured where istiod configured its sidecars and
+// LinkerdConfigured where Linkerd's controllers configured its proxies.
 func meshLabelOf(s results.CellSettings) string {
 	l := MeshLabel(s.Mesh, s.Substrate)
-	if s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && (s.Mesh == "sidecar" || s.Mesh == "ambient" || s.Mesh == "waypoint") {
+	switch {
+	case s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && (s.Mesh == "sidecar" || s.Mesh == "ambient" || s.Mesh == "waypoint"):
 		l += IstiodConfigured
+	case s.ControlPlane != nil && s.ControlPlane.Name == "linkerd" && s.Mesh == "linkerd":
+		l += LinkerdConfigured
 	}
 	return l
 }

@@ -59,6 +59,10 @@ func TestMeshLabelIstiod(t *testing.T) {
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "sidecar"},
 		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "none"},
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns"}, "sidecar"},
+		{results.CellSettings{Mesh: "linkerd", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "linkerd"}}, "linkerd (config from Linkerd's controllers)"},
+		{results.CellSettings{Mesh: "linkerd", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "linkerd"},
+		{results.CellSettings{Mesh: "linkerd", Substrate: "netns"}, "linkerd"},
+		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "linkerd"}}, "none"},
 		{results.CellSettings{Mesh: "ambient", Substrate: "loopback"}, "ambient (Envoy stand-in for ztunnel)"},
 	} {
 		if got := meshLabelOf(tc.s); got != tc.want {

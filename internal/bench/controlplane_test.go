@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
@@ -91,5 +92,48 @@ func TestUseControlPlane(t *testing.T) {
 	waypoint.Mode = topology.ModeWaypoint
 	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false); err != nil {
 		t.Errorf("istiod with mesh waypoint: %v, want accepted", err)
+	}
+}
+
+// TestUseLinkerdControllers: --control-plane linkerd is refused, as a
+// usage error of one line, on loopback and for cells it does not
+// configure (sidecar, the faces app), and accepted for linkerd and none
+// cells on the netns substrate, which it then configures with the build.
+func TestUseLinkerdControllers(t *testing.T) {
+	linkerd := topology.DefaultOptions()
+	linkerd.Mode = topology.ModeLinkerd
+	sidecar := linkerd
+	sidecar.Mode = topology.ModeSidecar
+	faces := linkerd
+	faces.App = topology.AppFaces
+	err := UseControlPlane(nil, ControlPlaneLinkerd, []topology.Options{linkerd}, "", false)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--control-plane linkerd: runs only on the netns substrate") {
+		t.Errorf("linkerd on loopback: %v, want refused", err)
+	}
+	if _, err := release.Open(release.DefaultDir()); err != nil {
+		t.Skip(err)
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		opts topology.Options
+		want string
+	}{
+		{sidecar, "mesh sidecar with control plane linkerd: Linkerd's controllers configure mesh linkerd only"},
+		{faces, "app faces with control plane linkerd: not yet"},
+	} {
+		err := UseControlPlane(&netlab.Substrate{LinkerdProxy: "/proxy"}, ControlPlaneLinkerd, []topology.Options{tc.opts}, "", false)
+		var ue *UsageError
+		if !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: %v, want a one-line usage error saying %q", tc.opts.Mode, tc.opts.App, err, tc.want)
+		}
+	}
+	sub := &netlab.Substrate{LinkerdProxy: "/proxy"}
+	if err := UseControlPlane(sub, ControlPlaneLinkerd, []topology.Options{linkerd, topology.DefaultOptions()}, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if sub.ControlPlane != ControlPlaneLinkerd || sub.Linkerd.Dir == "" {
+		t.Errorf("the substrate is not configured for Linkerd's controllers: %+v", sub)
 	}
 }

@@ -231,6 +231,9 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			what = "real ztunnel and a real " + envoyName + " waypoint run by pilot-agent, both configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server (a Gateway of class istio-waypoint)"
 		case m == topology.ModeWaypoint:
 			what = "real ztunnel and a real " + envoyName + " waypoint"
+		case m == topology.ModeLinkerd && ns.ControlPlane == ControlPlaneLinkerd:
+			what = "real linkerd2-proxy (Linkerd's" + short(ns.LinkerdProxy) + "), proxy-init's capture, configured and certified by Linkerd's real controllers (" +
+				release.Version + ": identity, destination, policy) on a lab API server"
 		case m == topology.ModeLinkerd:
 			what = "real linkerd2-proxy (Linkerd's" + short(ns.LinkerdProxy) + "), proxy-init's capture; its control plane: the lab's stand-in"
 		default:
@@ -254,10 +257,14 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 	return "on " + where + ": " + strings.Join(parts, "; ")
 }
 
-// The --control-plane values: who configures the lab's sidecars.
+// The --control-plane values: who configures the lab's proxies. lab is
+// meshbench's own (hand-rendered Envoy configs; the stand-in for
+// Linkerd's control plane); the others name the mesh's real control
+// plane, each for its own mesh's cells.
 const (
-	ControlPlaneLab    = netlab.ControlPlaneLab
-	ControlPlaneIstiod = netlab.ControlPlaneIstiod
+	ControlPlaneLab     = netlab.ControlPlaneLab
+	ControlPlaneIstiod  = netlab.ControlPlaneIstiod
+	ControlPlaneLinkerd = netlab.ControlPlaneLinkerd
 )
 
 // UseControlPlane sets which control plane configures the lab's sidecars
@@ -272,8 +279,12 @@ func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options
 	case "", ControlPlaneLab:
 		return nil
 	case ControlPlaneIstiod:
+	case ControlPlaneLinkerd:
+		return useLinkerdControllers(sub, opts)
 	default:
-		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' and ztunnels' configs), istiod (the real istiod against a lab API server; netns substrate, mesh sidecar, ambient or waypoint)", choice)
+		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), "+
+			"istiod (the real istiod against a lab API server; netns substrate, mesh sidecar, ambient or waypoint), "+
+			"linkerd (Linkerd's real controllers against a lab API server; netns substrate, mesh linkerd)", choice)
 	}
 	if hops {
 		return usagef("--control-plane istiod with --hops: not yet (hop timing reads the lab's own Envoys' access logs; istiod's sidecars log none); leave one out")
@@ -290,6 +301,36 @@ func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options
 		return usagef("--control-plane istiod: %v", err)
 	}
 	ns.ControlPlane, ns.Istio, ns.Envoy = ControlPlaneIstiod, b, envoyBin
+	var bad []error
+	seen := map[string]bool{}
+	for _, o := range opts {
+		if err := ns.Supports(o); err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			bad = append(bad, err)
+		}
+	}
+	if len(bad) > 0 {
+		return &UsageError{Err: errors.New(oneLine(errors.Join(bad...)))}
+	}
+	return nil
+}
+
+// useLinkerdControllers is UseControlPlane's linkerd: Linkerd's own
+// identity, destination and policy controllers (make linkerd-tools)
+// configure mode linkerd's proxies on the netns substrate.
+func useLinkerdControllers(sub local.Substrate, opts []topology.Options) error {
+	ns, ok := sub.(*netlab.Substrate)
+	if !ok {
+		return usagef("--control-plane linkerd: runs only on the netns substrate (root; --substrate netns), not on loopback")
+	}
+	b, err := release.Open(release.DefaultDir())
+	if err != nil {
+		return usagef("--control-plane linkerd: %v", err)
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		return usagef("--control-plane linkerd: %v", err)
+	}
+	ns.ControlPlane, ns.Linkerd = ControlPlaneLinkerd, b
 	var bad []error
 	seen := map[string]bool{}
 	for _, o := range opts {

@@ -10,6 +10,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
@@ -82,6 +83,7 @@ func localDoctor(ctx context.Context, env *Env, modes []string, envoyFlag, ztunn
 		default:
 			out = append(out, localCheck{"mesh linkerd", "can run here: " + v.String() + " at " + bin + ", on the netns substrate with the lab's stand-in for Linkerd's control plane", "ok"})
 		}
+		out = append(out, linkerdControllersCheck(netErr))
 	}
 	return out
 }
@@ -117,4 +119,24 @@ func istiodCheck(netErr error) localCheck {
 		return localCheck{name, oneLine(err) + "; sidecars get the lab's hand-rendered configs (--control-plane lab)", "warn"}
 	}
 	return localCheck{name, "can run here: istiod and pilot-agent " + istio.Version + " from " + b.Dir + ", a lab API server from " + labapi.BinDir() + " (--control-plane istiod)", "ok"}
+}
+
+// linkerdControllersCheck says whether --control-plane linkerd can
+// configure the lab's Linkerd proxies here: Linkerd's build (make
+// linkerd-tools), the lab API server's binaries (make k8s-tools) and the
+// netns substrate. Optional: a warning at most, as the stand-in is the
+// default.
+func linkerdControllersCheck(netErr error) localCheck {
+	const name = "control plane linkerd"
+	b, err := release.Open(release.DefaultDir())
+	if err == nil {
+		_, _, err = labapi.Check()
+	}
+	if err == nil && netErr != nil {
+		err = errors.New("it runs only on the netns substrate, which cannot be made here")
+	}
+	if err != nil {
+		return localCheck{name, oneLine(err) + "; Linkerd's proxies get the lab's stand-in (--control-plane lab)", "warn"}
+	}
+	return localCheck{name, "can run here: Linkerd's controllers " + release.Version + " from " + b.Dir + ", a lab API server from " + labapi.BinDir() + " (--control-plane linkerd)", "ok"}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,12 +20,18 @@ func TestDoctorLocal(t *testing.T) {
 	if err != nil {
 		testutil.SkipOrFail(t, "doctor local: "+err.Error())
 	}
+	// The table's columns are as wide as its longest name ("control
+	// plane linkerd", the row of --control-plane linkerd).
+	row := func(out, check, status, detail string) bool {
+		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(check) + ` +` + status + ` +` + regexp.QuoteMeta(detail)).MatchString(out)
+	}
 	ok := runCLI(t, nil, "doctor", "--platform", "local", "--mesh", "linkerd", "--linkerd-proxy", bin)
-	if ok.code != 0 || !strings.Contains(ok.stdout, "netns substrate  ok") || !strings.Contains(ok.stdout, "mesh linkerd     ok      can run here: linkerd2-proxy ") {
+	if ok.code != 0 || !row(ok.stdout, "netns substrate", "ok", "") || !row(ok.stdout, "mesh linkerd", "ok", "can run here: linkerd2-proxy ") ||
+		!row(ok.stdout, "control plane linkerd", "(ok|warn)", "") {
 		t.Errorf("doctor with the proxy: exit %d\n%s%s", ok.code, ok.stdout, ok.stderr)
 	}
 	missing := runCLI(t, nil, "doctor", "--platform", "local", "--mesh", "linkerd", "--linkerd-proxy", filepath.Join(t.TempDir(), "none"))
-	if missing.code != ExitFailure || !strings.Contains(missing.stdout, "mesh linkerd     FAIL    linkerd2-proxy: ") {
+	if missing.code != ExitFailure || !row(missing.stdout, "mesh linkerd", "FAIL", "linkerd2-proxy: ") {
 		t.Errorf("doctor without the proxy: exit %d\n%s%s", missing.code, missing.stdout, missing.stderr)
 	}
 	bad := runCLI(t, nil, "doctor", "--platform", "local", "--mesh", "istio")

@@ -36,8 +36,10 @@ func (s *substrateFlags) add(fl *pflag.FlagSet) {
 // addControlPlaneFlag adds --control-plane: who configures the lab's
 // sidecars and ztunnels.
 func addControlPlaneFlag(fl *pflag.FlagSet, p *string) {
-	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's sidecars and ztunnels: lab (meshbench renders their configs from the topology, certificates from the lab's CA) or istiod "+
-		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy, ztunnels take istiod's WDS and CA; netns substrate, mesh none, sidecar or ambient, static app)")
+	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's proxies: lab (meshbench renders the sidecars' and ztunnels' configs from the topology, certificates from the lab's CA; "+
+		"its stand-in serves Linkerd's proxies), istiod "+
+		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy, ztunnels take istiod's WDS and CA; netns substrate, mesh none, sidecar or ambient, static app) "+
+		"or linkerd (Linkerd's real identity, destination and policy controllers from make linkerd-tools against that API server; netns substrate, mesh none or linkerd, static app)")
 }
 
 // addLinkerdProxyFlag adds --linkerd-proxy, the binary of mode linkerd.
@@ -80,13 +82,20 @@ func substrateNote(m *results.RunManifest) string {
 				how = "local config file"
 			}
 			out += " (" + who + " configured by meshbench's hand-rendered " + how + ", not istiod)"
+		case bench.ControlPlaneLinkerd:
+			v, _ := cp["linkerd"].(string)
+			out += " (Linkerd's proxies configured by Linkerd's real controllers, " + v + ", on the lab's API server)"
 		}
 	}
 	if l, ok := m.Options["linkerd"].(map[string]any); ok {
 		if p, ok := l["proxy"].(map[string]any); ok {
 			if sum, _ := p["sha256"].(string); len(sum) >= 12 {
 				rel, _ := p["release"].(string)
-				out += " (linkerd2-proxy " + rel + ", sha256 " + sum[:12] + "…; control plane: the lab's stand-in)"
+				cpl := "the lab's stand-in"
+				if cp, ok := m.Options["control_plane"].(map[string]any); ok && cp["name"] == bench.ControlPlaneLinkerd {
+					cpl = "Linkerd's controllers"
+				}
+				out += " (linkerd2-proxy " + rel + ", sha256 " + sum[:12] + "…; control plane: " + cpl + ")"
 			}
 		}
 	}

@@ -152,8 +152,8 @@ func (b *builder) scalars() {
 	}
 	if it, ok := b.one("control_plane"); ok {
 		switch {
-		case it.text != ControlPlaneLab && it.text != ControlPlaneIstiod:
-			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' and ztunnels' configs), istiod (the real istiod against a lab API server; netns substrate)")
+		case it.text != ControlPlaneLab && it.text != ControlPlaneIstiod && it.text != ControlPlaneLinkerd:
+			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate)")
 		case kube:
 			b.s.badItem("control_plane", it, "only on platform local (a cluster runs the mesh's own control plane)")
 		default:
@@ -468,6 +468,9 @@ func (b *builder) axes() {
 			return f.String(), false
 		case b.p.ControlPlane == ControlPlaneIstiod:
 			b.s.badItem("axes.fault", it, "allowed with control_plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use control_plane lab")
+			return f.String(), false
+		case b.p.ControlPlane == ControlPlaneLinkerd:
+			b.s.badItem("axes.fault", it, "allowed with control_plane linkerd: none (a restarted proxy would need a new token and Linkerd's controllers are not restarted or capped yet); use control_plane lab")
 			return f.String(), false
 		case b.p.Search != nil:
 			b.s.badItem("axes.fault", it, "a capacity search runs without faults; remove the fault or the search")

@@ -49,9 +49,11 @@ type Plan struct {
 	// Substrate is the local lab's network for every cell: SubstrateAuto,
 	// SubstrateNetns or SubstrateLoopback (never mixed within a plan).
 	Substrate string
-	// ControlPlane is who configures the lab's sidecars: ControlPlaneLab
-	// (meshbench's hand-rendered Envoy configs) or ControlPlaneIstiod
-	// (the real istiod against a lab API server; netns substrate).
+	// ControlPlane is who configures the lab's proxies: ControlPlaneLab
+	// (meshbench's hand-rendered Envoy configs, its stand-in for
+	// Linkerd's), ControlPlaneIstiod (the real istiod against a lab API
+	// server; netns substrate, sidecar cells) or ControlPlaneLinkerd
+	// (Linkerd's real controllers there; linkerd cells).
 	ControlPlane string
 	// Baseline is the mesh mode the others are compared with; one of
 	// Axes.Mesh, or "" for none: the default, none, where the mesh axis
@@ -169,6 +171,9 @@ const FileSchema = "meshbench.plan-file/v1"
 const (
 	ControlPlaneLab    = "lab"
 	ControlPlaneIstiod = "istiod"
+	// ControlPlaneLinkerd: Linkerd's own controllers configure the lab's
+	// Linkerd proxies (mode linkerd) instead of meshbench's stand-in.
+	ControlPlaneLinkerd = "linkerd"
 )
 
 // The local lab's substrates (Plan.Substrate).

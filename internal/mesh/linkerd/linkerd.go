@@ -96,7 +96,36 @@ type Options struct {
 	// linkerd-control-plane`, ControlPlaneProcess), so its CPU and memory
 	// are sampled apart; "" serves it in this process.
 	Meshbench string
+	// Controllers, when set, are Linkerd's own controllers instead of the
+	// lab's stand-in: no stand-in runs (Services, Rules and Meshbench are
+	// unused), CA is the trust anchor only.
+	Controllers *Controllers
 }
+
+// Controllers are Linkerd's own identity, destination and policy
+// controllers, which the caller runs. Every meshed pod's proxy reaches
+// each on the pod's loopback (ControllerPorts: plaintext, as the proxy
+// speaks to loopback addresses), where Up listens and carries every
+// connection to the controller through Dial.
+type Controllers struct {
+	// Dial connects to the controller serving port (one of
+	// ControllerPorts).
+	Dial func(ctx context.Context, port int) (net.Conn, error)
+	// Token is pod's service-account token, which the proxy presents to
+	// the identity controller (a TokenRequest with audience
+	// identity.l5d.io, as the injector's projected volume holds it).
+	Token func(ctx context.Context, p Pod) (string, error)
+}
+
+// ControllerPorts are the ports of Linkerd's controllers, as its chart
+// serves them: identity 8080, destination 8086, policy 8090. On a pod's
+// loopback Up listens on them plus ControllerPortOffset (the lab's app
+// has 8080).
+var ControllerPorts = struct{ Identity, Destination, Policy int }{8080, 8086, 8090}
+
+// ControllerPortOffset moves the controllers' ports on a pod's loopback
+// clear of the app's.
+const ControllerPortOffset = 10000
 
 // Mesh is a running mesh.
 type Mesh struct {
@@ -137,6 +166,9 @@ func (o Options) validate() error {
 	if o.Cores < 0 {
 		errs = append(errs, fmt.Errorf("linkerd: proxy cores %d: allowed 0 (the proxy's default) or more", o.Cores))
 	}
+	if c := o.Controllers; c != nil && (c.Dial == nil || c.Token == nil) {
+		errs = append(errs, errors.New("linkerd: Linkerd's controllers given without a dialer or a token source"))
+	}
 	for _, p := range o.Pods {
 		if p.Meshed && p.NS == nil {
 			errs = append(errs, fmt.Errorf("linkerd: pod %s is meshed but has no network namespace", p.Name))
@@ -159,6 +191,9 @@ func Up(ctx context.Context, o Options) (_ *Mesh, err error) {
 	}()
 	if m.Version, err = proxy.GetVersion(ctx, o.Proxy); err != nil {
 		return nil, err
+	}
+	if o.Controllers != nil {
+		return m, m.upControllers(ctx)
 	}
 	cfg := controlplane.Config{CA: o.CA, Services: o.Services, Rules: o.Rules, AdminPort: proxy.PortAdmin}
 	for _, p := range o.Pods {
@@ -210,11 +245,18 @@ func Up(ctx context.Context, o Options) (_ *Mesh, err error) {
 			_ = l.Close() // the child holds its own copies
 		}
 	}
+	return m, m.startProxies(ctx)
+}
+
+// startProxies starts every meshed pod's proxy and waits until all are
+// ready.
+func (m *Mesh) startProxies(ctx context.Context) error {
+	o := m.Opts
 	start := time.Now()
 	for _, p := range o.Pods {
 		if p.Meshed {
 			if err := m.attach(p); err != nil {
-				return nil, fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
+				return fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
 			}
 		}
 	}
@@ -235,13 +277,102 @@ func Up(ctx context.Context, o Options) (_ *Mesh, err error) {
 		errs = append(errs, <-errc)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return err
 	}
 	m.ReadyIn = time.Since(start)
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, "linkerd: %d proxies ready in %v (%s)\n", len(m.Proxies), m.ReadyIn.Round(time.Millisecond), m.Version)
 	}
-	return m, nil
+	return nil
+}
+
+// upControllers meshes the pods with Linkerd's own controllers: the
+// capture and the loopback listeners in every meshed pod, each proxy's
+// token, then the proxies.
+func (m *Mesh) upControllers(ctx context.Context) error {
+	o := m.Opts
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := searchable(o.Dir, proxy.UID); err != nil {
+		return err
+	}
+	m.tokens = map[string]string{}
+	for _, p := range o.Pods {
+		if !p.Meshed {
+			continue
+		}
+		if err := m.installCapture(p); err != nil {
+			return fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
+		}
+		for _, port := range []int{ControllerPorts.Identity, ControllerPorts.Destination, ControllerPorts.Policy} {
+			if err := m.forwardController(ctx, p, port); err != nil {
+				return fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
+			}
+		}
+		tok, err := o.Controllers.Token(ctx, p)
+		if err != nil {
+			return fmt.Errorf("linkerd proxy for %s: its token: %w", p.Name, err)
+		}
+		m.tokens[controlplane.Workload{Name: p.Name, Identity: p.Identity}.Ref()] = tok
+	}
+	return m.startProxies(ctx)
+}
+
+// forwardController listens on port+ControllerPortOffset on p's loopback
+// and carries every connection to the controller serving port.
+func (m *Mesh) forwardController(ctx context.Context, p Pod, port int) error {
+	var lis net.Listener
+	if err := p.NS.Do(func() (err error) {
+		lis, err = net.Listen("tcp", controllerAddr(port).String())
+		return err
+	}); err != nil {
+		return fmt.Errorf("controller listener: %w", err)
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				up, err := m.Opts.Controllers.Dial(fctx, port)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				stop := context.AfterFunc(fctx, func() { c.Close(); up.Close() })
+				defer stop()
+				done := make(chan struct{}, 2)
+				go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+				go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	m.onClose(func() error {
+		err := lis.Close()
+		cancel()
+		wg.Wait()
+		return err
+	})
+	return nil
+}
+
+// ControllerAddr is where a proxy reaches the controller serving port
+// (one of ControllerPorts): on its pod's loopback, as its metrics name it.
+func ControllerAddr(port int) netip.AddrPort { return controllerAddr(port) }
+
+// controllerAddr is where a proxy reaches the controller serving port.
+func controllerAddr(port int) netip.AddrPort {
+	return netip.AddrPortFrom(controlAddr.Addr(), uint16(port+ControllerPortOffset))
 }
 
 // controlAddr is the control plane's address on every meshed pod's
@@ -251,11 +382,9 @@ var controlAddr = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ControlPo
 // capture installs the capture in p's namespace and listens for the
 // control plane on its loopback.
 func (m *Mesh) capture(p Pod) (net.Listener, error) {
-	pi := capture.ProxyInit{ProxyUID: proxy.UID, InboundPort: proxy.PortInbound, OutboundPort: proxy.PortOutbound}
-	if err := capture.Linkerd(p.NS, pi); err != nil {
+	if err := m.installCapture(p); err != nil {
 		return nil, err
 	}
-	m.onClose(func() error { return capture.RemoveLinkerd(p.NS, pi) })
 	var lis net.Listener
 	if err := p.NS.Do(func() (err error) {
 		lis, err = net.Listen("tcp", controlAddr.String())
@@ -264,6 +393,16 @@ func (m *Mesh) capture(p Pod) (net.Listener, error) {
 		return nil, fmt.Errorf("control plane listener: %w", err)
 	}
 	return lis, nil
+}
+
+// installCapture installs proxy-init's capture in p's namespace.
+func (m *Mesh) installCapture(p Pod) error {
+	pi := capture.ProxyInit{ProxyUID: proxy.UID, InboundPort: proxy.PortInbound, OutboundPort: proxy.PortOutbound}
+	if err := capture.Linkerd(p.NS, pi); err != nil {
+		return err
+	}
+	m.onClose(func() error { return capture.RemoveLinkerd(p.NS, pi) })
+	return nil
 }
 
 // attach writes p's identity files and starts its proxy.
@@ -282,11 +421,17 @@ func (m *Mesh) attach(p Pod) error {
 	}
 	m.onClose(logf.Close)
 	m.Logs[p.Name] = logPath
-	pr, err := proxy.Start(proxy.Spec{
+	spec := proxy.Spec{
 		Bin: m.Opts.Proxy, NS: p.NS, Name: name, Workload: ref, ControlAddr: ctl,
 		TrustAnchorsPEM: string(m.Opts.CA.CertPEM()), Identity: ids, InboundPorts: p.Ports,
 		ProfileNetworks: m.Opts.ProfileNetworks, Cores: m.Opts.Cores, Log: logf,
-	})
+	}
+	if m.Opts.Controllers != nil {
+		spec.IdentityAddr = controllerAddr(ControllerPorts.Identity)
+		spec.DestinationAddr = controllerAddr(ControllerPorts.Destination)
+		spec.PolicyAddr = controllerAddr(ControllerPorts.Policy)
+	}
+	pr, err := proxy.Start(spec)
 	if err != nil {
 		return err
 	}

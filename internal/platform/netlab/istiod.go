@@ -160,7 +160,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 			return nil, fmt.Errorf("fabric route to node%d's pods: %w", j+1, err)
 		}
 	}
-	kubeconfig, err := d.forwardAPI()
+	kubeconfig, err := l.forwardAPI(o.API, d.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -270,12 +270,12 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	return d, nil
 }
 
-// forwardAPI lets istiod, in the fabric namespace, reach the API server
-// on the host's loopback: a listener on the fabric's 127.0.0.1 whose
-// connections meshbench carries to the API server. It returns istiod's
-// kubeconfig, naming that listener.
-func (d *Istiod) forwardAPI() (string, error) {
-	l := d.lab
+// forwardAPI lets a control plane in the fabric namespace (istiod,
+// Linkerd's controllers) reach the API server on the host's loopback: a
+// listener on the fabric's 127.0.0.1 whose connections meshbench carries
+// to the API server. It returns the control plane's kubeconfig (in dir),
+// naming that listener.
+func (l *Lab) forwardAPI(api *labapi.Server, dir string) (string, error) {
 	var lis net.Listener
 	if err := l.fabric.Do(func() (err error) {
 		lis, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(apiForwardPort))
@@ -283,7 +283,7 @@ func (d *Istiod) forwardAPI() (string, error) {
 	}); err != nil {
 		return "", fmt.Errorf("API server forwarder in the fabric: %w", err)
 	}
-	target := strings.TrimPrefix(d.opts.API.URL, "https://")
+	target := strings.TrimPrefix(api.URL, "https://")
 	var conns sync.WaitGroup
 	done := make(chan struct{})
 	go func() {
@@ -305,12 +305,12 @@ func (d *Istiod) forwardAPI() (string, error) {
 		<-done
 		return err
 	})
-	data, err := os.ReadFile(d.opts.API.Kubeconfig)
+	data, err := os.ReadFile(api.Kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(d.dir, "kubeconfig")
-	fwd := strings.Replace(string(data), d.opts.API.URL, "https://127.0.0.1:"+strconv.Itoa(apiForwardPort), 1)
+	path := filepath.Join(dir, "kubeconfig")
+	fwd := strings.Replace(string(data), api.URL, "https://127.0.0.1:"+strconv.Itoa(apiForwardPort), 1)
 	return path, os.WriteFile(path, []byte(fwd), 0o600)
 }
 

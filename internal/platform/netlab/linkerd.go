@@ -19,9 +19,12 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/linkerd"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/sys/pki"
+	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
 // linkerdNet is Linkerd on a lab made by Substrate.Up (mode linkerd): the
@@ -38,6 +41,12 @@ type linkerdNet struct {
 	// "server sidecar"), by pod name.
 	components map[string]string
 
+	// ctl and api are Linkerd's own controllers and the lab's API server
+	// (Substrate ControlPlane linkerd; the lab's Close stops them), nil
+	// with the lab's stand-in.
+	ctl *LinkerdControllers
+	api *labapi.Server
+
 	mu   sync.Mutex
 	base map[string]proxy.Stats
 	// expect are the identities each pod's proxy must see its peers with
@@ -45,8 +54,10 @@ type linkerdNet struct {
 	expectIn, expectOut map[string][]string
 }
 
-// upLinkerd meshes every pod of lab with Linkerd for topology t.
-func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshbench, dir string, log io.Writer) (_ *linkerdNet, err error) {
+// upLinkerd meshes every pod of lab with Linkerd for topology t: with
+// Linkerd's own controllers when ctl is set (api is then the lab's API
+// server they run against), else with the lab's stand-in.
+func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshbench, dir string, log io.Writer, ctl *LinkerdControllers, api *labapi.Server) (_ *linkerdNet, err error) {
 	tmp, err := os.MkdirTemp("", "meshbench-linkerd-")
 	if err != nil {
 		return nil, err
@@ -55,7 +66,7 @@ func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshben
 		return nil, errors.Join(err, os.RemoveAll(tmp))
 	}
 	ln := &linkerdNet{dir: tmp, logDir: filepath.Join(dir, "linkerd"), bin: bin, components: map[string]string{},
-		expectIn: map[string][]string{}, expectOut: map[string][]string{}}
+		expectIn: map[string][]string{}, expectOut: map[string][]string{}, ctl: ctl, api: api}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, os.RemoveAll(tmp))
@@ -69,6 +80,9 @@ func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshben
 	}
 	o := linkerd.Options{Proxy: bin, Dir: tmp, CA: ca, Rules: t.Policies, ProfileNetworks: []netip.Prefix{lab.Opts.Subnet}, Log: log,
 		Meshbench: meshbench, Cores: t.Options.ProxyThreads}
+	if ctl != nil {
+		o.CA, o.Controllers, o.Meshbench = ctl.Anchor, ctl.Controllers(), ""
+	}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, controlplane.Service{Name: svc.Name, Namespace: svc.Namespace, VIP: lab.Services[svc.Name],
 			Port: svc.Port, TargetPort: svc.Port})
@@ -137,8 +151,22 @@ func (ln *linkerdNet) targets() []sample.Target {
 		out = append(out, sample.Target{PID: c.PID(), Name: ControlPlaneName, Component: ControlPlaneComponent,
 			Category: sample.CategoryControlPlane})
 	}
+	if c := ln.ctl; c != nil {
+		for _, p := range []*process.Child{c.Identity, c.Destination, c.Policy} {
+			out = append(out, sample.Target{PID: p.PID, Name: p.Name, Component: LinkerdControllersComponent, Category: sample.CategoryControlPlane})
+		}
+		etcd, api := ln.api.PIDs()
+		out = append(out,
+			sample.Target{PID: api, Name: "lab kube-apiserver", Component: LabAPIComponent, Category: sample.CategoryOverhead},
+			sample.Target{PID: etcd, Name: "lab etcd", Component: LabAPIComponent, Category: sample.CategoryOverhead})
+	}
 	return out
 }
+
+// LinkerdControllersComponent is the component of Linkerd's own
+// controllers in results (processes linkerd-identity,
+// linkerd-destination, linkerd-policy).
+const LinkerdControllersComponent = "control plane (Linkerd's controllers)"
 
 // ControlPlaneName and ControlPlaneComponent name the control plane's
 // process in results: the lab's stand-in, never Linkerd's.
@@ -157,6 +185,14 @@ func (ln *linkerdNet) died(restarting map[string]bool) error {
 		default:
 		}
 	}
+	if ln.ctl != nil {
+		if err := ln.ctl.Died(); err != nil {
+			return err
+		}
+		if err := ln.api.Died(); err != nil {
+			return err
+		}
+	}
 	for pod, p := range ln.mesh.Proxies {
 		if restarting["sidecar/"+pod] {
 			continue
@@ -172,14 +208,35 @@ func (ln *linkerdNet) died(restarting map[string]bool) error {
 
 func (ln *linkerdNet) manifest() map[string]any {
 	v := ln.mesh.Version
-	return map[string]any{"linkerd": map[string]any{
+	l := map[string]any{
 		"proxy":                 map[string]any{"release": v.Release, "git_sha": v.GitSHA, "date": v.Date, "sha256": v.SHA256, "path": ln.bin},
 		"control_plane":         "the lab's stand-in for Linkerd's control plane (meshbench's internal/linkerd/controlplane), not Linkerd's",
 		"ready_in":              ln.mesh.ReadyIn.String(),
 		"control_plane_process": ln.mesh.Child != nil,
 		"identity_dir":          ln.dir,
-	}}
+	}
+	m := map[string]any{"linkerd": l}
+	if c := ln.ctl; c != nil {
+		l["control_plane"] = LinkerdControllersWhat
+		etcdRSS, apiRSS, _ := ln.api.Memory()
+		cp := map[string]any{"name": ControlPlaneLinkerd, "linkerd": release.Version, "build": c.opts.Build.Describe(),
+			"what":               LinkerdControllersWhat,
+			"api_server_ready_s": ln.api.StartTime.Seconds(), "controllers_ready_s": c.StartTime.Seconds(),
+			"proxies_ready_s": ln.mesh.ReadyIn.Seconds(), "api_server_rss_bytes": etcdRSS + apiRSS}
+		for name, d := range c.Ready {
+			cp[name+"_ready_s"] = d.Seconds()
+		}
+		m["control_plane"] = cp
+	}
+	return m
 }
+
+// LinkerdControllersWhat says in the manifest what configured the
+// proxies with --control-plane linkerd.
+const LinkerdControllersWhat = "Linkerd's own identity, destination and policy controllers (" + release.Version +
+	") against the lab's API server: every proxy's certificate from the identity controller (TokenRequest token, audience identity.l5d.io), " +
+	"its endpoints and profiles from destination, its policies from the policy controller; the proxies reach them in plaintext through " +
+	"meshbench's forwarders on their pods' loopback (on a cluster: over mTLS through the controllers' own proxies)"
 
 // startInterval keeps every proxy's counters as the cell's base.
 func (ln *linkerdNet) startInterval(ctx context.Context) error {
@@ -225,7 +282,45 @@ func (ln *linkerdNet) check(ctx context.Context, rawDir string) (local.MeshCheck
 	for pod, s := range end {
 		cell[pod] = s.Sub(base[pod])
 	}
-	return Verdict(cell, ln.expectIn, ln.expectOut), errors.Join(errs...)
+	mc := Verdict(cell, ln.expectIn, ln.expectOut)
+	if ln.ctl != nil {
+		mc, errs = ln.controllersCheck(ctx, mc, end, rawDir, errs)
+	}
+	return mc, errors.Join(errs...)
+}
+
+// controllersCheck adds to mc the proof that Linkerd's controllers
+// configured the proxies: the diagnostics table from each proxy's
+// metrics at the cell's end (kept in rawDir as linkerd-diagnostics.txt)
+// and the identity controller's count of certificates issued; the cell
+// is invalid when a proxy got no identity or no policy from them.
+func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, end map[string]proxy.Stats, rawDir string, errs []error) (local.MeshCheck, []error) {
+	rows := diagnosticsRows(end, func(pod string) string {
+		if p := ln.mesh.Proxies[pod]; p != nil {
+			return p.Spec.Name
+		}
+		return ""
+	}, time.Now())
+	table := diagnosticsTable(rows)
+	certified, err := ln.ctl.Certified(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	head := fmt.Sprintf("Linkerd's controllers configured the proxies (each proxy's own metrics; the identity controller issued %.0f certificates):", certified)
+	errs = append(errs, os.WriteFile(filepath.Join(rawDir, "linkerd-diagnostics.txt"), []byte(head+"\n"+table), 0o644))
+	mc.Lines = append(mc.Lines, head)
+	for _, line := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
+		mc.Lines = append(mc.Lines, "  "+line)
+	}
+	mc.Invalid = append(mc.Invalid, diagnosticsInvalid(rows)...)
+	if certified < float64(len(rows)) {
+		mc.Invalid = append(mc.Invalid, fmt.Sprintf("Linkerd's identity controller issued %.0f certificates for %d proxies", certified, len(rows)))
+	}
+	if mc.Derived == nil {
+		mc.Derived = map[string]float64{}
+	}
+	mc.Derived["linkerd_controller_certificates"] = certified
+	return mc, errs
 }
 
 // Verdict is the cell's mTLS check from every proxy's counters over the

@@ -17,8 +17,10 @@ import (
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	meshcapture "github.com/meshbench/meshbench/internal/mesh/capture"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
@@ -60,9 +62,15 @@ type Substrate struct {
 	// real istiod against a lab API server of the lab's own, sidecars as
 	// pilot-agent + Envoy (istiodnet.go). Istio is then the build istiod
 	// and pilot-agent come from, Envoy the Envoy pilot-agent runs.
+	//
+	// ControlPlaneLinkerd configures mode linkerd's proxies with Linkerd's
+	// own identity, destination and policy controllers (Linkerd, a build
+	// of make linkerd-tools) against a lab API server of the lab's own,
+	// instead of the lab's stand-in (linkerdctl.go).
 	ControlPlane string
 	Istio        istio.Build
 	Envoy        string
+	Linkerd      release.Build
 
 	once      sync.Once
 	stale     sync.Once
@@ -134,8 +142,11 @@ func (s *Substrate) Supports(o topology.Options) error {
 	if o.Attacker {
 		errs = append(errs, errors.New("attacker: the netns substrate has no attacker pod yet; use --substrate loopback"))
 	}
-	if s.ControlPlane == ControlPlaneIstiod {
+	switch s.ControlPlane {
+	case ControlPlaneIstiod:
 		errs = append(errs, supportsIstiod(o)...)
+	case ControlPlaneLinkerd:
+		errs = append(errs, supportsLinkerdControllers(o)...)
 	}
 	return errors.Join(errs...)
 }
@@ -353,11 +364,12 @@ func (u *upping) sidecars(context.Context) error {
 }
 
 func (u *upping) loadTargets(context.Context) error {
-	if u.istiodSidecars() {
+	if u.istiodSidecars() || u.linkerdControllers() {
 		// As on a cluster: the client calls the service's VIP, and its
 		// sidecar balances over the endpoints istiod sent (a pod's own
 		// IP is no service host to istiod: it would pass through, in
-		// plaintext, which STRICT refuses).
+		// plaintext, which STRICT refuses); Linkerd's proxy over those
+		// destination resolved for the service.
 		svc := u.nt.Service
 		u.nt.LoadTargets = []topology.LoadTarget{{URL: "http://" + netip.AddrPortFrom(u.lab.Services[svc.Name], uint16(svc.Port)).String() + "/"}}
 		u.nt.InPod = &topology.InPod{VIPs: maps.Clone(u.lab.Services)}
@@ -405,7 +417,15 @@ func (u *upping) linkerd(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if u.net.linkerd, err = upLinkerd(ctx, u.lab, &u.nt, u.s.LinkerdProxy, u.s.Meshbench, u.dir, u.log); err != nil {
+	var ctl *LinkerdControllers
+	var api *labapi.Server
+	if u.linkerdControllers() {
+		api, ctl, err = startLinkerdControllers(ctx, u.lab, u.t, u.s, u.dir)
+	}
+	if err == nil {
+		u.net.linkerd, err = upLinkerd(ctx, u.lab, &u.nt, u.s.LinkerdProxy, u.s.Meshbench, u.dir, u.log, ctl, api)
+	}
+	if err != nil {
 		err = errors.Join(err, u.lab.Close())
 		u.lab = nil
 		return err
@@ -417,6 +437,12 @@ func (u *upping) linkerd(ctx context.Context) error {
 // lab renders and starts no Envoy: pilot-agent starts them).
 func (u *upping) istiodSidecars() bool {
 	return u.s.ControlPlane == ControlPlaneIstiod && u.t.Options.Mode == topology.ModeSidecar
+}
+
+// linkerdControllers: Linkerd's own controllers configure this
+// topology's proxies.
+func (u *upping) linkerdControllers() bool {
+	return u.s.ControlPlane == ControlPlaneLinkerd && u.t.Options.Mode == topology.ModeLinkerd
 }
 
 // istiodOn: istiod configures this topology's sidecars, or its

@@ -38,11 +38,21 @@ type Stats struct {
 	// Endpoints counts the ready endpoints of each outbound balancer
 	// (outbound_http_balancer_endpoints) by backend "NS/NAME".
 	Endpoints map[string]float64
+	// CertExpiry and CertRefreshed are when the proxy's identity
+	// certificate expires and when it was last issued (seconds since the
+	// epoch; 0: the proxy has none), CertRefreshes how many times the
+	// identity service certified it.
+	CertExpiry, CertRefreshed, CertRefreshes float64
+	// Control counts the proxy's requests to its control plane
+	// (control_request_total) by address: identity, destination and
+	// policy.
+	Control map[string]float64
 }
 
 // ParseStats reads a Prometheus text exposition of linkerd2-proxy.
 func ParseStats(r io.Reader) (Stats, error) {
-	s := Stats{ClientIDs: map[string]float64{}, ServerIDs: map[string]float64{}, Denied: map[string]float64{}, Endpoints: map[string]float64{}}
+	s := Stats{ClientIDs: map[string]float64{}, ServerIDs: map[string]float64{}, Denied: map[string]float64{}, Endpoints: map[string]float64{},
+		Control: map[string]float64{}}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(r)
 	if err != nil {
@@ -89,6 +99,25 @@ func ParseStats(r io.Reader) (Stats, error) {
 			s.Endpoints[l["backend_namespace"]+"/"+l["backend_name"]] += m.GetGauge().GetValue()
 		}
 	}
+	for _, m := range fams["control_request_total"].GetMetric() {
+		s.Control[labels(m)["addr"]] += m.GetCounter().GetValue()
+	}
+	for _, m := range fams["control_identity_cert_expiration_timestamp_seconds"].GetMetric() {
+		s.CertExpiry = m.GetGauge().GetValue()
+	}
+	for _, m := range fams["control_identity_cert_refresh_timestamp_seconds"].GetMetric() {
+		s.CertRefreshed = m.GetGauge().GetValue()
+	}
+	// Declared as family control_identity_cert_refreshes (OpenMetrics'
+	// counter naming), its samples named ..._total: the text parser
+	// keeps them apart, untyped.
+	for _, name := range []string{"control_identity_cert_refreshes", "control_identity_cert_refreshes_total"} {
+		for _, m := range fams[name].GetMetric() {
+			if labels(m)["result"] == "ok" {
+				s.CertRefreshes += m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			}
+		}
+	}
 	return s, nil
 }
 
@@ -125,5 +154,6 @@ func (s Stats) Sub(base Stats) Stats {
 		OutboundTLS: d(s.OutboundTLS, base.OutboundTLS), OutboundPlain: d(s.OutboundPlain, base.OutboundPlain),
 		ClientIDs: sub(s.ClientIDs, base.ClientIDs), ServerIDs: sub(s.ServerIDs, base.ServerIDs),
 		Denied: sub(s.Denied, base.Denied), Endpoints: maps.Clone(s.Endpoints),
+		CertExpiry: s.CertExpiry, CertRefreshed: s.CertRefreshed, CertRefreshes: s.CertRefreshes, Control: sub(s.Control, base.Control),
 	}
 }

@@ -175,6 +175,10 @@ type Spec struct {
 	// ControlAddr is the control plane's address on the pod's loopback,
 	// e.g. 127.0.0.1:8090 (identity, destination and policy).
 	ControlAddr netip.AddrPort
+	// IdentityAddr, DestinationAddr and PolicyAddr, when set, are each
+	// API's own address on the pod's loopback instead of ControlAddr
+	// (Linkerd's controllers serve them on three ports).
+	IdentityAddr, DestinationAddr, PolicyAddr netip.AddrPort
 	// TrustAnchorsPEM is the trust anchors' PEM text.
 	TrustAnchorsPEM string
 	Identity        IdentityFiles
@@ -198,7 +202,12 @@ func (s Spec) Env() []string {
 	if level == "" {
 		level = "warn,linkerd=info,linkerd2_proxy=info"
 	}
-	ctl := s.ControlAddr.String()
+	addr := func(a netip.AddrPort) string {
+		if a.IsValid() {
+			return a.String()
+		}
+		return s.ControlAddr.String()
+	}
 	env := []string{
 		"LINKERD2_PROXY_LOG=" + level,
 		"LINKERD2_PROXY_LOG_FORMAT=plain",
@@ -210,9 +219,9 @@ func (s Spec) Env() []string {
 		"LINKERD2_PROXY_IDENTITY_TOKEN_FILE=" + s.Identity.TokenFile,
 		"LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS=" + s.TrustAnchorsPEM,
 		"LINKERD2_PROXY_IDENTITY_LOCAL_NAME=" + s.Name,
-		"LINKERD2_PROXY_IDENTITY_SVC_ADDR=" + ctl,
-		"LINKERD2_PROXY_DESTINATION_SVC_ADDR=" + ctl,
-		"LINKERD2_PROXY_POLICY_SVC_ADDR=" + ctl,
+		"LINKERD2_PROXY_IDENTITY_SVC_ADDR=" + addr(s.IdentityAddr),
+		"LINKERD2_PROXY_DESTINATION_SVC_ADDR=" + addr(s.DestinationAddr),
+		"LINKERD2_PROXY_POLICY_SVC_ADDR=" + addr(s.PolicyAddr),
 		"LINKERD2_PROXY_POLICY_WORKLOAD=" + s.Workload,
 		"LINKERD2_PROXY_INBOUND_DEFAULT_POLICY=all-authenticated",
 	}

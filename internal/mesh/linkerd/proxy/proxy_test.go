@@ -53,7 +53,11 @@ func TestParseStats(t *testing.T) {
 		{"metrics-server-0.txt", func(s Stats) bool {
 			return s.InboundTLS == 20 && s.InboundPlain == 0 && s.OutboundTLS == 0 &&
 				s.ClientIDs[clientID] == 20 && len(s.ClientIDs) == 1 &&
-				s.Denied[attacker] == 1 && s.Denied[""] == 1 && len(s.Denied) == 2
+				s.Denied[attacker] == 1 && s.Denied[""] == 1 && len(s.Denied) == 2 &&
+				// its certificate, issued once for 24 h, and its control
+				// plane on the pod's loopback
+				s.CertExpiry == 1795603126 && s.CertExpiry-s.CertRefreshed > 86399 && s.CertRefreshes == 1 &&
+				s.Control["127.0.0.1:8090"] == 3 && len(s.Control) == 1
 		}},
 	}
 	for _, tc := range tests {
@@ -279,6 +283,16 @@ func TestEnv(t *testing.T) {
 	s.Cores, s.InboundPorts, s.ProfileNetworks = 2, []int{8080, 9090}, []netip.Prefix{netip.MustParsePrefix("10.97.0.0/16")}
 	env = strings.Join(s.Env(), "\n")
 	for _, want := range []string{"LINKERD2_PROXY_CORES=2", "LINKERD2_PROXY_INBOUND_PORTS=8080,9090", "LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS=10.97.0.0/16"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %s", want)
+		}
+	}
+	// Linkerd's own controllers: one address per API.
+	s.IdentityAddr, s.DestinationAddr, s.PolicyAddr = netip.MustParseAddrPort("127.0.0.1:18080"),
+		netip.MustParseAddrPort("127.0.0.1:18086"), netip.MustParseAddrPort("127.0.0.1:18090")
+	env = strings.Join(s.Env(), "\n")
+	for _, want := range []string{"LINKERD2_PROXY_IDENTITY_SVC_ADDR=127.0.0.1:18080", "LINKERD2_PROXY_DESTINATION_SVC_ADDR=127.0.0.1:18086",
+		"LINKERD2_PROXY_POLICY_SVC_ADDR=127.0.0.1:18090"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s", want)
 		}

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/meshbench/meshbench/internal/sys/image"
@@ -305,5 +306,30 @@ func TestFromImages(t *testing.T) {
 	push(ImageProxy, image.File{Path: "/usr/lib/linkerd/linkerd2-proxy", Source: b.Path(Proxy), Mode: 0o755})
 	if _, err := FromImages(context.Background(), t.TempDir(), hub, b.Path(CLI)); err == nil || !strings.Contains(err.Error(), "/usr/lib/linkerd/linkerd2-proxy-init") {
 		t.Errorf("incomplete image: %v", err)
+	}
+}
+
+// TestCRDs: the build's CLI renders Linkerd's CRDs offline: the
+// policy.linkerd.io kinds the lab's policies need, ServiceProfile, and
+// nothing else.
+func TestCRDs(t *testing.T) {
+	b := build(t)
+	crds, err := CRDs(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, o := range crds {
+		u := o.(*unstructured.Unstructured)
+		if u.GetKind() != "CustomResourceDefinition" {
+			t.Errorf("%s %s is no CRD", u.GetKind(), u.GetName())
+		}
+		names[u.GetName()] = true
+	}
+	for _, want := range []string{"servers.policy.linkerd.io", "authorizationpolicies.policy.linkerd.io",
+		"meshtlsauthentications.policy.linkerd.io", "serviceprofiles.linkerd.io"} {
+		if !names[want] {
+			t.Errorf("no CRD %s in %v", want, names)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -49,7 +50,9 @@ func TestLabAPIServer(t *testing.T) {
 		Pods: []Pod{
 			{Name: "client", Namespace: "default", ServiceAccount: "client", Node: "node1", IP: netip.MustParseAddr("10.98.1.10"), Labels: map[string]string{"app": "client"}},
 			{Name: "server-0", Namespace: "default", ServiceAccount: "server", Node: "node2", IP: netip.MustParseAddr("10.98.2.10"), Labels: labels},
-			{Name: "server-1", Namespace: "default", ServiceAccount: "server", Node: "node2", IP: netip.MustParseAddr("10.98.2.11"), Labels: labels},
+			{Name: "server-1", Namespace: "default", ServiceAccount: "server", Node: "node2", IP: netip.MustParseAddr("10.98.2.11"), Labels: labels,
+				Annotations: map[string]string{"linkerd.io/identity-mode": "default"}, Containers: []string{"app", "linkerd-proxy"},
+				ContainerSpecs: map[string]corev1.Container{"linkerd-proxy": {Env: []corev1.EnvVar{{Name: "LINKERD2_PROXY_INBOUND_LISTEN_ADDR", Value: "0.0.0.0:4143"}}}}},
 		},
 		Services: []Service{{Name: "server", Namespace: "default", VIP: netip.MustParseAddr("10.98.255.1"), Port: 80, TargetPort: 8080, Selector: labels}},
 	}
@@ -63,6 +66,10 @@ func TestLabAPIServer(t *testing.T) {
 	}
 	if pod.Status.Phase != "Running" || pod.Status.PodIP != "10.98.2.11" || pod.Spec.ServiceAccountName != "server" {
 		t.Errorf("server-1: phase %s, IP %s, service account %s", pod.Status.Phase, pod.Status.PodIP, pod.Spec.ServiceAccountName)
+	}
+	if pod.Annotations["linkerd.io/identity-mode"] != "default" || len(pod.Spec.Containers) != 2 ||
+		pod.Spec.Containers[1].Name != "linkerd-proxy" || len(pod.Spec.Containers[1].Env) != 1 || pod.Spec.Containers[1].Env[0].Value != "0.0.0.0:4143" {
+		t.Errorf("server-1: annotations %v, containers %+v: want the annotation and the proxy container's environment as given", pod.Annotations, pod.Spec.Containers)
 	}
 	slice, err := s.Client.Core.DiscoveryV1().EndpointSlices("default").Get(ctx, "server-lab", metav1.GetOptions{})
 	if err != nil {

@@ -25,12 +25,19 @@ type Pod struct {
 	Node                            string
 	IP                              netip.Addr
 	Labels                          map[string]string
-	// Annotations are what a mesh's node agent would have written on
-	// the pod (Istio's istio-cni: ambient.istio.io/redirection).
+	// Annotations are what a mesh's node agent or injector would have
+	// written on the pod (Istio's istio-cni:
+	// ambient.istio.io/redirection; Linkerd's proxy injector:
+	// linkerd.io/identity-mode).
 	Annotations map[string]string
 	// Containers are the pod's containers' names (default: "app"); none
 	// runs, a mesh reads them (Istio: "istio-proxy" marks a sidecar).
 	Containers []string
+	// ContainerSpecs, by container name, add to a container what a mesh
+	// reads of it besides its name (ports, environment: Linkerd's
+	// destination reads its proxy container's listen addresses); name and
+	// image are labapi's.
+	ContainerSpecs map[string]corev1.Container
 }
 
 // Service is one lab service: its VIP and port, the pods' target port,
@@ -143,7 +150,9 @@ func (s *Server) createPod(ctx context.Context, p Pod) error {
 	var statuses []corev1.ContainerStatus
 	now := metav1.NewTime(time.Now())
 	for _, n := range names {
-		containers = append(containers, corev1.Container{Name: n, Image: image})
+		c := p.ContainerSpecs[n]
+		c.Name, c.Image = n, image
+		containers = append(containers, c)
 		statuses = append(statuses, corev1.ContainerStatus{Name: n, Ready: true, Image: image,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 	}

@@ -1,0 +1,432 @@
+package netlab
+
+import (
+	"context"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/meshbench/meshbench/internal/measure/probe"
+	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/platform/kube/policy"
+	"github.com/meshbench/meshbench/internal/sys/pki"
+	"github.com/meshbench/meshbench/internal/sys/process"
+)
+
+// ControlPlaneLinkerd is the control plane of Linkerd's own controllers
+// (identity, destination, policy) against the lab's API server, for mode
+// linkerd (LinkerdControllers).
+const ControlPlaneLinkerd = "linkerd"
+
+// linkerdNamespace is where Linkerd's chart installs its control plane.
+const linkerdNamespace = "linkerd"
+
+// The controllers' admin ports (readiness, metrics) on the fabric's
+// loopback; their gRPC ports are linkerd.ControllerPorts there.
+const (
+	identityAdminPort    = 9990
+	destinationAdminPort = 9996
+	policyAdminPort      = 9997
+)
+
+// destinationPod is the name the destination and policy controllers
+// take as their pod's (HOSTNAME: their leases' holder).
+const destinationPod = "linkerd-destination-lab"
+
+// identityTrustRoots is where Linkerd's identity controller reads the
+// trust anchors (a fixed path in its code: k8s.MountPathTrustRootsPEM,
+// under /var/run, which is /run here).
+const identityTrustRoots = "/run/linkerd/identity/trust-roots/ca-bundle.crt"
+
+// identityAudience is the audience of the token a proxy presents to
+// Linkerd's identity controller (its injector's projected volume; the
+// controller's TokenReview asks for it).
+const identityAudience = "identity.l5d.io"
+
+// LinkerdControllersOptions start Linkerd's controllers on a lab.
+type LinkerdControllersOptions struct {
+	Build release.Build
+	// API is the lab's API server; the lab's objects are created in it.
+	API *labapi.Server
+	// Objects, when set, are applied before the controllers start: a
+	// cell's Server, AuthorizationPolicy and MeshTLSAuthentication
+	// objects.
+	Objects func() ([]runtime.Object, error)
+}
+
+// LinkerdControllers are Linkerd's identity, destination and policy
+// controllers running in the lab's fabric namespace against the lab's
+// API server, as Linkerd's chart runs them (its arguments), each proxy's
+// certificate from the identity controller's issuer.
+type LinkerdControllers struct {
+	Identity, Destination, Policy *process.Child
+	// Anchor is the trust anchor; its intermediate (the issuer, CN
+	// identity.linkerd.cluster.local) is the identity controller's.
+	Anchor *pki.CA
+	// StartTime is from the start of StartLinkerdControllers until the
+	// three controllers are ready (objects, CRDs and policies included);
+	// Ready each controller's own time from its start to its readiness.
+	StartTime time.Duration
+	Ready     map[string]time.Duration
+	lab       *Lab
+	opts      LinkerdControllersOptions
+	dir       string
+}
+
+// StartLinkerdControllers makes the lab's objects in o.API as Linkerd's
+// injector would have them (every pod meshed: labelled with the control
+// plane's namespace, its linkerd-proxy container with the proxy's listen
+// addresses), Linkerd's CRDs from its own install, the cell's policy
+// objects, and starts the identity, destination and policy controllers
+// in the fabric namespace with the arguments Linkerd's chart gives them.
+// What it starts is stopped by the lab's Close. Controllers then lets
+// linkerd.Up mesh the pods with them.
+func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersOptions) (*LinkerdControllers, error) {
+	t0 := time.Now()
+	dir, err := filepath.Abs(filepath.Join(l.Opts.Dir, "linkerd-controllers"))
+	if err != nil {
+		return nil, err
+	}
+	c := &LinkerdControllers{lab: l, opts: o, dir: dir, Ready: map[string]time.Duration{}}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := l.forwardAPI(o.API, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.API.Populate(ctx, l.linkerdObjects()); err != nil {
+		return nil, err
+	}
+	crds, err := release.CRDs(ctx, o.Build)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.API.ApplyCRDs(ctx, crds); err != nil {
+		return nil, err
+	}
+	if err := c.destinationDeployment(ctx); err != nil {
+		return nil, err
+	}
+	if o.Objects != nil {
+		objs, err := o.Objects()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.API.Client.Apply(ctx, objs); err != nil {
+			return nil, err
+		}
+	}
+	issuerDir, anchorFile, err := c.certs()
+	if err != nil {
+		return nil, err
+	}
+	// The issuer's key is not kept with the results.
+	l.sub.OnClose("Linkerd's identity issuer", func() error { return os.RemoveAll(issuerDir) })
+	if err := c.start(ctx, kubeconfig, issuerDir, anchorFile); err != nil {
+		return nil, err
+	}
+	c.StartTime = time.Since(t0)
+	if l.Opts.Log != nil {
+		fmt.Fprintf(l.Opts.Log, "Linkerd's controllers ready in %v (identity %v, destination %v, policy %v after their start)\n",
+			c.StartTime.Round(time.Millisecond), c.Ready["identity"].Round(time.Millisecond),
+			c.Ready["destination"].Round(time.Millisecond), c.Ready["policy"].Round(time.Millisecond))
+	}
+	return c, nil
+}
+
+// linkerdObjects are the lab as Kubernetes objects with every pod as
+// Linkerd's proxy injector leaves it: label linkerd.io/control-plane-ns
+// (what makes destination hint mTLS and HTTP/2 to it), the identity
+// annotations, and a linkerd-proxy container whose environment holds the
+// proxy's listen addresses (destination reads the inbound port there).
+func (l *Lab) linkerdObjects() labapi.Objects {
+	o := l.objects()
+	o.Namespaces = []string{linkerdNamespace}
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		p.Labels["linkerd.io/control-plane-ns"] = linkerdNamespace
+		p.Labels["linkerd.io/workload-ns"] = p.Namespace
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["linkerd.io/identity-mode"] = "default"
+		p.Annotations["linkerd.io/proxy-version"] = release.ProxyVersion
+		p.Annotations["linkerd.io/created-by"] = "meshbench (the lab stands in for linkerd/proxy-injector " + release.Version + ")"
+		p.Containers = []string{"app", "linkerd-proxy"}
+		env := func(name string, port int) corev1.EnvVar {
+			return corev1.EnvVar{Name: name, Value: "0.0.0.0:" + strconv.Itoa(port)}
+		}
+		p.ContainerSpecs = map[string]corev1.Container{"linkerd-proxy": {
+			Env: []corev1.EnvVar{
+				env("LINKERD2_PROXY_INBOUND_LISTEN_ADDR", proxy.PortInbound),
+				env("LINKERD2_PROXY_ADMIN_LISTEN_ADDR", proxy.PortAdmin),
+				env("LINKERD2_PROXY_CONTROL_LISTEN_ADDR", proxy.PortControl),
+			},
+			Ports: []corev1.ContainerPort{{Name: "linkerd-proxy", ContainerPort: proxy.PortInbound}, {Name: "linkerd-admin", ContainerPort: proxy.PortAdmin}},
+		}}
+		// The app's ports: those of the services the pod backs.
+		for _, s := range l.Opts.Services {
+			if p.Labels[labelService+s.Name] == "true" {
+				app := p.ContainerSpecs["app"]
+				app.Ports = append(app.Ports, corev1.ContainerPort{Name: "http", ContainerPort: int32(s.TargetPort)})
+				p.ContainerSpecs["app"] = app
+			}
+		}
+	}
+	return o
+}
+
+// destinationDeployment makes the Deployment linkerd-destination, which
+// the policy controller fetches to own its Lease (no controller runs it
+// here: it has no pods).
+func (c *LinkerdControllers) destinationDeployment(ctx context.Context) error {
+	labels := map[string]string{"linkerd.io/control-plane-component": "destination"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "linkerd-destination", Namespace: linkerdNamespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "destination", Image: "meshbench.invalid/lab-pod"}}},
+			},
+		},
+	}
+	_, err := c.opts.API.Client.Core.AppsV1().Deployments(linkerdNamespace).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("deployment linkerd-destination: %w", err)
+	}
+	return nil
+}
+
+// certs makes the trust anchor and the identity issuer (EC P-256, the
+// issuer an intermediate with path length 0, as Linkerd wants them) and
+// writes the issuer as the identity controller reads it (crt.pem,
+// key.pem: scheme linkerd.io/tls) and the anchor's certificate.
+func (c *LinkerdControllers) certs() (issuerDir, anchorFile string, err error) {
+	if c.Anchor, err = pki.NewTrustAnchor(pkix.Name{CommonName: "root.linkerd.cluster.local"}, pki.Options{}); err != nil {
+		return "", "", err
+	}
+	issuer, err := c.Anchor.IssueIntermediate(pkix.Name{CommonName: "identity.linkerd.cluster.local"}, pki.Options{})
+	if err != nil {
+		return "", "", err
+	}
+	issuerDir = filepath.Join(c.dir, "issuer")
+	files, err := issuer.WriteFiles(issuerDir)
+	if err != nil {
+		return "", "", err
+	}
+	anchorFile = filepath.Join(c.dir, "ca-bundle.crt")
+	if err := errors.Join(os.Rename(files.Cert, filepath.Join(issuerDir, "crt.pem")), os.Rename(files.Key, filepath.Join(issuerDir, "key.pem")),
+		os.WriteFile(anchorFile, c.Anchor.CertPEM(), 0o644)); err != nil {
+		return "", "", err
+	}
+	return issuerDir, anchorFile, nil
+}
+
+// start starts the three controllers in the fabric namespace, each with
+// the arguments Linkerd's chart (edge-26.8.3's `linkerd install`) gives
+// it, its ports on the fabric's loopback, and waits for their readiness.
+func (c *LinkerdControllers) start(ctx context.Context, kubeconfig, issuerDir, anchorFile string) error {
+	l := c.lab
+	ctl := c.opts.Build.Path(release.Controller)
+	lo := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	ports := linkerd.ControllerPorts
+	// identity reads the trust anchors at a fixed path: it starts in a
+	// mount namespace of its own with a tmpfs on /run holding them (the
+	// host's /run is untouched).
+	identity := exec.Command("/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+		`mount -t tmpfs -o mode=0755 lab-linkerd /run && mkdir -p "$(dirname "$2")" && cp "$1" "$2" && shift 2 && exec "$@"`,
+		"sh", anchorFile, identityTrustRoots,
+		ctl, "identity", "-log-level=info", "-log-format=plain", "-controller-namespace="+linkerdNamespace,
+		"-identity-trust-domain=cluster.local", "-identity-issuance-lifetime=24h0m0s", "-identity-clock-skew-allowance=20s",
+		"-identity-scheme=linkerd.io/tls", "-enable-pprof=false", "-kube-apiclient-qps=100", "-kube-apiclient-burst=200",
+		"-addr="+lo(ports.Identity), "-admin-addr="+lo(identityAdminPort), "-issuer="+issuerDir, "-kubeconfig="+kubeconfig)
+	destination := exec.Command(ctl, "destination", "-controller-namespace="+linkerdNamespace,
+		"-outbound-transport-mode=transport-header", "-enable-h2-upgrade=true", "-log-level=info", "-log-format=plain",
+		"-enable-endpoint-slices=true", "-cluster-domain=cluster.local", "-identity-trust-domain=cluster.local",
+		"-default-opaque-ports=25,587,3306,4444,5432,6379,9300,11211", "-enable-ipv6=false", "-enable-pprof=false",
+		`--meshed-http2-client-params={"keep_alive":{"interval":{"seconds":10},"timeout":{"seconds":3},"while_idle":true}}`,
+		"-addr="+lo(ports.Destination), "-metrics-addr="+lo(destinationAdminPort), "-kubeconfig="+kubeconfig)
+	// The admission webhook is off: nothing calls it (no API server
+	// webhook configuration), and it would need a serving certificate.
+	policy := exec.Command(c.opts.Build.Path(release.PolicyController),
+		"--admin-addr="+lo(policyAdminPort), "--control-plane-namespace="+linkerdNamespace, "--grpc-addr="+lo(ports.Policy),
+		"--admission-controller-disabled",
+		"--cluster-networks="+l.Opts.Subnet.String(), "--identity-domain=cluster.local", "--cluster-domain=cluster.local",
+		"--default-policy=all-unauthenticated", "--log-level=info", "--log-format=plain",
+		"--default-opaque-ports=25,587,3306,4444,5432,6379,9300,11211", "--global-egress-network-namespace=linkerd-egress",
+		"--probe-networks=0.0.0.0/0,::/0")
+	// Both run in the destination pod on a cluster and take its name for
+	// their leases.
+	destination.Env = []string{"HOSTNAME=" + destinationPod, "KUBECONFIG=" + kubeconfig}
+	policy.Env = []string{"HOSTNAME=" + destinationPod, "KUBECONFIG=" + kubeconfig}
+	hc := l.fabric.HTTPClient(2*time.Second, false)
+	for _, s := range []struct {
+		name  string
+		cmd   *exec.Cmd
+		proc  **process.Child
+		ready string
+	}{
+		{"identity", identity, &c.Identity, "http://" + lo(identityAdminPort) + "/ready"},
+		{"destination", destination, &c.Destination, "http://" + lo(destinationAdminPort) + "/ready"},
+		{"policy", policy, &c.Policy, "http://" + lo(policyAdminPort) + "/ready"},
+	} {
+		s.cmd.Dir = c.dir
+		if s.cmd.Env == nil {
+			s.cmd.Env = []string{"KUBECONFIG=" + kubeconfig}
+		}
+		s.cmd.Env = append(s.cmd.Env, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME="+c.dir)
+		t := time.Now()
+		p, err := process.StartLogged("linkerd-"+s.name, filepath.Join(c.dir, "logs"), s.cmd, l.fabric.Do)
+		if err != nil {
+			return err
+		}
+		*s.proc = p
+		l.sub.OnClose("Linkerd's "+s.name+" controller", func() error { p.Stop(5 * time.Second); return nil })
+		if err := p.WaitHTTP(ctx, hc, s.ready, 90*time.Second); err != nil {
+			return fmt.Errorf("linkerd's %s controller: %w", s.name, err)
+		}
+		c.Ready[s.name] = time.Since(t)
+	}
+	return nil
+}
+
+// Controllers are what linkerd.Up needs to mesh the lab's pods with the
+// controllers: a dialer to each in the fabric namespace, and each pod's
+// TokenRequest token (audience identity.l5d.io, bound to the pod), which
+// the identity controller reviews.
+func (c *LinkerdControllers) Controllers() *linkerd.Controllers {
+	return &linkerd.Controllers{
+		Dial: func(ctx context.Context, port int) (net.Conn, error) {
+			return c.lab.fabric.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+		},
+		Token: func(ctx context.Context, p linkerd.Pod) (string, error) {
+			api := c.opts.API.Client.Core.CoreV1()
+			ns, sa := p.Identity.Namespace, p.Identity.ServiceAccount
+			pod, err := api.Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			expiry := int64(24 * 3600)
+			tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+				Audiences: []string{identityAudience}, ExpirationSeconds: &expiry,
+				BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: pod.UID},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				return "", err
+			}
+			return tok.Status.Token, nil
+		},
+	}
+}
+
+// Died says which controller exited.
+func (c *LinkerdControllers) Died() error {
+	for name, p := range map[string]*process.Child{"identity": c.Identity, "destination": c.Destination, "policy": c.Policy} {
+		if p != nil && p.Exited() {
+			return fmt.Errorf("linkerd's %s controller died (log %s)", name, p.LogFile)
+		}
+	}
+	return nil
+}
+
+// Certified is how many certificates the identity controller issued: its
+// own gRPC counter of Certify calls answered OK (its admin /metrics).
+func (c *LinkerdControllers) Certified(ctx context.Context) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	text, err := probe.Get(ctx, c.lab.fabric.HTTPClient(5*time.Second, false), "http://127.0.0.1:"+strconv.Itoa(identityAdminPort)+"/metrics", 8<<20)
+	if err != nil {
+		return 0, fmt.Errorf("linkerd's identity controller's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return 0, fmt.Errorf("linkerd's identity controller's metrics: %w", err)
+	}
+	var n float64
+	for _, m := range fams["grpc_server_handled_total"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["grpc_method"] == "Certify" && l["grpc_code"] == "OK" {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n, nil
+}
+
+// supportsLinkerdControllers returns why Linkerd's controllers cannot
+// configure a topology with options o yet (nil: they can): mode linkerd
+// with the static app (mode none needs no control plane; Linkerd's
+// modes' own limits are supportsLinkerd's).
+func supportsLinkerdControllers(o topology.Options) []error {
+	var errs []error
+	switch o.Mode {
+	case topology.ModeNone, topology.ModeLinkerd:
+	default:
+		errs = append(errs, fmt.Errorf("mesh %s with control plane linkerd: Linkerd's controllers configure mesh linkerd only (and none); use --control-plane lab or istiod", o.Mode))
+	}
+	if o.Mode == topology.ModeLinkerd && o.App == topology.AppFaces {
+		errs = append(errs, errors.New("app faces with control plane linkerd: not yet (its calls go to the pod's own loopback); use app static or --control-plane lab"))
+	}
+	return errs
+}
+
+// startLinkerdControllers starts the lab's API server and Linkerd's
+// controllers for topology t, with the cell's ALLOW rules as Server,
+// AuthorizationPolicy and MeshTLSAuthentication objects, as a cluster
+// cell applies them (policy.PolicyObjects). The lab's Close stops them.
+func startLinkerdControllers(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, dir string) (*labapi.Server, *LinkerdControllers, error) {
+	api, err := labapi.Start(ctx, labapi.Options{Dir: filepath.Join(dir, "labapi"), ServiceCIDR: ServiceCIDR(l.Opts.Subnet), Log: l.Opts.Log})
+	if err != nil {
+		return nil, nil, err
+	}
+	l.sub.OnClose("lab API server", api.Close)
+	c, err := l.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: s.Linkerd, API: api, Objects: linkerdCellObjects(t)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return api, c, nil
+}
+
+// linkerdCellObjects are the cell's Linkerd policy objects as a cluster
+// cell gets them (none without policies).
+func linkerdCellObjects(t *topology.Topology) func() ([]runtime.Object, error) {
+	return func() ([]runtime.Object, error) {
+		m, ok := mesh.Get(string(topology.ModeLinkerd))
+		if !ok {
+			return nil, errors.New("no linkerd mesh descriptor")
+		}
+		c := policy.Cell{Mesh: m, Options: t.Options, AppNamespace: "default", LoadNamespace: "default",
+			AppPort: topology.PortApp, LoadServiceAccount: topology.IdentityClient.ServiceAccount,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "meshbench"}}
+		objs := policy.MeshObjects(c)
+		pols, err := policy.PolicyObjects(c)
+		return append(objs, pols...), err
+	}
+}
