@@ -30,7 +30,16 @@ func TestGeneratorsOnRealNodes(t *testing.T) {
 			inv := meshbench(t, nil, "run", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", prefix,
 				"--mesh", "none", "--generator", gen, "--workers", "2", "--rate", "40", "--duration", "10s", "--warmup", "1s", "--out", out)
 			if inv.code != 0 {
-				t.Fatalf("exit %d", inv.code)
+				// A tool that skips what it was late for (fortio's
+				// -nocatchup) can lose a request or two on a loaded
+				// 2-core machine (2 of 400 beside two niced hogs, twice):
+				// the run is then rightly invalid and says why (exit 1).
+				// That is the tool's lateness, not meshbench's; the checks
+				// below bound the loss as for a valid run.
+				if inv.code != 1 || !onlyToolSkipped(inv.stdout, gen) {
+					t.Fatalf("exit %d", inv.code)
+				}
+				t.Logf("invalid only because %s skipped requests it was late for, said plainly; checked as a valid run would be", gen)
 			}
 			lr, err := results.ReadFile(filepath.Join(out, results.LoadFile))
 			if err != nil {
@@ -61,5 +70,40 @@ func TestGeneratorsOnRealNodes(t *testing.T) {
 			}
 			checkClean(t, connect(t, kc), prefix+"-app", prefix+"-load")
 		})
+	}
+}
+
+// onlyToolSkipped reports whether run's stdout names one reason for an
+// invalid run: the rate missed because the tool gen skipped requests it
+// was late for.
+func onlyToolSkipped(stdout, gen string) bool {
+	var invalid []string
+	for _, l := range strings.Split(stdout, "\n") {
+		if r, ok := strings.CutPrefix(strings.TrimSpace(l), "INVALID: "); ok {
+			invalid = append(invalid, r)
+		}
+	}
+	return len(invalid) == 1 && strings.HasPrefix(invalid[0], "target rate not reached: ") &&
+		strings.Contains(invalid[0], "not sent: "+gen+" skipped them")
+}
+
+func TestOnlyToolSkipped(t *testing.T) {
+	const skipped = "INVALID: target rate not reached: sent 398 of 400 scheduled (2 not sent: fortio skipped them (-nocatchup): each was due while its connection's thread was still busy or late)"
+	for _, tc := range []struct {
+		stdout string
+		want   bool
+	}{
+		{"Requests ...\n            " + skipped + "\n\nResults: x\n", true},
+		{skipped + "\nINVALID: 3 errors\n", false},
+		{"INVALID: target rate not reached: sent 300 of 400 scheduled\n", false},
+		{"INVALID: app CPU 40m > 10m before the load\n", false},
+		{"Results: x\n", false},
+	} {
+		if got := onlyToolSkipped(tc.stdout, "fortio"); got != tc.want {
+			t.Errorf("onlyToolSkipped(%q) = %v, want %v", tc.stdout, got, tc.want)
+		}
+	}
+	if onlyToolSkipped(skipped, "vegeta") {
+		t.Error("fortio's skips excused a vegeta run")
 	}
 }
