@@ -155,13 +155,21 @@ func TestIstiodSidecars(t *testing.T) {
 	for _, a := range d.Agents {
 		pids = append(pids, a.PID)
 	}
+	closedClean(t, api, apiDir, prefix, pids, lab)
+}
+
+// closedClean closes cs in order (the lab's parts, the lab, then its API
+// server api) and checks that nothing of them is left: none of pids, nor
+// the API server's etcd and kube-apiserver, still runs; no namespace
+// named with prefix; no API server directory apiDir.
+func closedClean(t *testing.T, api *labapi.Server, apiDir, prefix string, pids []int, cs ...interface{ Close() error }) {
+	t.Helper()
 	etcdPID, apiPID := api.PIDs()
 	pids = append(pids, etcdPID, apiPID)
-	if err := lab.Close(); err != nil {
-		t.Error(err)
-	}
-	if err := api.Close(); err != nil {
-		t.Error(err)
+	for _, c := range append(cs, api) {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 	for _, pid := range pids {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,6 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -203,25 +201,7 @@ func TestIstiodAmbient(t *testing.T) {
 	for _, n := range lab.Nodes {
 		pids = append(pids, n.Ztunnel.PID())
 	}
-	etcdPID, apiPID := api.PIDs()
-	pids = append(pids, etcdPID, apiPID)
-	if err := lab.Close(); err != nil {
-		t.Error(err)
-	}
-	if err := api.Close(); err != nil {
-		t.Error(err)
-	}
-	for _, pid := range pids {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			t.Errorf("process %d still runs after Close", pid)
-		}
-	}
-	if left, err := netns.Named(prefix); err != nil || len(left) > 0 {
-		t.Errorf("namespaces left: %v %v", left, err)
-	}
-	if _, err := os.Stat(apiDir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the API server's files are left in %s: %v", apiDir, err)
-	}
+	closedClean(t, api, apiDir, prefix, pids, lab)
 }
 
 // TestSubstrateRunIstiodAmbient runs a whole ambient cell (local.Run)

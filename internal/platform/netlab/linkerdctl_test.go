@@ -26,7 +26,6 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
-	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -204,28 +203,7 @@ func TestLinkerdControllers(t *testing.T) {
 	for _, p := range m.Proxies {
 		pids = append(pids, p.PID())
 	}
-	etcdPID, apiPID := api.PIDs()
-	pids = append(pids, etcdPID, apiPID)
-	if err := m.Close(); err != nil {
-		t.Error(err)
-	}
-	if err := lab.Close(); err != nil {
-		t.Error(err)
-	}
-	if err := api.Close(); err != nil {
-		t.Error(err)
-	}
-	for _, pid := range pids {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			t.Errorf("process %d still runs after Close", pid)
-		}
-	}
-	if left, err := netns.Named(prefix); err != nil || len(left) > 0 {
-		t.Errorf("namespaces left: %v %v", left, err)
-	}
-	if _, err := os.Stat(apiDir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the API server's files are left in %s: %v", apiDir, err)
-	}
+	closedClean(t, api, apiDir, prefix, pids, m, lab)
 }
 
 // linkerdAllowOnly are a Server on svc's pods' port 8080, and an
