@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/meshbench/meshbench/internal/measure/probe"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
@@ -86,6 +87,9 @@ type istiodNet struct {
 	// wpBase the waypoint's completed requests (ambient).
 	base   map[string]float64
 	wpBase float64
+	// xdsBase are each pilot-agent's istiod connection counters at the
+	// cell's start (agentXDS), by pod.
+	xdsBase map[string]agentConns
 }
 
 // upIstiod starts the lab's API server and istiod, and the sidecars
@@ -180,9 +184,9 @@ func (in *istiodNet) targets() []sample.Target {
 	for _, pod := range in.pods() {
 		out = append(out,
 			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: sample.CategoryDataPlane},
-			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: sample.CategoryDataPlane})
+			sample.Target{PID: in.d.agent(pod).PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: sample.CategoryDataPlane})
 	}
-	out = append(out, sample.Target{PID: in.d.Proc.PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
+	out = append(out, sample.Target{PID: in.d.proc().PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
 	etcd, api := in.api.PIDs()
 	out = append(out,
 		sample.Target{PID: api, Name: "lab kube-apiserver", Component: LabAPIComponent, Category: sample.CategoryOverhead},
@@ -190,12 +194,14 @@ func (in *istiodNet) targets() []sample.Target {
 	return out
 }
 
-func (in *istiodNet) died() error {
-	if in.d.Proc.Exited() {
-		return fmt.Errorf("istiod died (log %s)", in.d.Proc.LogFile)
+// died says which of istiod's processes exited, except those a fault is
+// restarting (restarting: "istiod", "agent/POD").
+func (in *istiodNet) died(restarting map[string]bool) error {
+	if p := in.d.proc(); p.Exited() && !restarting[restartIstiod] {
+		return fmt.Errorf("istiod died (log %s)", p.LogFile)
 	}
 	for _, pod := range in.pods() {
-		if a := in.d.Agents[pod]; a.Exited() {
+		if a := in.d.agent(pod); a.Exited() && !restarting[restartAgent+pod] {
 			return fmt.Errorf("pilot-agent of %s died (log %s)", pod, a.LogFile)
 		}
 	}
@@ -289,6 +295,9 @@ func envoyCounter(ctx context.Context, p *Pod, name string) (float64, error) {
 
 func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	var err error
+	if in.xdsBase, err = in.agentConns(ctx, l); err != nil {
+		return err
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			in.wpBase, err = envoyRequests(ctx, wp)
@@ -304,8 +313,11 @@ func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 // handshakes over the cell (STRICT mTLS: plaintext is refused).
 func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, rawDir string) (local.MeshCheck, error) {
 	mc := local.MeshCheck{Derived: map[string]float64{}}
-	ps, err := in.d.Syncz(ctx)
-	if err != nil {
+	// At once in a cell with every proxy connected; after a fault killed
+	// istiod or a proxy, once they have reconnected and ACKed again (or
+	// the table as it is then, which the checks below judge).
+	ps, err := in.d.WaitACKed(ctx, 30*time.Second)
+	if ps == nil && err != nil {
 		return mc, err
 	}
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
@@ -334,6 +346,21 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d %s", len(ps), want, who))
 	}
 	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
+	if len(in.envoys) > 0 {
+		conns, err := in.agentConns(ctx, l)
+		if err != nil {
+			return mc, err
+		}
+		var ended, failed float64
+		for pod, c := range conns {
+			d := c.sub(in.xdsBase[pod])
+			ended += d.ended
+			failed += d.failed
+		}
+		mc.Derived["istiod_agent_disconnects"] = ended
+		mc.Derived["istiod_agent_connect_failures"] = failed
+		mc.Lines = append(mc.Lines, fmt.Sprintf("pilot-agents' connections to istiod over the cell (their own istiod_connection_terminations and _failures): %.0f ended, %.0f attempts failed.", ended, failed))
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			end, err := envoyRequests(ctx, wp)
@@ -355,7 +382,12 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	}
 	var total float64
 	for _, p := range t.ServicePods(t.Service.Name) {
-		total += end[p.Name] - in.base[p.Name]
+		d := end[p.Name] - in.base[p.Name]
+		if d < 0 {
+			// Its Envoy was restarted (a fault): counted from 0.
+			d = end[p.Name]
+		}
+		total += d
 	}
 	mc.Derived["istiod_server_tls_handshakes"] = total
 	if total <= 0 {
@@ -402,4 +434,62 @@ func (in *istiodNet) checkZtunnels(ctx context.Context, l *Lab, rawDir string, m
 		}
 	}
 	return nil
+}
+
+// agentConns are a pilot-agent's own counters of its connection to
+// istiod (pilot-agent's istiod_connection_terminations, every type, and
+// istiod_connection_failures): its Envoy's xDS goes through it, so these
+// count what istiod's absence did to the proxy's config stream.
+type agentConns struct{ ended, failed float64 }
+
+// sub is c since base; a counter that went down (pilot-agent restarted)
+// counts from 0.
+func (c agentConns) sub(base agentConns) agentConns {
+	d := func(v, b float64) float64 {
+		if v < b {
+			return v
+		}
+		return v - b
+	}
+	return agentConns{ended: d(c.ended, base.ended), failed: d(c.failed, base.failed)}
+}
+
+// agentConns reads each pilot-agent's agentConns from its merged
+// Prometheus endpoint (:15020/stats/prometheus in its pod), by pod.
+func (in *istiodNet) agentConns(ctx context.Context, l *Lab) (map[string]agentConns, error) {
+	out := map[string]agentConns{}
+	var errs []error
+	for _, pod := range in.pods() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		text, err := probe.Get(cctx, l.Pod(pod).HTTPClient(false), "http://127.0.0.1:15020/stats/prometheus", 16<<20)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pilot-agent of %s: %w", pod, err))
+			continue
+		}
+		var c agentConns
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			i := strings.LastIndexByte(line, ' ')
+			if i < 0 {
+				continue
+			}
+			v, err := strconv.ParseFloat(line[i+1:], 64)
+			if err != nil {
+				continue
+			}
+			// istio_agent_…, with or without _total, whatever the
+			// exporter's version names it.
+			switch name := line[:strings.IndexAny(line+"{", "{ ")]; {
+			case strings.Contains(name, "istiod_connection_terminations"):
+				c.ended += v
+			case strings.Contains(name, "istiod_connection_failures"):
+				c.failed += v
+			}
+		}
+		out[pod] = c
+	}
+	return out, errors.Join(errs...)
 }
