@@ -93,6 +93,16 @@ func TestUseControlPlane(t *testing.T) {
 	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false); err != nil {
 		t.Errorf("istiod with mesh waypoint: %v, want accepted", err)
 	}
+	gateway := sidecar
+	gateway.Gateway = true
+	if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{gateway}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh sidecar and the gateway: %v, want accepted", err)
+	}
+	ambient.Gateway = true
+	err = UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "", false)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "gateway with mesh ambient and control plane istiod: not yet") {
+		t.Errorf("istiod with mesh ambient and the gateway: %v, want refused", err)
+	}
 }
 
 // TestUseLinkerdControllers: --control-plane linkerd is refused, as a

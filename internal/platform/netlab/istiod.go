@@ -106,6 +106,10 @@ type IstiodOptions struct {
 	// Objects, when set, are applied before istiod starts (besides the
 	// mesh-wide STRICT PeerAuthentication): a cell's policies.
 	Objects func() ([]runtime.Object, error)
+	// Gateway, when set, is the lab's ingress gateway (its pod
+	// gatewayPod), configured by istiod as Istio's default profile runs
+	// it (istiodgateway.go).
+	Gateway *IstiodGateway
 }
 
 // Istiod is istiod running in the lab's fabric namespace and the
@@ -211,6 +215,9 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 			return nil, err
 		}
 	}
+	if o.Gateway != nil {
+		objs = append(objs, gatewayObjects(o.Gateway)...)
+	}
 	if o.Objects != nil {
 		more, err := o.Objects()
 		if err != nil {
@@ -220,6 +227,13 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	}
 	if err := o.API.Client.Apply(ctx, objs); err != nil {
 		return nil, err
+	}
+	if o.Gateway != nil {
+		// The gateway's Service: its endpoints are how istiod finds the
+		// gateway pod's ports (the Gateway's 443 is the pods' 8443).
+		if err := o.API.Endpoints(ctx, topology.IdentityIngress.Namespace, ingressName, 10*time.Second); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.startIstiod(ctx, kubeconfig); err != nil {
 		return nil, err
@@ -239,7 +253,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	var wg sync.WaitGroup
 	for _, n := range l.Nodes {
 		for _, p := range n.Pods {
-			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) {
+			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) && !(o.Gateway != nil && isIngress(p)) {
 				continue
 			}
 			wg.Add(1)
@@ -346,6 +360,10 @@ func (l *Lab) objects() labapi.Objects {
 			if p.Spec.Sidecar {
 				labels["security.istio.io/tlsMode"] = "istio"
 				containers = append(containers, "istio-proxy")
+			}
+			if isIngress(p) {
+				// As Istio's ingress gateway chart labels its pods.
+				labels, containers = ingressLabels(), []string{"istio-proxy"}
 			}
 			if p.Spec.Waypoint {
 				// As Istio's waypoint template labels its pods: its
@@ -482,6 +500,11 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 			return err
 		}
 	}
+	if isIngress(p) {
+		// The ingress gateway as Istio's chart runs it: pilot-agent
+		// proxy router for Deployment istio-ingressgateway.
+		kind, workload, owner = "router", ingressName, "kubernetes://apis/apps/v1/namespaces/"+ns+"/deployments/"+ingressName
+	}
 	var labels strings.Builder
 	for k, v := range podObj.Labels {
 		fmt.Fprintf(&labels, "%s=%q\n", k, v)
@@ -518,12 +541,15 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
 		// annotation sets it) adds the counters the lab's verdicts read
 		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q], inclusionSuffixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, requestsCompleted),
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, requestsCompleted),
 	}
-	if p.Spec.Waypoint {
+	switch {
+	case isIngress(p):
+		cmd.Env = append(cmd.Env, "ISTIO_META_NODE_NAME="+p.Node.Name)
+	case p.Spec.Waypoint:
 		cmd.Env = append(cmd.Env, "ISTIO_META_SERVICE_ACCOUNT="+sa, "ISTIO_META_NODE_NAME="+p.Node.Name)
-	} else {
+	default:
 		cmd.Env = append(cmd.Env, "ISTIO_META_APP_CONTAINERS=app", "ISTIO_META_POD_PORTS=["+strings.Join(ports, ",")+"]")
 		// Group 1337, user root: the capture exempts the group, and root
 		// can run the cached binaries (under a home directory uid 1337

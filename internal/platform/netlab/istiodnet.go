@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,8 +41,8 @@ const (
 
 // supportsIstiod returns why istiod cannot configure a topology with
 // options o yet (nil: it can): sidecar, ambient or waypoint mode with the
-// static app over HTTP and mTLS, without gateway; mode none needs no
-// control plane.
+// static app over HTTP and mTLS, the gateway with sidecars only; mode
+// none needs no control plane.
 func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
@@ -54,8 +55,8 @@ func supportsIstiod(o topology.Options) []error {
 	if o.App == topology.AppFaces {
 		errs = append(errs, errors.New("app faces with control plane istiod: not yet (not run with istiod's config; with sidecars its calls go to the pod's own sidecar); use app static or --control-plane lab"))
 	}
-	if o.Gateway {
-		errs = append(errs, errors.New("gateway with control plane istiod: not yet; use --control-plane lab"))
+	if o.Gateway && o.Mode != topology.ModeSidecar {
+		errs = append(errs, fmt.Errorf("gateway with mesh %s and control plane istiod: not yet (istiod configures the ingress gateway with mesh sidecar only); use mesh sidecar or --control-plane lab", o.Mode))
 	}
 	if o.Protocol == topology.ProtocolTCP {
 		errs = append(errs, errors.New("protocol tcp with control plane istiod: not yet (the services declare http); use --control-plane lab"))
@@ -82,10 +83,14 @@ type istiodNet struct {
 	// proxy (so results line up with the hand-rendered sidecars').
 	names, components map[string]string
 	stamp             string
+	// gateway: istiod configures the lab's ingress gateway too (its
+	// pod gatewayPod; mode sidecar).
+	gateway bool
 	// base is each sidecar's inbound TLS handshakes at the cell's start;
-	// wpBase the waypoint's completed requests (ambient).
-	base   map[string]float64
-	wpBase float64
+	// wpBase the waypoint's completed requests (ambient); gwBase the
+	// gateway's completed requests and gwTLS its TLS handshakes.
+	base                  map[string]float64
+	wpBase, gwBase, gwTLS float64
 }
 
 // upIstiod starts the lab's API server and istiod, and the sidecars
@@ -97,11 +102,21 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		return nil, err
 	}
 	l.sub.OnClose("lab API server", api.Close)
-	d, err := l.StartIstiod(ctx, IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads})
+	opts := IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads}
+	if gw := l.Pod(gatewayPod); gw != nil && t.ProxyByRole(topology.RoleGateway) != nil {
+		// The load trusts the lab's PKI in dir/pki, as it does the
+		// hand-rendered gateway's.
+		cert, err := gatewayPKI(filepath.Join(dir, "pki"), gw.IP)
+		if err != nil {
+			return nil, err
+		}
+		opts.Gateway = &IstiodGateway{To: ServiceSpec{Name: t.Service.Name, Namespace: t.Service.Namespace, Port: t.Service.Port}, Cert: cert}
+	}
+	d, err := l.StartIstiod(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	in := &istiodNet{api: api, d: d, ambient: l.Opts.ZtunnelsFromXDS, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
+	in := &istiodNet{api: api, d: d, ambient: l.Opts.ZtunnelsFromXDS, gateway: opts.Gateway != nil, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
 	for pod, a := range d.Agents {
 		pid, err := childPID(a.PID, "envoy")
 		if err != nil {
@@ -110,6 +125,8 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		in.envoys[pod] = pid
 		if p := t.Sidecar(pod); p != nil {
 			in.names[pod], in.components[pod] = p.Name, p.Component
+		} else if gw := t.ProxyByRole(topology.RoleGateway); gw != nil && isIngress(l.Pod(pod)) {
+			in.names[pod], in.components[pod] = gw.Name, gw.Component
 		} else if wp := t.ProxyByRole(topology.RoleWaypoint); wp != nil && l.Pod(pod).Spec.Waypoint {
 			in.names[pod], in.components[pod] = wp.Name, wp.Component
 		} else {
@@ -178,9 +195,13 @@ func (in *istiodNet) pods() []string { return slices.Sorted(maps.Keys(in.envoys)
 func (in *istiodNet) targets() []sample.Target {
 	var out []sample.Target
 	for _, pod := range in.pods() {
+		cat := sample.CategoryDataPlane
+		if in.gateway && pod == gatewayPod {
+			cat = sample.CategoryGateway // as the hand-rendered gateway
+		}
 		out = append(out,
-			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: sample.CategoryDataPlane},
-			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: sample.CategoryDataPlane})
+			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: cat},
+			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: cat})
 	}
 	out = append(out, sample.Target{PID: in.d.Proc.PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
 	etcd, api := in.api.PIDs()
@@ -207,6 +228,9 @@ func (in *istiodNet) died() error {
 func (in *istiodNet) manifest() map[string]any {
 	etcdRSS, apiRSS, _ := in.api.Memory()
 	what, ready := "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server", "sidecars_ready_s"
+	if in.gateway {
+		what = "sidecars and the gateway: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server; the gateway as Istio's default profile runs it (pilot-agent proxy router, istio-ingressgateway), its listener and routes from an Istio Gateway and VirtualService, its serving certificate from a Secret over istiod's SDS"
+	}
 	if in.ambient {
 		what, ready = "ztunnels: workloads, services and authorization from istiod's WDS (no local config file), certificates from istiod's CA, against the lab's API server; pods handed to ztunnel by meshbench's ZDS agent (istio-cni's part)", "ztunnels_ready_s"
 		if len(in.envoys) > 0 {
@@ -239,9 +263,15 @@ func (in *istiodNet) handshakes(ctx context.Context, l *Lab) (map[string]float64
 // envoyRequests are the requests the HTTP connection managers of the
 // Envoy in pod p completed (every http.*.downstream_rq_completed).
 func envoyRequests(ctx context.Context, p *Pod) (float64, error) {
+	return envoySum(ctx, p, `^http\..*\.`+requestsCompleted+`$`)
+}
+
+// envoySum is the sum of the stats of the Envoy in pod p whose names
+// match the regular expression filter.
+func envoySum(ctx context.Context, p *Pod, filter string) (float64, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://127.0.0.1:15000/stats?filter=^http\\..*\\."+requestsCompleted+"$", nil)
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://127.0.0.1:15000/stats?filter="+url.QueryEscape(filter), nil)
 	resp, err := p.HTTPClient(false).Do(req)
 	if err != nil {
 		return 0, err
@@ -295,8 +325,26 @@ func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 		}
 		return err
 	}
+	if in.gateway {
+		if in.gwBase, in.gwTLS, err = in.gatewayCounters(ctx, l); err != nil {
+			return err
+		}
+	}
 	in.base, err = in.handshakes(ctx, l)
 	return err
+}
+
+// gatewayCounters are the requests the gateway's Envoy completed and the
+// TLS handshakes its HTTPS listener accepted.
+func (in *istiodNet) gatewayCounters(ctx context.Context, l *Lab) (requests, handshakes float64, err error) {
+	gw := l.Pod(gatewayPod)
+	// Its HTTPS server's connection manager (outbound_0.0.0.0_8443, as
+	// istiod names it), not the admin's or the agent's.
+	if requests, err = envoySum(ctx, gw, `^http\.outbound_.*\.`+requestsCompleted+`$`); err != nil {
+		return 0, 0, fmt.Errorf("the gateway: %w", err)
+	}
+	handshakes, err = envoyCounter(ctx, gw, gatewayHandshakes)
+	return requests, handshakes, err
 }
 
 // check is the cell's verdict from istiod's side: its ACK table (kept in
@@ -317,6 +365,9 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		return mc, err
 	}
 	who, whose := "sidecars", "sidecars'"
+	if in.gateway {
+		who, whose = "sidecars and gateway", "sidecars' and the gateway's"
+	}
 	if in.ambient {
 		who, whose = "ztunnels", "ztunnels'"
 		if l.waypoint() != nil {
@@ -348,6 +399,21 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 			}
 		}
 		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
+	}
+	if in.gateway {
+		req, tls, err := in.gatewayCounters(ctx, l)
+		if err != nil {
+			return mc, err
+		}
+		req, tls = req-in.gwBase, tls-in.gwTLS
+		mc.Derived["istiod_gateway_requests"], mc.Derived["istiod_gateway_tls_handshakes"] = req, tls
+		mc.Lines = append(mc.Lines, gatewayLine(req, tls))
+		if req <= 0 {
+			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) completed no request over the cell")
+		}
+		if tls <= 0 {
+			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) accepted no TLS handshake over the cell")
+		}
 	}
 	end, err := in.handshakes(ctx, l)
 	if err != nil {

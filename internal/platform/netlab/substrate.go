@@ -402,10 +402,17 @@ func (u *upping) waypoint(context.Context) error {
 }
 
 func (u *upping) gateway(context.Context) error {
-	if gw := u.t.ProxyByRole(topology.RoleGateway); gw != nil {
-		return gatewayTopology(u.lab, *gw, &u.nt)
+	gw := u.t.ProxyByRole(topology.RoleGateway)
+	if gw == nil {
+		return nil
 	}
-	return nil
+	if u.istiodSidecars() {
+		// pilot-agent starts the gateway's Envoy, istiod configures it
+		// (upIstiod): the load goes to its HTTPS listener.
+		u.nt.LoadTargets = []topology.LoadTarget{{URL: gatewayURL(u.lab.Pod(gatewayPod))}}
+		return nil
+	}
+	return gatewayTopology(u.lab, *gw, &u.nt)
 }
 
 // linkerd is the network Up returns, with Linkerd's proxies in mode
