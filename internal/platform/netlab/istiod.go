@@ -71,6 +71,9 @@ const (
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
+	// inboundTCP begins the stats of a sidecar's inbound TCP proxies
+	// (stat prefix inbound|PORT||): a port Istio keeps at L4.
+	inboundTCP = "tcp.inbound|"
 )
 
 // IstiodEnv is what istiod is told so that upstream Envoy (not Istio's
@@ -106,6 +109,10 @@ type IstiodOptions struct {
 	// Objects, when set, are applied before istiod starts (besides the
 	// mesh-wide STRICT PeerAuthentication): a cell's policies.
 	Objects func() ([]runtime.Object, error)
+	// Protocol is what the services declare (as a cluster cell's
+	// Service and container ports are named: http, or tcp-http with
+	// protocol tcp, which Istio keeps at L4).
+	Protocol topology.Protocol
 	// Gateway, when set, is the lab's ingress gateway (its pod
 	// gatewayPod), configured by istiod as Istio's default profile runs
 	// it (istiodgateway.go).
@@ -168,7 +175,11 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.API.Populate(ctx, l.objects()); err != nil {
+	objects := l.objects()
+	for i := range objects.Services {
+		objects.Services[i].PortName = portName(o.Protocol)
+	}
+	if err := o.API.Populate(ctx, objects); err != nil {
 		return nil, err
 	}
 	crds, err := istio.CRDs(ctx, o.Build)
@@ -405,6 +416,16 @@ func (l *Lab) objects() labapi.Objects {
 	return o
 }
 
+// portName is the name of the services' and the pods' ports, from which
+// Istio takes their protocol: http, or tcp-http with protocol tcp (as
+// the kube platform names them).
+func portName(p topology.Protocol) string {
+	if p == topology.ProtocolTCP {
+		return "tcp-http"
+	}
+	return "http"
+}
+
 // ServiceCIDR is the range the lab's API server allocates VIPs from: the
 // lab's VIPs are x.y.255.N, and the API server keeps the range's first
 // address (x.y.254.1) for its own "kubernetes" Service.
@@ -524,7 +545,7 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	for _, s := range d.lab.Opts.Services {
 		for _, name := range p.Spec.Services {
 			if name == s.Name {
-				ports = append(ports, fmt.Sprintf(`{"name":"http","containerPort":%d,"protocol":"TCP"}`, s.TargetPort))
+				ports = append(ports, fmt.Sprintf(`{"name":%q,"containerPort":%d,"protocol":"TCP"}`, portName(d.opts.Protocol), s.TargetPort))
 			}
 		}
 	}
@@ -541,8 +562,8 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
 		// annotation sets it) adds the counters the lab's verdicts read
 		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q], inclusionSuffixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, requestsCompleted),
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q, %q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, inboundTCP, requestsCompleted),
 	}
 	switch {
 	case isIngress(p):

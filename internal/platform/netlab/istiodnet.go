@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,8 +42,9 @@ const (
 
 // supportsIstiod returns why istiod cannot configure a topology with
 // options o yet (nil: it can): sidecar, ambient or waypoint mode with the
-// static app over HTTP and mTLS, the gateway with sidecars only; mode
-// none needs no control plane.
+// static app, over HTTP or TCP (not TCP through the waypoint), mTLS on
+// or, with sidecars, off; the gateway with sidecars only; mode none
+// needs no control plane.
 func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
@@ -58,11 +60,8 @@ func supportsIstiod(o topology.Options) []error {
 	if o.Gateway && o.Mode != topology.ModeSidecar {
 		errs = append(errs, fmt.Errorf("gateway with mesh %s and control plane istiod: not yet (istiod configures the ingress gateway with mesh sidecar only); use mesh sidecar or --control-plane lab", o.Mode))
 	}
-	if o.Protocol == topology.ProtocolTCP {
-		errs = append(errs, errors.New("protocol tcp with control plane istiod: not yet (the services declare http); use --control-plane lab"))
-	}
-	if o.Mode == topology.ModeSidecar && !o.MTLS {
-		errs = append(errs, errors.New("mtls false with control plane istiod: not yet; use --control-plane lab"))
+	if o.Protocol == topology.ProtocolTCP && o.Mode == topology.ModeWaypoint {
+		errs = append(errs, errors.New("protocol tcp with mesh waypoint and control plane istiod: not yet (the waypoint's check counts its L7 requests); use mesh sidecar or ambient, or --control-plane lab"))
 	}
 	return errs
 }
@@ -86,10 +85,10 @@ type istiodNet struct {
 	// gateway: istiod configures the lab's ingress gateway too (its
 	// pod gatewayPod; mode sidecar).
 	gateway bool
-	// base is each sidecar's inbound TLS handshakes at the cell's start;
-	// wpBase the waypoint's completed requests (ambient); gwBase the
-	// gateway's completed requests and gwTLS its TLS handshakes.
-	base                  map[string]float64
+	// base is each sidecar's counters at the cell's start; wpBase the
+	// waypoint's completed requests (ambient); gwBase the gateway's
+	// completed requests and gwTLS its TLS handshakes.
+	base                  map[string]podCounters
 	wpBase, gwBase, gwTLS float64
 }
 
@@ -102,7 +101,7 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		return nil, err
 	}
 	l.sub.OnClose("lab API server", api.Close)
-	opts := IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads}
+	opts := IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads, Protocol: t.Options.Protocol}
 	if gw := l.Pod(gatewayPod); gw != nil && t.ProxyByRole(topology.RoleGateway) != nil {
 		// The load trusts the lab's PKI in dir/pki, as it does the
 		// hand-rendered gateway's.
@@ -244,18 +243,29 @@ func (in *istiodNet) manifest() map[string]any {
 	}}
 }
 
-// handshakes are each sidecar's inbound TLS handshakes (Envoy's own
-// counter on Istio's virtualInbound listener, 0.0.0.0:15006).
-func (in *istiodNet) handshakes(ctx context.Context, l *Lab) (map[string]float64, error) {
-	out := map[string]float64{}
+// podCounters are the counters of a sidecar the cell's verdict reads:
+// the TLS handshakes its inbound listener accepted (Envoy's own counter
+// on Istio's virtualInbound listener, 0.0.0.0:15006), the requests its
+// inbound HTTP connection managers completed, the connections its
+// inbound TCP proxies took (a port Istio keeps at L4).
+type podCounters struct{ tls, http, tcp float64 }
+
+// counters are each sidecar's podCounters.
+func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounters, error) {
+	out := map[string]podCounters{}
 	var errs []error
 	for _, pod := range in.pods() {
-		v, err := envoyCounter(ctx, l.Pod(pod), inboundHandshakes)
-		if err != nil {
+		p := l.Pod(pod)
+		var c podCounters
+		var e1, e2, e3 error
+		c.tls, e1 = envoyCounter(ctx, p, inboundHandshakes)
+		c.http, e2 = envoySum(ctx, p, `^http\.inbound_.*\.`+requestsCompleted+`$`)
+		c.tcp, e3 = envoySum(ctx, p, `^`+regexp.QuoteMeta(inboundTCP)+`.*\.downstream_cx_total$`)
+		if err := errors.Join(e1, e2, e3); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", pod, err))
 			continue
 		}
-		out[pod] = v
+		out[pod] = c
 	}
 	return out, errors.Join(errs...)
 }
@@ -330,7 +340,7 @@ func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 			return err
 		}
 	}
-	in.base, err = in.handshakes(ctx, l)
+	in.base, err = in.counters(ctx, l)
 	return err
 }
 
@@ -385,6 +395,9 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d %s", len(ps), want, who))
 	}
 	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
+	if err := in.checkProtocol(ctx, t, &mc); err != nil {
+		return mc, err
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			end, err := envoyRequests(ctx, wp)
@@ -415,20 +428,51 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) accepted no TLS handshake over the cell")
 		}
 	}
-	end, err := in.handshakes(ctx, l)
+	end, err := in.counters(ctx, l)
 	if err != nil {
 		return mc, err
 	}
-	var total float64
+	var d podCounters
 	for _, p := range t.ServicePods(t.Service.Name) {
-		total += end[p.Name] - in.base[p.Name]
+		e, b := end[p.Name], in.base[p.Name]
+		d.tls, d.http, d.tcp = d.tls+e.tls-b.tls, d.http+e.http-b.http, d.tcp+e.tcp-b.tcp
 	}
-	mc.Derived["istiod_server_tls_handshakes"] = total
-	if total <= 0 {
-		mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
-	}
-	mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", total))
+	in.serverVerdict(t.Options, d, &mc)
 	return mc, nil
+}
+
+// serverVerdict says what the server sidecars' counters over the cell
+// (d) show of the cell's mTLS and protocol, and makes the cell invalid
+// where they contradict them: with mTLS on, TLS handshakes (STRICT
+// refuses plaintext), with it off none (PeerAuthentication DISABLE:
+// auto-mTLS sends plaintext); over HTTP requests at L7, over TCP none,
+// connections at L4 instead.
+func (in *istiodNet) serverVerdict(o topology.Options, d podCounters, mc *local.MeshCheck) {
+	mc.Derived["istiod_server_tls_handshakes"] = d.tls
+	mc.Derived["istiod_server_http_requests"] = d.http
+	mc.Derived["istiod_server_tcp_connections"] = d.tcp
+	if o.MTLS {
+		if d.tls <= 0 {
+			mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", d.tls))
+	} else {
+		if d.tls > 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("mtls false: the server sidecars accepted %.0f TLS handshakes over the cell, want none", d.tls))
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS off: the server sidecars accepted %.0f TLS handshakes over the cell (PeerAuthentication DISABLE: istiod's config sends and takes plaintext).", d.tls))
+	}
+	if o.Protocol == topology.ProtocolTCP {
+		if d.http > 0 || d.tcp <= 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("protocol tcp: the server sidecars completed %.0f requests at L7 and took %.0f TCP connections, want none at L7", d.http, d.tcp))
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("protocol tcp: the server sidecars took %.0f connections at L4 (TCP proxy) and completed %.0f requests at L7.", d.tcp, d.http))
+		return
+	}
+	if d.http <= 0 {
+		mc.Invalid = append(mc.Invalid, "the server sidecars completed no request over the cell")
+	}
+	mc.Lines = append(mc.Lines, fmt.Sprintf("protocol http: the server sidecars completed %.0f requests at L7.", d.http))
 }
 
 // checkZtunnels keeps each ztunnel's config dump in rawDir
