@@ -98,6 +98,11 @@ func TestUseControlPlane(t *testing.T) {
 	if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{gateway}, "/envoy", false); err != nil {
 		t.Errorf("istiod with mesh sidecar and the gateway: %v, want accepted", err)
 	}
+	faces := sidecar
+	faces.App = topology.AppFaces
+	if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{faces}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh sidecar and app faces: %v, want accepted", err)
+	}
 	plain := sidecar
 	plain.MTLS, plain.Protocol = false, topology.ProtocolTCP
 	if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{plain}, "/envoy", false); err != nil {

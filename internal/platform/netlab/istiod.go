@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +114,9 @@ type IstiodOptions struct {
 	// Service and container ports are named: http, or tcp-http with
 	// protocol tcp, which Istio keeps at L4).
 	Protocol topology.Protocol
+	// GRPC are the services whose pods speak gRPC (the faces app's
+	// color): their ports are named grpc (tcp-grpc with protocol tcp).
+	GRPC []string
 	// Gateway, when set, is the lab's ingress gateway (its pod
 	// gatewayPod), configured by istiod as Istio's default profile runs
 	// it (istiodgateway.go).
@@ -177,7 +181,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	}
 	objects := l.objects()
 	for i := range objects.Services {
-		objects.Services[i].PortName = portName(o.Protocol)
+		objects.Services[i].PortName = portName(o.Protocol, slices.Contains(o.GRPC, objects.Services[i].Name))
 	}
 	if err := o.API.Populate(ctx, objects); err != nil {
 		return nil, err
@@ -416,14 +420,18 @@ func (l *Lab) objects() labapi.Objects {
 	return o
 }
 
-// portName is the name of the services' and the pods' ports, from which
-// Istio takes their protocol: http, or tcp-http with protocol tcp (as
-// the kube platform names them).
-func portName(p topology.Protocol) string {
-	if p == topology.ProtocolTCP {
-		return "tcp-http"
+// portName is the name of a service's and its pods' ports, from which
+// Istio takes their protocol: http (grpc for a gRPC service), or
+// tcp-http (tcp-grpc) with protocol tcp, as the kube platform names them.
+func portName(p topology.Protocol, grpc bool) string {
+	name := "http"
+	if grpc {
+		name = "grpc"
 	}
-	return "http"
+	if p == topology.ProtocolTCP {
+		return "tcp-" + name
+	}
+	return name
 }
 
 // ServiceCIDR is the range the lab's API server allocates VIPs from: the
@@ -545,7 +553,7 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	for _, s := range d.lab.Opts.Services {
 		for _, name := range p.Spec.Services {
 			if name == s.Name {
-				ports = append(ports, fmt.Sprintf(`{"name":%q,"containerPort":%d,"protocol":"TCP"}`, portName(d.opts.Protocol), s.TargetPort))
+				ports = append(ports, fmt.Sprintf(`{"name":%q,"containerPort":%d,"protocol":"TCP"}`, portName(d.opts.Protocol, slices.Contains(d.opts.GRPC, s.Name)), s.TargetPort))
 			}
 		}
 	}

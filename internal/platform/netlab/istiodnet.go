@@ -54,9 +54,6 @@ func supportsIstiod(o topology.Options) []error {
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
 	}
-	if o.App == topology.AppFaces {
-		errs = append(errs, errors.New("app faces with control plane istiod: not yet (not run with istiod's config; with sidecars its calls go to the pod's own sidecar); use app static or --control-plane lab"))
-	}
 	if o.Gateway && o.Mode != topology.ModeSidecar {
 		errs = append(errs, fmt.Errorf("gateway with mesh %s and control plane istiod: not yet (istiod configures the ingress gateway with mesh sidecar only); use mesh sidecar or --control-plane lab", o.Mode))
 	}
@@ -102,6 +99,11 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 	}
 	l.sub.OnClose("lab API server", api.Close)
 	opts := IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads, Protocol: t.Options.Protocol}
+	for _, svc := range t.Services {
+		if svc.Protocol == topology.AppGRPC {
+			opts.GRPC = append(opts.GRPC, svc.Name)
+		}
+	}
 	if gw := l.Pod(gatewayPod); gw != nil && t.ProxyByRole(topology.RoleGateway) != nil {
 		// The load trusts the lab's PKI in dir/pki, as it does the
 		// hand-rendered gateway's.
@@ -247,8 +249,9 @@ func (in *istiodNet) manifest() map[string]any {
 // the TLS handshakes its inbound listener accepted (Envoy's own counter
 // on Istio's virtualInbound listener, 0.0.0.0:15006), the requests its
 // inbound HTTP connection managers completed, the connections its
-// inbound TCP proxies took (a port Istio keeps at L4).
-type podCounters struct{ tls, http, tcp float64 }
+// inbound TCP proxies took (a port Istio keeps at L4) and the requests
+// its outbound HTTP connection managers completed (the app's calls).
+type podCounters struct{ tls, http, tcp, out float64 }
 
 // counters are each sidecar's podCounters.
 func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounters, error) {
@@ -257,11 +260,12 @@ func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounte
 	for _, pod := range in.pods() {
 		p := l.Pod(pod)
 		var c podCounters
-		var e1, e2, e3 error
+		var e1, e2, e3, e4 error
 		c.tls, e1 = envoyCounter(ctx, p, inboundHandshakes)
 		c.http, e2 = envoySum(ctx, p, `^http\.inbound_.*\.`+requestsCompleted+`$`)
 		c.tcp, e3 = envoySum(ctx, p, `^`+regexp.QuoteMeta(inboundTCP)+`.*\.downstream_cx_total$`)
-		if err := errors.Join(e1, e2, e3); err != nil {
+		c.out, e4 = envoySum(ctx, p, `^http\.outbound_.*\.`+requestsCompleted+`$`)
+		if err := errors.Join(e1, e2, e3, e4); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", pod, err))
 			continue
 		}
@@ -438,7 +442,44 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		d.tls, d.http, d.tcp = d.tls+e.tls-b.tls, d.http+e.http-b.http, d.tcp+e.tcp-b.tcp
 	}
 	in.serverVerdict(t.Options, d, &mc)
+	if t.Options.App == topology.AppFaces {
+		facesVerdict(t, in.base, end, &mc)
+	}
 	return mc, nil
+}
+
+// facesVerdict says what the faces app's calls did over the cell: the
+// requests the entry service's sidecars sent out (the app's calls, which
+// its pod's capture gave its own sidecar), and per backend the requests
+// (connections with protocol tcp) its sidecars took and their TLS
+// handshakes. A caller that sent none or a backend that took none makes
+// the cell invalid.
+func facesVerdict(t *topology.Topology, base, end map[string]podCounters, mc *local.MeshCheck) {
+	sum := func(svc string) podCounters {
+		var d podCounters
+		for _, p := range t.ServicePods(svc) {
+			e, b := end[p.Name], base[p.Name]
+			d.tls, d.http, d.tcp, d.out = d.tls+e.tls-b.tls, d.http+e.http-b.http, d.tcp+e.tcp-b.tcp, d.out+e.out-b.out
+		}
+		return d
+	}
+	line := fmt.Sprintf("faces: %s's sidecars sent %.0f requests out", t.Service.Name, sum(t.Service.Name).out)
+	mc.Derived["istiod_faces_calls"] = sum(t.Service.Name).out
+	if sum(t.Service.Name).out <= 0 {
+		mc.Invalid = append(mc.Invalid, "faces: "+t.Service.Name+"'s sidecars sent no request out over the cell")
+	}
+	for _, b := range t.Svc(t.Service.Name).Backends {
+		d := sum(b)
+		took, what := d.http, "requests at L7"
+		if t.Options.Protocol == topology.ProtocolTCP {
+			took, what = d.tcp, "connections at L4"
+		}
+		line += fmt.Sprintf("; %s's sidecars took %.0f %s (%.0f TLS handshakes)", b, took, what, d.tls)
+		if took <= 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("faces: %s's sidecars took no %s over the cell", b, what))
+		}
+	}
+	mc.Lines = append(mc.Lines, line+".")
 }
 
 // serverVerdict says what the server sidecars' counters over the cell

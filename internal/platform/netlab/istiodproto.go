@@ -59,29 +59,35 @@ func (in *istiodNet) checkProtocol(ctx context.Context, t *topology.Topology, mc
 	if err != nil {
 		return err
 	}
-	host := t.Service.Name + "." + t.Service.Namespace + ".svc.cluster.local"
-	want := "HTTP"
-	if t.Options.Protocol == topology.ProtocolTCP {
-		want = "TCP"
-	}
-	got, name := "none", ""
-	for _, s := range reg {
-		if s.Hostname != host {
-			continue
+	for _, svc := range append([]string{t.Service.Name}, t.Svc(t.Service.Name).Backends...) {
+		s := t.Svc(svc)
+		host := s.Name + "." + s.Namespace + ".svc.cluster.local"
+		want := "HTTP"
+		if s.Protocol == topology.AppGRPC {
+			want = "GRPC"
 		}
-		for _, p := range s.Ports {
-			if p.Port == t.Service.Port {
-				got, name = p.Protocol, p.Name
+		if t.Options.Protocol == topology.ProtocolTCP {
+			want = "TCP"
+		}
+		got, name := "none", ""
+		for _, rs := range reg {
+			if rs.Hostname != host {
+				continue
+			}
+			for _, p := range rs.Ports {
+				if p.Port == s.Port {
+					got, name = p.Protocol, p.Name
+				}
 			}
 		}
-	}
-	line := fmt.Sprintf("istiod holds %s:%d as %s (port %q)", host, t.Service.Port, got, name)
-	if in.ambient && want == "TCP" {
-		line += "; ztunnel carries it at L4 as it does any port"
-	}
-	mc.Lines = append(mc.Lines, line+".")
-	if got != want {
-		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod holds %s:%d as %s, want %s", host, t.Service.Port, got, want))
+		line := fmt.Sprintf("istiod holds %s:%d as %s (port %q)", host, s.Port, got, name)
+		if in.ambient && want == "TCP" {
+			line += "; ztunnel carries it at L4 as it does any port"
+		}
+		mc.Lines = append(mc.Lines, line+".")
+		if got != want {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod holds %s:%d as %s, want %s", host, s.Port, got, want))
+		}
 	}
 	return nil
 }

@@ -327,7 +327,16 @@ func (u *upping) addresses(context.Context) error {
 	for i := range u.nt.Pods {
 		u.nt.Pods[i].Addr = u.lab.Pod(u.nt.Pods[i].Name).IP
 	}
-	return callsOn(&u.nt, u.lab)
+	if err := callsOn(&u.nt, u.lab); err != nil {
+		return err
+	}
+	if u.istiodSidecars() {
+		// As on a cluster: an app calls the service's VIP, its pod's
+		// capture hands the call to its own sidecar, which istiod told
+		// where the service's pods are.
+		viaVIPs(&u.nt, u.lab)
+	}
+	return nil
 }
 
 // sidecars: the sidecars stay Envoys, in their pods: outbound on the
