@@ -275,9 +275,13 @@ func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounte
 }
 
 // envoyRequests are the requests the HTTP connection managers of the
-// Envoy in pod p completed (every http.*.downstream_rq_completed).
+// Envoy in pod p completed (every http.*.downstream_rq_completed) less
+// its admin's: meshbench's own reads of the admin must not count as
+// traffic the proxy served.
 func envoyRequests(ctx context.Context, p *Pod) (float64, error) {
-	return envoySum(ctx, p, `^http\..*\.`+requestsCompleted+`$`)
+	all, err := envoySum(ctx, p, `^http\..*\.`+requestsCompleted+`$`)
+	admin, aerr := envoySum(ctx, p, `^http\.admin\.`+requestsCompleted+`$`)
+	return all - admin, errors.Join(err, aerr)
 }
 
 // envoySum is the sum of the stats of the Envoy in pod p whose names
