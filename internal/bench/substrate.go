@@ -220,7 +220,7 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 		case ns == nil && m == topology.ModeWaypoint:
 			what = envoyName + " STANDS IN for ztunnel; a real " + envoyName + " waypoint"
 		case m == topology.ModeSidecar && ns.ControlPlane == ControlPlaneIstiod:
-			what = "real " + envoyName + " sidecars run by pilot-agent, configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server, istio-init's capture"
+			what = "real " + envoyName + " sidecars (and ingress gateway, in gateway cells: Istio's istio-ingressgateway) run by pilot-agent, configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server, istio-init's capture"
 		case m == topology.ModeSidecar:
 			what = "real " + envoyName + " sidecars, istio-init's capture"
 		case m == topology.ModeAmbient && ns.ControlPlane == ControlPlaneIstiod:

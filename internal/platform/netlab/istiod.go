@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,9 @@ const (
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
+	// inboundTCP begins the stats of a sidecar's inbound TCP proxies
+	// (stat prefix inbound|PORT||): a port Istio keeps at L4.
+	inboundTCP = "tcp.inbound|"
 )
 
 // IstiodEnv is what istiod is told so that upstream Envoy (not Istio's
@@ -106,6 +110,17 @@ type IstiodOptions struct {
 	// Objects, when set, are applied before istiod starts (besides the
 	// mesh-wide STRICT PeerAuthentication): a cell's policies.
 	Objects func() ([]runtime.Object, error)
+	// Protocol is what the services declare (as a cluster cell's
+	// Service and container ports are named: http, or tcp-http with
+	// protocol tcp, which Istio keeps at L4).
+	Protocol topology.Protocol
+	// GRPC are the services whose pods speak gRPC (the faces app's
+	// color): their ports are named grpc (tcp-grpc with protocol tcp).
+	GRPC []string
+	// Gateway, when set, is the lab's ingress gateway (its pod
+	// gatewayPod), configured by istiod as Istio's default profile runs
+	// it (istiodgateway.go).
+	Gateway *IstiodGateway
 }
 
 // Istiod is istiod running in the lab's fabric namespace and the
@@ -171,7 +186,11 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.API.Populate(ctx, l.objects()); err != nil {
+	objects := l.objects()
+	for i := range objects.Services {
+		objects.Services[i].PortName = portName(o.Protocol, slices.Contains(o.GRPC, objects.Services[i].Name))
+	}
+	if err := o.API.Populate(ctx, objects); err != nil {
 		return nil, err
 	}
 	crds, err := istio.CRDs(ctx, o.Build)
@@ -218,6 +237,9 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 			return nil, err
 		}
 	}
+	if o.Gateway != nil {
+		objs = append(objs, gatewayObjects(o.Gateway)...)
+	}
 	if o.Objects != nil {
 		more, err := o.Objects()
 		if err != nil {
@@ -227,6 +249,13 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	}
 	if err := o.API.Client.Apply(ctx, objs); err != nil {
 		return nil, err
+	}
+	if o.Gateway != nil {
+		// The gateway's Service: its endpoints are how istiod finds the
+		// gateway pod's ports (the Gateway's 443 is the pods' 8443).
+		if err := o.API.Endpoints(ctx, topology.IdentityIngress.Namespace, ingressName, 10*time.Second); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.startIstiod(ctx, kubeconfig); err != nil {
 		return nil, err
@@ -246,7 +275,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	var wg sync.WaitGroup
 	for _, n := range l.Nodes {
 		for _, p := range n.Pods {
-			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) {
+			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) && !(o.Gateway != nil && isIngress(p)) {
 				continue
 			}
 			wg.Add(1)
@@ -354,6 +383,10 @@ func (l *Lab) objects() labapi.Objects {
 				labels["security.istio.io/tlsMode"] = "istio"
 				containers = append(containers, "istio-proxy")
 			}
+			if isIngress(p) {
+				// As Istio's ingress gateway chart labels its pods.
+				labels, containers = ingressLabels(), []string{"istio-proxy"}
+			}
 			if p.Spec.Waypoint {
 				// As Istio's waypoint template labels its pods: its
 				// Gateway's Service selects them.
@@ -392,6 +425,20 @@ func (l *Lab) objects() labapi.Objects {
 			Port: s.Port, TargetPort: s.TargetPort, PortName: "http", Selector: map[string]string{labelService + s.Name: "true"}})
 	}
 	return o
+}
+
+// portName is the name of a service's and its pods' ports, from which
+// Istio takes their protocol: http (grpc for a gRPC service), or
+// tcp-http (tcp-grpc) with protocol tcp, as the kube platform names them.
+func portName(p topology.Protocol, grpc bool) string {
+	name := "http"
+	if grpc {
+		name = "grpc"
+	}
+	if p == topology.ProtocolTCP {
+		return "tcp-" + name
+	}
+	return name
 }
 
 // ServiceCIDR is the range the lab's API server allocates VIPs from: the
@@ -521,6 +568,11 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 			return err
 		}
 	}
+	if isIngress(p) {
+		// The ingress gateway as Istio's chart runs it: pilot-agent
+		// proxy router for Deployment istio-ingressgateway.
+		kind, workload, owner = "router", ingressName, "kubernetes://apis/apps/v1/namespaces/"+ns+"/deployments/"+ingressName
+	}
 	var labels strings.Builder
 	for k, v := range podObj.Labels {
 		fmt.Fprintf(&labels, "%s=%q\n", k, v)
@@ -540,7 +592,7 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	for _, s := range d.lab.Opts.Services {
 		for _, name := range p.Spec.Services {
 			if name == s.Name {
-				ports = append(ports, fmt.Sprintf(`{"name":"http","containerPort":%d,"protocol":"TCP"}`, s.TargetPort))
+				ports = append(ports, fmt.Sprintf(`{"name":%q,"containerPort":%d,"protocol":"TCP"}`, portName(d.opts.Protocol, slices.Contains(d.opts.GRPC, s.Name)), s.TargetPort))
 			}
 		}
 	}
@@ -557,12 +609,15 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
 		// annotation sets it) adds the counters the lab's verdicts read
 		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q], inclusionSuffixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, requestsCompleted),
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q, %q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, inboundTCP, requestsCompleted),
 	}
-	if p.Spec.Waypoint {
+	switch {
+	case isIngress(p):
+		cmd.Env = append(cmd.Env, "ISTIO_META_NODE_NAME="+p.Node.Name)
+	case p.Spec.Waypoint:
 		cmd.Env = append(cmd.Env, "ISTIO_META_SERVICE_ACCOUNT="+sa, "ISTIO_META_NODE_NAME="+p.Node.Name)
-	} else {
+	default:
 		cmd.Env = append(cmd.Env, "ISTIO_META_APP_CONTAINERS=app", "ISTIO_META_POD_PORTS=["+strings.Join(ports, ",")+"]")
 		// Group 1337, user root (mk below): the capture exempts the
 		// group, and root can run the cached binaries (under a home

@@ -329,7 +329,16 @@ func (u *upping) addresses(context.Context) error {
 	for i := range u.nt.Pods {
 		u.nt.Pods[i].Addr = u.lab.Pod(u.nt.Pods[i].Name).IP
 	}
-	return callsOn(&u.nt, u.lab)
+	if err := callsOn(&u.nt, u.lab); err != nil {
+		return err
+	}
+	if u.istiodSidecars() {
+		// As on a cluster: an app calls the service's VIP, its pod's
+		// capture hands the call to its own sidecar, which istiod told
+		// where the service's pods are.
+		viaVIPs(&u.nt, u.lab)
+	}
+	return nil
 }
 
 // sidecars: the sidecars stay Envoys, in their pods: outbound on the
@@ -404,10 +413,17 @@ func (u *upping) waypoint(context.Context) error {
 }
 
 func (u *upping) gateway(context.Context) error {
-	if gw := u.t.ProxyByRole(topology.RoleGateway); gw != nil {
-		return gatewayTopology(u.lab, *gw, &u.nt)
+	gw := u.t.ProxyByRole(topology.RoleGateway)
+	if gw == nil {
+		return nil
 	}
-	return nil
+	if u.istiodSidecars() {
+		// pilot-agent starts the gateway's Envoy, istiod configures it
+		// (upIstiod): the load goes to its HTTPS listener.
+		u.nt.LoadTargets = []topology.LoadTarget{{URL: gatewayURL(u.lab.Pod(gatewayPod))}}
+		return nil
+	}
+	return gatewayTopology(u.lab, *gw, &u.nt)
 }
 
 // linkerd is the network Up returns, with Linkerd's proxies in mode
