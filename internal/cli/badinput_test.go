@@ -74,6 +74,7 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"run kube slow replica", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--replicas", "2", "--fault", "slow-replica:1=10ms@1s", "--out", out}, "--fault slow-replica:1=10ms@1s: slow-replica on a cluster: not yet"},
 		{"run kube noisy neighbour", []string{"run", "--platform", "kube", "--fault", "noisy-neighbour:500@1s", "--out", out}, "noisy-neighbour on a cluster: not yet"},
 		{"run kube kill missing part", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--fault", "kill:node-proxy@1s", "--out", out}, "--fault kill:node-proxy@1s with --mesh sidecar: mesh sidecar has no node-proxy"},
+		{"run lab kill control plane", []string{"run", "--mesh", "sidecar", "--fault", "kill:control-plane@1s", "--out", out}, "--fault kill:control-plane@1s with --mesh sidecar: control-plane of mesh sidecar: the lab runs no istiod with control plane lab (its proxies' config comes from the topology, their certificates from the lab's CA); use control plane istiod"},
 		{"run kube kill oha", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--generator", "oha", "--fault", "kill:sidecar@1s", "--out", out}, "allowed with --generator meshbench only"},
 		{"run hops on kube", []string{"run", "--platform", "kube", "--hops", "--out", out}, "--hops: the local lab only for now"},
 		{"bench hops not a bool", []string{"bench", "--mesh", "none", "--hops=maybe", "--out", out}, `--hops "maybe": allowed: true, false`},

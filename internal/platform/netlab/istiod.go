@@ -141,7 +141,14 @@ type Istiod struct {
 	lab      *Lab
 	opts     IstiodOptions
 	dir      string
-	mu       sync.Mutex // Agents, filled by the sidecars' goroutines
+	// kubeconfig is istiod's; agentCmds make each pod's pilot-agent
+	// command again (a restart: the same arguments, environment and
+	// files, as a kubelet restarts a container).
+	kubeconfig string
+	agentCmds  map[string]func() *exec.Cmd
+	// mu guards Proc, Agents and agentCmds: filled by the sidecars'
+	// goroutines, replaced by a fault's restart (restart.go).
+	mu sync.Mutex
 }
 
 // StartIstiod makes the lab's objects in o.API (namespaces, service
@@ -164,7 +171,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &Istiod{lab: l, opts: o, dir: dir, Agents: map[string]*process.Child{},
+	d := &Istiod{lab: l, opts: o, dir: dir, Agents: map[string]*process.Child{}, agentCmds: map[string]func() *exec.Cmd{},
 		Addr: netip.AddrPortFrom(l.fbr.Addr.Addr(), istiodXDSPort)}
 	if err := os.MkdirAll(filepath.Join(d.dir, "logs"), 0o755); err != nil {
 		return nil, err
@@ -452,20 +459,33 @@ func strictMTLS() *unstructured.Unstructured {
 }
 
 // startIstiod starts pilot-discovery in the fabric namespace and waits
-// for its /ready.
+// for its /ready; the lab's Close stops it (and whatever restarted it).
 func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
-	l := d.lab
 	mesh := filepath.Join(d.dir, "mesh.yaml")
 	if err := os.WriteFile(mesh, fmt.Appendf(nil, meshConfig, d.Addr), 0o644); err != nil {
 		return err
 	}
+	d.kubeconfig = kubeconfig
+	d.lab.sub.OnClose("istiod", func() error {
+		if p := d.proc(); p != nil {
+			p.Stop(5 * time.Second)
+		}
+		return nil
+	})
+	return d.runIstiod(ctx)
+}
+
+// istiodCmd is istiod's command: its arguments and environment, the same
+// at every start.
+func (d *Istiod) istiodCmd() *exec.Cmd {
+	l := d.lab
 	lo := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 	cmd := exec.Command(d.opts.Build.Path("pilot-discovery"), "discovery",
-		"--kubeconfig="+kubeconfig, "--meshConfig="+mesh, "--domain=cluster.local",
+		"--kubeconfig="+d.kubeconfig, "--meshConfig="+filepath.Join(d.dir, "mesh.yaml"), "--domain=cluster.local",
 		"--secureGRPCAddr="+d.Addr.String(), "--httpAddr="+lo(istiodHTTPPort), "--httpsAddr="+lo(15017),
 		"--grpcAddr="+lo(15010), "--monitoringAddr="+lo(istiodMonPort))
 	cmd.Dir = d.dir
-	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + kubeconfig,
+	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + d.kubeconfig,
 		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=" + istiodClusterID,
 		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "ENABLE_CA_SERVER=true"}, IstiodEnv...)
 	if l.Opts.ZtunnelsFromXDS {
@@ -477,16 +497,35 @@ func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
 			cmd.Env = append(cmd.Env, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false")
 		}
 	}
-	var err error
-	if d.Proc, err = process.StartLogged("istiod", filepath.Join(d.dir, "logs"), cmd, l.fabric.Do); err != nil {
+	return cmd
+}
+
+// runIstiod starts istiod's command and waits for its /ready.
+func (d *Istiod) runIstiod(ctx context.Context) error {
+	l := d.lab
+	p, err := process.StartLogged("istiod", filepath.Join(d.dir, "logs"), d.istiodCmd(), l.fabric.Do)
+	if err != nil {
 		return err
 	}
-	l.sub.OnClose("istiod", func() error { d.Proc.Stop(5 * time.Second); return nil })
+	d.mu.Lock()
+	d.Proc = p
+	d.mu.Unlock()
 	hc := l.fabric.HTTPClient(2*time.Second, false)
-	if err := d.Proc.WaitHTTP(ctx, hc, "http://"+lo(istiodHTTPPort)+"/ready", 90*time.Second); err != nil {
-		return err
-	}
-	return nil
+	return p.WaitHTTP(ctx, hc, "http://127.0.0.1:"+strconv.Itoa(istiodHTTPPort)+"/ready", 90*time.Second)
+}
+
+// proc is istiod's process now.
+func (d *Istiod) proc() *process.Child {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Proc
+}
+
+// agent is pod's pilot-agent now (nil: none).
+func (d *Istiod) agent(pod string) *process.Child {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Agents[pod]
 }
 
 // startSidecar writes pod p's pilot-agent files (its TokenRequest token
@@ -580,16 +619,44 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		cmd.Env = append(cmd.Env, "ISTIO_META_SERVICE_ACCOUNT="+sa, "ISTIO_META_NODE_NAME="+p.Node.Name)
 	default:
 		cmd.Env = append(cmd.Env, "ISTIO_META_APP_CONTAINERS=app", "ISTIO_META_POD_PORTS=["+strings.Join(ports, ",")+"]")
-		// Group 1337, user root: the capture exempts the group, and root
-		// can run the cached binaries (under a home directory uid 1337
-		// cannot enter), as the lab's own sidecar Envoys run.
-		process.SetGid(cmd, SidecarID)
+		// Group 1337, user root (mk below): the capture exempts the
+		// group, and root can run the cached binaries (under a home
+		// directory uid 1337 cannot enter), as the lab's own sidecar
+		// Envoys run.
 	}
-	c, err := process.StartLogged("pilot-agent-"+p.Spec.Name, filepath.Join(d.dir, "logs"), cmd, p.NS.Do)
+	// cmd is the template: an exec.Cmd runs once, so every start (the
+	// first, a fault's restart) gets a fresh one from mk.
+	env, dirOf := cmd.Env, cmd.Dir
+	mk := func() *exec.Cmd {
+		c := exec.Command(cmd.Path, cmd.Args[1:]...)
+		c.Dir, c.Env = dirOf, env
+		if !p.Spec.Waypoint {
+			process.SetGid(c, SidecarID)
+		}
+		return c
+	}
+	d.mu.Lock()
+	d.agentCmds[p.Spec.Name] = mk
+	d.mu.Unlock()
+	d.lab.sub.OnClose("pilot-agent of "+p.Spec.Name, func() error {
+		if c := d.agent(p.Spec.Name); c != nil {
+			c.Stop(5 * time.Second)
+		}
+		return nil
+	})
+	return d.runAgent(ctx, p)
+}
+
+// runAgent starts pod p's pilot-agent command and waits for its
+// readiness (Envoy's, through pilot-agent's :15021).
+func (d *Istiod) runAgent(ctx context.Context, p *Pod) error {
+	d.mu.Lock()
+	mk := d.agentCmds[p.Spec.Name]
+	d.mu.Unlock()
+	c, err := process.StartLogged("pilot-agent-"+p.Spec.Name, filepath.Join(d.dir, "logs"), mk(), p.NS.Do)
 	if err != nil {
 		return err
 	}
-	d.lab.sub.OnClose("pilot-agent of "+p.Spec.Name, func() error { c.Stop(5 * time.Second); return nil })
 	d.mu.Lock()
 	d.Agents[p.Spec.Name] = c
 	d.mu.Unlock()

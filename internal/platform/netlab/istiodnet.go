@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/meshbench/meshbench/internal/measure/probe"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
@@ -87,6 +88,9 @@ type istiodNet struct {
 	// completed requests and gwTLS its TLS handshakes.
 	base                  map[string]podCounters
 	wpBase, gwBase, gwTLS float64
+	// xdsBase are each pilot-agent's istiod connection counters at the
+	// cell's start (agentConns), by pod.
+	xdsBase map[string]agentConns
 }
 
 // upIstiod starts the lab's API server and istiod, and the sidecars
@@ -202,9 +206,9 @@ func (in *istiodNet) targets() []sample.Target {
 		}
 		out = append(out,
 			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: cat},
-			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: cat})
+			sample.Target{PID: in.d.agent(pod).PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: cat})
 	}
-	out = append(out, sample.Target{PID: in.d.Proc.PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
+	out = append(out, sample.Target{PID: in.d.proc().PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
 	etcd, api := in.api.PIDs()
 	out = append(out,
 		sample.Target{PID: api, Name: "lab kube-apiserver", Component: LabAPIComponent, Category: sample.CategoryOverhead},
@@ -212,12 +216,14 @@ func (in *istiodNet) targets() []sample.Target {
 	return out
 }
 
-func (in *istiodNet) died() error {
-	if in.d.Proc.Exited() {
-		return fmt.Errorf("istiod died (log %s)", in.d.Proc.LogFile)
+// died says which of istiod's processes exited, except those a fault is
+// restarting (restarting: "istiod", "agent/POD").
+func (in *istiodNet) died(restarting map[string]bool) error {
+	if p := in.d.proc(); p.Exited() && !restarting[restartIstiod] {
+		return fmt.Errorf("istiod died (log %s)", p.LogFile)
 	}
 	for _, pod := range in.pods() {
-		if a := in.d.Agents[pod]; a.Exited() {
+		if a := in.d.agent(pod); a.Exited() && !restarting[restartAgent+pod] {
 			return fmt.Errorf("pilot-agent of %s died (log %s)", pod, a.LogFile)
 		}
 	}
@@ -252,6 +258,23 @@ func (in *istiodNet) manifest() map[string]any {
 // inbound TCP proxies took (a port Istio keeps at L4) and the requests
 // its outbound HTTP connection managers completed (the app's calls).
 type podCounters struct{ tls, http, tcp, out float64 }
+
+// since is c since base; a counter that went down (its Envoy restarted by
+// a fault) counts from 0.
+func (c podCounters) since(base podCounters) podCounters {
+	d := func(v, b float64) float64 {
+		if v < b {
+			return v
+		}
+		return v - b
+	}
+	return podCounters{tls: d(c.tls, base.tls), http: d(c.http, base.http), tcp: d(c.tcp, base.tcp), out: d(c.out, base.out)}
+}
+
+// add is c plus o.
+func (c podCounters) add(o podCounters) podCounters {
+	return podCounters{tls: c.tls + o.tls, http: c.http + o.http, tcp: c.tcp + o.tcp, out: c.out + o.out}
+}
 
 // counters are each sidecar's podCounters.
 func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounters, error) {
@@ -337,6 +360,9 @@ func envoyCounter(ctx context.Context, p *Pod, name string) (float64, error) {
 
 func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	var err error
+	if in.xdsBase, err = in.agentConns(ctx, l); err != nil {
+		return err
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			in.wpBase, err = envoyRequests(ctx, wp)
@@ -370,8 +396,11 @@ func (in *istiodNet) gatewayCounters(ctx context.Context, l *Lab) (requests, han
 // handshakes over the cell (STRICT mTLS: plaintext is refused).
 func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, rawDir string) (local.MeshCheck, error) {
 	mc := local.MeshCheck{Derived: map[string]float64{}}
-	ps, err := in.d.Syncz(ctx)
-	if err != nil {
+	// At once in a cell with every proxy connected; after a fault killed
+	// istiod or a proxy, once they have reconnected and ACKed again (or
+	// the table as it is then, which the checks below judge).
+	ps, err := in.d.WaitACKed(ctx, 30*time.Second)
+	if ps == nil && err != nil {
 		return mc, err
 	}
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
@@ -406,6 +435,21 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	if err := in.checkProtocol(ctx, t, &mc); err != nil {
 		return mc, err
 	}
+	if len(in.envoys) > 0 {
+		conns, err := in.agentConns(ctx, l)
+		if err != nil {
+			return mc, err
+		}
+		var ended, failed float64
+		for pod, c := range conns {
+			d := c.sub(in.xdsBase[pod])
+			ended += d.ended
+			failed += d.failed
+		}
+		mc.Derived["istiod_agent_disconnects"] = ended
+		mc.Derived["istiod_agent_connect_failures"] = failed
+		mc.Lines = append(mc.Lines, fmt.Sprintf("pilot-agents' connections to istiod over the cell (their own istiod_connection_terminations and _failures): %.0f ended, %.0f attempts failed.", ended, failed))
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			end, err := envoyRequests(ctx, wp)
@@ -413,6 +457,10 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 				return mc, err
 			}
 			n := end - in.wpBase
+			if n < 0 {
+				// Its Envoy was restarted (a fault): counted from 0.
+				n = end
+			}
 			mc.Derived["istiod_waypoint_requests"] = n
 			mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
 			if n <= 0 {
@@ -442,8 +490,7 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	}
 	var d podCounters
 	for _, p := range t.ServicePods(t.Service.Name) {
-		e, b := end[p.Name], in.base[p.Name]
-		d.tls, d.http, d.tcp = d.tls+e.tls-b.tls, d.http+e.http-b.http, d.tcp+e.tcp-b.tcp
+		d = d.add(end[p.Name].since(in.base[p.Name]))
 	}
 	in.serverVerdict(t.Options, d, &mc)
 	if t.Options.App == topology.AppFaces {
@@ -462,8 +509,7 @@ func facesVerdict(t *topology.Topology, base, end map[string]podCounters, mc *lo
 	sum := func(svc string) podCounters {
 		var d podCounters
 		for _, p := range t.ServicePods(svc) {
-			e, b := end[p.Name], base[p.Name]
-			d.tls, d.http, d.tcp, d.out = d.tls+e.tls-b.tls, d.http+e.http-b.http, d.tcp+e.tcp-b.tcp, d.out+e.out-b.out
+			d = d.add(end[p.Name].since(base[p.Name]))
 		}
 		return d
 	}
@@ -557,4 +603,62 @@ func (in *istiodNet) checkZtunnels(ctx context.Context, l *Lab, rawDir string, m
 		}
 	}
 	return nil
+}
+
+// agentConns are a pilot-agent's own counters of its connection to
+// istiod (pilot-agent's istiod_connection_terminations, every type, and
+// istiod_connection_failures): its Envoy's xDS goes through it, so these
+// count what istiod's absence did to the proxy's config stream.
+type agentConns struct{ ended, failed float64 }
+
+// sub is c since base; a counter that went down (pilot-agent restarted)
+// counts from 0.
+func (c agentConns) sub(base agentConns) agentConns {
+	d := func(v, b float64) float64 {
+		if v < b {
+			return v
+		}
+		return v - b
+	}
+	return agentConns{ended: d(c.ended, base.ended), failed: d(c.failed, base.failed)}
+}
+
+// agentConns reads each pilot-agent's agentConns from its merged
+// Prometheus endpoint (:15020/stats/prometheus in its pod), by pod.
+func (in *istiodNet) agentConns(ctx context.Context, l *Lab) (map[string]agentConns, error) {
+	out := map[string]agentConns{}
+	var errs []error
+	for _, pod := range in.pods() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		text, err := probe.Get(cctx, l.Pod(pod).HTTPClient(false), "http://127.0.0.1:15020/stats/prometheus", 16<<20)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pilot-agent of %s: %w", pod, err))
+			continue
+		}
+		var c agentConns
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			i := strings.LastIndexByte(line, ' ')
+			if i < 0 {
+				continue
+			}
+			v, err := strconv.ParseFloat(line[i+1:], 64)
+			if err != nil {
+				continue
+			}
+			// istio_agent_…, with or without _total, whatever the
+			// exporter's version names it.
+			switch name := line[:strings.IndexAny(line+"{", "{ ")]; {
+			case strings.Contains(name, "istiod_connection_terminations"):
+				c.ended += v
+			case strings.Contains(name, "istiod_connection_failures"):
+				c.failed += v
+			}
+		}
+		out[pod] = c
+	}
+	return out, errors.Join(errs...)
 }
