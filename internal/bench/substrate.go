@@ -244,9 +244,7 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			lastIstio = len(parts) - 1
 		}
 	}
-	if lastIstio >= 0 && ns != nil && ns.ControlPlane == ControlPlaneIstiod {
-		parts[lastIstio] += "; no other mode runs istiod yet"
-	} else if lastIstio >= 0 {
+	if lastIstio >= 0 && (ns == nil || ns.ControlPlane != ControlPlaneIstiod) {
 		// After the last of Istio's modes: what stands in for istiod.
 		parts[lastIstio] += "; in Istio's modes istiod is not run (config from the topology, certificates from the lab's CA)"
 	}
