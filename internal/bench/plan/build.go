@@ -463,9 +463,6 @@ func (b *builder) axes() {
 		}
 		switch {
 		case f.Zero():
-		case kube && fault.OnCluster(f) != "":
-			b.s.badItem("axes.fault", it, "allowed on platform kube: none, kill:PART or cpu-limit:PART=MILLICORES ("+fault.OnCluster(f)+")")
-			return f.String(), false
 		case b.p.ControlPlane == ControlPlaneIstiod:
 			b.s.badItem("axes.fault", it, "allowed with control_plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use control_plane lab")
 			return f.String(), false
