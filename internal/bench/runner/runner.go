@@ -143,8 +143,11 @@ func Run(ctx context.Context, o Options) (*results.PlanManifest, error) {
 			res.Dir = results.CellDir(o.Dir, c.ID)
 		}
 		// Tear down now what the next cell to run will not use, so its
-		// teardown is not counted in the next cell's time.
-		if next := nextPending(m, o.Cells, i+1); next == nil || next.Topology != c.Topology {
+		// teardown is not counted in the next cell's time. A lab a fault
+		// ran on is not handed on: what the fault leaves behind (a
+		// balancer still avoiding the replica it saw slow, a restarted
+		// proxy's fresh state) would reach the next cell.
+		if next := nextPending(m, o.Cells, i+1); next == nil || next.Topology != c.Topology || !c.Settings.Fault.Zero() {
 			on.Teardown("")
 		}
 		m.Complete = allFinished(m, o.Cells)

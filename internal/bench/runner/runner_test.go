@@ -16,6 +16,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
+	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -302,5 +303,31 @@ func TestRunTearsDown(t *testing.T) {
 	}
 	if m.Platform != "fake" || !m.Complete {
 		t.Errorf("manifest platform %q complete %v, want the platform's name and complete", m.Platform, m.Complete)
+	}
+}
+
+// A lab a fault ran on is torn down after that cell, even when the next
+// cell shares its topology: Linkerd's balancer, still avoiding a replica
+// it had seen slow seconds before, made the healthy cell after a
+// slow-replica cell on the same lab invalid (no request reached that
+// replica).
+func TestRunTearsDownAfterAFault(t *testing.T) {
+	f, err := fault.Parse("slow-replica:1=50ms@3s+3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := fakeCells(4)
+	for i := range cs {
+		cs[i].Topology = "a"
+	}
+	cs[1].Settings.Fault = f
+	on := &fakePlatform{}
+	dir := filepath.Join(t.TempDir(), "plan")
+	if _, err := Run(context.Background(), Options{Dir: dir, PlanYAML: []byte("plan: t\n"), Seed: 1, Cells: cs, On: on}); err != nil {
+		t.Fatal(err)
+	}
+	want := "run c1, run c2, teardown , run c3, run c4, teardown , teardown "
+	if got := on.took(); got != want {
+		t.Errorf("platform calls\n%s\nwant\n%s", got, want)
 	}
 }
