@@ -69,10 +69,11 @@ func TestRunBenchBadInput(t *testing.T) {
 		{"run app delay dist", []string{"run", "--app-delay-dist", "poisson:1ms", "--out", out}, `--app-delay-dist: invalid delay distribution "poisson:1ms"`},
 		{"run app error ratio", []string{"run", "--app-error-ratio", "2", "--out", out}, "--app-error-ratio 2: allowed: 0 to 1"},
 		{"run app stall alone", []string{"run", "--app-stall-for", "1s", "--out", out}, "--app-stall-for 1s: needs stall-every too"},
-		// Faults on a cluster: kills run; the other kinds are refused with
-		// why, as is a part the mesh lacks.
-		{"run kube slow replica", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--replicas", "2", "--fault", "slow-replica:1=10ms@1s", "--out", out}, "--fault slow-replica:1=10ms@1s: slow-replica on a cluster: not yet"},
-		{"run kube noisy neighbour", []string{"run", "--platform", "kube", "--fault", "noisy-neighbour:500@1s", "--out", out}, "noisy-neighbour on a cluster: not yet"},
+		// Faults on a cluster: what cannot be done is refused with why (a
+		// part the mesh lacks, a slow replica of an app that is not
+		// meshbench's).
+		{"run kube slow replica app image", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--replicas", "2", "--app-image", "nginx:1.27", "--fault", "slow-replica:1=10ms@1s", "--out", out}, "--fault slow-replica:1=10ms@1s with --app-image: allowed with meshbench's own app only"},
+		{"run kube slow replica one", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--replicas", "1", "--fault", "slow-replica:1=10ms@1s", "--out", out}, "at least one replica must stay healthy"},
 		{"run kube kill missing part", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--fault", "kill:node-proxy@1s", "--out", out}, "--fault kill:node-proxy@1s with --mesh sidecar: mesh sidecar has no node-proxy"},
 		{"run lab kill control plane", []string{"run", "--mesh", "sidecar", "--fault", "kill:control-plane@1s", "--out", out}, "--fault kill:control-plane@1s with --mesh sidecar: control-plane of mesh sidecar: the lab runs no istiod with control plane lab (its proxies' config comes from the topology, their certificates from the lab's CA); use control plane istiod"},
 		{"run kube kill oha", []string{"run", "--platform", "kube", "--mesh", "sidecar", "--generator", "oha", "--fault", "kill:sidecar@1s", "--out", out}, "allowed with --generator meshbench only"},

@@ -413,8 +413,7 @@ func (k *kubeFlags) bench() bench.Kube {
 		IdleTimeout: k.idleTimeout, ReadyTimeout: k.timeout, MetricsSource: k.metricsSource, KubeletInterval: k.kubeletInterval}
 }
 
-// kubeFault is run --fault on a cluster: what runs there (fault.OnCluster),
-// inside the window, of a part the mesh has, with meshbench's engine (its
+// kubeFault is run --fault on a cluster: inside the window, of a part the mesh has, with meshbench's engine (its
 // intervals are what the cost is read from).
 func kubeFault(f *runFlags) (fault.Fault, error) {
 	flt, err := fault.Parse(f.fault)
@@ -427,9 +426,6 @@ func kubeFault(f *runFlags) (fault.Fault, error) {
 	if err := flt.Check(f.duration); err != nil {
 		return flt, fmt.Errorf("--%w", err)
 	}
-	if why := fault.OnCluster(flt); why != "" {
-		return flt, fmt.Errorf("--fault %s: %s", flt, why)
-	}
 	if m, ok := mesh.Get(f.mesh); ok {
 		if why := fault.Skip(flt, m, topology.App(f.app), f.replicas, false); why != "" {
 			return flt, fmt.Errorf("--fault %s with --mesh %s: %s", flt, f.mesh, why)
@@ -437,6 +433,9 @@ func kubeFault(f *runFlags) (fault.Fault, error) {
 	}
 	if f.kube.generator != "" && f.kube.generator != extgen.Meshbench {
 		return flt, fmt.Errorf("--fault %s with --generator %s: allowed with --generator meshbench only (the fault's cost is read from its engine's intervals)", flt, f.kube.generator)
+	}
+	if flt.Kind == fault.SlowReplica && f.kube.appImage != "" {
+		return flt, fmt.Errorf("--fault %s with --app-image: allowed with meshbench's own app only (the slowed replicas serve its control API)", flt)
 	}
 	if f.kube.facesChart && f.app == string(topology.AppFaces) {
 		return flt, fmt.Errorf("--fault %s with the Faces chart: not yet (its pods are not meshbench's); use --faces-chart=false", flt)

@@ -165,6 +165,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newDoctorCmd(env))
 	root.AddCommand(newImageCmd(env))
 	root.AddCommand(newLinkerdControlPlaneCmd(env))
+	root.AddCommand(newHogCmd(env))
 	root.AddCommand(newMeshCmd(env))
 	return root
 }

@@ -119,7 +119,7 @@ bound address (so --listen 127.0.0.1:0 works), and writes HOST:PORT to
 	fl.IntVar(&f.concurrency, "concurrency", 0, fmt.Sprintf("serve at most this many requests at once, each for --service-time, the rest queued in arrival order (0 = no bound, up to %d)", workload.MaxConcurrency))
 	fl.DurationVar(&f.serviceTime, "service-time", 0, "each request's time in service with --concurrency (capacity = concurrency / service time)")
 	fl.StringVar(&f.readyFile, "ready-file", "", "once listening, write HOST:PORT to this file (atomically, by rename); removed on exit")
-	fl.StringVar(&f.control, "control", "", "serve a unix socket at `PATH` to add a delay to every answer while running and read the measured waits (meshbench serve control)")
+	fl.StringVar(&f.control, "control", "", "serve a unix socket at `PATH` (or on a loopback address, 127.0.0.1:PORT: in a pod, reached by a port-forward) to add a delay to every answer while running and read the measured waits (meshbench serve control)")
 	cmd.AddCommand(newServeControlCmd(env))
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -132,12 +133,26 @@ func summary(h *hdr.Histogram) WaitSummary {
 		P99Ns: h.ValueAtQuantile(99), MaxNs: h.Max(), MeanNs: h.Mean()}
 }
 
-// serveControl serves the control API for in on path until stop.
-func serveControl(path string, in *injector) (stop func() error, err error) {
-	_ = os.Remove(path)
-	ln, err := net.Listen("unix", path)
+// controlAddr is the network and address of a control socket: a
+// loopback address (127.0.0.1:PORT, [::1]:PORT) is TCP, anything else a
+// unix socket's path.
+func controlAddr(path string) (network string, loopback bool) {
+	if ap, err := netip.ParseAddrPort(path); err == nil && ap.Addr().IsLoopback() {
+		return "tcp", true
+	}
+	return "unix", false
+}
+
+// serveControl serves the control API for in on path (controlAddr)
+// until stop; addr is where it listens (a loopback port 0 chosen).
+func serveControl(path string, in *injector) (addr string, stop func() error, err error) {
+	network, _ := controlAddr(path)
+	if network == "unix" {
+		_ = os.Remove(path)
+	}
+	ln, err := net.Listen(network, path)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return "", nil, fmt.Errorf("control socket: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /delay", func(w http.ResponseWriter, _ *http.Request) {
@@ -160,16 +175,18 @@ func serveControl(path string, in *injector) (stop func() error, err error) {
 	})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	return func() error {
+	return ln.Addr().String(), func() error {
 		err := hs.Close()
-		_ = os.Remove(path)
+		if network == "unix" {
+			_ = os.Remove(path)
+		}
 		return err
 	}, nil
 }
 
 // Control is a client of a server's control socket (Config.Control).
 type Control struct {
-	// Path is the socket's path.
+	// Path is the socket's path, or its loopback address (controlAddr).
 	Path string
 }
 
@@ -177,7 +194,8 @@ func (c Control) client() *http.Client {
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", c.Path)
+			network, _ := controlAddr(c.Path)
+			return d.DialContext(ctx, network, c.Path)
 		},
 		DisableKeepAlives: true,
 	}}

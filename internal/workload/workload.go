@@ -81,7 +81,8 @@ type Config struct {
 	// Control, when not empty, is the path of a unix socket on which the
 	// server takes a delay to add to every answer while it runs and tells
 	// the waits it measured (control.go: a slow replica, the app's own
-	// measure of its delays). "" serves none.
+	// measure of its delays), or a loopback address (127.0.0.1:PORT,
+	// [::1]:PORT: in a pod, reached by a port-forward). "" serves none.
 	Control string
 }
 
@@ -128,8 +129,8 @@ func (c Config) Validate() error {
 			bad("listen", strconv.Quote(c.Listen), err.Error())
 		}
 	}
-	if len(c.Control) > maxSocketPath {
-		bad("control", strconv.Quote(c.Control), fmt.Sprintf("allowed: a path of at most %d bytes (a unix socket's)", maxSocketPath))
+	if _, loopback := controlAddr(c.Control); !loopback && len(c.Control) > maxSocketPath {
+		bad("control", strconv.Quote(c.Control), fmt.Sprintf("allowed: a path of at most %d bytes (a unix socket's), or a loopback address 127.0.0.1:PORT", maxSocketPath))
 	}
 	if c.BodySize < 0 || c.BodySize > MaxBodySize {
 		bad("body-size", strconv.Itoa(c.BodySize), fmt.Sprintf("allowed: 0 (default, %d) to %d bytes", DefaultBodySize, MaxBodySize))
@@ -196,9 +197,11 @@ func (c Config) withDefaults() Config {
 
 // Server is a running workload.
 type Server struct {
-	kind    Kind
-	addr    string
-	started time.Time
+	kind Kind
+	addr string
+	// controlAddr is where the control API listens ("" without one).
+	controlAddr string
+	started     time.Time
 
 	done     chan struct{} // closed when the accept loop ends
 	err      error         // why it ended; set before done is closed
@@ -233,7 +236,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Control != "" {
 		// A delay may come later: the faults' path is taken from the start.
 		inj.active = true
-		if stopControl, err = serveControl(cfg.Control, inj); err != nil {
+		if s.controlAddr, stopControl, err = serveControl(cfg.Control, inj); err != nil {
 			ln.Close()
 			return nil, err
 		}
@@ -279,6 +282,10 @@ func (s *Server) Delays() DelayStats {
 // Addr returns the bound address as host:port (the real port when Config
 // asked for port 0).
 func (s *Server) Addr() string { return s.addr }
+
+// ControlAddr is where the server's control API listens (Config.Control;
+// a loopback port 0 resolved), "" without one.
+func (s *Server) ControlAddr() string { return s.controlAddr }
 
 // Kind returns the workload kind.
 func (s *Server) Kind() Kind { return s.kind }

@@ -463,9 +463,6 @@ func (b *builder) axes() {
 		}
 		switch {
 		case f.Zero():
-		case kube && fault.OnCluster(f) != "":
-			b.s.badItem("axes.fault", it, "allowed on platform kube: none, kill:PART or cpu-limit:PART=MILLICORES ("+fault.OnCluster(f)+")")
-			return f.String(), false
 		case b.p.Search != nil:
 			b.s.badItem("axes.fault", it, "a capacity search runs without faults; remove the fault or the search")
 			return f.String(), false

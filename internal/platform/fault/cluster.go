@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // LoadInterval is the load's interval in a cell with a fault, on every
@@ -35,16 +36,34 @@ type PodLimiter interface {
 	LimitPod(ctx context.Context, p mesh.Part, millicores int) (what string, undo func(context.Context) error, err error)
 }
 
-// OnCluster is why fault f cannot run on a cluster yet, "" when it can
-// (a kill or CPU limit of any part the mesh has).
-func OnCluster(f Fault) string {
-	switch f.Kind {
-	case SlowReplica:
-		return "slow-replica on a cluster: not yet (the app's control socket is not reached inside its pod): the local lab only"
-	case NoisyNeighbour:
-		return "noisy-neighbour on a cluster: not yet (no CPU-hog pod pinned to the server's node): the local lab only"
-	}
-	return ""
+// PodHogger is a PodTarget that runs the noisy neighbour itself: a pod
+// of its own beside the server, busy on all of its CPU.
+type PodHogger interface {
+	PodTarget
+	// HogPod starts a pod limited to millicores of CPU (requests =
+	// limits) on the server's node, busy on all of it, and returns once
+	// it runs, with what it did for the record and what deletes it (which
+	// says, for the record, what the hog did). With an error, undo is not
+	// nil when something may need deleting.
+	HogPod(ctx context.Context, millicores int) (what string, undo func(context.Context) (said string, err error), err error)
+}
+
+// Replica is one of the app's replicas, reached for its control API.
+type Replica struct {
+	// Name is its pod (namespace/name) or process, for the record.
+	Name    string
+	Control workload.Control
+}
+
+// ReplicaReacher is a PodTarget that reaches its app replicas' control
+// APIs itself (on a cluster: a port-forward to each pod's control port).
+type ReplicaReacher interface {
+	PodTarget
+	// ReachReplicas opens the control of the first n Ready replicas of
+	// the app's service svc ("": the entry, the one the load calls), in
+	// the order of their names; close ends what it opened (not nil when
+	// something was, also with an error).
+	ReachReplicas(ctx context.Context, svc string, n int) (reps []Replica, close func(), err error)
 }
 
 // killPod is a Kill through a PodTarget.
@@ -81,5 +100,78 @@ func (r *Running) limitPod(ctx context.Context, pl PodLimiter) error {
 		return fmt.Errorf("limiting the %s: %w", r.f.Part, err)
 	}
 	r.event(what)
+	return nil
+}
+
+// hogPod is a NoisyNeighbour through a PodHogger: the hog pod, once asked
+// for, is waited for even when the cell is interrupted meanwhile (at most
+// a minute), then deleted by Stop or at its end.
+func (r *Running) hogPod(ctx context.Context, ph PodHogger) error {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	what, undo, err := ph.HogPod(hctx, r.f.Millicores)
+	if undo != nil {
+		r.keep(func() error {
+			uctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			said, err := undo(uctx)
+			if said != "" {
+				r.event(said)
+			}
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("the CPU hog: %w", err)
+	}
+	r.event(what)
+	return nil
+}
+
+// slowPods is a SlowReplica through a ReplicaReacher: each replica's
+// measured waits are started again when it is slowed, and read back
+// (what it did, for the record) when its delay is taken away.
+func (r *Running) slowPods(ctx context.Context, rr ReplicaReacher) error {
+	reps, closeAll, err := rr.ReachReplicas(ctx, r.f.Service, r.f.Replicas)
+	if closeAll != nil {
+		r.keep(func() error { closeAll(); return nil })
+	}
+	if err != nil {
+		return err
+	}
+	if len(reps) < r.f.Replicas {
+		return fmt.Errorf("%d replica(s) to slow, %d reached", r.f.Replicas, len(reps))
+	}
+	what := "replica"
+	if r.f.Service != "" {
+		what = r.f.Service + " replica"
+	}
+	for i, rep := range reps[:r.f.Replicas] {
+		c := rep.Control
+		if _, err := c.Stats(ctx, true); err != nil {
+			return fmt.Errorf("%s %d (%s): %w", what, i, rep.Name, err)
+		}
+		// Kept before it is asked: a delay set whose answer was lost is
+		// taken away too.
+		r.keep(func() error {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			st, serr := c.Stats(cctx, false)
+			if _, err := c.SetDelay(cctx, 0); err != nil {
+				return fmt.Errorf("%s %d (%s): %w", what, i, rep.Name, err)
+			}
+			said := fmt.Sprintf("%s %d (%s) answers without the delay again", what, i, rep.Name)
+			if serr == nil {
+				said += fmt.Sprintf("; by its own measure %d answer(s) waited, p50 %s, p99 %s", st.Answers,
+					time.Duration(st.Measured.P50Ns), time.Duration(st.Measured.P99Ns))
+			}
+			r.event(said)
+			return nil
+		})
+		if _, err := c.SetDelay(ctx, r.f.Delay); err != nil {
+			return fmt.Errorf("%s %d (%s): %w", what, i, rep.Name, err)
+		}
+		r.event(fmt.Sprintf("%s %d (%s) answers %s later", what, i, rep.Name, r.f.Delay))
+	}
 	return nil
 }

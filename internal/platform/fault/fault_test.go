@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -437,8 +438,8 @@ func TestSchedulePodTarget(t *testing.T) {
 	}
 	f, _ = Parse("noisy-neighbour:100@10ms")
 	rec = waitApplied(t, Schedule(context.Background(), f, tg, time.Now(), nil))
-	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "noisy-neighbour on a cluster: not yet") || len(tg.kills) != 1 {
-		t.Errorf("noisy-neighbour on a PodTarget: record %+v", rec)
+	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "runs no hog pod") || len(tg.kills) != 1 {
+		t.Errorf("noisy-neighbour on a PodTarget that is no PodHogger: record %+v", rec)
 	}
 	// A CPU limit through a PodLimiter: applied, then undone by +FOR.
 	pl := &podLimiter{}
@@ -500,4 +501,126 @@ func waitApplied(t *testing.T, r *Running) Record {
 		}
 	}
 	return r.Stop()
+}
+
+// podHogger is a PodHogger standing in for a cluster (the hog pod's real
+// form is internal/e2e's noisy-neighbour cell): it counts hogs and
+// deletes.
+type podHogger struct {
+	podTarget
+	hogs, deleted int
+	fail          bool
+}
+
+func (p *podHogger) HogPod(_ context.Context, millicores int) (string, func(context.Context) (string, error), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hogs++
+	undo := func(context.Context) (string, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.deleted++
+		return "hog pod ns/hog deleted", nil
+	}
+	if p.fail {
+		return "", undo, errors.New("it ended before it ran")
+	}
+	return fmt.Sprintf("hog pod ns/hog of %dm", millicores), undo, nil
+}
+
+// TestSchedulePodHogger: a noisy neighbour through a PodHogger is its pod,
+// deleted at +FOR, and at Stop when it never ran (its pod was made).
+func TestSchedulePodHogger(t *testing.T) {
+	ph := &podHogger{}
+	f, _ := Parse("noisy-neighbour:300@10ms+20ms")
+	r := Schedule(context.Background(), f, ph, time.Now(), nil)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ph.mu.Lock()
+		done := ph.deleted
+		ph.mu.Unlock()
+		if done > 0 {
+			break
+		}
+	}
+	rec := r.Stop()
+	if ph.hogs != 1 || ph.deleted != 1 || len(rec.Errors) != 0 || len(rec.Events) != 3 || rec.Events[0].What != "hog pod ns/hog of 300m" ||
+		rec.Events[1].What != "hog pod ns/hog deleted" || rec.Events[2].What != "undone" || rec.End.Before(rec.Start) {
+		t.Errorf("noisy-neighbour on a PodHogger: hogs %d, deleted %d, record %+v", ph.hogs, ph.deleted, rec)
+	}
+	ph = &podHogger{fail: true}
+	f, _ = Parse("noisy-neighbour:300@10ms")
+	rec = waitApplied(t, Schedule(context.Background(), f, ph, time.Now(), nil))
+	if ph.deleted != 1 || len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "the CPU hog: it ended before it ran") {
+		t.Errorf("a hog that never ran: deleted %d, record %+v", ph.deleted, rec)
+	}
+}
+
+// replicaReacher is a ReplicaReacher over real app servers whose control
+// is a loopback TCP address (a pod's control port as its port-forward
+// reaches it; the port-forward itself is internal/e2e's slow-replica
+// cell).
+type replicaReacher struct {
+	podTarget
+	reps   []Replica
+	closed int
+}
+
+func (p *replicaReacher) ReachReplicas(_ context.Context, svc string, n int) ([]Replica, func(), error) {
+	if svc != "" || n > len(p.reps) {
+		return nil, nil, fmt.Errorf("service %q, %d replicas", svc, n)
+	}
+	return p.reps[:n], func() { p.mu.Lock(); p.closed++; p.mu.Unlock() }, nil
+}
+
+// TestScheduleReplicaReacher: a slow replica through a ReplicaReacher
+// slows the first N replicas' real servers through their control, takes
+// the delay away at +FOR, says each one's own measure of its waits, and
+// closes what it opened.
+func TestScheduleReplicaReacher(t *testing.T) {
+	rr := &replicaReacher{}
+	var addrs []string
+	for i := range 2 {
+		srv, err := workload.Start(context.Background(), workload.Config{Kind: workload.KindStatic, Listen: "127.0.0.1:0", Control: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+		addrs = append(addrs, srv.Addr())
+		rr.reps = append(rr.reps, Replica{Name: "pod ns/app-" + strconv.Itoa(i), Control: workload.Control{Path: srv.ControlAddr()}})
+	}
+	f, _ := Parse("slow-replica:1=30ms@10ms+300ms")
+	r := Schedule(context.Background(), f, rr, time.Now(), nil)
+	slow := func(addr string) time.Duration {
+		start := time.Now()
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return time.Since(start)
+	}
+	waitApplied := func() {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			r.mu.Lock()
+			n := len(r.rec.Events)
+			r.mu.Unlock()
+			if n > 0 {
+				return
+			}
+		}
+	}
+	waitApplied()
+	if d0, d1 := slow(addrs[0]), slow(addrs[1]); d0 < 30*time.Millisecond || d1 >= 30*time.Millisecond {
+		t.Errorf("while slowed: replica 0 answered in %s, replica 1 in %s; want ≥ 30ms and under it", d0, d1)
+	}
+	time.Sleep(400 * time.Millisecond)
+	rec := r.Stop()
+	if d0 := slow(addrs[0]); d0 >= 30*time.Millisecond {
+		t.Errorf("after +FOR replica 0 answered in %s; want the delay taken away", d0)
+	}
+	if len(rec.Errors) != 0 || len(rec.Events) != 3 || rec.Events[0].What != "replica 0 (pod ns/app-0) answers 30ms later" ||
+		!strings.HasPrefix(rec.Events[1].What, "replica 0 (pod ns/app-0) answers without the delay again; by its own measure 1 answer(s) waited, p50 3") ||
+		rec.Events[2].What != "undone" || rr.closed != 1 {
+		t.Errorf("record %+v, closed %d", rec, rr.closed)
+	}
 }

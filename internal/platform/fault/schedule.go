@@ -143,11 +143,6 @@ func (r *Running) run(ctx context.Context) {
 
 // apply does the fault, keeping what undoes it.
 func (r *Running) apply(ctx context.Context) error {
-	if _, ok := r.t.(PodTarget); ok {
-		if why := OnCluster(r.f); why != "" {
-			return errors.New(why)
-		}
-	}
 	switch r.f.Kind {
 	case Kill:
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -185,6 +180,9 @@ func (r *Running) apply(ctx context.Context) error {
 		r.keep(lim.Lift)
 		r.event(fmt.Sprintf("%s (pid %d) limited to %dm (cgroup %s)", name, pid, r.f.Millicores, lim.Dir))
 	case SlowReplica:
+		if rr, ok := r.t.(ReplicaReacher); ok {
+			return r.slowPods(ctx, rr)
+		}
 		reps := r.t.Replicas(r.f.Service)
 		if len(reps) < r.f.Replicas {
 			return fmt.Errorf("%d replica(s) to slow, the service has %d with a control socket", r.f.Replicas, len(reps))
@@ -206,6 +204,12 @@ func (r *Running) apply(ctx context.Context) error {
 			r.event(fmt.Sprintf("%s %d answers %s later", what, i, r.f.Delay))
 		}
 	case NoisyNeighbour:
+		if ph, ok := r.t.(PodHogger); ok {
+			return r.hogPod(ctx, ph)
+		}
+		if _, ok := r.t.(PodTarget); ok {
+			return errors.New("noisy-neighbour: this platform runs no hog pod")
+		}
 		if h, err := cgroup.Find(); err == nil {
 			r.removeStale(h)
 		}

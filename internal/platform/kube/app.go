@@ -27,8 +27,23 @@ type appService struct {
 
 // appServices lists the app's services, the entry (the load's target)
 // first: static, or face, smiley and color as in the local lab (face calls
-// smiley over HTTP and color over gRPC, by their service names).
+// smiley over HTTP and color over gRPC, by their service names). The
+// replicas of ControlService serve their control API on the pod's
+// loopback (ControlPort).
 func (s Spec) appServices() []appService {
+	svcs := s.appServiceList()
+	for i := range svcs {
+		if svcs[i].name == s.ControlService && svcs[i].args != nil {
+			svcs[i].args = append(svcs[i].args, "--control", controlAddr)
+		}
+	}
+	return svcs
+}
+
+// controlAddr is the control API's address in an app pod: loopback only.
+var controlAddr = "127.0.0.1:" + strconv.Itoa(ControlPort)
+
+func (s Spec) appServiceList() []appService {
 	listen := ":" + strconv.Itoa(AppPort)
 	serve := func(kind string, extra ...string) []string {
 		return append([]string{"serve", kind, "--listen", listen}, extra...)

@@ -34,8 +34,9 @@ import (
 // cluster is its pod's: meshbench reaches no node's container runtime, so
 // it cannot kill the proxy container alone), the node proxy the ztunnel
 // pod on that replica's node, the waypoint and the control plane the
-// first of their pods. The other kinds are refused on a cluster
-// (fault.OnCluster).
+// first of their pods. The noisy neighbour is a pod of its own
+// (faulthog.go), a slow replica is reached through a port-forward
+// (faultslow.go).
 
 // faultPollEvery is how often a kill's wait for the replacement pod looks:
 // the resolution of the recovery time it records.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/kube/metricsapi"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 )
 
@@ -70,5 +71,37 @@ func TestFaultPartsAgainstCluster(t *testing.T) {
 	after, err := cs.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
 	if err != nil || after.Generation != before.Generation {
 		t.Errorf("the refused limit changed pod %s: generation %d → %d (%v)", before.Name, before.Generation, after.Generation, err)
+	}
+
+	// The noisy neighbour: a pod of its own on the server's node, CPU
+	// requests = limits, out of every mesh, classified by its label;
+	// deleted by its undo, gone when it returns.
+	what, undo, err := c.HogPod(ctx, s, 250, 40*time.Second)
+	if err != nil || undo == nil {
+		t.Fatalf("HogPod: %q, %v", what, err)
+	}
+	hogs, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: metricsapi.LabelFault})
+	if err != nil || len(hogs.Items) != 1 {
+		t.Fatalf("hog pods: %v, %v; want one", hogs, err)
+	}
+	hog := hogs.Items[0]
+	res := hog.Spec.Containers[0].Resources
+	if hog.Spec.NodeName != before.Spec.NodeName || res.Limits.Cpu().MilliValue() != 250 || res.Requests.Cpu().MilliValue() != 250 ||
+		hog.Labels["sidecar.istio.io/inject"] != "false" || hog.Labels["istio.io/dataplane-mode"] != "none" || hog.Annotations["linkerd.io/inject"] != "disabled" ||
+		*hog.Spec.ActiveDeadlineSeconds != 41 || !strings.Contains(what, "on node "+before.Spec.NodeName+" (the server's: pod "+before.Name+")") {
+		t.Errorf("hog pod %s on %s, resources %v, labels %v, annotations %v; record %q; want it on %s with 250m requested and limited, out of the meshes",
+			hog.Name, hog.Spec.NodeName, res, hog.Labels, hog.Annotations, what, before.Spec.NodeName)
+	}
+	said, err := undo(ctx)
+	if err != nil || !strings.Contains(said, "hog pod "+ns+"/"+hog.Name+" deleted, gone") {
+		t.Errorf("the hog's undo: %q, %v", said, err)
+	}
+	if _, err := cs.CoreV1().Pods(ns).Get(ctx, hog.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("hog pod %s still there after its undo", hog.Name)
+	}
+	// A slow replica needs the service's control API (a slow-replica
+	// cell's ControlService): refused without it, nothing opened.
+	if reps, closeAll, err := c.ReachReplicas(ctx, s, "", 1); err == nil || closeAll != nil || len(reps) != 0 || !strings.Contains(err.Error(), "serve no control API") {
+		t.Errorf("ReachReplicas without a control service: %v, %v", reps, err)
 	}
 }

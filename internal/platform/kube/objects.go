@@ -102,6 +102,12 @@ const (
 	AppPort = topology.PortApp
 	// AppImagePort is the port of a Spec.AppImage container (nginx's 80).
 	AppImagePort = 80
+	// ControlPort is where the replicas of Spec.ControlService serve
+	// their control API (`serve --control`), on the pod's loopback only:
+	// reached by a port-forward (which enters the pod's network
+	// namespace), never from the network, so no mesh captures or counts
+	// it.
+	ControlPort = 9990
 )
 
 // Resource requests of every container meshbench creates: small, so that
@@ -148,6 +154,10 @@ type Spec struct {
 	// (workload.DefaultBodySize). Meshbench's static app only: the faces
 	// app answers what its callers ask for, an AppImage is run as it is.
 	BodySize int
+	// ControlService is the app service whose replicas serve their
+	// control API on ControlPort (a slow-replica cell's slowed service);
+	// "": none. Meshbench's own workloads only.
+	ControlService string
 }
 
 // WithDefaults returns s with its empty fields set to their defaults.
@@ -191,6 +201,20 @@ func (s Spec) Validate() error {
 	}
 	if s.AppImage != "" && s.Mesh.App != topology.AppStatic {
 		bad("app-image", s.AppImage, "applies to the static app only (faces runs meshbench's own workloads)")
+	}
+	if s.ControlService != "" {
+		ok := false
+		for _, svc := range s.appServices() {
+			ok = ok || svc.name == s.ControlService && svc.args != nil
+		}
+		switch {
+		case s.FacesChart:
+			bad("control-service", s.ControlService, "not with the Faces chart: its pods are not meshbench's and serve no control API")
+		case s.AppImage != "":
+			bad("control-service", s.ControlService, "not with an app image: only meshbench's own workloads serve a control API")
+		case !ok:
+			bad("control-service", s.ControlService, "not a service of the app")
+		}
 	}
 	switch {
 	case s.BodySize < 0 || s.BodySize > workload.MaxBodySize:

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -241,6 +242,11 @@ func (o *Options) defaults() error {
 		o.ReadyTimeout = 5 * time.Minute
 	}
 	o.Spec.Mesh, o.Spec.BodySize = o.Mesh, o.BodySize
+	if o.Fault.Kind == fault.SlowReplica && o.Spec.ControlService == "" {
+		// The slowed service's replicas serve their control API
+		// (faultslow.go); the others run as in every cell.
+		o.Spec.ControlService = cmp.Or(o.Fault.Service, o.Spec.WithDefaults().appServiceList()[0].name)
+	}
 	if o.Spec.RunID == "" {
 		o.Spec.RunID = time.Now().UTC().Format("20060102-150405")
 	}

@@ -52,6 +52,15 @@ const (
 	ComponentFacesGUI = "faces-gui (not measured)"
 )
 
+// A fault's own pods (the noisy-neighbour fault's CPU hog) carry
+// LabelFault: category overhead, component ComponentFault, whatever
+// their namespace, so the app's figures never hold the hog's CPU (the
+// node's do: that is the fault).
+const (
+	LabelFault     = "meshbench.dev/fault"
+	ComponentFault = "noisy neighbour (fault)"
+)
+
 // Namespaces names the namespaces the classification depends on.
 type Namespaces struct {
 	// App is the app's namespace (category app), Load the load
@@ -109,9 +118,11 @@ func cmpOr(s, def string) string {
 //     faces.buoyant.io/component=faces-gui, every container (its
 //     sidecars too): overhead, "faces-gui (not measured)" — shown, but
 //     out of the app's and the data plane's figures.
-//  9. The app namespace: app, "app <service>".
-//  10. The load namespace: load, "load".
-//  11. Anything else: overhead, "other <namespace>".
+//  9. A fault's own pods (LabelFault: the noisy neighbour's hog), in any
+//     namespace: overhead, ComponentFault.
+//  10. The app namespace: app, "app <service>".
+//  11. The load namespace: load, "load".
+//  12. Anything else: overhead, "other <namespace>".
 //
 // Apart from the idle rules the rules do not depend on the mode: a mesh
 // component the mode does not explain (a sidecar in a baseline run) is
@@ -157,6 +168,7 @@ const (
 	roleIstioSidecar
 	roleLinkerdSidecar
 	roleFacesGUI
+	roleFault
 	roleApp
 	roleLoad
 )
@@ -197,6 +209,8 @@ func (c *Classifier) role(pod *corev1.Pod, container string) role {
 		return roleK8s
 	case ns == c.ns.App && ns != "" && pod.Labels[LabelFacesComponent] == FacesGUIComponent:
 		return roleFacesGUI
+	case pod.Labels[LabelFault] != "":
+		return roleFault
 	case container == ContainerIstioProxy:
 		return roleIstioSidecar
 	case container == ContainerLinkerdProxy:
@@ -245,6 +259,8 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 		return name, serviceName(pod) + " sidecar", sample.CategoryDataPlane
 	case roleFacesGUI:
 		return name, ComponentFacesGUI, sample.CategoryOverhead
+	case roleFault:
+		return name, ComponentFault, sample.CategoryOverhead
 	case roleApp:
 		return name, "app " + serviceName(pod), sample.CategoryApp
 	case roleLoad:

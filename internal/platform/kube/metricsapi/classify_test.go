@@ -131,6 +131,9 @@ func TestClassify(t *testing.T) {
 		{"faces gui", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui", "app", "faces-gui"), deployment("faces-gui", "6c")), "faces-gui",
 			"faces-gui (not measured)", sample.CategoryOverhead},
 		// … its sidecar too, out of the data plane's figures.
+		// The noisy neighbour's hog, in the app namespace: not the app.
+		{"fault hog", nil, testPod("mb-app", "noisy-neighbour-x7", withLabels("meshbench.dev/fault", "noisy-neighbour", "sidecar.istio.io/inject", "false")), "hog",
+			"noisy neighbour (fault)", sample.CategoryOverhead},
 		{"faces gui sidecar", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui")), "istio-proxy",
 			"faces-gui (not measured)", sample.CategoryOverhead},
 		{"faces gui linkerd proxy", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui")), "linkerd-proxy",
