@@ -42,13 +42,7 @@ func TestIstiodSidecars(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server, istiod and three sidecars (~20 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	envoyBin := findEnvoy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -225,13 +219,7 @@ func TestSubstrateRunIstiod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole cell with an API server, istiod and three sidecars (~30 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	bin := findEnvoy(t)
 	mb := testutil.BuildMeshbench(t)
 	mo := topology.DefaultOptions()
@@ -299,4 +287,20 @@ func TestSubstrateRunIstiod(t *testing.T) {
 	if per, all := d["data_plane_pss_mib_per_proxy"], d["data_plane_pss_mib_avg"]; all > 0 && math.Abs(per*3-all) > 0.01 {
 		t.Errorf("PSS per proxy %.2f MiB of %.2f: want it per sidecar (3), pilot-agent with its Envoy", per, all)
 	}
+}
+
+// requireIstiod is the istiod build (make istio-tools) and the lab API
+// server's binaries (make k8s-tools) that a test of istiod on the lab
+// needs: the test is skipped without them, or fails where
+// MESHBENCH_REQUIRE_K8S asks for them.
+func requireIstiod(t *testing.T) istio.Build {
+	t.Helper()
+	b, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		testutil.SkipOrFail(t, "netlab: "+err.Error())
+	}
+	return b
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform"
@@ -41,13 +40,7 @@ func TestIstiodAmbient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server, istiod and two ztunnels (~20 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	subnet, prefix := freeLab(t, map[string]bool{})
@@ -219,13 +212,7 @@ func TestSubstrateRunIstiodAmbient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole ambient cell with an API server, istiod and two ztunnels (~25 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	mb := testutil.BuildMeshbench(t)
 	mo := topology.DefaultOptions()
 	mo.Mode, mo.Policies, mo.Replicas = topology.ModeAmbient, 4, 2

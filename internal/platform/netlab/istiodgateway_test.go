@@ -9,10 +9,8 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
-	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -34,13 +32,7 @@ func TestSubstrateRunIstiodGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole gateway cell with an API server, istiod, two sidecars and the gateway (~30 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	bin := findEnvoy(t)
 	mb := testutil.BuildMeshbench(t)
 	mo := topology.DefaultOptions()

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
-	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
@@ -28,13 +26,7 @@ func TestSubstrateRunIstiodTCPPlain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two whole cells with an API server and istiod (~45 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	bin := findEnvoy(t)
 	mb := testutil.BuildMeshbench(t)
 	for _, tc := range []struct {

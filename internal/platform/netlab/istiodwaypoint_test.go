@@ -16,7 +16,6 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
-	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
@@ -40,13 +39,7 @@ func TestIstiodWaypoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server, istiod, two ztunnels and a waypoint (~25 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	envoyBin := findEnvoy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -195,13 +188,7 @@ func TestSubstrateRunIstiodWaypoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole waypoint cell with an API server, istiod, two ztunnels and a waypoint (~30 s)")
 	}
-	b, err := istio.Open(istio.DefaultDir())
-	if err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
-	if _, _, err := labapi.Check(); err != nil {
-		testutil.SkipOrFail(t, "netlab: "+err.Error())
-	}
+	b := requireIstiod(t)
 	bin := findEnvoy(t)
 	mb := testutil.BuildMeshbench(t)
 	mo := topology.DefaultOptions()
