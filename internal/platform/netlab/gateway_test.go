@@ -48,9 +48,7 @@ func TestSubstrateGateway(t *testing.T) {
 				OutDir: out, Meshbench: mb, Substrate: &Substrate{Ztunnel: bin}, Envoy: envoyBin}, checkRunGone)
 			_, subnet := netnsOf(t, res.Manifest)
 			lr := res.Load
-			if lr.Completed < 100 || lr.Success != lr.Completed {
-				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
-			}
+			wantAllOK(t, lr, 100)
 			if len(res.Topology.LoadTargets) != 1 || !strings.HasPrefix(res.Topology.LoadTargets[0].URL, "https://"+subnet.Addr().String()[:5]) {
 				t.Errorf("load targets %+v, want the gateway pod on the lab's subnet", res.Topology.LoadTargets)
 			}

@@ -40,9 +40,7 @@ func TestSubstrateRunIstiodFaces(t *testing.T) {
 				OutDir: "run", Meshbench: mb, Substrate: sub, Envoy: bin}
 			res, _ := runCell(t, o, checkRunGone)
 			lr := res.Load
-			if lr.Completed < 60 || lr.Success != lr.Completed {
-				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
-			}
+			wantAllOK(t, lr, 60)
 			if len(res.Manifest.Invalid) > 0 {
 				t.Errorf("cell invalid: %v", res.Manifest.Invalid)
 			}

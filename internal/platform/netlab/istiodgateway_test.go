@@ -44,9 +44,7 @@ func TestSubstrateRunIstiodGateway(t *testing.T) {
 		OutDir: out, Meshbench: mb, Substrate: sub, Envoy: bin}
 	res, _ := runCell(t, o, checkRunGone)
 	lr := res.Load
-	if lr.Completed < 100 || lr.Success != lr.Completed {
-		t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
-	}
+	wantAllOK(t, lr, 100)
 	if len(res.Manifest.Invalid) > 0 {
 		t.Errorf("cell invalid: %v", res.Manifest.Invalid)
 	}

@@ -90,9 +90,7 @@ func TestLinkerdRun(t *testing.T) {
 			res, _ := runCell(t, local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(1000), Duration: 3 * time.Second},
 				OutDir: out, Meshbench: mb, Substrate: &Substrate{LinkerdProxy: bin, Meshbench: mb}}, checkLinkerdGone)
 			lr := res.Load
-			if lr.Completed < 3000 || lr.Success != lr.Completed {
-				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
-			}
+			wantAllOK(t, lr, 3000)
 			if !res.Manifest.Valid {
 				t.Errorf("cell invalid: %v", res.Manifest.Invalid)
 			}

@@ -257,9 +257,7 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 		OutDir: out, Meshbench: mb, Substrate: sub}
 	res, log := runCell(t, o, checkLinkerdGone)
 	lr := res.Load
-	if lr.Completed < 500 || lr.Success != lr.Completed {
-		t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
-	}
+	wantAllOK(t, lr, 500)
 	if len(res.Manifest.Invalid) > 0 {
 		t.Errorf("cell invalid: %v", res.Manifest.Invalid)
 	}

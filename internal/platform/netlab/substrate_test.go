@@ -136,9 +136,7 @@ func TestSubstrateRun(t *testing.T) {
 			res, _ := runCell(t, o, checkRunGone)
 			_, subnet := netnsOf(t, res.Manifest)
 			lr := res.Load
-			if lr.Completed < 100 || lr.Success != lr.Completed {
-				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
-			}
+			wantAllOK(t, lr, 100)
 			wantBody := int64(max(tc.bodySize, 615))
 			if lr.Completed > 0 && lr.BytesIn != wantBody*int64(lr.Completed) {
 				t.Errorf("%d bytes in over %d answers, want %d each", lr.BytesIn, lr.Completed, wantBody)
@@ -451,4 +449,13 @@ func interruptRun(t *testing.T, args ...string) *results.RunManifest {
 		t.Fatalf("no manifest after the interrupt: %v", rerr)
 	}
 	return m
+}
+
+// wantAllOK fails t unless the load completed at least `least` requests and
+// every one was answered 200.
+func wantAllOK(t *testing.T, lr *results.LoadResult, least int64) {
+	t.Helper()
+	if lr.Completed < least || lr.Success != lr.Completed {
+		t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
+	}
 }

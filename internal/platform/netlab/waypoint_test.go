@@ -50,9 +50,7 @@ func TestSubstrateWaypoint(t *testing.T) {
 			if lr == nil {
 				t.Fatalf("no load result\n%s", log.String())
 			}
-			if lr.Completed < 100 || lr.Success != lr.Completed {
-				t.Errorf("%d of %d requests answered 200: %v %v", lr.Success, lr.Completed, lr.StatusCodes, lr.Errors)
-			}
+			wantAllOK(t, lr, 100)
 			// The load went to the service's VIP, not to a pod.
 			if len(res.Topology.LoadTargets) != 1 || !strings.Contains(res.Topology.LoadTargets[0].URL, ".255.1:8080") {
 				t.Errorf("load targets %+v, want the service VIP", res.Topology.LoadTargets)
