@@ -379,6 +379,24 @@ func (b *benchRun) header(context.Context) error {
 	return nil
 }
 
+// restoreZtunnel puts ztunnel's worker threads back as they were before
+// the plan, when one of its cluster cells set them (kube.SetZtunnelThreads
+// changes them per value, not per cell); also after an interrupt.
+func (b *benchRun) restoreZtunnel() error {
+	if !b.onKube || b.cluster == nil || !slices.ContainsFunc(b.order, func(c plan.Cell) bool {
+		return c.Mesh.ProxyThreads > 0 && (mesh.Is(string(c.Mesh.Mode), mesh.KindNodeProxy) || mesh.Is(string(c.Mesh.Mode), mesh.KindWaypoint))
+	}) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ch, err := b.cluster.RestoreZtunnelThreads(ctx, 5*time.Minute)
+	if ch != nil {
+		fmt.Fprintf(b.cfg.Stderr, "meshbench bench: ztunnel's worker threads restored: %s\n", ch)
+	}
+	return err
+}
+
 // run runs the cells on their platform, followed by the observer Watch
 // returns. A cut-short plan goes on to its reports.
 func (b *benchRun) runCells(ctx context.Context) error {
@@ -401,6 +419,9 @@ func (b *benchRun) runCells(ctx context.Context) error {
 		ro.On = local.NewPlatform(cfg.labOptions(b.bin, b.sub, obs))
 	}
 	_, runErr := runner.Run(ctx, ro)
+	if rerr := b.restoreZtunnel(); rerr != nil && runErr == nil {
+		runErr = rerr
+	}
 	if obs != nil {
 		obs.Finish()
 	}

@@ -93,6 +93,35 @@ func TestUseControlPlane(t *testing.T) {
 	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false); err != nil {
 		t.Errorf("istiod with mesh waypoint: %v, want accepted", err)
 	}
+	gateway := sidecar
+	gateway.Gateway = true
+	if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{gateway}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh sidecar and the gateway: %v, want accepted", err)
+	}
+	faces := sidecar
+	faces.App = topology.AppFaces
+	if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{faces}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh sidecar and app faces: %v, want accepted", err)
+	}
+	plain := sidecar
+	plain.MTLS, plain.Protocol = false, topology.ProtocolTCP
+	if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{plain}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh sidecar, mtls false and protocol tcp: %v, want accepted", err)
+	}
+	waypoint.Protocol = topology.ProtocolTCP
+	err = UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "protocol tcp with mesh waypoint and control plane istiod: not yet") {
+		t.Errorf("istiod with mesh waypoint and protocol tcp: %v, want refused", err)
+	}
+	ambient.Protocol = topology.ProtocolTCP
+	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "", false); err != nil {
+		t.Errorf("istiod with mesh ambient and protocol tcp: %v, want accepted", err)
+	}
+	ambient.Gateway = true
+	err = UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "", false)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "gateway with mesh ambient and control plane istiod: not yet") {
+		t.Errorf("istiod with mesh ambient and the gateway: %v, want refused", err)
+	}
 }
 
 // TestUseLinkerdControllers: --control-plane linkerd is refused, as a

@@ -220,7 +220,7 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 		case ns == nil && m == topology.ModeWaypoint:
 			what = envoyName + " STANDS IN for ztunnel; a real " + envoyName + " waypoint"
 		case m == topology.ModeSidecar && ns.ControlPlane == ControlPlaneIstiod:
-			what = "real " + envoyName + " sidecars run by pilot-agent, configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server, istio-init's capture"
+			what = "real " + envoyName + " sidecars (and ingress gateway, in gateway cells: Istio's istio-ingressgateway) run by pilot-agent, configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server, istio-init's capture"
 		case m == topology.ModeSidecar:
 			what = "real " + envoyName + " sidecars, istio-init's capture"
 		case m == topology.ModeAmbient && ns.ControlPlane == ControlPlaneIstiod:
@@ -244,9 +244,7 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			lastIstio = len(parts) - 1
 		}
 	}
-	if lastIstio >= 0 && ns != nil && ns.ControlPlane == ControlPlaneIstiod {
-		parts[lastIstio] += "; no other mode runs istiod yet"
-	} else if lastIstio >= 0 {
+	if lastIstio >= 0 && (ns == nil || ns.ControlPlane != ControlPlaneIstiod) {
 		// After the last of Istio's modes: what stands in for istiod.
 		parts[lastIstio] += "; in Istio's modes istiod is not run (config from the topology, certificates from the lab's CA)"
 	}

@@ -178,12 +178,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	} else if err := flt.Check(f.duration); err != nil {
 		errs = append(errs, fmt.Errorf("--%w", err))
 	} else if m, ok := mesh.Get(f.mesh); ok && !flt.Zero() {
-		if why := fault.Skip(flt, m, topology.App(f.app), f.replicas, true); why != "" {
+		if why := fault.SkipLab(flt, m, topology.App(f.app), f.replicas, f.sub.controlPlane); why != "" {
 			errs = append(errs, fmt.Errorf("--fault %s with --mesh %s: %s", flt, f.mesh, why))
-		} else if f.sub.controlPlane == plan.ControlPlaneIstiod {
-			errs = append(errs, fmt.Errorf("--fault %s: allowed with --control-plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use --control-plane lab", flt))
-		} else if f.sub.controlPlane == plan.ControlPlaneLinkerd {
-			errs = append(errs, fmt.Errorf("--fault %s: allowed with --control-plane linkerd: none (a restarted proxy would need a new token and Linkerd's controllers are not restarted or capped yet); use --control-plane lab", flt))
 		}
 	}
 	mo.LoopbackNet = uint8(f.loopbackNet)

@@ -1,15 +1,22 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/kubetest"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -155,4 +162,166 @@ func TestFactorAxesOnRealNodes(t *testing.T) {
 		}
 	}
 	checkClean(t, c, "e2x-app", "e2x-load")
+}
+
+// ambientThreadsPlan is ambient at proxy_threads 1 and 2, %s the mesh
+// and threads; one short cell each.
+const ambientThreadsPlan = `platform: kube
+repetitions: 1
+axes:
+  mesh: [%s]
+  rate: [40]
+  proxy_threads: [%s]
+duration: 3s
+warmup: 1s
+connections: 2
+workers: 1
+sample_interval: 10s
+`
+
+// TestAmbientThreadsOnRealNodes runs ambient at proxy_threads [1, 2] and
+// waypoint at [2] (two plans on one Istio install) and checks that every
+// node's ztunnel (the config its log printed at start) and the waypoint
+// (its Envoy's server.concurrency) ran the cell's worker threads, that
+// ztunnel's DaemonSet was rolled out for a new value only, and that after
+// each plan the DaemonSet and its pods are as before (no
+// ZTUNNEL_WORKER_THREADS, no note); then Istio's uninstall leaves the
+// cluster as it was.
+func TestAmbientThreadsOnRealNodes(t *testing.T) {
+	kc := kubetest.Require(t)
+	ib, err := istio.Open(istio.DefaultDir())
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	env, err := envoy.Find(envoy.FindOptions{ProjectDir: "../.."})
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	c := connect(t, kc)
+	before := clusterState(t, c)
+	t.Cleanup(func() {
+		uninstallIstio(t, ib, kc.Kubeconfig)
+		sameState(t, before, clusterState(t, c))
+	})
+	loadIstioImages(t, kc, ib, env.Path)
+
+	for _, tc := range []struct {
+		mesh    string
+		threads []int
+	}{{"ambient", []int{1, 2}}, {"waypoint", []int{2}}} {
+		dir := t.TempDir()
+		plan := filepath.Join(dir, "plan.yaml")
+		var list []string
+		for _, n := range tc.threads {
+			list = append(list, strconv.Itoa(n))
+		}
+		if err := os.WriteFile(plan, []byte(fmt.Sprintf(ambientThreadsPlan, tc.mesh, strings.Join(list, ", "))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out")
+		inv := meshbench(t, nil, "bench", plan, "--seed", "7", "--out", out, "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2z",
+			"--install-mesh", "--istio-build", ib.Dir, "--envoy", env.Path)
+		if inv.code != 0 {
+			t.Errorf("%s bench: exit %d", tc.mesh, inv.code)
+		}
+		m, err := results.ReadPlanManifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Order) != len(tc.threads) {
+			t.Errorf("%s: %d cells, want %d", tc.mesh, len(m.Order), len(tc.threads))
+		}
+		prev := 0 // ztunnel's setting before the plan: unset
+		for _, id := range m.Order {
+			st := m.Cells[id]
+			if st.State != results.CellDone || !st.Valid {
+				t.Errorf("cell %s: %s, valid %v: %v %q", id, st.State, st.Valid, st.Invalid, st.Error)
+				continue
+			}
+			cd := results.CellDir(out, id)
+			threads := 1
+			if strings.Contains(id, "-t2-") || strings.HasSuffix(id, "-t2-rep1") {
+				threads = 2
+			}
+			data, err := os.ReadFile(filepath.Join(cd, "k8s", "proxy-threads-checks.json"))
+			if err != nil || strings.Contains(string(data), `"ok": false`) || !strings.Contains(string(data), `"ok": true`) {
+				t.Errorf("%s: k8s/proxy-threads-checks.json: %v %s; want every check passed", id, err, data)
+			}
+			var man struct {
+				Options struct {
+					Seen   map[string]int `json:"proxy_threads_seen"`
+					Change *struct {
+						From, To string
+						Seconds  float64 `json:"rollout_seconds"`
+					} `json:"ztunnel_threads_change"`
+				} `json:"options"`
+			}
+			raw, err := os.ReadFile(filepath.Join(cd, results.ManifestFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(raw, &man); err != nil {
+				t.Fatal(err)
+			}
+			zt, wp := 0, 0
+			for pod, n := range man.Options.Seen {
+				switch {
+				case strings.HasPrefix(pod, kube.IstioNamespace+"/ztunnel-"):
+					zt++
+				case strings.HasPrefix(pod, "e2z-app/waypoint-"):
+					wp++
+				default:
+					t.Errorf("%s: threads seen of pod %s", id, pod)
+				}
+				if n != threads {
+					t.Errorf("%s: %s runs %d worker threads, want %d", id, pod, n, threads)
+				}
+			}
+			if zt != len(kc.Real.Nodes) || (tc.mesh == "waypoint") != (wp > 0) {
+				t.Errorf("%s: threads seen of %d ztunnels and %d waypoints, want %d and waypoint mode %v: %v", id, zt, wp, len(kc.Real.Nodes), tc.mesh == "waypoint", man.Options.Seen)
+			}
+			// A rollout for a new value only.
+			if ch := man.Options.Change; (ch != nil) != (threads != prev) || ch != nil && ch.To != strconv.Itoa(threads) {
+				t.Errorf("%s: ztunnel change %+v, want one to %d only when it ran %d before", id, ch, threads, prev)
+			} else if ch != nil {
+				t.Logf("%s: ztunnel rolled out to %s threads in %.1fs (shared)", id, ch.To, ch.Seconds)
+			}
+			prev = threads
+		}
+		// Nothing left changed: the DaemonSet and its pods as before.
+		ds, err := c.Core.AppsV1().DaemonSets(kube.IstioNamespace).Get(context.Background(), "ztunnel", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := ds.Annotations[kube.ZtunnelThreadsBefore]; ok {
+			t.Errorf("%s: ztunnel DaemonSet still has %s after the plan", tc.mesh, kube.ZtunnelThreadsBefore)
+		}
+		pods, err := c.Core.CoreV1().Pods(kube.IstioNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=ztunnel"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range append([]corev1.PodSpec{ds.Spec.Template.Spec}, podSpecs(pods.Items)...) {
+			for _, ct := range p.Containers {
+				for _, e := range ct.Env {
+					if e.Name == kube.ZtunnelThreadsEnv {
+						t.Errorf("%s: ztunnel still has %s=%s after the plan", tc.mesh, e.Name, e.Value)
+					}
+				}
+			}
+		}
+		if !strings.Contains(inv.stderr, "ztunnel's worker threads restored") {
+			t.Errorf("%s: stderr does not say ztunnel's threads were restored", tc.mesh)
+		}
+		checkClean(t, c, "e2z-app", "e2z-load")
+	}
+}
+
+func podSpecs(pods []corev1.Pod) []corev1.PodSpec {
+	var out []corev1.PodSpec
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Spec)
+		}
+	}
+	return out
 }

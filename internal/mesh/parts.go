@@ -87,9 +87,10 @@ func (m *Mesh) PartList() string {
 }
 
 // istiodPart is every Istio mode's control plane: the lab runs no istiod
-// (its proxies' config comes from the topology, certificates from the
-// lab's CA).
-var istiodPart = PartSpec{What: "istiod", NoLab: "the lab runs no istiod (its proxies' config comes from the topology, their certificates from the lab's CA)",
+// with its own control plane (its proxies' config comes from the
+// topology, certificates from the lab's CA), one with control plane
+// istiod.
+var istiodPart = PartSpec{What: "istiod", NoLab: "the lab runs no istiod with control plane lab (its proxies' config comes from the topology, their certificates from the lab's CA); use control plane istiod",
 	Namespace: IstioNamespace, Selector: "app=istiod", Container: "discovery", Scope: ScopeAny}
 
 // ztunnelPart is ambient's node proxy.

@@ -463,12 +463,6 @@ func (b *builder) axes() {
 		}
 		switch {
 		case f.Zero():
-		case b.p.ControlPlane == ControlPlaneIstiod:
-			b.s.badItem("axes.fault", it, "allowed with control_plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use control_plane lab")
-			return f.String(), false
-		case b.p.ControlPlane == ControlPlaneLinkerd:
-			b.s.badItem("axes.fault", it, "allowed with control_plane linkerd: none (a restarted proxy would need a new token and Linkerd's controllers are not restarted or capped yet); use control_plane lab")
-			return f.String(), false
 		case b.p.Search != nil:
 			b.s.badItem("axes.fault", it, "a capacity search runs without faults; remove the fault or the search")
 			return f.String(), false

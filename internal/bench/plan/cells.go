@@ -327,7 +327,11 @@ func (p *Plan) faultSkip(o topology.Options, f fault.Fault) string {
 	if f.Zero() || !ok {
 		return ""
 	}
-	if why := fault.Skip(f, m, o.App, o.Replicas, p.Platform != PlatformKube); why != "" {
+	why := fault.SkipLab(f, m, o.App, o.Replicas, p.ControlPlane)
+	if p.Platform == PlatformKube {
+		why = fault.Skip(f, m, o.App, o.Replicas, false)
+	}
+	if why != "" {
 		return "fault " + f.String() + ": " + why
 	}
 	return ""

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,35 @@ axes:
 	c := p.Cells()[len(p.Cells())-1]
 	if cfg, ok := p.BaselineOf(c); !ok || !strings.HasPrefix(cfg, "none-") || !strings.HasSuffix(cfg, "-fslow-replica-1-200ms-at2s-for5s") {
 		t.Errorf("baseline of %s: %q %v", c.ID, cfg, ok)
+	}
+}
+
+// TestFaultControlPlane: kill:control-plane is a cell with a mesh's real
+// control plane (the lab runs and restarts istiod, Linkerd's destination
+// pod), and skipped with the lab's own, saying which control plane to use.
+func TestFaultControlPlane(t *testing.T) {
+	for _, tc := range []struct {
+		cp, mesh string
+		cells    int
+		skipped  string
+	}{
+		{"istiod", "none, sidecar, ambient, waypoint", 3, "none-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: mesh none has no control-plane (its parts: none)"},
+		{"linkerd", "none, linkerd", 1, "none-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: mesh none has no control-plane (its parts: none)"},
+		{"lab", "sidecar, linkerd", 0, "linkerd-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: control-plane of mesh linkerd: not with control plane lab (its stand-in control plane is not restarted by a supervisor); use control plane linkerd\n" +
+			"sidecar-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: control-plane of mesh sidecar: the lab runs no istiod with control plane lab (its proxies' config comes from the topology, their certificates from the lab's CA); use control plane istiod"},
+	} {
+		p := mustParse(t, "f.yaml", "duration: 5s\nrepetitions: 1\ncontrol_plane: "+tc.cp+"\naxes:\n  mesh: ["+tc.mesh+"]\n  fault: [\"kill:control-plane@1s\"]\n")
+		if got := len(p.Cells()); got != tc.cells {
+			t.Errorf("control_plane %s: %d cells, want %d", tc.cp, got, tc.cells)
+		}
+		var reasons []string
+		for _, s := range p.Skipped() {
+			reasons = append(reasons, s.TopologyKey+": "+s.Reason)
+		}
+		slices.Sort(reasons)
+		if got := strings.Join(reasons, "\n"); got != tc.skipped {
+			t.Errorf("control_plane %s: skipped:\n%s\nwant:\n%s", tc.cp, got, tc.skipped)
+		}
 	}
 }
 

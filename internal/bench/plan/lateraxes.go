@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
-	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/workload"
 )
@@ -23,7 +22,6 @@ const MaxRequestsPerConnection = 1_000_000
 // other.
 func (b *builder) laterAxes() {
 	a := &b.p.Axes
-	kube := b.p.Platform == PlatformKube
 	intAxis := func(key string, lo, hi int, want string, dst *[]int) {
 		var parsed int
 		b.axis(key, func(it item) (string, bool) {
@@ -66,26 +64,13 @@ func (b *builder) laterAxes() {
 			b.s.badItem(pair[0], it, "given with "+b.s.field(pair[1])+": remove it and list the values under "+b.s.field(pair[1]))
 		}
 	}
-	if kube {
-		// payload is the app Deployment's --body-size; requests per
-		// connection and arrivals are the load workers' arguments;
-		// placement is the load pods' affinity to the app pods (or away
-		// from them); proxy_threads is each per-pod proxy's own setting
-		// (kube.ProxyThreadsAnnotations). ztunnel's worker threads (one
-		// DaemonSet for the cluster) and the waypoint's are not set yet:
-		// refused rather than recorded and not applied.
-		if e := b.s.entries["axes.proxy_threads"]; e != nil {
-			var node []string
-			for _, m := range a.Mesh {
-				if d, ok := mesh.Get(string(m)); ok && (d.Kind == mesh.KindNodeProxy || d.Kind == mesh.KindWaypoint) {
-					node = append(node, string(m))
-				}
-			}
-			if len(node) > 0 {
-				b.s.bad("axes.proxy_threads", e.line, "", "with mesh "+strings.Join(node, ", ")+": not yet supported on platform kube (ztunnel's and the waypoint's threads; the local lab has them); sidecar, linkerd and none take it")
-			}
-		}
-	}
+	// On kube, payload is the app Deployment's --body-size; requests per
+	// connection and arrivals are the load workers' arguments; placement
+	// is the load pods' affinity to the app pods (or away from them);
+	// proxy_threads is each per-pod proxy's own setting
+	// (kube.ProxyThreadsAnnotations), the waypoint Gateway's
+	// infrastructure annotation, and ztunnel's DaemonSet env (rolled out
+	// before the cell, restored after the plan).
 	if b.p.Search != nil {
 		if e := b.s.entries["axes.arrivals"]; e != nil && slices.Contains(a.Arrivals, loadgen.ArrivalsPoisson) {
 			b.s.bad("axes.arrivals", e.line, `"poisson"`, "a capacity search judges a constant schedule's lag; remove axes.arrivals or the search")

@@ -124,7 +124,6 @@ func TestLaterAxesProblems(t *testing.T) {
 		{"threads", "axes:\n  proxy_threads: [0]\n", `axes.proxy_threads "0": allowed: 1 to 256 worker threads per proxy`},
 		{"arrivals", "axes:\n  arrivals: [bursty]\n", `axes.arrivals "bursty": allowed: constant`},
 		{"same node gateway", "axes:\n  mesh: [sidecar]\n  gateway: [true]\n  placement: [same-node]\n", `axes.placement same-node: the load enters through the gateway's own node`},
-		{"kube threads ambient", "platform: kube\naxes:\n  mesh: [sidecar, ambient, waypoint]\n  proxy_threads: [2]\n", `axes.proxy_threads: with mesh ambient, waypoint: not yet supported on platform kube`},
 		{"poisson only closed", "axes:\n  load_model: [closed]\n  arrivals: [poisson]\n", `axes.arrivals "poisson": no cell has it: arrivals poisson with load_model max`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,8 +139,8 @@ func TestLaterAxesProblems(t *testing.T) {
 // requests_per_connection, arrivals, placement and proxy_threads (the app
 // Deployment's --body-size, the load workers' arguments and affinity,
 // the per-pod proxies' own setting) into every cell's settings;
-// proxy_threads with ambient or waypoint is still refused there
-// (TestLaterAxesProblems).
+// proxy_threads with ambient and waypoint too (ztunnel's DaemonSet and
+// the waypoint Gateway set them on the cluster).
 func TestLaterAxesOnKube(t *testing.T) {
 	p := mustParse(t, "p.yaml", `platform: kube
 repetitions: 2
@@ -174,6 +173,14 @@ axes:
 	}
 	if _, err := Parse("p.yaml", []byte("platform: kube\nbody_size: 2048\n")); err != nil {
 		t.Errorf("body_size on kube: %v", err)
+	}
+	w := mustParse(t, "p.yaml", "platform: kube\nrepetitions: 1\naxes:\n  mesh: [ambient, waypoint]\n  proxy_threads: [1, 2]\n")
+	var threads []int
+	for _, c := range w.Cells() {
+		threads = append(threads, w.Settings(c).Mesh.ProxyThreads)
+	}
+	if !slices.Equal(threads, []int{1, 2, 1, 2}) {
+		t.Errorf("ambient and waypoint on kube: threads %v, want 1, 2 each", threads)
 	}
 	// Bulk through the load Job's workers, and the connection rate (the
 	// closed loop, a connection per request).

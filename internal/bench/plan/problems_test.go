@@ -90,14 +90,6 @@ func TestBadPlans(t *testing.T) {
 		{"control plane on kube", "platform: kube\ncontrol_plane: istiod\naxes:\n  mesh: [none]\n", []string{
 			`p.yaml:2: control_plane "istiod": only on platform local (a cluster runs the mesh's own control plane)`,
 		}},
-		// A fault with istiod's sidecars: not yet (a kill would not
-		// restart pilot-agent's Envoy).
-		{"fault with istiod", "control_plane: istiod\naxes:\n  mesh: [sidecar]\n  fault: [kill:sidecar@1s]\n", []string{
-			`p.yaml:4: axes.fault "kill:sidecar@1s": allowed with control_plane istiod: none (its sidecars are pilot-agent and Envoy, which a fault does not restart or cap yet); use control_plane lab`,
-		}},
-		{"fault with Linkerd's controllers", "control_plane: linkerd\naxes:\n  mesh: [linkerd]\n  fault: [kill:sidecar@1s]\n", []string{
-			`p.yaml:4: axes.fault "kill:sidecar@1s": allowed with control_plane linkerd: none (a restarted proxy would need a new token and Linkerd's controllers are not restarted or capped yet); use control_plane lab`,
-		}},
 		// Scalars out of range.
 		{"scalars", `platform: kubernetes
 repetitions: 0

@@ -243,20 +243,38 @@ func (f Fault) Check(window time.Duration) error {
 }
 
 // Skip is why fault f means nothing for mesh m with app app of replicas
-// replicas per service (lab: on the local lab), "" when it means
-// something. A plan skips such a cell with the reason; run refuses it.
+// replicas per service (lab: on the local lab, with its own configs and
+// stand-in control plane), "" when it means something. A plan skips such
+// a cell with the reason; run refuses it.
 func Skip(f Fault, m *mesh.Mesh, app topology.App, replicas int, lab bool) string {
+	return skip(f, m, app, replicas, lab, false)
+}
+
+// ControlPlaneLab is the local lab's own control plane (its hand-rendered
+// configs, Linkerd's stand-in): the plan's control_plane default. Any
+// other value there is a mesh's real control plane (istiod, linkerd).
+const ControlPlaneLab = "lab"
+
+// SkipLab is Skip on the local lab whose proxies control plane cp
+// configures: ControlPlaneLab or "", the lab's own; another, the mesh's
+// real control plane, which the lab runs as processes of its own and
+// restarts as a kubelet would (kill:control-plane hits it).
+func SkipLab(f Fault, m *mesh.Mesh, app topology.App, replicas int, cp string) string {
+	return skip(f, m, app, replicas, true, cp != "" && cp != ControlPlaneLab)
+}
+
+func skip(f Fault, m *mesh.Mesh, app topology.App, replicas int, lab, real bool) string {
 	switch f.Kind {
 	case Kill, CPULimit:
 		spec, ok := m.Parts[f.Part]
 		if !ok {
 			return fmt.Sprintf("mesh %s has no %s (its parts: %s)", m.Name, f.Part, m.PartList())
 		}
-		if lab && spec.NoLab != "" {
+		if lab && !real && spec.NoLab != "" {
 			return fmt.Sprintf("%s of mesh %s: %s", f.Part, m.Name, spec.NoLab)
 		}
-		if lab && f.Part == mesh.PartControlPlane {
-			return fmt.Sprintf("%s of mesh %s: not on the lab yet (its stand-in control plane is not restarted by a supervisor)", f.Part, m.Name)
+		if lab && !real && f.Part == mesh.PartControlPlane {
+			return fmt.Sprintf("%s of mesh %s: not with control plane lab (its stand-in control plane is not restarted by a supervisor); use control plane linkerd", f.Part, m.Name)
 		}
 	case SlowReplica:
 		if f.Service != "" && !slices.Contains(topology.ServiceNames(app), f.Service) {

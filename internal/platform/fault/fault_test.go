@@ -91,7 +91,7 @@ func TestSkip(t *testing.T) {
 		{"kill:sidecar", "ambient", 2, "has no sidecar"},
 		{"kill:sidecar", "none", 2, "has no sidecar"},
 		{"kill:control-plane", "sidecar", 2, "runs no istiod"},
-		{"kill:control-plane", "linkerd", 2, "not on the lab yet"},
+		{"kill:control-plane", "linkerd", 2, "not with control plane lab"},
 		{"cpu-limit:sidecar=100", "sidecar", 1, ""},
 		{"slow-replica:1=100ms", "linkerd", 1, "replicas ≥ 2"},
 		{"slow-replica:1=100ms", "linkerd", 3, ""},
@@ -106,6 +106,24 @@ func TestSkip(t *testing.T) {
 		got := Skip(p(tc.fault), get(tc.mesh), app, tc.replicas, true)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s on %s ×%d: skip %q, want %q", tc.fault, tc.mesh, tc.replicas, got, tc.want)
+		}
+		if lab := SkipLab(p(tc.fault), get(tc.mesh), app, tc.replicas, ControlPlaneLab); lab != got {
+			t.Errorf("%s on %s ×%d with control plane lab: skip %q, want Skip's %q", tc.fault, tc.mesh, tc.replicas, lab, got)
+		}
+	}
+	// With a mesh's real control plane, the lab runs it: its kill means
+	// something; a part the mesh lacks is still skipped.
+	for _, tc := range []struct{ fault, mesh, cp, want string }{
+		{"kill:control-plane", "sidecar", "istiod", ""},
+		{"kill:control-plane", "ambient", "istiod", ""},
+		{"cpu-limit:control-plane=100", "waypoint", "istiod", ""},
+		{"kill:control-plane", "linkerd", "linkerd", ""},
+		{"kill:control-plane", "none", "istiod", "has no control-plane"},
+		{"kill:node-proxy", "sidecar", "istiod", "has no node-proxy"},
+	} {
+		got := SkipLab(p(tc.fault), get(tc.mesh), topology.AppStatic, 2, tc.cp)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s on %s with control plane %s: skip %q, want %q", tc.fault, tc.mesh, tc.cp, got, tc.want)
 		}
 	}
 }

@@ -224,9 +224,6 @@ func (s Spec) Validate() error {
 	case s.BodySize > 0 && s.AppImage != "":
 		bad("body-size", strconv.Itoa(s.BodySize), "applies to meshbench's static app only: --app-image runs its image as it is")
 	}
-	if d := s.desc(); s.Mesh.ProxyThreads > 0 && d.Kind != mesh.KindNone && d.Cluster.ThreadsAnnotation == "" {
-		bad("proxy-threads", strconv.Itoa(s.Mesh.ProxyThreads), "not yet supported on the Kubernetes platform for mesh "+d.Name+" (ztunnel's and the waypoint's threads); sidecar and linkerd take it")
-	}
 	if s.FacesChart && s.sameNode() {
 		bad("placement", string(s.Mesh.Placement), "the Faces chart places its own pods; run meshbench's faces workloads (no --faces-chart)")
 	}

@@ -99,6 +99,9 @@ func TestObjectsGolden(t *testing.T) {
 		// proxy_threads: each per-pod proxy's own annotation.
 		{"sidecar-static-t2", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 })},
 		{"linkerd-static-t2", spec(ModeLinkerd, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 })},
+		// The waypoint's: its Gateway's infrastructure annotation
+		// (ztunnel's are its DaemonSet's, set before the cell).
+		{"waypoint-static-t2", spec(topology.ModeWaypoint, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 })},
 		{"sidecar-static-same-node", spec(topology.ModeSidecar, topology.AppStatic, 0, func(s *Spec) { s.NodeCount, s.Mesh.Placement = 4, topology.PlacementSameNode })},
 	}
 	for _, tt := range tests {
@@ -718,8 +721,6 @@ func TestLoadJobInvalid(t *testing.T) {
 			[]string{"requests-per-connection -1: allowed: 0 (keep every connection) or more"}},
 		{"body size with an app image", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize, s.AppImage = 1024, "nginx" }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
 			[]string{"body-size 1024: applies to meshbench's static app only"}},
-		{"threads ambient", LoadSpec{Spec: spec(topology.ModeAmbient, topology.AppStatic, 0, func(s *Spec) { s.Mesh.ProxyThreads = 2 }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},
-			[]string{"proxy-threads 2: not yet supported on the Kubernetes platform for mesh ambient"}},
 		{"bulk faces", LoadSpec{Spec: spec(topology.ModeNone, topology.AppFaces, 0), Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 1, Duration: time.Second}},
 			[]string{"rate bulk: bulk reads meshbench's static app's endless answer (/stream)"}},
 		{"bulk per connection oha", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.Bulk, Workers: 1, Duration: time.Second, RequestsPerConnection: 1, Generator: "oha"}},

@@ -117,13 +117,18 @@ func (r *run) checkPlacement(ctx context.Context) error {
 }
 
 // checkThreads checks that the app pods' proxies run the cell's worker
-// threads (VerifyProxyThreads), keeping the checks
+// threads (VerifyProxyThreads; ztunnel's and the waypoint's for ambient
+// and waypoint, verifyAmbientThreads), keeping the checks
 // (k8s/proxy-threads-checks.json) and what each proxy reported (the
 // manifest's options, proxy_threads_seen); a proxy that runs another
 // count makes the cell invalid.
 func (r *run) checkThreads(ctx context.Context) error {
 	n := r.o.Spec.Mesh.ProxyThreads
-	checks, seen, err := r.c.VerifyProxyThreads(ctx, string(r.o.Spec.Mesh.Mode), r.o.Spec.AppNamespace, n)
+	mode := string(r.o.Spec.Mesh.Mode)
+	checks, seen, err := r.c.VerifyProxyThreads(ctx, mode, r.o.Spec.AppNamespace, n)
+	if n > 0 && isAmbient(mode) {
+		checks, seen, err = r.c.verifyAmbientThreads(ctx, mode, r.o.Spec.AppNamespace, n)
+	}
 	if len(checks) == 0 {
 		return nil
 	}
@@ -134,7 +139,7 @@ func (r *run) checkThreads(ctx context.Context) error {
 	if err != nil {
 		r.invalid(fmt.Sprintf("proxy_threads %d not in effect: %v", n, err))
 	} else {
-		r.logf("proxy threads verified from the app pods' own proxies:")
+		r.logf("proxy threads verified from the proxies' own reports:")
 		if r.o.Log != nil {
 			logChecks(r.o.Log, checks)
 		}

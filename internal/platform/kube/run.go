@@ -365,17 +365,18 @@ var runSteps = []struct {
 	phase bool
 	do    func(*run, context.Context) error
 }{
-	{"prepare/mesh", true, (*run).prepareMesh},       // install the mesh or check the one installed
-	{"prepare/app", true, (*run).prepareApp},         // the app's objects, ready
-	{"prepare/verify", true, (*run).verifyEnrolment}, // the app's pods enrolled in the mesh
-	{"threads", false, (*run).checkThreads},          // their proxies' worker threads, when the cell sets them
-	{"sampling", false, (*run).startSampling},        // metrics from here to the drain's end
-	{"idle", true, (*run).idle},                      // the app idle before the load
-	{"load", false, (*run).load},                     // the load Job: warmup and measure
-	{"drain", true, (*run).drain},                    // sampling after the load
-	{"sampling end", false, (*run).endSampling},      // the samplers stopped
-	{"attacker", false, (*run).probeAttacker},        // a foreign identity against the policies (its own phase)
-	{"collect", true, (*run).collect},                // checks, samples, resources, validity
+	{"prepare/mesh", true, (*run).prepareMesh},           // install the mesh or check the one installed
+	{"ztunnel threads", false, (*run).setZtunnelThreads}, // ztunnel's worker threads rolled out (ambient, waypoint)
+	{"prepare/app", true, (*run).prepareApp},             // the app's objects, ready
+	{"prepare/verify", true, (*run).verifyEnrolment},     // the app's pods enrolled in the mesh
+	{"threads", false, (*run).checkThreads},              // their proxies' worker threads, when the cell sets them
+	{"sampling", false, (*run).startSampling},            // metrics from here to the drain's end
+	{"idle", true, (*run).idle},                          // the app idle before the load
+	{"load", false, (*run).load},                         // the load Job: warmup and measure
+	{"drain", true, (*run).drain},                        // sampling after the load
+	{"sampling end", false, (*run).endSampling},          // the samplers stopped
+	{"attacker", false, (*run).probeAttacker},            // a foreign identity against the policies (its own phase)
+	{"collect", true, (*run).collect},                    // checks, samples, resources, validity
 }
 
 // run runs runSteps and returns what the cell measured (nil when it failed

@@ -40,6 +40,14 @@ type PartNetwork interface {
 	Restart(ctx context.Context, p mesh.Part, pod string) (pid int, err error)
 }
 
+// PartReplacer is a PartNetwork whose restart of a part replaces other
+// sampled processes too (istiod's sidecar: pilot-agent beside its Envoy):
+// each old PID's new one since the last call, sampled under the old one's
+// name from then on.
+type PartReplacer interface {
+	Replaced() map[int]int
+}
+
 // faultTarget is a running cell as a fault.Target.
 type faultTarget struct{ c *cell }
 
@@ -111,6 +119,11 @@ func (t faultTarget) Kill(ctx context.Context, p mesh.Part) (int, error) {
 		}
 	}
 	t.c.resample(oldPID, pid)
+	if pr, ok := t.c.lab.net.(PartReplacer); ok {
+		for from, to := range pr.Replaced() {
+			t.c.resample(from, to)
+		}
+	}
 	return pid, nil
 }
 

@@ -51,3 +51,17 @@ func callsOn(nt *topology.Topology, lab *Lab) error {
 	}
 	return nil
 }
+
+// viaVIPs makes every app pod of nt call its backends at their services'
+// VIPs (sidecars configured by istiod: a sidecar's outbound listener for
+// the service is not on the loopback address callsOn gives).
+func viaVIPs(nt *topology.Topology, lab *Lab) {
+	for i := range nt.Pods {
+		for j := range nt.Pods[i].Calls {
+			c := &nt.Pods[i].Calls[j]
+			if vip, ok := lab.Services[c.Service]; ok {
+				c.Addr = netip.AddrPortFrom(vip, uint16(nt.Svc(c.Service).Port))
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,9 @@ const (
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
+	// inboundTCP begins the stats of a sidecar's inbound TCP proxies
+	// (stat prefix inbound|PORT||): a port Istio keeps at L4.
+	inboundTCP = "tcp.inbound|"
 )
 
 // IstiodEnv is what istiod is told so that upstream Envoy (not Istio's
@@ -106,6 +110,17 @@ type IstiodOptions struct {
 	// Objects, when set, are applied before istiod starts (besides the
 	// mesh-wide STRICT PeerAuthentication): a cell's policies.
 	Objects func() ([]runtime.Object, error)
+	// Protocol is what the services declare (as a cluster cell's
+	// Service and container ports are named: http, or tcp-http with
+	// protocol tcp, which Istio keeps at L4).
+	Protocol topology.Protocol
+	// GRPC are the services whose pods speak gRPC (the faces app's
+	// color): their ports are named grpc (tcp-grpc with protocol tcp).
+	GRPC []string
+	// Gateway, when set, is the lab's ingress gateway (its pod
+	// gatewayPod), configured by istiod as Istio's default profile runs
+	// it (istiodgateway.go).
+	Gateway *IstiodGateway
 }
 
 // Istiod is istiod running in the lab's fabric namespace and the
@@ -126,7 +141,14 @@ type Istiod struct {
 	lab      *Lab
 	opts     IstiodOptions
 	dir      string
-	mu       sync.Mutex // Agents, filled by the sidecars' goroutines
+	// kubeconfig is istiod's; agentCmds make each pod's pilot-agent
+	// command again (a restart: the same arguments, environment and
+	// files, as a kubelet restarts a container).
+	kubeconfig string
+	agentCmds  map[string]func() *exec.Cmd
+	// mu guards Proc, Agents and agentCmds: filled by the sidecars'
+	// goroutines, replaced by a fault's restart (restart.go).
+	mu sync.Mutex
 }
 
 // StartIstiod makes the lab's objects in o.API (namespaces, service
@@ -149,7 +171,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &Istiod{lab: l, opts: o, dir: dir, Agents: map[string]*process.Child{},
+	d := &Istiod{lab: l, opts: o, dir: dir, Agents: map[string]*process.Child{}, agentCmds: map[string]func() *exec.Cmd{},
 		Addr: netip.AddrPortFrom(l.fbr.Addr.Addr(), istiodXDSPort)}
 	if err := os.MkdirAll(filepath.Join(d.dir, "logs"), 0o755); err != nil {
 		return nil, err
@@ -164,7 +186,11 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.API.Populate(ctx, l.objects()); err != nil {
+	objects := l.objects()
+	for i := range objects.Services {
+		objects.Services[i].PortName = portName(o.Protocol, slices.Contains(o.GRPC, objects.Services[i].Name))
+	}
+	if err := o.API.Populate(ctx, objects); err != nil {
 		return nil, err
 	}
 	crds, err := istio.CRDs(ctx, o.Build)
@@ -211,6 +237,9 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 			return nil, err
 		}
 	}
+	if o.Gateway != nil {
+		objs = append(objs, gatewayObjects(o.Gateway)...)
+	}
 	if o.Objects != nil {
 		more, err := o.Objects()
 		if err != nil {
@@ -220,6 +249,13 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	}
 	if err := o.API.Client.Apply(ctx, objs); err != nil {
 		return nil, err
+	}
+	if o.Gateway != nil {
+		// The gateway's Service: its endpoints are how istiod finds the
+		// gateway pod's ports (the Gateway's 443 is the pods' 8443).
+		if err := o.API.Endpoints(ctx, topology.IdentityIngress.Namespace, ingressName, 10*time.Second); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.startIstiod(ctx, kubeconfig); err != nil {
 		return nil, err
@@ -239,7 +275,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	var wg sync.WaitGroup
 	for _, n := range l.Nodes {
 		for _, p := range n.Pods {
-			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) {
+			if !p.Spec.Sidecar && !(p.Spec.Waypoint && l.Opts.ZtunnelsFromXDS) && !(o.Gateway != nil && isIngress(p)) {
 				continue
 			}
 			wg.Add(1)
@@ -347,6 +383,10 @@ func (l *Lab) objects() labapi.Objects {
 				labels["security.istio.io/tlsMode"] = "istio"
 				containers = append(containers, "istio-proxy")
 			}
+			if isIngress(p) {
+				// As Istio's ingress gateway chart labels its pods.
+				labels, containers = ingressLabels(), []string{"istio-proxy"}
+			}
 			if p.Spec.Waypoint {
 				// As Istio's waypoint template labels its pods: its
 				// Gateway's Service selects them.
@@ -387,6 +427,20 @@ func (l *Lab) objects() labapi.Objects {
 	return o
 }
 
+// portName is the name of a service's and its pods' ports, from which
+// Istio takes their protocol: http (grpc for a gRPC service), or
+// tcp-http (tcp-grpc) with protocol tcp, as the kube platform names them.
+func portName(p topology.Protocol, grpc bool) string {
+	name := "http"
+	if grpc {
+		name = "grpc"
+	}
+	if p == topology.ProtocolTCP {
+		return "tcp-" + name
+	}
+	return name
+}
+
 // ServiceCIDR is the range the lab's API server allocates VIPs from: the
 // lab's VIPs are x.y.255.N, and the API server keeps the range's first
 // address (x.y.254.1) for its own "kubernetes" Service.
@@ -405,20 +459,33 @@ func strictMTLS() *unstructured.Unstructured {
 }
 
 // startIstiod starts pilot-discovery in the fabric namespace and waits
-// for its /ready.
+// for its /ready; the lab's Close stops it (and whatever restarted it).
 func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
-	l := d.lab
 	mesh := filepath.Join(d.dir, "mesh.yaml")
 	if err := os.WriteFile(mesh, fmt.Appendf(nil, meshConfig, d.Addr), 0o644); err != nil {
 		return err
 	}
+	d.kubeconfig = kubeconfig
+	d.lab.sub.OnClose("istiod", func() error {
+		if p := d.proc(); p != nil {
+			p.Stop(5 * time.Second)
+		}
+		return nil
+	})
+	return d.runIstiod(ctx)
+}
+
+// istiodCmd is istiod's command: its arguments and environment, the same
+// at every start.
+func (d *Istiod) istiodCmd() *exec.Cmd {
+	l := d.lab
 	lo := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 	cmd := exec.Command(d.opts.Build.Path("pilot-discovery"), "discovery",
-		"--kubeconfig="+kubeconfig, "--meshConfig="+mesh, "--domain=cluster.local",
+		"--kubeconfig="+d.kubeconfig, "--meshConfig="+filepath.Join(d.dir, "mesh.yaml"), "--domain=cluster.local",
 		"--secureGRPCAddr="+d.Addr.String(), "--httpAddr="+lo(istiodHTTPPort), "--httpsAddr="+lo(15017),
 		"--grpcAddr="+lo(15010), "--monitoringAddr="+lo(istiodMonPort))
 	cmd.Dir = d.dir
-	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + kubeconfig,
+	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + d.dir, "KUBECONFIG=" + d.kubeconfig,
 		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-lab", "REVISION=default", "CLUSTER_ID=" + istiodClusterID,
 		"PILOT_CERT_PROVIDER=istiod", "JWT_POLICY=third-party-jwt", "ENABLE_CA_SERVER=true"}, IstiodEnv...)
 	if l.Opts.ZtunnelsFromXDS {
@@ -430,16 +497,35 @@ func (d *Istiod) startIstiod(ctx context.Context, kubeconfig string) error {
 			cmd.Env = append(cmd.Env, "AMBIENT_ENABLE_MULTI_NETWORK_WAYPOINT=false")
 		}
 	}
-	var err error
-	if d.Proc, err = process.StartLogged("istiod", filepath.Join(d.dir, "logs"), cmd, l.fabric.Do); err != nil {
+	return cmd
+}
+
+// runIstiod starts istiod's command and waits for its /ready.
+func (d *Istiod) runIstiod(ctx context.Context) error {
+	l := d.lab
+	p, err := process.StartLogged("istiod", filepath.Join(d.dir, "logs"), d.istiodCmd(), l.fabric.Do)
+	if err != nil {
 		return err
 	}
-	l.sub.OnClose("istiod", func() error { d.Proc.Stop(5 * time.Second); return nil })
+	d.mu.Lock()
+	d.Proc = p
+	d.mu.Unlock()
 	hc := l.fabric.HTTPClient(2*time.Second, false)
-	if err := d.Proc.WaitHTTP(ctx, hc, "http://"+lo(istiodHTTPPort)+"/ready", 90*time.Second); err != nil {
-		return err
-	}
-	return nil
+	return p.WaitHTTP(ctx, hc, "http://127.0.0.1:"+strconv.Itoa(istiodHTTPPort)+"/ready", 90*time.Second)
+}
+
+// proc is istiod's process now.
+func (d *Istiod) proc() *process.Child {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Proc
+}
+
+// agent is pod's pilot-agent now (nil: none).
+func (d *Istiod) agent(pod string) *process.Child {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Agents[pod]
 }
 
 // startSidecar writes pod p's pilot-agent files (its TokenRequest token
@@ -482,6 +568,11 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 			return err
 		}
 	}
+	if isIngress(p) {
+		// The ingress gateway as Istio's chart runs it: pilot-agent
+		// proxy router for Deployment istio-ingressgateway.
+		kind, workload, owner = "router", ingressName, "kubernetes://apis/apps/v1/namespaces/"+ns+"/deployments/"+ingressName
+	}
 	var labels strings.Builder
 	for k, v := range podObj.Labels {
 		fmt.Fprintf(&labels, "%s=%q\n", k, v)
@@ -501,7 +592,7 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 	for _, s := range d.lab.Opts.Services {
 		for _, name := range p.Spec.Services {
 			if name == s.Name {
-				ports = append(ports, fmt.Sprintf(`{"name":"http","containerPort":%d,"protocol":"TCP"}`, s.TargetPort))
+				ports = append(ports, fmt.Sprintf(`{"name":%q,"containerPort":%d,"protocol":"TCP"}`, portName(d.opts.Protocol, slices.Contains(d.opts.GRPC, s.Name)), s.TargetPort))
 			}
 		}
 	}
@@ -518,23 +609,54 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
 		// annotation sets it) adds the counters the lab's verdicts read
 		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q], inclusionSuffixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, requestsCompleted),
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q, %q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, inboundTCP, requestsCompleted),
 	}
-	if p.Spec.Waypoint {
+	switch {
+	case isIngress(p):
+		cmd.Env = append(cmd.Env, "ISTIO_META_NODE_NAME="+p.Node.Name)
+	case p.Spec.Waypoint:
 		cmd.Env = append(cmd.Env, "ISTIO_META_SERVICE_ACCOUNT="+sa, "ISTIO_META_NODE_NAME="+p.Node.Name)
-	} else {
+	default:
 		cmd.Env = append(cmd.Env, "ISTIO_META_APP_CONTAINERS=app", "ISTIO_META_POD_PORTS=["+strings.Join(ports, ",")+"]")
-		// Group 1337, user root: the capture exempts the group, and root
-		// can run the cached binaries (under a home directory uid 1337
-		// cannot enter), as the lab's own sidecar Envoys run.
-		process.SetGid(cmd, SidecarID)
+		// Group 1337, user root (mk below): the capture exempts the
+		// group, and root can run the cached binaries (under a home
+		// directory uid 1337 cannot enter), as the lab's own sidecar
+		// Envoys run.
 	}
-	c, err := process.StartLogged("pilot-agent-"+p.Spec.Name, filepath.Join(d.dir, "logs"), cmd, p.NS.Do)
+	// cmd is the template: an exec.Cmd runs once, so every start (the
+	// first, a fault's restart) gets a fresh one from mk.
+	env, dirOf := cmd.Env, cmd.Dir
+	mk := func() *exec.Cmd {
+		c := exec.Command(cmd.Path, cmd.Args[1:]...)
+		c.Dir, c.Env = dirOf, env
+		if !p.Spec.Waypoint {
+			process.SetGid(c, SidecarID)
+		}
+		return c
+	}
+	d.mu.Lock()
+	d.agentCmds[p.Spec.Name] = mk
+	d.mu.Unlock()
+	d.lab.sub.OnClose("pilot-agent of "+p.Spec.Name, func() error {
+		if c := d.agent(p.Spec.Name); c != nil {
+			c.Stop(5 * time.Second)
+		}
+		return nil
+	})
+	return d.runAgent(ctx, p)
+}
+
+// runAgent starts pod p's pilot-agent command and waits for its
+// readiness (Envoy's, through pilot-agent's :15021).
+func (d *Istiod) runAgent(ctx context.Context, p *Pod) error {
+	d.mu.Lock()
+	mk := d.agentCmds[p.Spec.Name]
+	d.mu.Unlock()
+	c, err := process.StartLogged("pilot-agent-"+p.Spec.Name, filepath.Join(d.dir, "logs"), mk(), p.NS.Do)
 	if err != nil {
 		return err
 	}
-	d.lab.sub.OnClose("pilot-agent of "+p.Spec.Name, func() error { c.Stop(5 * time.Second); return nil })
 	d.mu.Lock()
 	d.Agents[p.Spec.Name] = c
 	d.mu.Unlock()

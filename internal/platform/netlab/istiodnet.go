@@ -8,8 +8,10 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/meshbench/meshbench/internal/measure/probe"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
@@ -40,8 +43,9 @@ const (
 
 // supportsIstiod returns why istiod cannot configure a topology with
 // options o yet (nil: it can): sidecar, ambient or waypoint mode with the
-// static app over HTTP and mTLS, without gateway; mode none needs no
-// control plane.
+// static app, over HTTP or TCP (not TCP through the waypoint), mTLS on
+// or, with sidecars, off; the gateway with sidecars only; mode none
+// needs no control plane.
 func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
@@ -51,17 +55,11 @@ func supportsIstiod(o topology.Options) []error {
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
 	}
-	if o.App == topology.AppFaces {
-		errs = append(errs, errors.New("app faces with control plane istiod: not yet (not run with istiod's config; with sidecars its calls go to the pod's own sidecar); use app static or --control-plane lab"))
+	if o.Gateway && o.Mode != topology.ModeSidecar {
+		errs = append(errs, fmt.Errorf("gateway with mesh %s and control plane istiod: not yet (istiod configures the ingress gateway with mesh sidecar only); use mesh sidecar or --control-plane lab", o.Mode))
 	}
-	if o.Gateway {
-		errs = append(errs, errors.New("gateway with control plane istiod: not yet; use --control-plane lab"))
-	}
-	if o.Protocol == topology.ProtocolTCP {
-		errs = append(errs, errors.New("protocol tcp with control plane istiod: not yet (the services declare http); use --control-plane lab"))
-	}
-	if o.Mode == topology.ModeSidecar && !o.MTLS {
-		errs = append(errs, errors.New("mtls false with control plane istiod: not yet; use --control-plane lab"))
+	if o.Protocol == topology.ProtocolTCP && o.Mode == topology.ModeWaypoint {
+		errs = append(errs, errors.New("protocol tcp with mesh waypoint and control plane istiod: not yet (the waypoint's check counts its L7 requests); use mesh sidecar or ambient, or --control-plane lab"))
 	}
 	return errs
 }
@@ -82,10 +80,17 @@ type istiodNet struct {
 	// proxy (so results line up with the hand-rendered sidecars').
 	names, components map[string]string
 	stamp             string
-	// base is each sidecar's inbound TLS handshakes at the cell's start;
-	// wpBase the waypoint's completed requests (ambient).
-	base   map[string]float64
-	wpBase float64
+	// gateway: istiod configures the lab's ingress gateway too (its
+	// pod gatewayPod; mode sidecar).
+	gateway bool
+	// base is each sidecar's counters at the cell's start; wpBase the
+	// waypoint's completed requests (ambient); gwBase the gateway's
+	// completed requests and gwTLS its TLS handshakes.
+	base                  map[string]podCounters
+	wpBase, gwBase, gwTLS float64
+	// xdsBase are each pilot-agent's istiod connection counters at the
+	// cell's start (agentConns), by pod.
+	xdsBase map[string]agentConns
 }
 
 // upIstiod starts the lab's API server and istiod, and the sidecars
@@ -97,11 +102,26 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		return nil, err
 	}
 	l.sub.OnClose("lab API server", api.Close)
-	d, err := l.StartIstiod(ctx, IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads})
+	opts := IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads, Protocol: t.Options.Protocol}
+	for _, svc := range t.Services {
+		if svc.Protocol == topology.AppGRPC {
+			opts.GRPC = append(opts.GRPC, svc.Name)
+		}
+	}
+	if gw := l.Pod(gatewayPod); gw != nil && t.ProxyByRole(topology.RoleGateway) != nil {
+		// The load trusts the lab's PKI in dir/pki, as it does the
+		// hand-rendered gateway's.
+		cert, err := gatewayPKI(filepath.Join(dir, "pki"), gw.IP)
+		if err != nil {
+			return nil, err
+		}
+		opts.Gateway = &IstiodGateway{To: ServiceSpec{Name: t.Service.Name, Namespace: t.Service.Namespace, Port: t.Service.Port}, Cert: cert}
+	}
+	d, err := l.StartIstiod(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	in := &istiodNet{api: api, d: d, ambient: l.Opts.ZtunnelsFromXDS, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
+	in := &istiodNet{api: api, d: d, ambient: l.Opts.ZtunnelsFromXDS, gateway: opts.Gateway != nil, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
 	for pod, a := range d.Agents {
 		pid, err := childPID(a.PID, "envoy")
 		if err != nil {
@@ -110,6 +130,8 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 		in.envoys[pod] = pid
 		if p := t.Sidecar(pod); p != nil {
 			in.names[pod], in.components[pod] = p.Name, p.Component
+		} else if gw := t.ProxyByRole(topology.RoleGateway); gw != nil && isIngress(l.Pod(pod)) {
+			in.names[pod], in.components[pod] = gw.Name, gw.Component
 		} else if wp := t.ProxyByRole(topology.RoleWaypoint); wp != nil && l.Pod(pod).Spec.Waypoint {
 			in.names[pod], in.components[pod] = wp.Name, wp.Component
 		} else {
@@ -178,11 +200,15 @@ func (in *istiodNet) pods() []string { return slices.Sorted(maps.Keys(in.envoys)
 func (in *istiodNet) targets() []sample.Target {
 	var out []sample.Target
 	for _, pod := range in.pods() {
+		cat := sample.CategoryDataPlane
+		if in.gateway && pod == gatewayPod {
+			cat = sample.CategoryGateway // as the hand-rendered gateway
+		}
 		out = append(out,
-			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: sample.CategoryDataPlane},
-			sample.Target{PID: in.d.Agents[pod].PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: sample.CategoryDataPlane})
+			sample.Target{PID: in.envoys[pod], Name: in.names[pod], Component: in.components[pod], Category: cat},
+			sample.Target{PID: in.d.agent(pod).PID, Name: in.names[pod] + local.AgentSuffix, Component: in.components[pod], Category: cat})
 	}
-	out = append(out, sample.Target{PID: in.d.Proc.PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
+	out = append(out, sample.Target{PID: in.d.proc().PID, Name: IstiodName, Component: IstiodComponent, Category: sample.CategoryControlPlane})
 	etcd, api := in.api.PIDs()
 	out = append(out,
 		sample.Target{PID: api, Name: "lab kube-apiserver", Component: LabAPIComponent, Category: sample.CategoryOverhead},
@@ -190,12 +216,14 @@ func (in *istiodNet) targets() []sample.Target {
 	return out
 }
 
-func (in *istiodNet) died() error {
-	if in.d.Proc.Exited() {
-		return fmt.Errorf("istiod died (log %s)", in.d.Proc.LogFile)
+// died says which of istiod's processes exited, except those a fault is
+// restarting (restarting: "istiod", "agent/POD").
+func (in *istiodNet) died(restarting map[string]bool) error {
+	if p := in.d.proc(); p.Exited() && !restarting[restartIstiod] {
+		return fmt.Errorf("istiod died (log %s)", p.LogFile)
 	}
 	for _, pod := range in.pods() {
-		if a := in.d.Agents[pod]; a.Exited() {
+		if a := in.d.agent(pod); a.Exited() && !restarting[restartAgent+pod] {
 			return fmt.Errorf("pilot-agent of %s died (log %s)", pod, a.LogFile)
 		}
 	}
@@ -207,6 +235,9 @@ func (in *istiodNet) died() error {
 func (in *istiodNet) manifest() map[string]any {
 	etcdRSS, apiRSS, _ := in.api.Memory()
 	what, ready := "sidecars: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server", "sidecars_ready_s"
+	if in.gateway {
+		what = "sidecars and the gateway: pilot-agent + upstream Envoy, xDS and certificates from istiod against the lab's API server; the gateway as Istio's default profile runs it (pilot-agent proxy router, istio-ingressgateway), its listener and routes from an Istio Gateway and VirtualService, its serving certificate from a Secret over istiod's SDS"
+	}
 	if in.ambient {
 		what, ready = "ztunnels: workloads, services and authorization from istiod's WDS (no local config file), certificates from istiod's CA, against the lab's API server; pods handed to ztunnel by meshbench's ZDS agent (istio-cni's part)", "ztunnels_ready_s"
 		if len(in.envoys) > 0 {
@@ -220,28 +251,68 @@ func (in *istiodNet) manifest() map[string]any {
 	}}
 }
 
-// handshakes are each sidecar's inbound TLS handshakes (Envoy's own
-// counter on Istio's virtualInbound listener, 0.0.0.0:15006).
-func (in *istiodNet) handshakes(ctx context.Context, l *Lab) (map[string]float64, error) {
-	out := map[string]float64{}
+// podCounters are the counters of a sidecar the cell's verdict reads:
+// the TLS handshakes its inbound listener accepted (Envoy's own counter
+// on Istio's virtualInbound listener, 0.0.0.0:15006), the requests its
+// inbound HTTP connection managers completed, the connections its
+// inbound TCP proxies took (a port Istio keeps at L4) and the requests
+// its outbound HTTP connection managers completed (the app's calls).
+type podCounters struct{ tls, http, tcp, out float64 }
+
+// since is c since base; a counter that went down (its Envoy restarted by
+// a fault) counts from 0.
+func (c podCounters) since(base podCounters) podCounters {
+	d := func(v, b float64) float64 {
+		if v < b {
+			return v
+		}
+		return v - b
+	}
+	return podCounters{tls: d(c.tls, base.tls), http: d(c.http, base.http), tcp: d(c.tcp, base.tcp), out: d(c.out, base.out)}
+}
+
+// add is c plus o.
+func (c podCounters) add(o podCounters) podCounters {
+	return podCounters{tls: c.tls + o.tls, http: c.http + o.http, tcp: c.tcp + o.tcp, out: c.out + o.out}
+}
+
+// counters are each sidecar's podCounters.
+func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounters, error) {
+	out := map[string]podCounters{}
 	var errs []error
 	for _, pod := range in.pods() {
-		v, err := envoyCounter(ctx, l.Pod(pod), inboundHandshakes)
-		if err != nil {
+		p := l.Pod(pod)
+		var c podCounters
+		var e1, e2, e3, e4 error
+		c.tls, e1 = envoyCounter(ctx, p, inboundHandshakes)
+		c.http, e2 = envoySum(ctx, p, `^http\.inbound_.*\.`+requestsCompleted+`$`)
+		c.tcp, e3 = envoySum(ctx, p, `^`+regexp.QuoteMeta(inboundTCP)+`.*\.downstream_cx_total$`)
+		c.out, e4 = envoySum(ctx, p, `^http\.outbound_.*\.`+requestsCompleted+`$`)
+		if err := errors.Join(e1, e2, e3, e4); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", pod, err))
 			continue
 		}
-		out[pod] = v
+		out[pod] = c
 	}
 	return out, errors.Join(errs...)
 }
 
 // envoyRequests are the requests the HTTP connection managers of the
-// Envoy in pod p completed (every http.*.downstream_rq_completed).
+// Envoy in pod p completed (every http.*.downstream_rq_completed) less
+// its admin's: meshbench's own reads of the admin must not count as
+// traffic the proxy served.
 func envoyRequests(ctx context.Context, p *Pod) (float64, error) {
+	all, err := envoySum(ctx, p, `^http\..*\.`+requestsCompleted+`$`)
+	admin, aerr := envoySum(ctx, p, `^http\.admin\.`+requestsCompleted+`$`)
+	return all - admin, errors.Join(err, aerr)
+}
+
+// envoySum is the sum of the stats of the Envoy in pod p whose names
+// match the regular expression filter.
+func envoySum(ctx context.Context, p *Pod, filter string) (float64, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://127.0.0.1:15000/stats?filter=^http\\..*\\."+requestsCompleted+"$", nil)
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://127.0.0.1:15000/stats?filter="+url.QueryEscape(filter), nil)
 	resp, err := p.HTTPClient(false).Do(req)
 	if err != nil {
 		return 0, err
@@ -289,14 +360,35 @@ func envoyCounter(ctx context.Context, p *Pod, name string) (float64, error) {
 
 func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	var err error
+	if in.xdsBase, err = in.agentConns(ctx, l); err != nil {
+		return err
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			in.wpBase, err = envoyRequests(ctx, wp)
 		}
 		return err
 	}
-	in.base, err = in.handshakes(ctx, l)
+	if in.gateway {
+		if in.gwBase, in.gwTLS, err = in.gatewayCounters(ctx, l); err != nil {
+			return err
+		}
+	}
+	in.base, err = in.counters(ctx, l)
 	return err
+}
+
+// gatewayCounters are the requests the gateway's Envoy completed and the
+// TLS handshakes its HTTPS listener accepted.
+func (in *istiodNet) gatewayCounters(ctx context.Context, l *Lab) (requests, handshakes float64, err error) {
+	gw := l.Pod(gatewayPod)
+	// Its HTTPS server's connection manager (outbound_0.0.0.0_8443, as
+	// istiod names it), not the admin's or the agent's.
+	if requests, err = envoySum(ctx, gw, `^http\.outbound_.*\.`+requestsCompleted+`$`); err != nil {
+		return 0, 0, fmt.Errorf("the gateway: %w", err)
+	}
+	handshakes, err = envoyCounter(ctx, gw, gatewayHandshakes)
+	return requests, handshakes, err
 }
 
 // check is the cell's verdict from istiod's side: its ACK table (kept in
@@ -304,8 +396,11 @@ func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 // handshakes over the cell (STRICT mTLS: plaintext is refused).
 func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, rawDir string) (local.MeshCheck, error) {
 	mc := local.MeshCheck{Derived: map[string]float64{}}
-	ps, err := in.d.Syncz(ctx)
-	if err != nil {
+	// At once in a cell with every proxy connected; after a fault killed
+	// istiod or a proxy, once they have reconnected and ACKed again (or
+	// the table as it is then, which the checks below judge).
+	ps, err := in.d.WaitACKed(ctx, 30*time.Second)
+	if ps == nil && err != nil {
 		return mc, err
 	}
 	if err := os.MkdirAll(rawDir, 0o755); err != nil {
@@ -317,6 +412,9 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		return mc, err
 	}
 	who, whose := "sidecars", "sidecars'"
+	if in.gateway {
+		who, whose = "sidecars and gateway", "sidecars' and the gateway's"
+	}
 	if in.ambient {
 		who, whose = "ztunnels", "ztunnels'"
 		if l.waypoint() != nil {
@@ -334,6 +432,24 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		mc.Invalid = append(mc.Invalid, fmt.Sprintf("istiod lists %d proxies, the lab runs %d %s", len(ps), want, who))
 	}
 	mc.Derived["istiod_proxies_acked"] = float64(len(ps) - len(istio.NotACKed(ps)))
+	if err := in.checkProtocol(ctx, t, &mc); err != nil {
+		return mc, err
+	}
+	if len(in.envoys) > 0 {
+		conns, err := in.agentConns(ctx, l)
+		if err != nil {
+			return mc, err
+		}
+		var ended, failed float64
+		for pod, c := range conns {
+			d := c.sub(in.xdsBase[pod])
+			ended += d.ended
+			failed += d.failed
+		}
+		mc.Derived["istiod_agent_disconnects"] = ended
+		mc.Derived["istiod_agent_connect_failures"] = failed
+		mc.Lines = append(mc.Lines, fmt.Sprintf("pilot-agents' connections to istiod over the cell (their own istiod_connection_terminations and _failures): %.0f ended, %.0f attempts failed.", ended, failed))
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			end, err := envoyRequests(ctx, wp)
@@ -341,6 +457,10 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 				return mc, err
 			}
 			n := end - in.wpBase
+			if n < 0 {
+				// Its Envoy was restarted (a fault): counted from 0.
+				n = end
+			}
 			mc.Derived["istiod_waypoint_requests"] = n
 			mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
 			if n <= 0 {
@@ -349,20 +469,101 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		}
 		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
 	}
-	end, err := in.handshakes(ctx, l)
+	if in.gateway {
+		req, tls, err := in.gatewayCounters(ctx, l)
+		if err != nil {
+			return mc, err
+		}
+		req, tls = req-in.gwBase, tls-in.gwTLS
+		mc.Derived["istiod_gateway_requests"], mc.Derived["istiod_gateway_tls_handshakes"] = req, tls
+		mc.Lines = append(mc.Lines, gatewayLine(req, tls))
+		if req <= 0 {
+			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) completed no request over the cell")
+		}
+		if tls <= 0 {
+			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) accepted no TLS handshake over the cell")
+		}
+	}
+	end, err := in.counters(ctx, l)
 	if err != nil {
 		return mc, err
 	}
-	var total float64
+	var d podCounters
 	for _, p := range t.ServicePods(t.Service.Name) {
-		total += end[p.Name] - in.base[p.Name]
+		d = d.add(end[p.Name].since(in.base[p.Name]))
 	}
-	mc.Derived["istiod_server_tls_handshakes"] = total
-	if total <= 0 {
-		mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
+	in.serverVerdict(t.Options, d, &mc)
+	if t.Options.App == topology.AppFaces {
+		facesVerdict(t, in.base, end, &mc)
 	}
-	mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", total))
 	return mc, nil
+}
+
+// facesVerdict says what the faces app's calls did over the cell: the
+// requests the entry service's sidecars sent out (the app's calls, which
+// its pod's capture gave its own sidecar), and per backend the requests
+// (connections with protocol tcp) its sidecars took and their TLS
+// handshakes. A caller that sent none or a backend that took none makes
+// the cell invalid.
+func facesVerdict(t *topology.Topology, base, end map[string]podCounters, mc *local.MeshCheck) {
+	sum := func(svc string) podCounters {
+		var d podCounters
+		for _, p := range t.ServicePods(svc) {
+			d = d.add(end[p.Name].since(base[p.Name]))
+		}
+		return d
+	}
+	line := fmt.Sprintf("faces: %s's sidecars sent %.0f requests out", t.Service.Name, sum(t.Service.Name).out)
+	mc.Derived["istiod_faces_calls"] = sum(t.Service.Name).out
+	if sum(t.Service.Name).out <= 0 {
+		mc.Invalid = append(mc.Invalid, "faces: "+t.Service.Name+"'s sidecars sent no request out over the cell")
+	}
+	for _, b := range t.Svc(t.Service.Name).Backends {
+		d := sum(b)
+		took, what := d.http, "requests at L7"
+		if t.Options.Protocol == topology.ProtocolTCP {
+			took, what = d.tcp, "connections at L4"
+		}
+		line += fmt.Sprintf("; %s's sidecars took %.0f %s (%.0f TLS handshakes)", b, took, what, d.tls)
+		if took <= 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("faces: %s's sidecars took no %s over the cell", b, what))
+		}
+	}
+	mc.Lines = append(mc.Lines, line+".")
+}
+
+// serverVerdict says what the server sidecars' counters over the cell
+// (d) show of the cell's mTLS and protocol, and makes the cell invalid
+// where they contradict them: with mTLS on, TLS handshakes (STRICT
+// refuses plaintext), with it off none (PeerAuthentication DISABLE:
+// auto-mTLS sends plaintext); over HTTP requests at L7, over TCP none,
+// connections at L4 instead.
+func (in *istiodNet) serverVerdict(o topology.Options, d podCounters, mc *local.MeshCheck) {
+	mc.Derived["istiod_server_tls_handshakes"] = d.tls
+	mc.Derived["istiod_server_http_requests"] = d.http
+	mc.Derived["istiod_server_tcp_connections"] = d.tcp
+	if o.MTLS {
+		if d.tls <= 0 {
+			mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", d.tls))
+	} else {
+		if d.tls > 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("mtls false: the server sidecars accepted %.0f TLS handshakes over the cell, want none", d.tls))
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS off: the server sidecars accepted %.0f TLS handshakes over the cell (PeerAuthentication DISABLE: istiod's config sends and takes plaintext).", d.tls))
+	}
+	if o.Protocol == topology.ProtocolTCP {
+		if d.http > 0 || d.tcp <= 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("protocol tcp: the server sidecars completed %.0f requests at L7 and took %.0f TCP connections, want none at L7", d.http, d.tcp))
+		}
+		mc.Lines = append(mc.Lines, fmt.Sprintf("protocol tcp: the server sidecars took %.0f connections at L4 (TCP proxy) and completed %.0f requests at L7.", d.tcp, d.http))
+		return
+	}
+	if d.http <= 0 {
+		mc.Invalid = append(mc.Invalid, "the server sidecars completed no request over the cell")
+	}
+	mc.Lines = append(mc.Lines, fmt.Sprintf("protocol http: the server sidecars completed %.0f requests at L7.", d.http))
 }
 
 // checkZtunnels keeps each ztunnel's config dump in rawDir
@@ -402,4 +603,62 @@ func (in *istiodNet) checkZtunnels(ctx context.Context, l *Lab, rawDir string, m
 		}
 	}
 	return nil
+}
+
+// agentConns are a pilot-agent's own counters of its connection to
+// istiod (pilot-agent's istiod_connection_terminations, every type, and
+// istiod_connection_failures): its Envoy's xDS goes through it, so these
+// count what istiod's absence did to the proxy's config stream.
+type agentConns struct{ ended, failed float64 }
+
+// sub is c since base; a counter that went down (pilot-agent restarted)
+// counts from 0.
+func (c agentConns) sub(base agentConns) agentConns {
+	d := func(v, b float64) float64 {
+		if v < b {
+			return v
+		}
+		return v - b
+	}
+	return agentConns{ended: d(c.ended, base.ended), failed: d(c.failed, base.failed)}
+}
+
+// agentConns reads each pilot-agent's agentConns from its merged
+// Prometheus endpoint (:15020/stats/prometheus in its pod), by pod.
+func (in *istiodNet) agentConns(ctx context.Context, l *Lab) (map[string]agentConns, error) {
+	out := map[string]agentConns{}
+	var errs []error
+	for _, pod := range in.pods() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		text, err := probe.Get(cctx, l.Pod(pod).HTTPClient(false), "http://127.0.0.1:15020/stats/prometheus", 16<<20)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pilot-agent of %s: %w", pod, err))
+			continue
+		}
+		var c agentConns
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			i := strings.LastIndexByte(line, ' ')
+			if i < 0 {
+				continue
+			}
+			v, err := strconv.ParseFloat(line[i+1:], 64)
+			if err != nil {
+				continue
+			}
+			// istio_agent_…, with or without _total, whatever the
+			// exporter's version names it.
+			switch name := line[:strings.IndexAny(line+"{", "{ ")]; {
+			case strings.Contains(name, "istiod_connection_terminations"):
+				c.ended += v
+			case strings.Contains(name, "istiod_connection_failures"):
+				c.failed += v
+			}
+		}
+		out[pod] = c
+	}
+	return out, errors.Join(errs...)
 }

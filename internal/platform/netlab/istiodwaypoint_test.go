@@ -147,6 +147,16 @@ func TestIstiodWaypoint(t *testing.T) {
 	if rq < 6 {
 		t.Errorf("the waypoint's Envoy completed %v requests, want the 6 it answered", rq)
 	}
+	// Reads of the waypoint's admin (meshbench's sampling, this check's
+	// own) are not traffic it served.
+	for range 3 {
+		if _, err := envoyCounter(ctx, lab.Pod(waypointPod), "server.live"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, err := envoyRequests(ctx, lab.Pod(waypointPod)); err != nil || again != rq {
+		t.Errorf("after 3 admin reads the waypoint's Envoy completed %v requests (%v), want still %v", again, err, rq)
+	}
 	if ps, err = d.WaitACKed(ctx, 30*time.Second); err != nil {
 		logSync(t, ps)
 		t.Error(err)

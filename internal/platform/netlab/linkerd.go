@@ -152,7 +152,7 @@ func (ln *linkerdNet) targets() []sample.Target {
 			Category: sample.CategoryControlPlane})
 	}
 	if c := ln.ctl; c != nil {
-		for _, p := range []*process.Child{c.Identity, c.Destination, c.Policy} {
+		for _, p := range []*process.Child{c.proc("identity"), c.proc("destination"), c.proc("policy")} {
 			out = append(out, sample.Target{PID: p.PID, Name: p.Name, Component: LinkerdControllersComponent, Category: sample.CategoryControlPlane})
 		}
 		etcd, api := ln.api.PIDs()
@@ -186,7 +186,11 @@ func (ln *linkerdNet) died(restarting map[string]bool) error {
 		}
 	}
 	if ln.ctl != nil {
-		if err := ln.ctl.Died(); err != nil {
+		var except []string
+		if restarting[restartLinkerdControllers] {
+			except = []string{"destination", "policy"}
+		}
+		if err := ln.ctl.Died(except...); err != nil {
 			return err
 		}
 		if err := ln.api.Died(); err != nil {
@@ -285,8 +289,26 @@ func (ln *linkerdNet) check(ctx context.Context, rawDir string) (local.MeshCheck
 	mc := Verdict(cell, ln.expectIn, ln.expectOut)
 	if ln.ctl != nil {
 		mc, errs = ln.controllersCheck(ctx, mc, end, rawDir, errs)
+		controlRequests(&mc, cell)
 	}
 	return mc, errors.Join(errs...)
+}
+
+// controlRequests adds to mc the requests (gRPC streams) the proxies
+// opened to the destination and policy controllers over the cell, from
+// their own control_request_total: a proxy opens them at its start and
+// again after a controller went away (a kill:control-plane's
+// reconnections).
+func controlRequests(mc *local.MeshCheck, cell map[string]proxy.Stats) {
+	addr := func(port int) string { return linkerd.ControllerAddr(port).String() }
+	var dst, pol float64
+	for _, s := range cell {
+		dst += s.Control[addr(linkerd.ControllerPorts.Destination)]
+		pol += s.Control[addr(linkerd.ControllerPorts.Policy)]
+	}
+	mc.Derived["linkerd_destination_requests"] = dst
+	mc.Derived["linkerd_policy_requests"] = pol
+	mc.Lines = append(mc.Lines, fmt.Sprintf("The proxies opened %.0f requests to the destination controller and %.0f to the policy controller over the cell (their control_request_total: 0 when nothing reconnected).", dst, pol))
 }
 
 // controllersCheck adds to mc the proof that Linkerd's controllers

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -93,6 +95,13 @@ type LinkerdControllers struct {
 	lab       *Lab
 	opts      LinkerdControllersOptions
 	dir       string
+	// cmds make each controller's command again, ready its readiness
+	// URL (a restart: the same arguments, as a kubelet restarts a
+	// container); mu guards them and the three processes, which a
+	// fault's restart replaces (restart.go).
+	cmds  map[string]func() *exec.Cmd
+	ready map[string]string
+	mu    sync.Mutex
 }
 
 // StartLinkerdControllers makes the lab's objects in o.API as Linkerd's
@@ -109,7 +118,8 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	if err != nil {
 		return nil, err
 	}
-	c := &LinkerdControllers{lab: l, opts: o, dir: dir, Ready: map[string]time.Duration{}}
+	c := &LinkerdControllers{lab: l, opts: o, dir: dir, Ready: map[string]time.Duration{},
+		cmds: map[string]func() *exec.Cmd{}, ready: map[string]string{}}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
@@ -257,59 +267,97 @@ func (c *LinkerdControllers) start(ctx context.Context, kubeconfig, issuerDir, a
 	// identity reads the trust anchors at a fixed path: it starts in a
 	// mount namespace of its own with a tmpfs on /run holding them (the
 	// host's /run is untouched).
-	identity := exec.Command("/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-		`mount -t tmpfs -o mode=0755 lab-linkerd /run && mkdir -p "$(dirname "$2")" && cp "$1" "$2" && shift 2 && exec "$@"`,
-		"sh", anchorFile, identityTrustRoots,
-		ctl, "identity", "-log-level=info", "-log-format=plain", "-controller-namespace="+linkerdNamespace,
-		"-identity-trust-domain=cluster.local", "-identity-issuance-lifetime=24h0m0s", "-identity-clock-skew-allowance=20s",
-		"-identity-scheme=linkerd.io/tls", "-enable-pprof=false", "-kube-apiclient-qps=100", "-kube-apiclient-burst=200",
-		"-addr="+lo(ports.Identity), "-admin-addr="+lo(identityAdminPort), "-issuer="+issuerDir, "-kubeconfig="+kubeconfig)
-	destination := exec.Command(ctl, "destination", "-controller-namespace="+linkerdNamespace,
-		"-outbound-transport-mode=transport-header", "-enable-h2-upgrade=true", "-log-level=info", "-log-format=plain",
-		"-enable-endpoint-slices=true", "-cluster-domain=cluster.local", "-identity-trust-domain=cluster.local",
-		"-default-opaque-ports=25,587,3306,4444,5432,6379,9300,11211", "-enable-ipv6=false", "-enable-pprof=false",
-		`--meshed-http2-client-params={"keep_alive":{"interval":{"seconds":10},"timeout":{"seconds":3},"while_idle":true}}`,
-		"-addr="+lo(ports.Destination), "-metrics-addr="+lo(destinationAdminPort), "-kubeconfig="+kubeconfig)
+	identity := func() *exec.Cmd {
+		return exec.Command("/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+			`mount -t tmpfs -o mode=0755 lab-linkerd /run && mkdir -p "$(dirname "$2")" && cp "$1" "$2" && shift 2 && exec "$@"`,
+			"sh", anchorFile, identityTrustRoots,
+			ctl, "identity", "-log-level=info", "-log-format=plain", "-controller-namespace="+linkerdNamespace,
+			"-identity-trust-domain=cluster.local", "-identity-issuance-lifetime=24h0m0s", "-identity-clock-skew-allowance=20s",
+			"-identity-scheme=linkerd.io/tls", "-enable-pprof=false", "-kube-apiclient-qps=100", "-kube-apiclient-burst=200",
+			"-addr="+lo(ports.Identity), "-admin-addr="+lo(identityAdminPort), "-issuer="+issuerDir, "-kubeconfig="+kubeconfig)
+	}
+	destination := func() *exec.Cmd {
+		return exec.Command(ctl, "destination", "-controller-namespace="+linkerdNamespace,
+			"-outbound-transport-mode=transport-header", "-enable-h2-upgrade=true", "-log-level=info", "-log-format=plain",
+			"-enable-endpoint-slices=true", "-cluster-domain=cluster.local", "-identity-trust-domain=cluster.local",
+			"-default-opaque-ports=25,587,3306,4444,5432,6379,9300,11211", "-enable-ipv6=false", "-enable-pprof=false",
+			`--meshed-http2-client-params={"keep_alive":{"interval":{"seconds":10},"timeout":{"seconds":3},"while_idle":true}}`,
+			"-addr="+lo(ports.Destination), "-metrics-addr="+lo(destinationAdminPort), "-kubeconfig="+kubeconfig)
+	}
 	// The admission webhook is off: nothing calls it (no API server
 	// webhook configuration), and it would need a serving certificate.
-	policy := exec.Command(c.opts.Build.Path(release.PolicyController),
-		"--admin-addr="+lo(policyAdminPort), "--control-plane-namespace="+linkerdNamespace, "--grpc-addr="+lo(ports.Policy),
-		"--admission-controller-disabled",
-		"--cluster-networks="+l.Opts.Subnet.String(), "--identity-domain=cluster.local", "--cluster-domain=cluster.local",
-		"--default-policy=all-unauthenticated", "--log-level=info", "--log-format=plain",
-		"--default-opaque-ports=25,587,3306,4444,5432,6379,9300,11211", "--global-egress-network-namespace=linkerd-egress",
-		"--probe-networks=0.0.0.0/0,::/0")
-	// Both run in the destination pod on a cluster and take its name for
-	// their leases.
-	destination.Env = []string{"HOSTNAME=" + destinationPod, "KUBECONFIG=" + kubeconfig}
-	policy.Env = []string{"HOSTNAME=" + destinationPod, "KUBECONFIG=" + kubeconfig}
-	hc := l.fabric.HTTPClient(2*time.Second, false)
+	policy := func() *exec.Cmd {
+		return exec.Command(c.opts.Build.Path(release.PolicyController),
+			"--admin-addr="+lo(policyAdminPort), "--control-plane-namespace="+linkerdNamespace, "--grpc-addr="+lo(ports.Policy),
+			"--admission-controller-disabled",
+			"--cluster-networks="+l.Opts.Subnet.String(), "--identity-domain=cluster.local", "--cluster-domain=cluster.local",
+			"--default-policy=all-unauthenticated", "--log-level=info", "--log-format=plain",
+			"--default-opaque-ports=25,587,3306,4444,5432,6379,9300,11211", "--global-egress-network-namespace=linkerd-egress",
+			"--probe-networks=0.0.0.0/0,::/0")
+	}
 	for _, s := range []struct {
 		name  string
-		cmd   *exec.Cmd
-		proc  **process.Child
+		cmd   func() *exec.Cmd
+		env   []string
 		ready string
 	}{
-		{"identity", identity, &c.Identity, "http://" + lo(identityAdminPort) + "/ready"},
-		{"destination", destination, &c.Destination, "http://" + lo(destinationAdminPort) + "/ready"},
-		{"policy", policy, &c.Policy, "http://" + lo(policyAdminPort) + "/ready"},
+		{"identity", identity, nil, "http://" + lo(identityAdminPort) + "/ready"},
+		// destination and policy run in the destination pod on a
+		// cluster and take its name for their leases.
+		{"destination", destination, []string{"HOSTNAME=" + destinationPod}, "http://" + lo(destinationAdminPort) + "/ready"},
+		{"policy", policy, []string{"HOSTNAME=" + destinationPod}, "http://" + lo(policyAdminPort) + "/ready"},
 	} {
-		s.cmd.Dir = c.dir
-		if s.cmd.Env == nil {
-			s.cmd.Env = []string{"KUBECONFIG=" + kubeconfig}
+		c.cmds[s.name] = func() *exec.Cmd {
+			cmd := s.cmd()
+			cmd.Dir = c.dir
+			cmd.Env = append(slices.Clone(s.env), "KUBECONFIG="+kubeconfig, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME="+c.dir)
+			return cmd
 		}
-		s.cmd.Env = append(s.cmd.Env, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME="+c.dir)
+		c.ready[s.name] = s.ready
+		l.sub.OnClose("Linkerd's "+s.name+" controller", func() error {
+			if p := c.proc(s.name); p != nil {
+				p.Stop(5 * time.Second)
+			}
+			return nil
+		})
 		t := time.Now()
-		p, err := process.StartLogged("linkerd-"+s.name, filepath.Join(c.dir, "logs"), s.cmd, l.fabric.Do)
-		if err != nil {
+		if err := c.run(ctx, s.name); err != nil {
 			return err
 		}
-		*s.proc = p
-		l.sub.OnClose("Linkerd's "+s.name+" controller", func() error { p.Stop(5 * time.Second); return nil })
-		if err := p.WaitHTTP(ctx, hc, s.ready, 90*time.Second); err != nil {
-			return fmt.Errorf("linkerd's %s controller: %w", s.name, err)
-		}
 		c.Ready[s.name] = time.Since(t)
+	}
+	return nil
+}
+
+// field is controller name's process field.
+func (c *LinkerdControllers) field(name string) **process.Child {
+	switch name {
+	case "identity":
+		return &c.Identity
+	case "destination":
+		return &c.Destination
+	}
+	return &c.Policy
+}
+
+// proc is controller name's process now.
+func (c *LinkerdControllers) proc(name string) *process.Child {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return *c.field(name)
+}
+
+// run starts controller name's command and waits for its readiness.
+func (c *LinkerdControllers) run(ctx context.Context, name string) error {
+	p, err := process.StartLogged("linkerd-"+name, filepath.Join(c.dir, "logs"), c.cmds[name](), c.lab.fabric.Do)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	*c.field(name) = p
+	c.mu.Unlock()
+	if err := p.WaitHTTP(ctx, c.lab.fabric.HTTPClient(2*time.Second, false), c.ready[name], 90*time.Second); err != nil {
+		return fmt.Errorf("linkerd's %s controller: %w", name, err)
 	}
 	return nil
 }
@@ -343,10 +391,14 @@ func (c *LinkerdControllers) Controllers() *linkerd.Controllers {
 	}
 }
 
-// Died says which controller exited.
-func (c *LinkerdControllers) Died() error {
-	for name, p := range map[string]*process.Child{"identity": c.Identity, "destination": c.Destination, "policy": c.Policy} {
-		if p != nil && p.Exited() {
+// Died says which controller exited, except those named in except (being
+// restarted).
+func (c *LinkerdControllers) Died(except ...string) error {
+	c.mu.Lock()
+	procs := map[string]*process.Child{"identity": c.Identity, "destination": c.Destination, "policy": c.Policy}
+	c.mu.Unlock()
+	for name, p := range procs {
+		if p != nil && p.Exited() && !slices.Contains(except, name) {
 			return fmt.Errorf("linkerd's %s controller died (log %s)", name, p.LogFile)
 		}
 	}

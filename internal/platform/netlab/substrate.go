@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -327,7 +329,16 @@ func (u *upping) addresses(context.Context) error {
 	for i := range u.nt.Pods {
 		u.nt.Pods[i].Addr = u.lab.Pod(u.nt.Pods[i].Name).IP
 	}
-	return callsOn(&u.nt, u.lab)
+	if err := callsOn(&u.nt, u.lab); err != nil {
+		return err
+	}
+	if u.istiodSidecars() {
+		// As on a cluster: an app calls the service's VIP, its pod's
+		// capture hands the call to its own sidecar, which istiod told
+		// where the service's pods are.
+		viaVIPs(&u.nt, u.lab)
+	}
+	return nil
 }
 
 // sidecars: the sidecars stay Envoys, in their pods: outbound on the
@@ -402,10 +413,17 @@ func (u *upping) waypoint(context.Context) error {
 }
 
 func (u *upping) gateway(context.Context) error {
-	if gw := u.t.ProxyByRole(topology.RoleGateway); gw != nil {
-		return gatewayTopology(u.lab, *gw, &u.nt)
+	gw := u.t.ProxyByRole(topology.RoleGateway)
+	if gw == nil {
+		return nil
 	}
-	return nil
+	if u.istiodSidecars() {
+		// pilot-agent starts the gateway's Envoy, istiod configures it
+		// (upIstiod): the load goes to its HTTPS listener.
+		u.nt.LoadTargets = []topology.LoadTarget{{URL: gatewayURL(u.lab.Pod(gatewayPod))}}
+		return nil
+	}
+	return gatewayTopology(u.lab, *gw, &u.nt)
 }
 
 // linkerd is the network Up returns, with Linkerd's proxies in mode
@@ -490,9 +508,11 @@ type network struct {
 	mu   sync.Mutex
 	base map[string]scrape
 	// restarting are the processes a fault killed and Restart is starting
-	// again ("node-proxy/POD", "sidecar/POD"), whose exit Died ignores; mu
-	// also guards the ztunnels and Linkerd proxies Restart replaces.
+	// again ("node-proxy/POD", "sidecar/POD", restartIstiod, …), whose exit
+	// Died ignores; mu also guards the ztunnels and Linkerd proxies
+	// Restart replaces, and replaced (Replaced).
 	restarting map[string]bool
+	replaced   map[int]int
 }
 
 // scrape is one ztunnel's metrics at one time.
@@ -626,7 +646,7 @@ func (n *network) Died() error {
 		}
 	}
 	if n.istiod != nil {
-		if err := n.istiod.died(); err != nil {
+		if err := n.istiod.died(n.restarting); err != nil {
 			return err
 		}
 	}
@@ -676,7 +696,11 @@ func (n *network) Manifest() map[string]any {
 // nothing to check in other modes.
 func (n *network) CheckMesh(ctx context.Context, rawDir string) (local.MeshCheck, error) {
 	if n.istiod != nil {
-		return n.istiod.check(ctx, n.lab, n.topo, rawDir)
+		mc, err := n.istiod.check(ctx, n.lab, n.topo, rawDir)
+		if err == nil && n.istiod.ambient {
+			err = n.ztunnelReconnects(ctx, &mc)
+		}
+		return mc, err
 	}
 	if n.linkerd == nil {
 		return local.MeshCheck{}, nil
@@ -690,4 +714,46 @@ func (n *network) Close() error {
 		err = n.linkerd.close()
 	}
 	return errors.Join(err, n.lab.Close())
+}
+
+// ztunnelReconnects adds to mc the ztunnels' xDS streams to istiod that
+// ended over the cell (their own istio_xds_connection_terminations_total,
+// every reason): what a kill:control-plane did to their config stream.
+func (n *network) ztunnelReconnects(ctx context.Context, mc *local.MeshCheck) error {
+	end, err := n.scrapeAll(ctx)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	base := n.base
+	n.mu.Unlock()
+	var total float64
+	for node, s := range end {
+		d := xdsTerminations(s.text) - xdsTerminations(base[node].text)
+		if d < 0 {
+			// ztunnel restarted (a fault): counted from 0.
+			d = xdsTerminations(s.text)
+		}
+		total += d
+	}
+	mc.Derived["ztunnel_xds_terminations"] = total
+	mc.Lines = append(mc.Lines, fmt.Sprintf("ztunnels' xDS streams to istiod that ended over the cell (their own istio_xds_connection_terminations_total): %.0f.", total))
+	return nil
+}
+
+// xdsTerminations sums ztunnel's istio_xds_connection_terminations_total
+// in a scrape of its metrics.
+func xdsTerminations(text string) float64 {
+	var total float64
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "istio_xds_connection_terminations") {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+				total += v
+			}
+		}
+	}
+	return total
 }

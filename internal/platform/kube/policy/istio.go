@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,10 +17,19 @@ const (
 	gatewayAPI       = "gateway.networking.k8s.io/v1"
 )
 
+// WaypointThreadsAnnotation and WaypointThreadsValue (with the worker
+// threads) are the waypoint Gateway's infrastructure annotation that sets
+// its Envoy's --concurrency: the pod's ProxyConfig, as for sidecars.
+const (
+	WaypointThreadsAnnotation = "proxy.istio.io/config"
+	WaypointThreadsValue      = "concurrency: %d"
+)
+
 // istioObjects are Istio's own objects of the cell: a PeerAuthentication
 // "default" per namespace (STRICT, or DISABLE for a mode with a plaintext
 // variant and MTLS false: Istio's auto-mTLS then sends plaintext), and in
-// waypoint mode the waypoint Gateway.
+// waypoint mode the waypoint Gateway (with its proxy's worker threads
+// when the cell sets them).
 func istioObjects(c Cell) []runtime.Object {
 	var out []runtime.Object
 	mode := "STRICT"
@@ -40,6 +50,16 @@ func istioObjects(c Cell) []runtime.Object {
 		l := gw.GetLabels()
 		l["istio.io/waypoint-for"] = "service"
 		gw.SetLabels(l)
+		if n := c.Options.ProxyThreads; n > 0 {
+			// The waypoint's Envoy threads, through the Gateway's own
+			// setting: istiod's waypoint template copies
+			// spec.infrastructure.annotations onto the pod, and
+			// pilot-agent applies the pod's proxy.istio.io/config (read
+			// through the downward API) over its PROXY_CONFIG.
+			_ = unstructured.SetNestedStringMap(gw.Object, map[string]string{
+				WaypointThreadsAnnotation: fmt.Sprintf(WaypointThreadsValue, n),
+			}, "spec", "infrastructure", "annotations")
+		}
 		out = append(out, gw)
 	}
 	return out
