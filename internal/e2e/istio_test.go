@@ -209,6 +209,18 @@ func TestIstioOnRealNodes(t *testing.T) {
 	t0 = time.Now()
 	limitCell(t, kc, c, "e2h")
 	tLimitSidecar := time.Since(t0)
+	// A noisy neighbour on the server's node, then one replica slowed.
+	t0 = time.Now()
+	noisyCell(t, kc, c, "e2fn")
+	tNoisy := time.Since(t0)
+	t0 = time.Now()
+	slowCell(t, kc, c, "e2fs")
+	tSlow := time.Since(t0)
+	// istiod killed under sidecar: the proxies keep their config while a
+	// new istiod starts.
+	t0 = time.Now()
+	killCell(t, kc, c, "sidecar", "kill:control-plane@2s", "e2fc")
+	tKillIstiod := time.Since(t0)
 
 	// Ambient on the same cluster and install: istioctl upgrades it to
 	// the ambient profile (istio-cni and ztunnel DaemonSets on the real
@@ -332,8 +344,9 @@ func TestIstioOnRealNodes(t *testing.T) {
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit and Ctrl-C %.1fs, ztunnel kill %.1fs",
-		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds(), tKillSidecar.Seconds(), tLimitSidecar.Seconds(), tKillZtunnel.Seconds())
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit and Ctrl-C %.1fs, noisy neighbour %.1fs, slow replica %.1fs, ztunnel kill %.1fs, istiod kill %.1fs",
+		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds(), tKillSidecar.Seconds(), tLimitSidecar.Seconds(),
+		tNoisy.Seconds(), tSlow.Seconds(), tKillZtunnel.Seconds(), tKillIstiod.Seconds())
 }
 
 // ackTable reads istiod's ACK table a run kept (k8s/istiod-syncz.json),
