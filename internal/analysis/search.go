@@ -27,11 +27,14 @@ type SearchOptions struct {
 	Level                  float64
 	Seed                   uint64
 	// ProbeID names probe n of a search; ParseProbeID splits a cell ID.
+	ProbeID      func(searchID string, n int) string
 	ParseProbeID func(id string) (searchID string, n int, ok bool)
 }
 
 // JudgeProbe judges one probe cell's directory against the objective: its
-// load result, and the load generator's CPU from its resources.
+// load result, the load generator's CPU from its resources, and the
+// search's first probe (its lowest rate, a sibling directory) as the
+// target's unloaded service time.
 func JudgeProbe(dir string, o SearchOptions) (slo.Outcome, float64, error) {
 	lr, err := results.ReadFile(filepath.Join(dir, results.LoadFile))
 	if err != nil {
@@ -47,8 +50,27 @@ func JudgeProbe(dir string, o SearchOptions) (slo.Outcome, float64, error) {
 			loadCPU = g.Figures.CPUMillicores.Avg / 1000
 		}
 	}
-	out := slo.Evaluate(o.Objective, slo.Input{Load: lr, RateShortfall: o.RateShortfall, LoadCPU: loadCPU, LoadCPUMax: o.LoadCPU})
+	out := slo.Evaluate(o.Objective, slo.Input{Load: lr, RateShortfall: o.RateShortfall, LoadCPU: loadCPU, LoadCPUMax: o.LoadCPU,
+		UnloadedServiceNs: unloadedService(dir, o)})
 	return out, loadCPU, nil
+}
+
+// unloadedService is the mean service time of the first probe of the
+// search that probe directory dir belongs to; 0 for the first probe
+// itself, or when it left no load result.
+func unloadedService(dir string, o SearchOptions) float64 {
+	if o.ProbeID == nil || o.ParseProbeID == nil {
+		return 0
+	}
+	sid, n, ok := o.ParseProbeID(filepath.Base(dir))
+	if !ok || n <= 1 {
+		return 0
+	}
+	first, err := results.ReadFile(filepath.Join(filepath.Dir(dir), o.ProbeID(sid, 1), results.LoadFile))
+	if err != nil {
+		return 0
+	}
+	return first.ServiceMeanNs()
 }
 
 // SearchProbe is one probe of a search, read back.

@@ -71,6 +71,7 @@ func RunLoadSearch(ctx context.Context, s LoadSearch) error {
 		obj.Human(), capacity.FormatRate(sc.From), capacity.FormatRate(sc.To), sc.Growth, slo.FormatRatio(sc.Precision), confirm,
 		cfg.Connections, report.Dur(cfg.Duration), report.Dur(cfg.Warmup), report.Dur(cfg.Timeout))
 	var probes []capacity.Probe
+	var unloaded float64 // the first probe's mean service time
 	write := func() error {
 		if outFile == nil {
 			return nil
@@ -109,7 +110,10 @@ func RunLoadSearch(ctx context.Context, s LoadSearch) error {
 			return fmt.Errorf("probe at %s/s: %w", capacity.FormatRate(rate), err)
 		}
 		loadCPU := (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds()
-		out := slo.Evaluate(obj, slo.Input{Load: lr, LoadCPU: loadCPU, LoadCPUMax: s.LoadCPUMax})
+		if len(probes) == 0 {
+			unloaded = lr.ServiceMeanNs() // the first probe, at the lowest rate
+		}
+		out := slo.Evaluate(obj, slo.Input{Load: lr, LoadCPU: loadCPU, LoadCPUMax: s.LoadCPUMax, UnloadedServiceNs: unloaded})
 		p := capacity.ProbeOf(rate, out)
 		probes = append(probes, p)
 		doc.Probes = append(doc.Probes, capacity.ProbeRun{Index: len(probes), Probe: p, Outcome: out, LoadCPU: loadCPU, Load: lr})

@@ -25,7 +25,7 @@ import (
 func SearchAnalysisOptions(p *plan.Plan) analysis.SearchOptions {
 	return analysis.SearchOptions{Objective: p.Search.Objective, Config: p.Search.Config,
 		RateShortfall: p.Thresholds.RateShortfall, LoadCPU: p.Thresholds.LoadCPU, Baseline: string(p.Baseline),
-		Level: p.Confidence, Seed: uint64(*p.Seed), ParseProbeID: plan.ParseProbeID}
+		Level: p.Confidence, Seed: uint64(*p.Seed), ProbeID: plan.ProbeID, ParseProbeID: plan.ParseProbeID}
 }
 
 // ProbeVerdict is how a finished probe of search plan p judged: "; met",

@@ -24,6 +24,7 @@ import (
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/fault"
 	"github.com/meshbench/meshbench/internal/report/liveview"
@@ -219,6 +220,14 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		if f.kube.appImage != "" && slices.Contains(p.Axes.LoadModels(), plan.LoadBulk) {
 			return usagef("--app-image %s with load_model bulk: bulk reads meshbench's static app's endless answer (%s); an image has none", f.kube.appImage, loadgen.StreamPath)
+		}
+		for _, c := range p.Cells() {
+			switch {
+			case c.Fault.Kind == fault.SlowReplica && f.kube.appImage != "":
+				return usagef("--app-image %s with axes.fault %s: allowed with meshbench's own app only (the slowed replicas serve its control API)", f.kube.appImage, c.Fault)
+			case !c.Fault.Zero() && c.Mesh.App == topology.AppFaces && f.kube.facesChart:
+				return usagef("axes.fault %s with app faces and the Faces chart: not yet (its pods are not meshbench's); use --faces-chart=false", c.Fault)
+			}
 		}
 	}
 	cfg := bench.Config{Plan: p, Dir: dir, Resume: f.resume != "", Version: Version, LoopbackNet: uint8(f.loopbackNet),

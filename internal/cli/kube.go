@@ -24,6 +24,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/report"
 	"github.com/meshbench/meshbench/internal/results"
+	"github.com/meshbench/meshbench/internal/workload"
 )
 
 // kubeFlags are the Kubernetes platform's flags, shared by run and doctor.
@@ -126,6 +127,16 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	load, loadErrs := checkLoadFlags(f.rate, f.connections, false)
 	errs = append(errs, loadErrs...)
+	if f.bodySizeSet {
+		switch {
+		case f.bodySize < 1 || f.bodySize > workload.MaxBodySize:
+			errs = append(errs, fmt.Errorf("--body-size %d: allowed: 1 to %d bytes", f.bodySize, workload.MaxBodySize))
+		case mo.App != topology.AppStatic:
+			errs = append(errs, fmt.Errorf("--body-size %d: applies to the static app only (faces answers what its callers ask for)", f.bodySize))
+		case f.kube.appImage != "":
+			errs = append(errs, fmt.Errorf("--body-size %d: applies to meshbench's static app only: --app-image %s runs as it is", f.bodySize, f.kube.appImage))
+		}
+	}
 	if err := results.CheckNewDir(f.out); err != nil {
 		errs = append(errs, fmt.Errorf("--out %w", err))
 	}
@@ -144,6 +155,9 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 		Drain: plan.KubeDrain(f.kube.kubeSampleInterval)}
 	if f.drain > 0 && f.drainSet {
 		p.Drain = f.drain
+	}
+	if f.bodySizeSet {
+		p.BodySize = f.bodySize
 	}
 	s := p.Settings(plan.Cell{Mesh: mo, Rate: plan.RateOf(load), Generator: f.kube.generator, Fault: flt})
 	spec := kube.Spec{AppNamespace: f.kube.namespacePrefix + "-app", LoadNamespace: f.kube.namespacePrefix + "-load",

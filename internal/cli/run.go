@@ -74,9 +74,6 @@ plane; on the netns substrate only, as root).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.drainSet = cmd.Flags().Changed("drain")
 			f.bodySizeSet = cmd.Flags().Changed("body-size")
-			if f.platform == "kube" && f.bodySizeSet {
-				return usagef("--body-size %d: only on the local platform so far", f.bodySize)
-			}
 			switch f.platform {
 			case "local":
 				return runRun(cmd.Context(), env, f)

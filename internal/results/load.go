@@ -396,6 +396,16 @@ func (r *LoadResult) Histograms() (lat, svc, lag *latency.Recorder, err error) {
 	return lat, svc, lag, nil
 }
 
+// ServiceMeanNs is the mean service time (send to answer) in
+// nanoseconds; 0 when the histogram is unreadable or empty.
+func (r *LoadResult) ServiceMeanNs() float64 {
+	svc, err := latency.Decode(r.ServiceTime)
+	if err != nil {
+		return 0
+	}
+	return svc.MeanNs()
+}
+
 // AttackDuration is the span between the first and the last send (vegeta's
 // "attack"); Wait is from the last send to the last answer. For a
 // generator that reports no send times (wrk2: FirstSendNs 0) it is the

@@ -22,6 +22,11 @@ type Input struct {
 	// counts as the limit (a plan's thresholds.load_cpu); 0 or less: not
 	// checked.
 	LoadCPUMax float64
+	// UnloadedServiceNs is the target's mean service time unloaded: a
+	// capacity search's first probe, at its lowest rate; 0: unknown. With
+	// it, answers slower than twice that are the target queueing, never
+	// "too few connections".
+	UnloadedServiceNs float64
 }
 
 // Figure is one bounded figure of a run.
@@ -74,9 +79,10 @@ func (o Outcome) Value(name string) (Figure, bool) {
 // above its limit) and either fewer than half the connections were busy on
 // average (achieved rate × mean service time, Little's law: the engine
 // fell behind, not the target) or every connection was busy while answers
-// came back in less than half the limit (too few connections). Requests
-// that wait because every connection waits on a slow target are the
-// target's latency.
+// came back in less than half the limit and, when the unloaded service
+// time is known, at most twice as slow as unloaded (too few connections).
+// Requests that wait because every connection waits on a slow or
+// queueing target are the target's latency.
 func Evaluate(o Objective, in Input) Outcome {
 	r := in.Load
 	out := Outcome{TargetRatePerSec: r.TargetRatePerSec, AchievedRatePerSec: r.AchievedRatePerSec(), Dropped: r.Dropped}
@@ -149,7 +155,7 @@ func Evaluate(o Objective, in Input) Outcome {
 		case busy < conns/2:
 			limits = append(limits, fmt.Sprintf("the load generator fell behind its schedule (schedule lag %s %s with %.1f of %d connections busy on average): a starved engine",
 				b.Name, fmtNs(lagV), busy, r.Connections))
-		case svcV*2 <= int64(b.Limit):
+		case svcV*2 <= int64(b.Limit) && (in.UnloadedServiceNs <= 0 || svc.MeanNs() <= 2*in.UnloadedServiceNs):
 			limits = append(limits, fmt.Sprintf("every connection was busy while answers were fast (schedule lag %s %s, service time %s %s): too few connections",
 				b.Name, fmtNs(lagV), b.Name, fmtNs(svcV)))
 		}

@@ -161,6 +161,12 @@ func TestEvaluate(t *testing.T) {
 		// at 500 ms) but p99 service time 4 ms ≤ half the limit: too few
 		// connections.
 		{"lag few connections", Input{Load: loadResult(t, 1000, []int64{100 * ms}, fewConns, []int64{96 * ms}, 1000, 0, 0)}, false, true, "too few connections"},
+		// The same, with the search's unloaded service time known: 8.96 ms
+		// mean against 4.5 unloaded is at most twice as slow, still too few
+		// connections; against 1 ms unloaded the target queued (a loose
+		// objective near the capacity): the target's miss.
+		{"few connections, unloaded 4.5ms", Input{Load: loadResult(t, 1000, []int64{100 * ms}, fewConns, []int64{96 * ms}, 1000, 0, 0), UnloadedServiceNs: 4.5 * float64(ms)}, false, true, "too few connections"},
+		{"queued target, unloaded 1ms", Input{Load: loadResult(t, 1000, []int64{100 * ms}, fewConns, []int64{96 * ms}, 1000, 0, 0), UnloadedServiceNs: float64(ms)}, false, false, "p99 100ms > 10ms"},
 	}
 	for _, tt := range tests {
 		out := Evaluate(obj, tt.in)

@@ -268,7 +268,7 @@ func (p *Plan) Cells() []Cell {
 						continue
 					}
 					for _, f := range p.faults() {
-						if p.faultSkip(t.o, f) != "" {
+						if p.faultSkip(t.o, f) != "" || faultLoadSkip(g, f) != "" {
 							continue
 						}
 						cfg := p.configID(t, r, g, lp) + faultID(f)
@@ -304,12 +304,31 @@ func (p *Plan) Skipped() []Skip {
 				for _, lp := range p.loadParams() {
 					if why := p.loadSkipReason(t, r, g, lp); why != "" {
 						out = append(out, Skip{TopologyKey: p.topologyKey(t), Config: p.configID(t, r, g, lp), Mesh: t.o, Reason: why})
+						continue
+					}
+					for _, f := range p.faults() {
+						if p.faultSkip(t.o, f) != "" {
+							continue // listed once for the topology above
+						}
+						if why := faultLoadSkip(g, f); why != "" {
+							out = append(out, Skip{TopologyKey: p.topologyKey(t), Config: p.configID(t, r, g, lp) + faultID(f), Mesh: t.o, Fault: f, Reason: why})
+						}
 					}
 				}
 			}
 		}
 	})
 	return out
+}
+
+// faultLoadSkip says why fault f means nothing with generator g: a
+// fault's cost is read from meshbench's engine's intervals, which another
+// tool does not write.
+func faultLoadSkip(g string, f fault.Fault) string {
+	if f.Zero() || g == "" || g == DefaultGenerator {
+		return ""
+	}
+	return "fault " + f.String() + " with generator " + g + ": a fault's cost is read from meshbench's engine's intervals"
 }
 
 // faults is the fault axis, no fault alone when empty.

@@ -128,3 +128,30 @@ axes:
 		t.Errorf("skipped %+v, want sidecar's node-proxy kill", sk)
 	}
 }
+
+// TestFaultWithExternalGenerator: a fault with another tool than
+// meshbench's engine is skipped with the reason (its cost is read from the
+// engine's intervals), the same fault with the engine and the healthy cell
+// with the tool stay cells.
+func TestFaultWithExternalGenerator(t *testing.T) {
+	p := mustParse(t, "g.yaml", `platform: kube
+duration: 10s
+repetitions: 1
+axes:
+  mesh: [sidecar]
+  generator: [meshbench, vegeta]
+  fault: [none, "kill:control-plane@3s"]
+`)
+	var ids []string
+	for _, c := range p.Cells() {
+		ids = append(ids, c.ID)
+	}
+	if all := strings.Join(ids, " "); len(ids) != 3 || strings.Count(all, "kill-control-plane") != 1 || strings.Count(all, "vegeta") != 1 {
+		t.Errorf("cells %v, want meshbench healthy and killed, vegeta healthy", ids)
+	}
+	sk := p.Skipped()
+	if len(sk) != 1 || !strings.Contains(sk[0].Reason, "with generator vegeta: a fault's cost is read from meshbench's engine's intervals") ||
+		!strings.Contains(sk[0].Config, "vegeta") || !strings.Contains(sk[0].Config, "kill-control-plane") {
+		t.Errorf("skipped %+v, want vegeta's kill with the reason", sk)
+	}
+}

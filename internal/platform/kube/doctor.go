@@ -141,6 +141,9 @@ var doctorChecks = []preflight.Check[*doctor]{
 	{Category: "run", Name: "RBAC", Hint: "grant them to the kubeconfig's user",
 		Description: "the kubeconfig's user may do what a run does (SelfSubjectAccessReviews of rbacVerbs)",
 		Run:         preflight.One(func(ctx context.Context, d *doctor) DoctorCheck { return rbacCheck(ctx, d.c) })},
+	{Category: "run", Name: "RBAC for faults", Hint: "grant them to the kubeconfig's user, or run no faults",
+		Description: "the kubeconfig's user may do what a fault does (SelfSubjectAccessReviews of faultVerbs); a warning, since only plans with faults need it",
+		Run:         preflight.One(func(ctx context.Context, d *doctor) DoctorCheck { return faultRBACCheck(ctx, d.c) })},
 }
 
 // Doctor runs the preflight checks (doctorChecks): API reachable, metrics
@@ -330,10 +333,32 @@ var rbacVerbs = []authv1.ResourceAttributes{
 	{Verb: "patch", Resource: "nodes"},
 }
 
+// faultVerbs are what a fault cell needs besides rbacVerbs: kill deletes
+// pods (the app's, the mesh's control plane and node proxies),
+// noisy-neighbour creates its hog pod, slow-replica port-forwards to a
+// replica's control port, cpu-limit resizes a pod in place.
+var faultVerbs = []authv1.ResourceAttributes{
+	{Verb: "delete", Resource: "pods"},
+	{Verb: "create", Resource: "pods", Namespace: "meshbench-app"},
+	{Verb: "create", Resource: "pods", Subresource: "portforward", Namespace: "meshbench-app"},
+	{Verb: "update", Resource: "pods", Subresource: "resize", Namespace: "meshbench-app"},
+}
+
 func rbacCheck(ctx context.Context, c *Cluster) DoctorCheck {
-	chk := DoctorCheck{Name: "RBAC"}
+	return accessCheck(ctx, c, "RBAC", rbacVerbs, false)
+}
+
+// faultRBACCheck is rbacCheck for faultVerbs: a denial is a warning.
+func faultRBACCheck(ctx context.Context, c *Cluster) DoctorCheck {
+	return accessCheck(ctx, c, "RBAC for faults", faultVerbs, true)
+}
+
+// accessCheck asks the API server whether the kubeconfig's user may do
+// each of verbs; a denial fails the row, or warns when warnOnly.
+func accessCheck(ctx context.Context, c *Cluster, name string, verbs []authv1.ResourceAttributes, warnOnly bool) DoctorCheck {
+	chk := DoctorCheck{Name: name}
 	var denied []string
-	for _, ra := range rbacVerbs {
+	for _, ra := range verbs {
 		ra := ra
 		r, err := c.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
 			&authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
@@ -347,10 +372,13 @@ func rbacCheck(ctx context.Context, c *Cluster) DoctorCheck {
 	}
 	sort.Strings(denied)
 	if len(denied) > 0 {
-		chk.Detail = "denied: " + strings.Join(denied, ", ")
+		chk.Warn, chk.Detail = warnOnly, "denied: "+strings.Join(denied, ", ")
+		if warnOnly {
+			chk.Detail += " (plans with faults cannot run)"
+		}
 		return chk
 	}
-	chk.OK, chk.Detail = true, fmt.Sprintf("all %d permissions meshbench needs are granted", len(rbacVerbs))
+	chk.OK, chk.Detail = true, fmt.Sprintf("all %d permissions meshbench needs are granted", len(verbs))
 	return chk
 }
 

@@ -39,7 +39,7 @@ func TestDoctorWithoutCluster(t *testing.T) {
 		}
 	}
 	want := "API server reachable, metrics API (metrics.k8s.io), resource source, nodes, istioctl, linkerd, " +
-		"mesh sidecar installed, mesh linkerd installed, namespaces free, RBAC"
+		"mesh sidecar installed, mesh linkerd installed, namespaces free, RBAC, RBAC for faults"
 	if got := strings.Join(names, ", "); got != want {
 		t.Errorf("rows\n%s\nwant\n%s", got, want)
 	}

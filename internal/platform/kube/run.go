@@ -19,6 +19,8 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +30,7 @@ import (
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/mesh"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform"
@@ -424,6 +427,52 @@ func (r *run) prepareMesh(ctx context.Context) error {
 	return err
 }
 
+// waypointOverlay are the objects the run's waypoint needs besides its
+// Gateway: the mesh install's (meshbench's upstream-Envoy overlay, when
+// this run installs meshbench's Istio), or, when the cluster's Istio
+// already carries the overlay (installed by an earlier run or `meshbench
+// mesh install` with --istio-build), the same per-waypoint EnvoyFilter;
+// none for an Istio of the upstream images.
+func (r *run) waypointOverlay(ctx context.Context) ([]runtime.Object, error) {
+	if mi := r.o.IstioInstall; mi != nil {
+		if mi.WaypointObjects == nil {
+			return nil, nil
+		}
+		return mi.WaypointObjects(r.o.Spec.AppNamespace, WaypointName), nil
+	}
+	has, err := r.c.hasUpstreamEnvoyOverlay(ctx)
+	if err != nil || !has {
+		return nil, err
+	}
+	r.logf("the cluster's Istio carries meshbench's upstream-Envoy overlay: the waypoint gets its EnvoyFilter too")
+	return istio.WaypointEnvoyFilter(r.o.Spec.AppNamespace, WaypointName), nil
+}
+
+// hasUpstreamEnvoyOverlay says whether the cluster holds the mesh-wide
+// EnvoyFilter of meshbench's upstream-Envoy overlay
+// (install.UpstreamEnvoyOverlay); a cluster without Istio's CRDs holds
+// none.
+func (c *Cluster) hasUpstreamEnvoyOverlay(ctx context.Context) (bool, error) {
+	gvk, ns, name, err := install.UpstreamEnvoyOverlay()
+	if err != nil {
+		return false, err
+	}
+	ri, err := c.Resource(gvk, ns)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("looking for meshbench's upstream-Envoy overlay (%s %s/%s): %w", gvk.Kind, ns, name, err)
+	}
+	return true, nil
+}
+
 // prepareApp applies the app's objects (and the waypoint's, or installs
 // the Faces chart), keeping them, and waits until it is ready.
 func (r *run) prepareApp(ctx context.Context) error {
@@ -434,8 +483,10 @@ func (r *run) prepareApp(ctx context.Context) error {
 		access, err = c.meshReadAccess(ctx, o.Spec)
 		objs = append(objs, access...)
 	}
-	if err == nil && o.IstioInstall != nil && o.IstioInstall.WaypointObjects != nil && mesh.Is(string(o.Spec.Mesh.Mode), mesh.KindWaypoint) {
-		objs = append(objs, o.IstioInstall.WaypointObjects(o.Spec.AppNamespace, WaypointName)...)
+	if err == nil && mesh.Is(string(o.Spec.Mesh.Mode), mesh.KindWaypoint) {
+		var overlay []runtime.Object
+		overlay, err = r.waypointOverlay(ctx)
+		objs = append(objs, overlay...)
 	}
 	if err == nil {
 		err = r.writeObjects("app.yaml", objs)

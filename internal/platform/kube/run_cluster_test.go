@@ -68,7 +68,7 @@ func TestDoctorAgainstCluster(t *testing.T) {
 			t.Errorf("healthy cluster: %s failed: %s", ch.Name, ch.Detail)
 		}
 	}
-	for _, n := range []string{"API server reachable", "metrics API (metrics.k8s.io)", "resource source", "nodes", "istioctl", "linkerd", "namespaces free", "RBAC"} {
+	for _, n := range []string{"API server reachable", "metrics API (metrics.k8s.io)", "resource source", "nodes", "istioctl", "linkerd", "namespaces free", "RBAC", "RBAC for faults"} {
 		if _, ok := byName[n]; !ok {
 			t.Errorf("no check %q in %+v", n, checks)
 		}

@@ -559,7 +559,13 @@ func (c *Chart) draw(cv vg.CanvasSizer) (err error) {
 	}
 
 	legendW := c.legendWidth()
-	c.p.Draw(draw.Crop(dc, 0, -(legendW + vg.Points(legendGapPt)), 0, 0))
+	pc := draw.Crop(dc, 0, -(legendW + vg.Points(legendGapPt)), 0, 0)
+	// gonum centres the title over the plot and lets a wider one run off
+	// the canvas: wrap it to the plot's width (a cell ID at its hyphens).
+	if t := c.p.Title.Text; t != "" && c.p.Title.TextStyle.Width(t) > pc.Max.X-pc.Min.X {
+		c.p.Title.Text = strings.Join(wrapTitle(c.p.Title.TextStyle, t, pc.Max.X-pc.Min.X), "\n")
+	}
+	c.p.Draw(pc)
 
 	lc := dc
 	lc.Min.X = dc.Max.X - legendW
@@ -586,6 +592,44 @@ func wrap(sty text.Style, s string, width vg.Length) []string {
 	var lines []string
 	line := ""
 	for _, w := range strings.Fields(s) {
+		next := w
+		if line != "" {
+			next = line + " " + w
+		}
+		if line != "" && sty.Width(next) > width {
+			lines = append(lines, line)
+			next = w
+		}
+		line = next
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// wrapTitle is wrap for a title: its lines no wider than width where
+// they can be, a word wider than that (a cell ID) broken after hyphens.
+func wrapTitle(sty text.Style, s string, width vg.Length) []string {
+	var words []string
+	for _, w := range strings.Fields(s) {
+		if sty.Width(w) <= width {
+			words = append(words, w)
+			continue
+		}
+		part := ""
+		for _, piece := range strings.SplitAfter(w, "-") {
+			if part != "" && sty.Width(part+piece) > width {
+				words = append(words, part)
+				part = ""
+			}
+			part += piece
+		}
+		words = append(words, part)
+	}
+	var lines []string
+	line := ""
+	for _, w := range words {
 		next := w
 		if line != "" {
 			next = line + " " + w

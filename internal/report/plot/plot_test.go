@@ -707,3 +707,40 @@ func TestCaption(t *testing.T) {
 		t.Error("a chart without a caption drew one")
 	}
 }
+
+// TestLongTitleWrapped: a title wider than the plot (an over-time chart's
+// cell ID) is drawn in lines, the ID broken after its hyphens, each line
+// no wider than the plot, nothing of it lost; a short title is one line.
+func TestLongTitleWrapped(t *testing.T) {
+	title := "achieved rate over time (ambient-static-r200-x2-p0-http-pod-mtls-fnoisy-neighbour-1500m-at3s-for3s-rep1)"
+	c, err := LineChart(ChartOptions{Title: title, XLabel: "s", YLabel: "answers per second"}, latencyVsRate(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := mustSVG(t, c)
+	// The title's lines are the texts in the first line's font.
+	var got []string
+	font := ""
+	for _, tx := range doc.texts {
+		if font == "" && strings.HasPrefix(title, tx.text) && len(tx.text) > 10 {
+			font = fmt.Sprint(tx.style)
+		}
+		if font != "" && fmt.Sprint(tx.style) == font {
+			got = append(got, tx.text)
+		}
+	}
+	if len(got) < 2 || strings.ReplaceAll(strings.Join(got, " "), "- ", "-") != title {
+		t.Fatalf("title drawn as %q, want it in lines that join back to %q", got, title)
+	}
+	sty := c.p.Title.TextStyle
+	width := sty.Width("achieved rate over time (ambient-static-r200-x2-p0-")
+	for _, l := range wrapTitle(sty, title, width) {
+		if sty.Width(l) > width {
+			t.Errorf("line %q wider than %v", l, width)
+		}
+	}
+	short := "p99 latency vs request rate"
+	if lines := wrapTitle(sty, short, sty.Width(short)); len(lines) != 1 || lines[0] != short {
+		t.Errorf("a title that fits: %q", lines)
+	}
+}

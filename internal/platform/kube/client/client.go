@@ -172,7 +172,7 @@ func (c *Client) Resource(gvk schema.GroupVersionKind, ns string) (dynamic.Resou
 	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("the cluster does not serve %s (%s)%s", gvk.Kind, gvk.GroupVersion(), crdHint(gvk.Group))
+			return nil, &notServedError{fmt.Sprintf("the cluster does not serve %s (%s)%s", gvk.Kind, gvk.GroupVersion(), crdHint(gvk.Group)), err}
 		}
 		return nil, err
 	}
@@ -181,6 +181,17 @@ func (c *Client) Resource(gvk schema.GroupVersionKind, ns string) (dynamic.Resou
 	}
 	return c.Dynamic.Resource(m.Resource), nil
 }
+
+// notServedError is Resource's error for a kind the cluster does not
+// serve: its message names what installs the kind, and meta.IsNoMatchError
+// holds for it.
+type notServedError struct {
+	msg string
+	err error
+}
+
+func (e *notServedError) Error() string { return e.msg }
+func (e *notServedError) Unwrap() error { return e.err }
 
 // crdHint names what installs a group's CRDs: the mesh whose descriptor
 // claims the group, or the Gateway API.

@@ -9,7 +9,9 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/report"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // MeshInstall changes how --install-mesh installs one mesh's modes (those
@@ -140,6 +142,24 @@ func IstioBuilt(b istio.Build, hub, tag, envoyBuild string) (*MeshInstall, error
 		},
 		Proxy: fmt.Sprintf("upstream Envoy %s in meshbench's proxyv2 image (istio %s, upstream-Envoy overlay)", envoyBuild, istio.Version),
 	}, nil
+}
+
+// UpstreamEnvoyOverlay is where the mesh-wide EnvoyFilter of meshbench's
+// upstream-Envoy overlay lives once IstioBuilt installed it (its kind,
+// namespace and name). A cluster that holds it runs meshbench's Istio
+// images, whose every waypoint needs its own copy of the overlay
+// (istio.WaypointEnvoyFilter) or its Envoy refuses istiod's config and
+// crash-loops, whichever run installed the mesh.
+func UpstreamEnvoyOverlay() (gvk schema.GroupVersionKind, namespace, name string, err error) {
+	objs, err := istio.EnvoyFilters()
+	if err != nil {
+		return gvk, "", "", err
+	}
+	if len(objs) == 0 {
+		return gvk, "", "", fmt.Errorf("the upstream-Envoy overlay has no EnvoyFilter")
+	}
+	u := objs[0].(*unstructured.Unstructured)
+	return u.GroupVersionKind(), u.GetNamespace(), u.GetName(), nil
 }
 
 func cmpOr(s, def string) string {
