@@ -525,7 +525,7 @@ func TestInterruptOnRealNodes(t *testing.T) {
 	kc := kubetest.Require(t)
 	c := connect(t, kc)
 	out := filepath.Join(t.TempDir(), "run")
-	w := watchPods(c, "e2x-load")
+	w := watchPods(c, "e2x-load", "e2x-load-nodes")
 	defer w.Stop()
 	sig := make(chan os.Signal, 1)
 	done := make(chan invocation, 1)
@@ -554,7 +554,12 @@ func TestInterruptOnRealNodes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, results.ManifestFile)); err != nil {
 		t.Errorf("results not kept: %v", err)
 	}
-	checkClean(t, c, "e2x-app", "e2x-load")
+	// The kernel CPU's node readers ran during the load, and went with
+	// the run's namespaces at Ctrl-C.
+	if n := len(w.Pods("e2x-load-nodes", "node-reader-")); n != testNodes {
+		t.Errorf("saw %d node readers, want one per node (%d)", n, testNodes)
+	}
+	checkClean(t, c, "e2x-app", "e2x-load", "e2x-load-nodes")
 }
 
 // TestDefaultImageName: the image the nodes hold is the one a run uses
