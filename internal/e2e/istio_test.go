@@ -316,6 +316,13 @@ func TestIstioOnRealNodes(t *testing.T) {
 		}
 	}
 	checkClean(t, c, "e2w-app", "e2w-load")
+	// A waypoint kill on the same install, by a run given none of the
+	// install's flags: it must find the cluster's upstream-Envoy overlay
+	// and give its waypoint the overlay's EnvoyFilter, or the waypoint
+	// crash-loops before the load starts.
+	t0 = time.Now()
+	killCell(t, kc, c, "waypoint", "kill:waypoint@2s", "e2x")
+	tKillWaypoint := time.Since(t0)
 	inv = meshbench(t, nil, "doctor", "--platform", "kube", "--kubeconfig", kc.Kubeconfig, "--namespace-prefix", "e2i", "--mesh", "sidecar,ambient")
 	if inv.code != 0 || strings.Contains(inv.stdout, "FAIL") || !strings.Contains(inv.stdout, "mesh ambient installed") {
 		t.Errorf("doctor --mesh sidecar,ambient: exit %d", inv.code)
@@ -344,9 +351,9 @@ func TestIstioOnRealNodes(t *testing.T) {
 			t.Errorf("%s after the uninstall: istio-cni still in its CNI chain (%v) or %d files in %s", n.Name, strings.Contains(string(conf), "istio-cni"), len(bins), nodes.NodeCNIBinDir)
 		}
 	}
-	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit and Ctrl-C %.1fs, noisy neighbour %.1fs, slow replica %.1fs, ztunnel kill %.1fs, istiod kill %.1fs",
+	t.Logf("timings (a shared 2-core machine): images %.1fs, sidecar run with install %.1fs, ambient run with install %.1fs, waypoint run %.1fs, uninstall %.1fs; fault cells: sidecar kill %.1fs, sidecar cpu-limit and Ctrl-C %.1fs, noisy neighbour %.1fs, slow replica %.1fs, ztunnel kill %.1fs, istiod kill %.1fs, waypoint kill %.1fs",
 		tImages.Seconds(), tRun.Seconds(), tAmbient.Seconds(), tWaypoint.Seconds(), tUninstall.Seconds(), tKillSidecar.Seconds(), tLimitSidecar.Seconds(),
-		tNoisy.Seconds(), tSlow.Seconds(), tKillZtunnel.Seconds(), tKillIstiod.Seconds())
+		tNoisy.Seconds(), tSlow.Seconds(), tKillZtunnel.Seconds(), tKillIstiod.Seconds(), tKillWaypoint.Seconds())
 }
 
 // ackTable reads istiod's ACK table a run kept (k8s/istiod-syncz.json),

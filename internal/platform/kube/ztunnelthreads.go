@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -329,6 +331,11 @@ func (r *run) setZtunnelThreads(ctx context.Context) error {
 		return nil
 	}
 	n := r.o.Spec.Mesh.ProxyThreads
+	if n > 0 && !r.o.AllowForeign {
+		if err := r.c.refuseZtunnelRestart(ctx, n, r.o.Spec.AppNamespace, r.o.Spec.LoadNamespace); err != nil {
+			return err
+		}
+	}
 	ch, err := r.c.SetZtunnelThreads(ctx, n, r.o.ReadyTimeout)
 	if err != nil || ch == nil {
 		return err
@@ -339,6 +346,64 @@ func (r *run) setZtunnelThreads(ctx context.Context) error {
 	r.logf("ztunnel's worker threads: %s", ch)
 	return nil
 }
+
+// refuseZtunnelRestart returns an error when setting ztunnel's worker
+// threads to n would restart every node's ztunnel under ambient workloads
+// meshbench did not create: pods in namespaces (or pods) enrolled with
+// istio.io/dataplane-mode=ambient other than the run's own (ours). Nil
+// when ztunnel already runs n, or nothing else is enrolled.
+func (c *Cluster) refuseZtunnelRestart(ctx context.Context, n int, ours ...string) error {
+	ds, err := c.Core.AppsV1().DaemonSets(mesh.IstioNamespace).Get(ctx, ztunnelDaemonSet, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("ztunnel's worker threads: reading DaemonSet %s/%s: %w", mesh.IstioNamespace, ztunnelDaemonSet, err)
+	}
+	if cur, set := envValue(&ds.Spec.Template.Spec, ztunnelContainer(), ZtunnelThreadsEnv); set && cur == strconv.Itoa(n) {
+		return nil
+	}
+	others, err := c.ambientWorkloads(ctx, ours)
+	if err != nil || len(others) == 0 {
+		return err
+	}
+	return fmt.Errorf("proxy threads %d: setting ztunnel's worker threads restarts every node's ztunnel, which carries ambient workloads meshbench did not create (%s); "+
+		"run with --allow-foreign-workloads to restart them anyway", n, strings.Join(others, ", "))
+}
+
+// ambientWorkloads are the namespaces with pods enrolled in ambient
+// (the namespace or the pod labelled istio.io/dataplane-mode=ambient),
+// as "NAMESPACE (N pods)", leaving out the namespaces in skip.
+func (c *Cluster) ambientWorkloads(ctx context.Context, skip []string) ([]string, error) {
+	nss, err := c.Core.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	var out []string
+	for _, ns := range nss.Items {
+		if slices.Contains(skip, ns.Name) {
+			continue
+		}
+		pods, err := c.Core.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing pods in %s: %w", ns.Name, err)
+		}
+		enrolled := 0
+		for _, p := range pods.Items {
+			mode := ns.Labels[ambientModeLabel]
+			if v, ok := p.Labels[ambientModeLabel]; ok {
+				mode = v
+			}
+			if mode == "ambient" && p.DeletionTimestamp == nil {
+				enrolled++
+			}
+		}
+		if enrolled > 0 {
+			out = append(out, fmt.Sprintf("%s (%d pods)", ns.Name, enrolled))
+		}
+	}
+	return out, nil
+}
+
+// ambientModeLabel enrols a namespace or a pod in Istio's ambient mode.
+const ambientModeLabel = "istio.io/dataplane-mode"
 
 // verifyAmbientThreads checks that ztunnel (every node's) and, in
 // waypoint mode, the app namespace's waypoint run n worker threads, each

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,32 @@ func TestZtunnelThreadsRollout(t *testing.T) {
 	state("set 1", "1", "4")
 	step("restore its own", 0, "1", "4")
 	state("restored its own", "4", "")
+
+	// Someone else's ambient workload: a change that restarts ztunnel is
+	// refused naming it; the value ztunnel runs already, or the
+	// workload's namespace as the run's own, is not.
+	const other = "mbz-theirs"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other,
+		Labels: map[string]string{"istio.io/dataplane-mode": "ambient"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteNamespace(t, cs, other) })
+	if err := c.refuseZtunnelRestart(ctx, 2, "mbz-app"); err != nil {
+		t.Errorf("an ambient namespace without pods: %v, want no refusal", err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "their-app"}, Spec: testPodTemplate(nil, "1m", "1Mi", "main").Spec}
+	if _, err := cs.CoreV1().Pods(other).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.refuseZtunnelRestart(ctx, 2, "mbz-app"); err == nil || !strings.Contains(err.Error(), other+" (1 pods)") || !strings.Contains(err.Error(), "--allow-foreign-workloads") {
+		t.Errorf("their pod enrolled in ambient: %v, want a refusal naming %s", err, other)
+	}
+	if err := c.refuseZtunnelRestart(ctx, 4, "mbz-app"); err != nil {
+		t.Errorf("ztunnel already at 4: %v, want no refusal (nothing restarts)", err)
+	}
+	if err := c.refuseZtunnelRestart(ctx, 2, "mbz-app", other); err != nil {
+		t.Errorf("the namespace as the run's own: %v, want no refusal", err)
+	}
 }
 
 // checkZtunnelPods checks that n ztunnel pods run, each Ready and with
