@@ -189,6 +189,11 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	objects := l.objects()
 	for i := range objects.Services {
 		objects.Services[i].PortName = portName(o.Protocol, slices.Contains(o.GRPC, objects.Services[i].Name))
+		if o.Gateway != nil && l.waypoint() != nil {
+			// The gateway's calls through the waypoint, as the lab's
+			// hand-rendered gateway makes them.
+			objects.Services[i].Labels = map[string]string{ingressUseWaypoint: "true"}
+		}
 	}
 	if err := o.API.Populate(ctx, objects); err != nil {
 		return nil, err

@@ -50,13 +50,15 @@ func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
 	case topology.ModeNone:
+		if o.Gateway {
+			// No mesh, no istiod: the gateway would be meshbench's
+			// hand-rendered one, mixed into a plan with istiod's.
+			return []error{errors.New("gateway with mesh none and control plane istiod: not yet (without a mesh istiod does not run, and the gateway would be meshbench's hand-rendered one); use --control-plane lab")}
+		}
 		return nil
 	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
-	}
-	if o.Gateway && o.Mode != topology.ModeSidecar {
-		errs = append(errs, fmt.Errorf("gateway with mesh %s and control plane istiod: not yet (istiod configures the ingress gateway with mesh sidecar only); use mesh sidecar or --control-plane lab", o.Mode))
 	}
 	if o.Protocol == topology.ProtocolTCP && o.Mode == topology.ModeWaypoint {
 		errs = append(errs, errors.New("protocol tcp with mesh waypoint and control plane istiod: not yet (the waypoint's check counts its L7 requests); use mesh sidecar or ambient, or --control-plane lab"))
@@ -240,8 +242,12 @@ func (in *istiodNet) manifest() map[string]any {
 	}
 	if in.ambient {
 		what, ready = "ztunnels: workloads, services and authorization from istiod's WDS (no local config file), certificates from istiod's CA, against the lab's API server; pods handed to ztunnel by meshbench's ZDS agent (istio-cni's part)", "ztunnels_ready_s"
-		if len(in.envoys) > 0 {
+		if l := in.d.lab; l.waypoint() != nil {
 			what += "; the waypoint: a Gateway of class istio-waypoint, pilot-agent proxy waypoint + upstream Envoy, xDS and certificate from istiod"
+		}
+		if in.gateway {
+			// "ztunnels and the gateway: …", as run's header reads it.
+			what = "ztunnels and the gateway" + strings.TrimPrefix(what, "ztunnels") + "; " + ambientGatewayWhat
 		}
 	}
 	return map[string]any{"control_plane": map[string]any{
@@ -363,16 +369,16 @@ func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	if in.xdsBase, err = in.agentConns(ctx, l); err != nil {
 		return err
 	}
+	if in.gateway {
+		if in.gwBase, in.gwTLS, err = in.gatewayCounters(ctx, l); err != nil {
+			return err
+		}
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			in.wpBase, err = envoyRequests(ctx, wp)
 		}
 		return err
-	}
-	if in.gateway {
-		if in.gwBase, in.gwTLS, err = in.gatewayCounters(ctx, l); err != nil {
-			return err
-		}
 	}
 	in.base, err = in.counters(ctx, l)
 	return err
@@ -417,8 +423,13 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	}
 	if in.ambient {
 		who, whose = "ztunnels", "ztunnels'"
-		if l.waypoint() != nil {
+		switch {
+		case l.waypoint() != nil && in.gateway:
+			whose = "ztunnels', the waypoint's and the gateway's"
+		case l.waypoint() != nil:
 			whose = "ztunnels' and the waypoint's"
+		case in.gateway:
+			whose = "ztunnels' and the gateway's"
 		}
 	}
 	mc.Lines = append(mc.Lines, "istiod's ACK table (the "+whose+" config came from istiod):")
@@ -450,6 +461,21 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		mc.Derived["istiod_agent_connect_failures"] = failed
 		mc.Lines = append(mc.Lines, fmt.Sprintf("pilot-agents' connections to istiod over the cell (their own istiod_connection_terminations and _failures): %.0f ended, %.0f attempts failed.", ended, failed))
 	}
+	if in.gateway {
+		req, tls, err := in.gatewayCounters(ctx, l)
+		if err != nil {
+			return mc, err
+		}
+		req, tls = req-in.gwBase, tls-in.gwTLS
+		mc.Derived["istiod_gateway_requests"], mc.Derived["istiod_gateway_tls_handshakes"] = req, tls
+		mc.Lines = append(mc.Lines, gatewayLine(req, tls))
+		if req <= 0 {
+			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) completed no request over the cell")
+		}
+		if tls <= 0 {
+			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) accepted no TLS handshake over the cell")
+		}
+	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
 			end, err := envoyRequests(ctx, wp)
@@ -468,21 +494,6 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 			}
 		}
 		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
-	}
-	if in.gateway {
-		req, tls, err := in.gatewayCounters(ctx, l)
-		if err != nil {
-			return mc, err
-		}
-		req, tls = req-in.gwBase, tls-in.gwTLS
-		mc.Derived["istiod_gateway_requests"], mc.Derived["istiod_gateway_tls_handshakes"] = req, tls
-		mc.Lines = append(mc.Lines, gatewayLine(req, tls))
-		if req <= 0 {
-			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) completed no request over the cell")
-		}
-		if tls <= 0 {
-			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) accepted no TLS handshake over the cell")
-		}
 	}
 	end, err := in.counters(ctx, l)
 	if err != nil {
