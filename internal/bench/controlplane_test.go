@@ -109,9 +109,8 @@ func TestUseControlPlane(t *testing.T) {
 		t.Errorf("istiod with mesh sidecar, mtls false and protocol tcp: %v, want accepted", err)
 	}
 	waypoint.Protocol = topology.ProtocolTCP
-	err = UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false)
-	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "protocol tcp with mesh waypoint and control plane istiod: not yet") {
-		t.Errorf("istiod with mesh waypoint and protocol tcp: %v, want refused", err)
+	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh waypoint and protocol tcp: %v, want accepted", err)
 	}
 	ambient.Protocol = topology.ProtocolTCP
 	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "", false); err != nil {

@@ -60,9 +60,6 @@ func supportsIstiod(o topology.Options) []error {
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
 	}
-	if o.Protocol == topology.ProtocolTCP && o.Mode == topology.ModeWaypoint {
-		errs = append(errs, errors.New("protocol tcp with mesh waypoint and control plane istiod: not yet (the waypoint's check counts its L7 requests); use mesh sidecar or ambient, or --control-plane lab"))
-	}
 	return errs
 }
 
@@ -90,6 +87,9 @@ type istiodNet struct {
 	// completed requests and gwTLS its TLS handshakes.
 	base                  map[string]podCounters
 	wpBase, gwBase, gwTLS float64
+	// wpTCPBase is the waypoint's TCP proxies' counters at the cell's
+	// start (protocol tcp).
+	wpTCPBase waypointTCPCounters
 	// xdsBase are each pilot-agent's istiod connection counters at the
 	// cell's start (agentConns), by pod.
 	xdsBase map[string]agentConns
@@ -303,6 +303,34 @@ func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounte
 	return out, errors.Join(errs...)
 }
 
+// waypointTCPCounters are the connections the waypoint's TCP proxies
+// (waypointTCP) took and the bytes they carried both ways.
+type waypointTCPCounters struct{ conns, bytes float64 }
+
+// since is c since base; counters that went down (its Envoy restarted
+// by a fault) count from 0.
+func (c waypointTCPCounters) since(base waypointTCPCounters) waypointTCPCounters {
+	if c.conns < base.conns || c.bytes < base.bytes {
+		return c
+	}
+	return waypointTCPCounters{conns: c.conns - base.conns, bytes: c.bytes - base.bytes}
+}
+
+// waypointTCPStats reads the waypoint's TCP proxy counters.
+func waypointTCPStats(ctx context.Context, wp *Pod) (waypointTCPCounters, error) {
+	var c waypointTCPCounters
+	prefix := `^` + regexp.QuoteMeta(waypointTCP) + `.*\.`
+	conns, err := envoySum(ctx, wp, prefix+`downstream_cx_total$`)
+	if err != nil {
+		return c, fmt.Errorf("the waypoint: %w", err)
+	}
+	bytes, err := envoySum(ctx, wp, prefix+`downstream_cx_(rx|tx)_bytes_total$`)
+	if err != nil {
+		return c, fmt.Errorf("the waypoint: %w", err)
+	}
+	return waypointTCPCounters{conns: conns, bytes: bytes}, nil
+}
+
 // envoyRequests are the requests the HTTP connection managers of the
 // Envoy in pod p completed (every http.*.downstream_rq_completed) less
 // its admin's: meshbench's own reads of the admin must not count as
@@ -376,7 +404,9 @@ func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	}
 	if in.ambient {
 		if wp := l.waypoint(); wp != nil {
-			in.wpBase, err = envoyRequests(ctx, wp)
+			if in.wpBase, err = envoyRequests(ctx, wp); err == nil && in.d.opts.Protocol == topology.ProtocolTCP {
+				in.wpTCPBase, err = waypointTCPStats(ctx, wp)
+			}
 		}
 		return err
 	}
@@ -488,9 +518,24 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 				n = end
 			}
 			mc.Derived["istiod_waypoint_requests"] = n
-			mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
-			if n <= 0 {
-				mc.Invalid = append(mc.Invalid, "the waypoint completed no request over the cell")
+			if in.d.opts.Protocol == topology.ProtocolTCP {
+				// At L4 the waypoint proxies connections (Envoy's
+				// tcp_proxy), not requests.
+				c, err := waypointTCPStats(ctx, wp)
+				if err != nil {
+					return mc, err
+				}
+				c = c.since(in.wpTCPBase)
+				mc.Derived["istiod_waypoint_tcp_connections"], mc.Derived["istiod_waypoint_tcp_bytes"] = c.conns, c.bytes
+				mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) proxied %.0f connections at L4 (TCP proxy, %.0f bytes both ways) over the cell.", c.conns, c.bytes))
+				if c.conns <= 0 || c.bytes <= 0 {
+					mc.Invalid = append(mc.Invalid, "the waypoint proxied no TCP connection over the cell")
+				}
+			} else {
+				mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
+				if n <= 0 {
+					mc.Invalid = append(mc.Invalid, "the waypoint completed no request over the cell")
+				}
 			}
 		}
 		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
