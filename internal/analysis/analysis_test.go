@@ -899,3 +899,43 @@ func TestAnalyzeLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCellClusterKernel: a cluster cell's kernel figures (its node
+// readers', in the manifest's derived map) become figures as they are,
+// the outside-the-pods one also per 1000 achieved rps; a cell without
+// them (a node missing) has none, never 0.
+func TestReadCellClusterKernel(t *testing.T) {
+	src := results.CellDir(smallDir, "sidecar-static-r200-x1-p0-http-pod-mtls-rep1")
+	dir := t.TempDir()
+	for _, f := range []string{results.ManifestFile, results.LoadFile, results.ResourcesFile} {
+		copyFile(t, filepath.Join(src, f), filepath.Join(dir, f))
+	}
+	c, err := analysis.ReadCell(dir, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{analysis.KernelNodeCPU, analysis.KernelPodsSystemCPU, analysis.KernelOutsidePodsCPU, analysis.KernelOutsidePodsCPUPer1000} {
+		if v, ok := c.Figures[f]; ok {
+			t.Errorf("without kernel figures: %s = %v, want absent", f, v)
+		}
+	}
+	m := rawJSON(t, filepath.Join(dir, results.ManifestFile))
+	m["derived"] = map[string]any{"kernel_node_cpu_m": 302.0, "kernel_softirq_cpu_m": 53.0, "kernel_pods_system_cpu_m": 12.0, "kernel_outside_pods_cpu_m": 290.0}
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, results.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = analysis.ReadCell(dir, "x"); err != nil {
+		t.Fatal(err)
+	}
+	rate := c.Figures[analysis.AchievedRate]
+	for f, w := range map[string]float64{analysis.KernelNodeCPU: 302, analysis.KernelSoftIRQCPU: 53, analysis.KernelPodsSystemCPU: 12,
+		analysis.KernelOutsidePodsCPU: 290, analysis.KernelOutsidePodsCPUPer1000: 290 / rate * 1000} {
+		if got, ok := c.Figures[f]; !ok || !near(got, w) || rate <= 0 {
+			t.Errorf("%s = %v (present %v), want %v (rate %v)", f, got, ok, w, rate)
+		}
+	}
+	if _, ok := c.Figures[analysis.KernelOutsideCPU]; ok {
+		t.Error("a cluster cell has the lab's outside-the-processes figure")
+	}
+}

@@ -205,7 +205,14 @@ const (
 	KernelSoftIRQCPU        = sample.KernelSoftIRQCPU
 	KernelOutsideCPU        = sample.KernelOutsideCPU
 	KernelOutsideCPUPer1000 = "kernel_outside_cpu_m_per_1000rps"
-	SuccessRatio            = "success_ratio"
+	// On a cluster (its node readers, sample.NodeKernelOver), summed over
+	// its machines: the pods' system time, the kernel time outside every
+	// pod (the kubelet's, the runtime's and kube-proxy's included), and
+	// that per 1000 achieved rps.
+	KernelPodsSystemCPU         = sample.KernelPodsSystemCPU
+	KernelOutsidePodsCPU        = sample.KernelOutsidePodsCPU
+	KernelOutsidePodsCPUPer1000 = "kernel_outside_pods_cpu_m_per_1000rps"
+	SuccessRatio                = "success_ratio"
 	// Per category: "cpu_m:data-plane", "mem_mib:app", …; TOTAL too.
 	CPUPrefix = "cpu_m:"
 	MemPrefix = "mem_mib:"
@@ -358,13 +365,16 @@ func ReadCell(dir, id string) (*Cell, error) {
 		put(ComponentInfix, g.Name, g.Figures)
 	}
 	maps.Copy(c.Figures, sample.DataPlaneFigures(sum, rate, appPods(c.Config)))
-	for _, k := range []string{sample.KernelNodeCPU, sample.KernelSoftIRQCPU, sample.KernelOutsideCPU} {
+	for _, k := range []string{sample.KernelNodeCPU, sample.KernelSoftIRQCPU, sample.KernelOutsideCPU, sample.KernelPodsSystemCPU, sample.KernelOutsidePodsCPU} {
 		if v, ok := m.Derived[k]; ok {
 			c.Figures[k] = v
 		}
 	}
 	if v, ok := m.Derived[sample.KernelOutsideCPU]; ok && rate > 0 {
 		c.Figures[KernelOutsideCPUPer1000] = v / rate * 1000
+	}
+	if v, ok := m.Derived[sample.KernelOutsidePodsCPU]; ok && rate > 0 {
+		c.Figures[KernelOutsidePodsCPUPer1000] = v / rate * 1000
 	}
 	if gbps > 0 {
 		for _, g := range sum.Categories {

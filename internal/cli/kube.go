@@ -220,6 +220,10 @@ func printKubeRun(env *Env, mo topology.Options, res *kube.Result) {
 		fmt.Fprintln(w)
 		_ = report.NodeTable(w, res.Nodes, res.Source == kube.SourceKubelet)
 	}
+	if res.NodeKernel != nil || res.NodeKernelNote != "" {
+		fmt.Fprintln(w)
+		_ = report.NodeKernelTable(w, res.NodeKernel, res.NodeKernelNote)
+	}
 	if res.Source == kube.SourceKubelet {
 		printCounters(w, res)
 	} else if res.Summary.Rounds > 0 || len(res.Nodes) > 0 {

@@ -166,6 +166,7 @@ func newRootCmd(env *Env) *cobra.Command {
 	root.AddCommand(newImageCmd(env))
 	root.AddCommand(newLinkerdControlPlaneCmd(env))
 	root.AddCommand(newHogCmd(env))
+	root.AddCommand(newNodestatCmd(env))
 	root.AddCommand(newMeshCmd(env))
 	return root
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
 	"github.com/meshbench/meshbench/internal/platform/kube/loadjob"
@@ -150,6 +152,7 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, kube.KubeletRawFile)); err != nil {
 		t.Errorf("results: %v", err)
 	}
+	checkNodeKernel(t, out, inv.stdout)
 	t.Logf("run --platform kube --mesh none (stdout):\n%s", inv.stdout)
 	app, load := w.Pods("e2e-app", "static-"), w.Pods("e2e-load", "")
 	if len(app) < 2 || len(load) != 2 {
@@ -160,7 +163,62 @@ func TestRunNoneOnRealNodes(t *testing.T) {
 			t.Errorf("load and app pods share node %s", n)
 		}
 	}
-	checkClean(t, c, "e2e-app", "e2e-load")
+	checkClean(t, c, "e2e-app", "e2e-load", "e2e-load-nodes")
+}
+
+// checkNodeKernel checks a cell's kernel CPU from its node readers on the
+// test nodes, which are kubelets on this one machine: every reader read
+// this machine's boot ID (the host's, not a container's), so the figures
+// are one row, "the machine shared by nodes" all of them, never summed
+// per node; the readers found each node's own pods' cgroup and the pods
+// spent system time; the outside part is the machine's kernel time less
+// it; the manifest's derived figures are that row's; every reading is
+// kept.
+func checkNodeKernel(t *testing.T, out, stdout string) {
+	t.Helper()
+	var stored struct {
+		NodeKernel *sample.NodeKernelReport `json:"node_kernel"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, results.ResourcesFile))
+	if err != nil || json.Unmarshal(b, &stored) != nil || stored.NodeKernel == nil {
+		t.Fatalf("resources.json: %v; want its node_kernel", err)
+	}
+	rep := stored.NodeKernel
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if len(rep.Machines) != 1 || len(rep.Missing) > 0 {
+		t.Fatalf("node_kernel %+v; want one machine, no node missing", rep)
+	}
+	m := rep.Machines[0]
+	t.Logf("kernel CPU (shared machine): %+v", m)
+	if len(m.Nodes) != testNodes || m.BootID != strings.TrimSpace(string(boot)) || m.Seconds < 20 {
+		t.Errorf("machine %s, boot ID %s (this machine's %s), over %.1fs; want all %d nodes on this machine over most of the 25-s window",
+			m.Name(), m.BootID, boot, m.Seconds, testNodes)
+	}
+	if m.NodeKernelCPUm <= 0 || m.PodsSystemCPUm <= 0 || m.PodsUserCPUm <= 0 || m.NodeCPUm < m.NodeKernelCPUm ||
+		m.OutsidePodsCPUm != max(0, m.NodeKernelCPUm-m.PodsSystemCPUm) {
+		t.Errorf("machine figures %+v; want kernel and pods' time above 0, outside = kernel - pods' system", m)
+	}
+	// The pods' cgroups hold every pod's CPU, the counters every
+	// sampled container's (the same pods here, their pause containers
+	// apart): the two must agree, loosely (their windows' edges differ by
+	// up to a second, ticks round).
+	if total := rowCPU(stdout, "TOTAL"); total <= 0 || math.Abs(m.PodsUserCPUm+m.PodsSystemCPUm-total) > 0.3*total+5 {
+		t.Errorf("pods' user + system %.1fm by their cgroups; the counters' TOTAL %.1fm", m.PodsUserCPUm+m.PodsSystemCPUm, total)
+	}
+	if !strings.Contains(stdout, "Kernel CPU from meshbench's node readers") || !strings.Contains(stdout, m.Name()+"  ") {
+		t.Errorf("stdout lacks the kernel CPU row of %q", m.Name())
+	}
+	man, err := results.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := man.Derived
+	if d[sample.KernelNodeCPU] != m.NodeKernelCPUm || d[sample.KernelPodsSystemCPU] != m.PodsSystemCPUm || d[sample.KernelOutsidePodsCPU] != m.OutsidePodsCPUm {
+		t.Errorf("manifest derived %v; want the machine's figures, counted once", d)
+	}
+	if fi, err := os.Stat(filepath.Join(out, kube.NodeReadingsFile)); err != nil || fi.Size() == 0 {
+		t.Errorf("%s: %v", kube.NodeReadingsFile, err)
+	}
 }
 
 // TestFacesOnRealNodes runs meshbench's own faces app on real pods: face
@@ -467,7 +525,7 @@ func TestInterruptOnRealNodes(t *testing.T) {
 	kc := kubetest.Require(t)
 	c := connect(t, kc)
 	out := filepath.Join(t.TempDir(), "run")
-	w := watchPods(c, "e2x-load")
+	w := watchPods(c, "e2x-load", "e2x-load-nodes")
 	defer w.Stop()
 	sig := make(chan os.Signal, 1)
 	done := make(chan invocation, 1)
@@ -496,7 +554,12 @@ func TestInterruptOnRealNodes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, results.ManifestFile)); err != nil {
 		t.Errorf("results not kept: %v", err)
 	}
-	checkClean(t, c, "e2x-app", "e2x-load")
+	// The kernel CPU's node readers ran during the load, and went with
+	// the run's namespaces at Ctrl-C.
+	if n := len(w.Pods("e2x-load-nodes", "node-reader-")); n != testNodes {
+		t.Errorf("saw %d node readers, want one per node (%d)", n, testNodes)
+	}
+	checkClean(t, c, "e2x-app", "e2x-load", "e2x-load-nodes")
 }
 
 // TestDefaultImageName: the image the nodes hold is the one a run uses

@@ -50,6 +50,9 @@ var tableRows = []struct{ label, figure, format string }{
 	{"kernel m / 1000 rps", analysis.KernelOutsideCPUPer1000, "%.0f"},
 	{"node kernel CPU m", analysis.KernelNodeCPU, "%.0f"},
 	{"node softirq CPU m", analysis.KernelSoftIRQCPU, "%.0f"},
+	{"pods' system CPU m", analysis.KernelPodsSystemCPU, "%.0f"},
+	{"kernel CPU m, outside pods (kubelet, runtime, kube-proxy incl.)", analysis.KernelOutsidePodsCPU, "%.0f"},
+	{"kernel m outside pods / 1000 rps", analysis.KernelOutsidePodsCPUPer1000, "%.0f"},
 	{"TOTAL MiB", analysis.MemPrefix + "TOTAL", "%.1f"},
 	// A fault's cost (scenarios with a fault only).
 	{"fault: failed during", analysis.FaultFailedDuring, "%.0f"},

@@ -266,3 +266,36 @@ func NamespaceTable(w io.Writer, t sample.NamespaceTable, mem sample.Memory) err
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// NodeKernelTable writes a cluster cell's kernel CPU per machine (the
+// node readers', sample.NodeKernelOver), millicores:
+//
+//	Machine                                   Node_CPU   Kernel   Softirq   Pods_sys   Kernel_outside_pods   Seconds
+//	the machine shared by nodes rn-0, rn-1   812m       301m     95m       120m       181m                  28.0
+//
+// then what the figures are and the nodes without one (note: "" for
+// none); a machine that several nodes share is one row, never summed.
+func NodeKernelTable(w io.Writer, rep *sample.NodeKernelReport, note string) error {
+	var b strings.Builder
+	if rep != nil && len(rep.Machines) > 0 {
+		table := [][]string{{"Machine", "Node_CPU", "Kernel", "Softirq", "Pods_sys", "Kernel_outside_pods", "Seconds"}}
+		for _, m := range rep.Machines {
+			table = append(table, []string{m.Name(), fmt.Sprintf("%.0fm", m.NodeCPUm), fmt.Sprintf("%.0fm", m.NodeKernelCPUm),
+				fmt.Sprintf("%.0fm", m.SoftIRQCPUm), fmt.Sprintf("%.0fm", m.PodsSystemCPUm), fmt.Sprintf("%.0fm", m.OutsidePodsCPUm),
+				fmt.Sprintf("%.1f", m.Seconds)})
+		}
+		WriteColumns(&b, table)
+		b.WriteString("Kernel CPU from meshbench's node readers (/proc/stat and the pods' cgroup on each node): Kernel is the machine's system + irq + softirq time; " +
+			"Pods_sys the system time of every pod on its nodes; Kernel_outside_pods the rest: the kubelet's, the container runtime's, kube-proxy's and the host's other kernel time, and softirq work charged to no pod.\n")
+		for _, m := range rep.Machines {
+			if len(m.Nodes) > 1 {
+				fmt.Fprintf(&b, "Nodes %s report one boot ID: their machine's figures are counted once, for all of them.\n", strings.Join(m.Nodes, ", "))
+			}
+		}
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "%s.\n", strings.TrimSuffix(note, "."))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -248,3 +248,28 @@ func TestNamespaceTable(t *testing.T) {
 	}
 	testutil.Golden(t, "namespace-table.txt", []byte(b.String()))
 }
+
+// TestNodeKernelTable: a machine several nodes share is one row named
+// for all of them, with the note that it is counted once; a cell
+// without figures prints its note alone, never a row of zeros.
+func TestNodeKernelTable(t *testing.T) {
+	rep := &sample.NodeKernelReport{Machines: []sample.MachineKernel{
+		{Nodes: []string{"n0", "n1"}, BootID: "b1", Seconds: 24, NodeCPUm: 740, NodeKernelCPUm: 302, SoftIRQCPUm: 53, PodsSystemCPUm: 12, OutsidePodsCPUm: 290},
+		{Nodes: []string{"n2"}, BootID: "b2", Seconds: 25, NodeCPUm: 100, NodeKernelCPUm: 20, SoftIRQCPUm: 2, PodsSystemCPUm: 5, OutsidePodsCPUm: 15},
+	}}
+	var b strings.Builder
+	if err := NodeKernelTable(&b, rep, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"the machine shared by nodes n0, n1   740m", "302m", "290m", "node n2 ", "Nodes n0, n1 report one boot ID"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	_ = NodeKernelTable(&b, nil, "kernel CPU not measured on every node, so no cell figure: node n3: its reader did not run")
+	if out := b.String(); strings.Contains(out, "Machine") || !strings.HasSuffix(out, "did not run.\n") {
+		t.Errorf("without figures: %q", out)
+	}
+}

@@ -39,6 +39,9 @@ type Resources struct {
 	// and the app's, TOTAL their sum per interval, the load's namespace
 	// apart.
 	Namespaces *NamespaceTable `json:"namespaces,omitempty"`
+	// NodeKernel is the kernel CPU the node readers measured over the
+	// window (a cluster whose readers ran; NodeKernelOver).
+	NodeKernel *NodeKernelReport `json:"node_kernel,omitempty"`
 	// Nodes summarises each node over the window (a cluster; null without
 	// a measured window).
 	Nodes Present[[]NodeSummary] `json:"nodes,omitzero" jsonschema:"nullable"`

@@ -133,6 +133,11 @@ type Result struct {
 	// Namespaces is the seed reports' per-namespace table of the measured
 	// window (namespaceTable); empty without a load result.
 	Namespaces sample.NamespaceTable
+	// NodeKernel is the kernel CPU the node readers measured per machine
+	// over the window (nil when they did not run or there was no window);
+	// NodeKernelNote says why a figure is missing ("" when none is).
+	NodeKernel     *sample.NodeKernelReport
+	NodeKernelNote string
 }
 
 // run is one cell on a cluster (Run): what runSteps share.
@@ -163,6 +168,12 @@ type run struct {
 	resources sample.Resources
 	measured  *Result
 	res       *Result
+	// readers are the node readers of the kernel CPU (nodekernel.go),
+	// nil when none runs; readings what they read, by node; readersNote
+	// why a node's figure is missing.
+	readers     *nodeReaders
+	readings    map[string][]sample.NodeReading
+	readersNote string
 }
 
 func (r *run) logf(format string, a ...any) {
@@ -373,11 +384,13 @@ var runSteps = []struct {
 	{"prepare/app", true, (*run).prepareApp},             // the app's objects, ready
 	{"prepare/verify", true, (*run).verifyEnrolment},     // the app's pods enrolled in the mesh
 	{"threads", false, (*run).checkThreads},              // their proxies' worker threads, when the cell sets them
+	{"node readers", false, (*run).startNodeReaders},     // a kernel CPU reader on every node
 	{"sampling", false, (*run).startSampling},            // metrics from here to the drain's end
 	{"idle", true, (*run).idle},                          // the app idle before the load
 	{"load", false, (*run).load},                         // the load Job: warmup and measure
 	{"drain", true, (*run).drain},                        // sampling after the load
 	{"sampling end", false, (*run).endSampling},          // the samplers stopped
+	{"node readers end", false, (*run).readNodeReaders},  // the readers read and deleted
 	{"attacker", false, (*run).probeAttacker},            // a foreign identity against the policies (its own phase)
 	{"collect", true, (*run).collect},                    // checks, samples, resources, validity
 }
@@ -386,6 +399,7 @@ var runSteps = []struct {
 // before it had a result).
 func (r *run) run(ctx context.Context) (*Result, error) {
 	defer r.closeSampling()
+	defer r.deleteNodeReaders()
 	for _, step := range runSteps {
 		end := func() {}
 		if step.phase {
@@ -651,6 +665,7 @@ var collectSteps = []struct {
 	{"samples", (*run).writeSamples},      // every round of the source
 	{"figures", (*run).figures},           // the measured window's summary and nodes
 	{"counters", (*run).counterFigures},   // the kubelet's counters over it, when they are the source
+	{"kernel", (*run).nodeKernel},         // the node readers' kernel CPU over it
 	{"namespaces", (*run).namespaces},     // the per-namespace table over the window
 	{"resources", (*run).writeResources},  // resources.json
 	{"validity", (*run).checkMeasurement}, // sampling errors in the window, the load's own problems

@@ -68,10 +68,12 @@ func TestWaypointOverlayFromCluster(t *testing.T) {
 	}
 	want("Istio's CRDs, no overlay", 0)
 
-	if out, err := kc.Kubectl(ctx, "create", "namespace", "istio-system"); err != nil && !strings.Contains(string(out), "AlreadyExists") {
+	if out, err := kc.Kubectl(ctx, "create", "namespace", "istio-system"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	t.Cleanup(func() { _, _ = kc.Kubectl(context.Background(), "delete", "namespace", "istio-system", "--wait=false") })
+	// Gone before the next test makes it again (TestZtunnelThreadsRollout).
+	cs, _ := clusterClients(t, kc)
+	t.Cleanup(func() { deleteNamespace(t, cs, "istio-system") })
 	efs, err := istio.EnvoyFilters()
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,14 @@ const (
 	ComponentFault = "noisy neighbour (fault)"
 )
 
+// The node readers of a cluster cell's kernel CPU (platform/kube,
+// nodekernel.go) carry LabelNodeReader: category overhead, component
+// ComponentNodeReader, whatever their namespace.
+const (
+	LabelNodeReader     = "meshbench.dev/node-reader"
+	ComponentNodeReader = "node reader (kernel CPU)"
+)
+
 // Namespaces names the namespaces the classification depends on.
 type Namespaces struct {
 	// App is the app's namespace (category app), Load the load
@@ -119,7 +127,8 @@ func cmpOr(s, def string) string {
 //     sidecars too): overhead, "faces-gui (not measured)" — shown, but
 //     out of the app's and the data plane's figures.
 //  9. A fault's own pods (LabelFault: the noisy neighbour's hog), in any
-//     namespace: overhead, ComponentFault.
+//     namespace: overhead, ComponentFault; the node readers
+//     (LabelNodeReader): overhead, ComponentNodeReader.
 //  10. The app namespace: app, "app <service>".
 //  11. The load namespace: load, "load".
 //  12. Anything else: overhead, "other <namespace>".
@@ -169,6 +178,7 @@ const (
 	roleLinkerdSidecar
 	roleFacesGUI
 	roleFault
+	roleNodeReader
 	roleApp
 	roleLoad
 )
@@ -211,6 +221,8 @@ func (c *Classifier) role(pod *corev1.Pod, container string) role {
 		return roleFacesGUI
 	case pod.Labels[LabelFault] != "":
 		return roleFault
+	case pod.Labels[LabelNodeReader] != "":
+		return roleNodeReader
 	case container == ContainerIstioProxy:
 		return roleIstioSidecar
 	case container == ContainerLinkerdProxy:
@@ -261,6 +273,8 @@ func (c *Classifier) Classify(pod *corev1.Pod, container string) (name, componen
 		return name, ComponentFacesGUI, sample.CategoryOverhead
 	case roleFault:
 		return name, ComponentFault, sample.CategoryOverhead
+	case roleNodeReader:
+		return name, ComponentNodeReader, sample.CategoryOverhead
 	case roleApp:
 		return name, "app " + serviceName(pod), sample.CategoryApp
 	case roleLoad:

@@ -134,6 +134,12 @@ func TestClassify(t *testing.T) {
 		// The noisy neighbour's hog, in the app namespace: not the app.
 		{"fault hog", nil, testPod("mb-app", "noisy-neighbour-x7", withLabels("meshbench.dev/fault", "noisy-neighbour", "sidecar.istio.io/inject", "false")), "hog",
 			"noisy neighbour (fault)", sample.CategoryOverhead},
+		// A kernel CPU node reader, in the load's namespace or its own:
+		// not the load's, not "other".
+		{"node reader in load ns", nil, testPod("mb-load", "node-reader-x7", withLabels("meshbench.dev/node-reader", "true")), "nodestat",
+			"node reader (kernel CPU)", sample.CategoryOverhead},
+		{"node reader in its ns", nil, testPod("mb-load-nodes", "node-reader-x8", withLabels("meshbench.dev/node-reader", "true")), "nodestat",
+			"node reader (kernel CPU)", sample.CategoryOverhead},
 		{"faces gui sidecar", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui")), "istio-proxy",
 			"faces-gui (not measured)", sample.CategoryOverhead},
 		{"faces gui linkerd proxy", nil, testPod("mb-app", "faces-gui-6c-x", withLabels("faces.buoyant.io/component", "faces-gui")), "linkerd-proxy",
