@@ -109,18 +109,26 @@ func TestUseControlPlane(t *testing.T) {
 		t.Errorf("istiod with mesh sidecar, mtls false and protocol tcp: %v, want accepted", err)
 	}
 	waypoint.Protocol = topology.ProtocolTCP
-	err = UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false)
-	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "protocol tcp with mesh waypoint and control plane istiod: not yet") {
-		t.Errorf("istiod with mesh waypoint and protocol tcp: %v, want refused", err)
+	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh waypoint and protocol tcp: %v, want accepted", err)
 	}
 	ambient.Protocol = topology.ProtocolTCP
 	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "", false); err != nil {
 		t.Errorf("istiod with mesh ambient and protocol tcp: %v, want accepted", err)
 	}
 	ambient.Gateway = true
-	err = UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "", false)
-	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "gateway with mesh ambient and control plane istiod: not yet") {
-		t.Errorf("istiod with mesh ambient and the gateway: %v, want refused", err)
+	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{ambient}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh ambient and the gateway: %v, want accepted", err)
+	}
+	waypoint.Protocol, waypoint.Gateway = topology.ProtocolHTTP, true
+	if err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel"}, ControlPlaneIstiod, []topology.Options{waypoint}, "/envoy", false); err != nil {
+		t.Errorf("istiod with mesh waypoint and the gateway: %v, want accepted", err)
+	}
+	none := topology.DefaultOptions()
+	none.Gateway = true
+	err = UseControlPlane(&netlab.Substrate{}, ControlPlaneIstiod, []topology.Options{gateway, none}, "/envoy", false)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "gateway with mesh none and control plane istiod: not yet") {
+		t.Errorf("istiod with mesh none and the gateway: %v, want refused (its gateway would be the hand-rendered one)", err)
 	}
 }
 

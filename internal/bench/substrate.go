@@ -224,11 +224,11 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 		case m == topology.ModeSidecar:
 			what = "real " + envoyName + " sidecars, istio-init's capture"
 		case m == topology.ModeAmbient && ns.ControlPlane == ControlPlaneIstiod:
-			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture, configured (WDS) and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server"
+			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture, configured (WDS) and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server (and ingress gateway, in gateway cells: Istio's istio-ingressgateway, from istiod, sending HBONE)"
 		case m == topology.ModeAmbient:
 			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture"
 		case m == topology.ModeWaypoint && ns.ControlPlane == ControlPlaneIstiod:
-			what = "real ztunnel and a real " + envoyName + " waypoint run by pilot-agent, both configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server (a Gateway of class istio-waypoint)"
+			what = "real ztunnel and a real " + envoyName + " waypoint run by pilot-agent, both configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server (a Gateway of class istio-waypoint; and ingress gateway, in gateway cells: Istio's istio-ingressgateway, from istiod, through the waypoint)"
 		case m == topology.ModeWaypoint:
 			what = "real ztunnel and a real " + envoyName + " waypoint"
 		case m == topology.ModeLinkerd && ns.ControlPlane == ControlPlaneLinkerd:

@@ -123,7 +123,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
 	fl.StringVar(&f.Substrate, "substrate", "", "the local lab's network: netns (namespaces, the real ztunnel for ambient and waypoint; root, or an unprivileged user namespace when given explicitly), loopback (Envoy stands in for ztunnel), auto (default: netns when it runs every cell, else loopback)")
-	fl.StringVar(&f.ControlPlane, "control-plane", "", "who configures the lab's sidecars and ztunnels: lab (default: meshbench renders their configs) or istiod (the real istiod against a lab API server; netns substrate, mesh none, sidecar, ambient or waypoint; the gateway with sidecar)")
+	fl.StringVar(&f.ControlPlane, "control-plane", "", "who configures the lab's sidecars and ztunnels: lab (default: meshbench renders their configs) or istiod (the real istiod against a lab API server; netns substrate, mesh none, sidecar, ambient or waypoint; the gateway with sidecar, ambient or waypoint, not with none)")
 	fl.StringVar(&f.BodySize, "body-size", "", "the static app's answer in bytes (default 615, nginx's welcome page; local platform)")
 	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	addLinkerdProxyFlag(fl, &f.linkerdProxyPath)

@@ -75,6 +75,9 @@ const (
 	// inboundTCP begins the stats of a sidecar's inbound TCP proxies
 	// (stat prefix inbound|PORT||): a port Istio keeps at L4.
 	inboundTCP = "tcp.inbound|"
+	// waypointTCP begins the stats of the waypoint's TCP proxies (stat
+	// prefix inbound-vip|PORT|tcp|HOST, a service Istio keeps at L4).
+	waypointTCP = "tcp.inbound-vip|"
 )
 
 // IstiodEnv is what istiod is told so that upstream Envoy (not Istio's
@@ -189,6 +192,11 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 	objects := l.objects()
 	for i := range objects.Services {
 		objects.Services[i].PortName = portName(o.Protocol, slices.Contains(o.GRPC, objects.Services[i].Name))
+		if o.Gateway != nil && l.waypoint() != nil {
+			// The gateway's calls through the waypoint, as the lab's
+			// hand-rendered gateway makes them.
+			objects.Services[i].Labels = map[string]string{ingressUseWaypoint: "true"}
+		}
 	}
 	if err := o.API.Populate(ctx, objects); err != nil {
 		return nil, err
@@ -609,8 +617,8 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
 		// annotation sets it) adds the counters the lab's verdicts read
 		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q, %q], inclusionSuffixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, inboundTCP, requestsCompleted),
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q, %q, %q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, inboundTCP, waypointTCP, requestsCompleted),
 	}
 	switch {
 	case isIngress(p):

@@ -38,6 +38,19 @@ const (
 	gatewayHandshakes = "listener.0.0.0.0_8443.ssl.handshake"
 )
 
+// ambientGatewayWhat is the manifest's word on the gateway in the
+// ambient modes: the same gateway as with sidecars, not captured by
+// ztunnel (Istio enrols no gateway pod), which istiod has send HBONE
+// to the ambient pods' ztunnels itself (PILOT_ENABLE_SENDING_HBONE,
+// on with ambient), and through the waypoint when the service is
+// labelled istio.io/ingress-use-waypoint.
+const ambientGatewayWhat = "the gateway as Istio's default profile runs it (pilot-agent proxy router, istio-ingressgateway, not enrolled in ambient), its listener and routes from an Istio Gateway and VirtualService, its serving certificate from a Secret over istiod's SDS; it sends HBONE to the ambient pods itself (through the waypoint: the services labelled istio.io/ingress-use-waypoint)"
+
+// ingressUseWaypoint is the Service label with which Istio's gateways
+// send a service's traffic through its waypoint (by default they skip
+// it and send to the pods).
+const ingressUseWaypoint = "istio.io/ingress-use-waypoint"
+
 // IstiodGateway is the lab's ingress gateway configured by istiod: its
 // pod (gatewayPod) runs `pilot-agent proxy router`, its listener and
 // routes come from an Istio Gateway and VirtualService, its serving

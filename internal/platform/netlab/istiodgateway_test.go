@@ -97,3 +97,66 @@ func TestSubstrateRunIstiodGateway(t *testing.T) {
 		}
 	}
 }
+
+// TestSubstrateRunIstiodGatewayAmbient runs the ambient and the waypoint
+// cells through the ingress gateway with istiod configuring the
+// ztunnels, the waypoint and the gateway: the gateway is not enrolled
+// (Istio captures no gateway pod) and sends HBONE to the ambient pods
+// itself, through the waypoint in the waypoint cell (the service is
+// labelled istio.io/ingress-use-waypoint). Every request is answered
+// 200 over HTTPS; the gateway's Envoy completed them all (and the
+// waypoint's too); istiod's ACK table lists the gateway as a router;
+// the cell is valid; nothing is left after the run.
+func TestSubstrateRunIstiodGatewayAmbient(t *testing.T) {
+	zt := requirements(t)
+	if testing.Short() {
+		t.Skip("two whole gateway cells with an API server, istiod, the ztunnels and the gateway (~50 s)")
+	}
+	b := requireIstiod(t)
+	bin := findEnvoy(t)
+	mb := testutil.BuildMeshbench(t)
+	for _, mode := range []topology.Mode{topology.ModeAmbient, topology.ModeWaypoint} {
+		t.Run(string(mode), func(t *testing.T) {
+			mo := topology.DefaultOptions()
+			mo.Mode, mo.Gateway = mode, true
+			sub := &Substrate{ControlPlane: ControlPlaneIstiod, Istio: b, Envoy: bin.Path, Ztunnel: zt}
+			t.Chdir(t.TempDir())
+			out := "run"
+			o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(50), Duration: 3 * time.Second},
+				OutDir: out, Meshbench: mb, Substrate: sub, Envoy: bin}
+			res, _ := runCell(t, o, checkRunGone)
+			lr := res.Load
+			wantAllOK(t, lr, 100)
+			if len(res.Manifest.Invalid) > 0 {
+				t.Errorf("cell invalid: %v", res.Manifest.Invalid)
+			}
+			for _, l := range res.MeshCheck.Lines {
+				t.Log(l)
+			}
+			d := res.Manifest.Derived
+			if got := d["istiod_gateway_requests"]; got < float64(lr.Completed) {
+				t.Errorf("the gateway completed %v requests over the cell, want the load's %d", got, lr.Completed)
+			}
+			if mode == topology.ModeWaypoint && d["istiod_waypoint_requests"] < float64(lr.Completed) {
+				t.Errorf("the waypoint completed %v requests over the cell, want the load's %d (the gateway's calls through it)", d["istiod_waypoint_requests"], lr.Completed)
+			}
+			acks, err := os.ReadFile(filepath.Join(out, results.NodeProxyDir, "istiod-acks.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row string
+			for _, line := range strings.Split(string(acks), "\n") {
+				if strings.HasPrefix(line, gatewayPod+"."+topology.IdentityIngress.Namespace+" ") {
+					row = line
+				}
+			}
+			if f := strings.Fields(row); len(f) < 2 || f[1] != "router" || strings.Count(row, "ACK") < 4 {
+				t.Errorf("the ACK table's gateway row %q: want a router with CDS, EDS, LDS and RDS ACKed\n%s", row, acks)
+			}
+			cp, _ := res.Manifest.Options["control_plane"].(map[string]any)
+			if what, _ := cp["what"].(string); !strings.HasPrefix(what, "ztunnels and the gateway:") {
+				t.Errorf("manifest's control_plane.what %q, want it to name the gateway", what)
+			}
+		})
+	}
+}

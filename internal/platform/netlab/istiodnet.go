@@ -50,16 +50,15 @@ func supportsIstiod(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
 	case topology.ModeNone:
+		if o.Gateway {
+			// No mesh, no istiod: the gateway would be meshbench's
+			// hand-rendered one, mixed into a plan with istiod's.
+			return []error{errors.New("gateway with mesh none and control plane istiod: not yet (without a mesh istiod does not run, and the gateway would be meshbench's hand-rendered one); use --control-plane lab")}
+		}
 		return nil
 	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s with control plane istiod: istiod configures the lab's sidecars, ztunnels and waypoint only so far (mesh none, sidecar, ambient or waypoint); use --control-plane lab", o.Mode))
-	}
-	if o.Gateway && o.Mode != topology.ModeSidecar {
-		errs = append(errs, fmt.Errorf("gateway with mesh %s and control plane istiod: not yet (istiod configures the ingress gateway with mesh sidecar only); use mesh sidecar or --control-plane lab", o.Mode))
-	}
-	if o.Protocol == topology.ProtocolTCP && o.Mode == topology.ModeWaypoint {
-		errs = append(errs, errors.New("protocol tcp with mesh waypoint and control plane istiod: not yet (the waypoint's check counts its L7 requests); use mesh sidecar or ambient, or --control-plane lab"))
 	}
 	return errs
 }
@@ -88,6 +87,9 @@ type istiodNet struct {
 	// completed requests and gwTLS its TLS handshakes.
 	base                  map[string]podCounters
 	wpBase, gwBase, gwTLS float64
+	// wpTCPBase is the waypoint's TCP proxies' counters at the cell's
+	// start (protocol tcp).
+	wpTCPBase waypointTCPCounters
 	// xdsBase are each pilot-agent's istiod connection counters at the
 	// cell's start (agentConns), by pod.
 	xdsBase map[string]agentConns
@@ -240,8 +242,12 @@ func (in *istiodNet) manifest() map[string]any {
 	}
 	if in.ambient {
 		what, ready = "ztunnels: workloads, services and authorization from istiod's WDS (no local config file), certificates from istiod's CA, against the lab's API server; pods handed to ztunnel by meshbench's ZDS agent (istio-cni's part)", "ztunnels_ready_s"
-		if len(in.envoys) > 0 {
+		if l := in.d.lab; l.waypoint() != nil {
 			what += "; the waypoint: a Gateway of class istio-waypoint, pilot-agent proxy waypoint + upstream Envoy, xDS and certificate from istiod"
+		}
+		if in.gateway {
+			// "ztunnels and the gateway: …", as run's header reads it.
+			what = "ztunnels and the gateway" + strings.TrimPrefix(what, "ztunnels") + "; " + ambientGatewayWhat
 		}
 	}
 	return map[string]any{"control_plane": map[string]any{
@@ -295,6 +301,34 @@ func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounte
 		out[pod] = c
 	}
 	return out, errors.Join(errs...)
+}
+
+// waypointTCPCounters are the connections the waypoint's TCP proxies
+// (waypointTCP) took and the bytes they carried both ways.
+type waypointTCPCounters struct{ conns, bytes float64 }
+
+// since is c since base; counters that went down (its Envoy restarted
+// by a fault) count from 0.
+func (c waypointTCPCounters) since(base waypointTCPCounters) waypointTCPCounters {
+	if c.conns < base.conns || c.bytes < base.bytes {
+		return c
+	}
+	return waypointTCPCounters{conns: c.conns - base.conns, bytes: c.bytes - base.bytes}
+}
+
+// waypointTCPStats reads the waypoint's TCP proxy counters.
+func waypointTCPStats(ctx context.Context, wp *Pod) (waypointTCPCounters, error) {
+	var c waypointTCPCounters
+	prefix := `^` + regexp.QuoteMeta(waypointTCP) + `.*\.`
+	conns, err := envoySum(ctx, wp, prefix+`downstream_cx_total$`)
+	if err != nil {
+		return c, fmt.Errorf("the waypoint: %w", err)
+	}
+	bytes, err := envoySum(ctx, wp, prefix+`downstream_cx_(rx|tx)_bytes_total$`)
+	if err != nil {
+		return c, fmt.Errorf("the waypoint: %w", err)
+	}
+	return waypointTCPCounters{conns: conns, bytes: bytes}, nil
 }
 
 // envoyRequests are the requests the HTTP connection managers of the
@@ -363,16 +397,18 @@ func (in *istiodNet) startInterval(ctx context.Context, l *Lab) error {
 	if in.xdsBase, err = in.agentConns(ctx, l); err != nil {
 		return err
 	}
-	if in.ambient {
-		if wp := l.waypoint(); wp != nil {
-			in.wpBase, err = envoyRequests(ctx, wp)
-		}
-		return err
-	}
 	if in.gateway {
 		if in.gwBase, in.gwTLS, err = in.gatewayCounters(ctx, l); err != nil {
 			return err
 		}
+	}
+	if in.ambient {
+		if wp := l.waypoint(); wp != nil {
+			if in.wpBase, err = envoyRequests(ctx, wp); err == nil && in.d.opts.Protocol == topology.ProtocolTCP {
+				in.wpTCPBase, err = waypointTCPStats(ctx, wp)
+			}
+		}
+		return err
 	}
 	in.base, err = in.counters(ctx, l)
 	return err
@@ -417,8 +453,13 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	}
 	if in.ambient {
 		who, whose = "ztunnels", "ztunnels'"
-		if l.waypoint() != nil {
+		switch {
+		case l.waypoint() != nil && in.gateway:
+			whose = "ztunnels', the waypoint's and the gateway's"
+		case l.waypoint() != nil:
 			whose = "ztunnels' and the waypoint's"
+		case in.gateway:
+			whose = "ztunnels' and the gateway's"
 		}
 	}
 	mc.Lines = append(mc.Lines, "istiod's ACK table (the "+whose+" config came from istiod):")
@@ -450,25 +491,6 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		mc.Derived["istiod_agent_connect_failures"] = failed
 		mc.Lines = append(mc.Lines, fmt.Sprintf("pilot-agents' connections to istiod over the cell (their own istiod_connection_terminations and _failures): %.0f ended, %.0f attempts failed.", ended, failed))
 	}
-	if in.ambient {
-		if wp := l.waypoint(); wp != nil {
-			end, err := envoyRequests(ctx, wp)
-			if err != nil {
-				return mc, err
-			}
-			n := end - in.wpBase
-			if n < 0 {
-				// Its Envoy was restarted (a fault): counted from 0.
-				n = end
-			}
-			mc.Derived["istiod_waypoint_requests"] = n
-			mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
-			if n <= 0 {
-				mc.Invalid = append(mc.Invalid, "the waypoint completed no request over the cell")
-			}
-		}
-		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
-	}
 	if in.gateway {
 		req, tls, err := in.gatewayCounters(ctx, l)
 		if err != nil {
@@ -483,6 +505,40 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 		if tls <= 0 {
 			mc.Invalid = append(mc.Invalid, "the gateway (config from istiod) accepted no TLS handshake over the cell")
 		}
+	}
+	if in.ambient {
+		if wp := l.waypoint(); wp != nil {
+			end, err := envoyRequests(ctx, wp)
+			if err != nil {
+				return mc, err
+			}
+			n := end - in.wpBase
+			if n < 0 {
+				// Its Envoy was restarted (a fault): counted from 0.
+				n = end
+			}
+			mc.Derived["istiod_waypoint_requests"] = n
+			if in.d.opts.Protocol == topology.ProtocolTCP {
+				// At L4 the waypoint proxies connections (Envoy's
+				// tcp_proxy), not requests.
+				c, err := waypointTCPStats(ctx, wp)
+				if err != nil {
+					return mc, err
+				}
+				c = c.since(in.wpTCPBase)
+				mc.Derived["istiod_waypoint_tcp_connections"], mc.Derived["istiod_waypoint_tcp_bytes"] = c.conns, c.bytes
+				mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) proxied %.0f connections at L4 (TCP proxy, %.0f bytes both ways) over the cell.", c.conns, c.bytes))
+				if c.conns <= 0 || c.bytes <= 0 {
+					mc.Invalid = append(mc.Invalid, "the waypoint proxied no TCP connection over the cell")
+				}
+			} else {
+				mc.Lines = append(mc.Lines, fmt.Sprintf("waypoint: its Envoy (pilot-agent proxy waypoint, config from istiod) completed %.0f requests over the cell.", n))
+				if n <= 0 {
+					mc.Invalid = append(mc.Invalid, "the waypoint completed no request over the cell")
+				}
+			}
+		}
+		return mc, in.checkZtunnels(ctx, l, rawDir, &mc)
 	}
 	end, err := in.counters(ctx, l)
 	if err != nil {

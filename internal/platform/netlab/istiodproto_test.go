@@ -19,12 +19,14 @@ import (
 // every request is answered 200, istiod holds the port as TCP, the
 // server sidecars took the connections at L4 (TCP proxy), completed no
 // request at L7 and accepted no TLS handshake; in ambient istiod holds
-// the port as TCP and the ztunnels carry it. Each cell is valid and
-// leaves nothing behind.
+// the port as TCP and the ztunnels carry it; with the waypoint (its
+// check counts Envoy's tcp_proxy stats there, not L7 requests) the
+// waypoint proxied the load's connections at L4 and bytes through them.
+// Each cell is valid and leaves nothing behind.
 func TestSubstrateRunIstiodTCPPlain(t *testing.T) {
 	testutil.RequireRoot(t, "netlab: needs root to make network namespaces")
 	if testing.Short() {
-		t.Skip("two whole cells with an API server and istiod (~45 s)")
+		t.Skip("three whole cells with an API server and istiod (~60 s)")
 	}
 	b := requireIstiod(t)
 	bin := findEnvoy(t)
@@ -35,10 +37,11 @@ func TestSubstrateRunIstiodTCPPlain(t *testing.T) {
 	}{
 		{topology.ModeSidecar, false},
 		{topology.ModeAmbient, true},
+		{topology.ModeWaypoint, true},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			sub := &Substrate{ControlPlane: ControlPlaneIstiod, Istio: b, Envoy: bin.Path}
-			if tc.mode == topology.ModeAmbient {
+			if tc.mode != topology.ModeSidecar {
 				sub.Ztunnel = requirements(t)
 			}
 			mo := topology.DefaultOptions()
@@ -60,10 +63,16 @@ func TestSubstrateRunIstiodTCPPlain(t *testing.T) {
 			if !held {
 				t.Errorf("no line saying istiod holds the service's port as TCP: %q", res.MeshCheck.Lines)
 			}
+			d := res.Manifest.Derived
+			if tc.mode == topology.ModeWaypoint {
+				if d["istiod_waypoint_tcp_connections"] <= 0 || d["istiod_waypoint_tcp_bytes"] < float64(lr.Completed) {
+					t.Errorf("the waypoint proxied %v TCP connections and %v bytes over the cell; want the load's connections and at least a byte per request (%d)",
+						d["istiod_waypoint_tcp_connections"], d["istiod_waypoint_tcp_bytes"], lr.Completed)
+				}
+			}
 			if tc.mode != topology.ModeSidecar {
 				return
 			}
-			d := res.Manifest.Derived
 			if d["istiod_server_tcp_connections"] <= 0 || d["istiod_server_http_requests"] != 0 || d["istiod_server_tls_handshakes"] != 0 {
 				t.Errorf("server sidecars: %v TCP connections, %v requests at L7, %v TLS handshakes; want connections at L4 only, in plaintext",
 					d["istiod_server_tcp_connections"], d["istiod_server_http_requests"], d["istiod_server_tls_handshakes"])

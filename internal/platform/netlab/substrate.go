@@ -269,7 +269,14 @@ func (u *upping) spec(context.Context) error {
 		o.Nodes = append(o.Nodes, NodeSpec{})
 	}
 	for _, p := range t.Pods {
-		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: u.meshed, Sidecar: sidecars && t.Sidecar(p.Name) != nil,
+		enrolled := u.meshed
+		if u.istiodOn() && t.Options.Gateway && p.Role == topology.PodClient {
+			// Behind istiod's gateway (not enrolled, as Istio's) the
+			// load comes from outside the mesh, as the topology has it:
+			// its ztunnel would carry it to the gateway in plaintext.
+			enrolled = false
+		}
+		ps := PodSpec{Name: p.Name, Identity: p.Identity, Enrolled: enrolled, Sidecar: sidecars && t.Sidecar(p.Name) != nil,
 			Policies: u.meshed && p.Role == topology.PodServer && t.Options.Policies > 0}
 		if p.Service != "" {
 			ps.Services = []string{p.Service}
@@ -281,7 +288,9 @@ func (u *upping) spec(context.Context) error {
 		o.Nodes[index[wp.Node]].Pods = append(o.Nodes[index[wp.Node]].Pods, waypointSpec())
 	}
 	if gw := t.ProxyByRole(topology.RoleGateway); gw != nil {
-		o.Nodes[index[gw.Node]].Pods = append(o.Nodes[index[gw.Node]].Pods, gatewaySpec(u.meshed))
+		// istiod's gateway is not enrolled (Istio captures no gateway
+		// pod): it sends HBONE to the ambient pods itself.
+		o.Nodes[index[gw.Node]].Pods = append(o.Nodes[index[gw.Node]].Pods, gatewaySpec(u.meshed && !u.istiodOn()))
 	}
 	for _, svc := range t.Services {
 		o.Services = append(o.Services, ServiceSpec{Name: svc.Name, Namespace: svc.Namespace, Port: svc.Port, TargetPort: svc.Port})
@@ -417,7 +426,7 @@ func (u *upping) gateway(context.Context) error {
 	if gw == nil {
 		return nil
 	}
-	if u.istiodSidecars() {
+	if u.istiodOn() {
 		// pilot-agent starts the gateway's Envoy, istiod configures it
 		// (upIstiod): the load goes to its HTTPS listener.
 		u.nt.LoadTargets = []topology.LoadTarget{{URL: gatewayURL(u.lab.Pod(gatewayPod))}}

@@ -50,6 +50,9 @@ type Service struct {
 	// PortName declares the protocol (Istio reads "http…" as HTTP).
 	PortName string
 	Selector map[string]string
+	// Labels are the Service's own (a mesh's: Istio's
+	// istio.io/ingress-use-waypoint).
+	Labels map[string]string
 }
 
 // Objects are the lab as Kubernetes objects.
@@ -189,7 +192,7 @@ func (s *Server) createService(ctx context.Context, svc Service, pods []Pod) err
 		name = "http"
 	}
 	obj := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: svc.Labels},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: svc.VIP.String(), Selector: svc.Selector,
 			Ports: []corev1.ServicePort{{Name: name, Port: int32(svc.Port), TargetPort: intstr.FromInt(svc.TargetPort), Protocol: corev1.ProtocolTCP}},
