@@ -179,6 +179,14 @@ type Spec struct {
 	// API's own address on the pod's loopback instead of ControlAddr
 	// (Linkerd's controllers serve them on three ports).
 	IdentityAddr, DestinationAddr, PolicyAddr netip.AddrPort
+	// IdentitySvcName, DestinationSvcName and PolicySvcName, when set,
+	// are the identities the proxy verifies on each API's server
+	// (LINKERD2_PROXY_*_SVC_NAME, as Linkerd's injector sets them, e.g.
+	// linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local).
+	// The proxy requires the name with a non-loopback address and then
+	// reaches that API over TLS, verifying it; to a loopback address it
+	// speaks plaintext whatever the name (its env.rs, parse_control_addr).
+	IdentitySvcName, DestinationSvcName, PolicySvcName string
 	// TrustAnchorsPEM is the trust anchors' PEM text.
 	TrustAnchorsPEM string
 	Identity        IdentityFiles
@@ -224,6 +232,13 @@ func (s Spec) Env() []string {
 		"LINKERD2_PROXY_POLICY_SVC_ADDR=" + addr(s.PolicyAddr),
 		"LINKERD2_PROXY_POLICY_WORKLOAD=" + s.Workload,
 		"LINKERD2_PROXY_INBOUND_DEFAULT_POLICY=all-authenticated",
+	}
+	for _, n := range []struct{ api, name string }{
+		{"IDENTITY", s.IdentitySvcName}, {"DESTINATION", s.DestinationSvcName}, {"POLICY", s.PolicySvcName},
+	} {
+		if n.name != "" {
+			env = append(env, "LINKERD2_PROXY_"+n.api+"_SVC_NAME="+n.name)
+		}
 	}
 	if len(s.InboundPorts) > 0 {
 		var ps []string

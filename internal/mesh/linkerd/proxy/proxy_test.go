@@ -275,7 +275,8 @@ func TestEnv(t *testing.T) {
 			t.Errorf("env lacks %s", want)
 		}
 	}
-	for _, absent := range []string{"LINKERD2_PROXY_CORES", "LINKERD2_PROXY_INBOUND_PORTS", "LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS"} {
+	for _, absent := range []string{"LINKERD2_PROXY_CORES", "LINKERD2_PROXY_INBOUND_PORTS", "LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS",
+		"_SVC_NAME="} {
 		if strings.Contains(env, absent) {
 			t.Errorf("env has %s unasked", absent)
 		}
@@ -296,6 +297,23 @@ func TestEnv(t *testing.T) {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s", want)
 		}
+	}
+	// Each API's server identity, as Linkerd's injector names them
+	// (charts/partials/templates/_proxy.tpl): each only when set.
+	const dst = "linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local"
+	s.DestinationSvcName, s.PolicySvcName = dst, dst
+	env = strings.Join(s.Env(), "\n")
+	for _, want := range []string{"LINKERD2_PROXY_DESTINATION_SVC_NAME=" + dst, "LINKERD2_PROXY_POLICY_SVC_NAME=" + dst} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %s", want)
+		}
+	}
+	if strings.Contains(env, "LINKERD2_PROXY_IDENTITY_SVC_NAME") {
+		t.Error("env has LINKERD2_PROXY_IDENTITY_SVC_NAME unasked")
+	}
+	s.IdentitySvcName = "linkerd-identity.linkerd.serviceaccount.identity.linkerd.cluster.local"
+	if env = strings.Join(s.Env(), "\n"); !strings.Contains(env, "LINKERD2_PROXY_IDENTITY_SVC_NAME="+s.IdentitySvcName) {
+		t.Errorf("env lacks LINKERD2_PROXY_IDENTITY_SVC_NAME=%s", s.IdentitySvcName)
 	}
 }
 
