@@ -174,3 +174,71 @@ func TestUseLinkerdControllers(t *testing.T) {
 		t.Errorf("the substrate is not configured for Linkerd's controllers: %+v", sub)
 	}
 }
+
+// TestUseRealControlPlanes: --control-plane real gives every mesh its
+// own real control plane: refused on loopback; with neither build it is
+// refused in one line naming both (and only what the plan's meshes
+// need: mesh none alone needs nothing); with both, a plan of none,
+// sidecar, ambient and linkerd is accepted, istiod then runs for Istio's
+// modes and Linkerd's controllers for linkerd, and a linkerd cell
+// Linkerd's controllers cannot run yet (app faces) is still refused.
+func TestUseRealControlPlanes(t *testing.T) {
+	none := topology.DefaultOptions()
+	sidecar, ambient, linkerd := none, none, none
+	sidecar.Mode, ambient.Mode, linkerd.Mode = topology.ModeSidecar, topology.ModeAmbient, topology.ModeLinkerd
+	all := []topology.Options{none, sidecar, ambient, linkerd}
+	err := UseControlPlane(nil, ControlPlaneReal, all, "/envoy", false)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--control-plane real: runs only on the netns substrate") {
+		t.Errorf("real on loopback: %v, want refused", err)
+	}
+
+	t.Run("missing builds", func(t *testing.T) {
+		t.Setenv(istio.EnvBuild, t.TempDir())
+		t.Setenv(release.EnvBuild, t.TempDir())
+		err := UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel", LinkerdProxy: "/proxy"}, ControlPlaneReal, all, "/envoy", false)
+		var ue *UsageError
+		if !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") ||
+			!strings.Contains(err.Error(), "istiod for mesh sidecar, ambient, waypoint") || !strings.Contains(err.Error(), "Linkerd's controllers for mesh linkerd") {
+			t.Errorf("real without either build: %v, want one line naming both", err)
+		}
+		err = UseControlPlane(&netlab.Substrate{Ztunnel: "ztunnel", LinkerdProxy: "/proxy"}, ControlPlaneReal, []topology.Options{none, sidecar}, "/envoy", false)
+		if err == nil || strings.Contains(err.Error(), "Linkerd") {
+			t.Errorf("real with mesh none and sidecar, no builds: %v, want refused for istiod only", err)
+		}
+		if err := UseControlPlane(&netlab.Substrate{}, ControlPlaneReal, []topology.Options{none}, "", false); err != nil {
+			t.Errorf("real with mesh none only: %v, want accepted (it needs no control plane)", err)
+		}
+	})
+
+	if _, err := istio.Open(istio.DefaultDir()); err != nil {
+		t.Skip(err)
+	}
+	if _, err := release.Open(release.DefaultDir()); err != nil {
+		t.Skip(err)
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		t.Skip(err)
+	}
+	sub := &netlab.Substrate{Ztunnel: "ztunnel", LinkerdProxy: "/proxy"}
+	if err := UseControlPlane(sub, ControlPlaneReal, all, "/envoy", false); err != nil {
+		t.Fatal(err)
+	}
+	if sub.ControlPlane != ControlPlaneReal || !sub.IstiodRuns() || !sub.LinkerdControllersRun() || sub.Istio.Dir == "" || sub.Envoy != "/envoy" {
+		t.Errorf("the substrate is not configured for both control planes: %+v", sub)
+	}
+	first := LabLine(sub, []topology.Mode{topology.ModeNone, topology.ModeSidecar, topology.ModeAmbient, topology.ModeLinkerd}, nil)
+	for _, want := range []string{"sidecar: real Envoy sidecars", "configured and certified by the real istiod", "configured (WDS) and certified by the real istiod", "configured and certified by Linkerd's real controllers"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first line %q: want it to say %q", first, want)
+		}
+	}
+	if strings.Contains(first, "istiod is not run") || strings.Contains(first, "stand-in") {
+		t.Errorf("first line %q: says a mesh is not configured by its own control plane", first)
+	}
+	faces := linkerd
+	faces.App = topology.AppFaces
+	err = UseControlPlane(&netlab.Substrate{LinkerdProxy: "/proxy"}, ControlPlaneReal, []topology.Options{faces}, "", false)
+	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "app faces with control plane linkerd: not yet") {
+		t.Errorf("real with mesh linkerd and app faces: %v, want refused", err)
+	}
+}

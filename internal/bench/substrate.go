@@ -219,19 +219,19 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			what = envoyName + " STANDS IN for ztunnel"
 		case ns == nil && m == topology.ModeWaypoint:
 			what = envoyName + " STANDS IN for ztunnel; a real " + envoyName + " waypoint"
-		case m == topology.ModeSidecar && ns.ControlPlane == ControlPlaneIstiod:
+		case m == topology.ModeSidecar && ns.IstiodRuns():
 			what = "real " + envoyName + " sidecars (and ingress gateway, in gateway cells: Istio's istio-ingressgateway) run by pilot-agent, configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server, istio-init's capture"
 		case m == topology.ModeSidecar:
 			what = "real " + envoyName + " sidecars, istio-init's capture"
-		case m == topology.ModeAmbient && ns.ControlPlane == ControlPlaneIstiod:
+		case m == topology.ModeAmbient && ns.IstiodRuns():
 			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture, configured (WDS) and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server (and ingress gateway, in gateway cells: Istio's istio-ingressgateway, from istiod, sending HBONE)"
 		case m == topology.ModeAmbient:
 			what = "real ztunnel (Istio's" + short(ns.Ztunnel) + "), in-pod capture"
-		case m == topology.ModeWaypoint && ns.ControlPlane == ControlPlaneIstiod:
+		case m == topology.ModeWaypoint && ns.IstiodRuns():
 			what = "real ztunnel and a real " + envoyName + " waypoint run by pilot-agent, both configured and certified by the real istiod (" + ns.Istio.Stamp + ") on a lab API server (a Gateway of class istio-waypoint; and ingress gateway, in gateway cells: Istio's istio-ingressgateway, from istiod, through the waypoint)"
 		case m == topology.ModeWaypoint:
 			what = "real ztunnel and a real " + envoyName + " waypoint"
-		case m == topology.ModeLinkerd && ns.ControlPlane == ControlPlaneLinkerd:
+		case m == topology.ModeLinkerd && ns.LinkerdControllersRun():
 			what = "real linkerd2-proxy (Linkerd's" + short(ns.LinkerdProxy) + "), proxy-init's capture, configured and certified by Linkerd's real controllers (" +
 				release.Version + ": identity, destination, policy) on a lab API server"
 		case m == topology.ModeLinkerd:
@@ -244,7 +244,7 @@ func LabLine(sub local.Substrate, modes []topology.Mode, bin *envoy.Binary) stri
 			lastIstio = len(parts) - 1
 		}
 	}
-	if lastIstio >= 0 && (ns == nil || ns.ControlPlane != ControlPlaneIstiod) {
+	if lastIstio >= 0 && (ns == nil || !ns.IstiodRuns()) {
 		// After the last of Istio's modes: what stands in for istiod.
 		parts[lastIstio] += "; in Istio's modes istiod is not run (config from the topology, certificates from the lab's CA)"
 	}
@@ -263,6 +263,9 @@ const (
 	ControlPlaneLab     = netlab.ControlPlaneLab
 	ControlPlaneIstiod  = netlab.ControlPlaneIstiod
 	ControlPlaneLinkerd = netlab.ControlPlaneLinkerd
+	// ControlPlaneReal: every mesh from its own real control plane,
+	// Istio's modes from istiod, mode linkerd from Linkerd's controllers.
+	ControlPlaneReal = netlab.ControlPlaneReal
 )
 
 // UseControlPlane sets which control plane configures the lab's sidecars
@@ -279,10 +282,13 @@ func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options
 	case ControlPlaneIstiod:
 	case ControlPlaneLinkerd:
 		return useLinkerdControllers(sub, opts)
+	case ControlPlaneReal:
+		return useRealControlPlanes(sub, opts, envoyBin, hops)
 	default:
 		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), "+
 			"istiod (the real istiod against a lab API server; netns substrate, mesh sidecar, ambient or waypoint), "+
-			"linkerd (Linkerd's real controllers against a lab API server; netns substrate, mesh linkerd)", choice)
+			"linkerd (Linkerd's real controllers against a lab API server; netns substrate, mesh linkerd), "+
+			"real (each mesh from its own: istiod for sidecar, ambient and waypoint, Linkerd's controllers for linkerd; netns substrate)", choice)
 	}
 	if hops {
 		return usagef("--control-plane istiod with --hops: not yet (hop timing reads the lab's own Envoys' access logs; istiod's sidecars log none); leave one out")
@@ -336,6 +342,70 @@ func useLinkerdControllers(sub local.Substrate, opts []topology.Options) error {
 			seen[err.Error()] = true
 			bad = append(bad, err)
 		}
+	}
+	if len(bad) > 0 {
+		return &UsageError{Err: errors.New(oneLine(errors.Join(bad...)))}
+	}
+	return nil
+}
+
+// useRealControlPlanes is UseControlPlane's real: every mesh of opts
+// from its own real control plane, istiod for Istio's modes, Linkerd's
+// controllers for mode linkerd (mode none needs none). It checks only
+// what the plan's meshes need, all before anything starts, and refuses
+// with one line naming every missing part.
+func useRealControlPlanes(sub local.Substrate, opts []topology.Options, envoyBin string, hops bool) error {
+	ns, ok := sub.(*netlab.Substrate)
+	if !ok {
+		return usagef("--control-plane real: runs only on the netns substrate (root; --substrate netns), not on loopback")
+	}
+	var needIstio, needLinkerd bool
+	for _, o := range opts {
+		switch o.Mode {
+		case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
+			needIstio = true
+		case topology.ModeLinkerd:
+			needLinkerd = true
+		}
+	}
+	var bad []error
+	seen := map[string]bool{}
+	add := func(err error) {
+		if err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			bad = append(bad, err)
+		}
+	}
+	if needIstio && hops {
+		add(errors.New("--control-plane real with --hops and Istio's modes: not yet (hop timing reads the lab's own Envoys' access logs; istiod's sidecars log none); leave one out"))
+	}
+	var ib istio.Build
+	if needIstio {
+		b, err := istio.Open(istio.DefaultDir())
+		if err != nil {
+			add(fmt.Errorf("--control-plane real (istiod for mesh sidecar, ambient, waypoint): %w", err))
+		}
+		ib = b
+	}
+	var lb release.Build
+	if needLinkerd {
+		b, err := release.Open(release.DefaultDir())
+		if err != nil {
+			add(fmt.Errorf("--control-plane real (Linkerd's controllers for mesh linkerd): %w", err))
+		}
+		lb = b
+	}
+	if needIstio || needLinkerd {
+		if _, _, err := labapi.Check(); err != nil {
+			add(fmt.Errorf("--control-plane real: %w", err))
+		}
+	}
+	if len(bad) > 0 {
+		return &UsageError{Err: errors.New(oneLine(errors.Join(bad...)))}
+	}
+	ns.ControlPlane, ns.Istio, ns.Envoy, ns.Linkerd = ControlPlaneReal, ib, envoyBin, lb
+	for _, o := range opts {
+		add(ns.Supports(o))
 	}
 	if len(bad) > 0 {
 		return &UsageError{Err: errors.New(oneLine(errors.Join(bad...)))}

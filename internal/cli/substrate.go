@@ -39,7 +39,8 @@ func addControlPlaneFlag(fl *pflag.FlagSet, p *string) {
 	fl.StringVar(p, "control-plane", bench.ControlPlaneLab, "who configures the lab's proxies: lab (meshbench renders the sidecars' and ztunnels' configs from the topology, certificates from the lab's CA; "+
 		"its stand-in serves Linkerd's proxies), istiod "+
 		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy, ztunnels take istiod's WDS and CA; netns substrate, mesh none, sidecar, ambient or waypoint; the gateway with sidecar, ambient or waypoint, not with none) "+
-		"or linkerd (Linkerd's real identity, destination and policy controllers from make linkerd-tools against that API server; netns substrate, mesh none or linkerd, static app)")
+		"linkerd (Linkerd's real identity, destination and policy controllers from make linkerd-tools against that API server; netns substrate, mesh none or linkerd, static app) "+
+		"or real (every mesh from its own real control plane in one plan: istiod for sidecar, ambient and waypoint, Linkerd's controllers for linkerd, none for none; needs only what the plan's meshes use)")
 }
 
 // addLinkerdProxyFlag adds --linkerd-proxy, the binary of mode linkerd.

@@ -152,8 +152,8 @@ func (b *builder) scalars() {
 	}
 	if it, ok := b.one("control_plane"); ok {
 		switch {
-		case it.text != ControlPlaneLab && it.text != ControlPlaneIstiod && it.text != ControlPlaneLinkerd:
-			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate)")
+		case it.text != ControlPlaneLab && it.text != ControlPlaneIstiod && it.text != ControlPlaneLinkerd && it.text != ControlPlaneReal:
+			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate), real (each mesh from its own: istiod for Istio's modes, Linkerd's controllers for linkerd; netns substrate)")
 		case kube:
 			b.s.badItem("control_plane", it, "only on platform local (a cluster runs the mesh's own control plane)")
 		default:

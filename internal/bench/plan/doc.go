@@ -31,7 +31,7 @@
 //	sample_interval: 1s      # /proc sampling period, above 0
 //	pss_every: 0             # read PSS every N sampling rounds; 0: about every 5 s
 //	substrate: auto          # netns (namespaces, the real ztunnel), loopback (Envoy stands in for ztunnel), auto
-//	control_plane: lab       # who configures the lab's proxies: lab (hand-rendered, stand-in), istiod (sidecars, ztunnels), linkerd (the real ones; netns)
+//	control_plane: lab       # who configures the lab's proxies: lab (hand-rendered, stand-in), istiod (sidecars, ztunnels), linkerd (the real ones; netns), real (each mesh its own)
 //	reuse_topology: true     # within a round, run a topology's cells on one running lab
 //	baseline: none           # the mesh others are compared with; must be in axes.mesh
 //	thresholds:

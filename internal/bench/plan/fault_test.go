@@ -71,6 +71,7 @@ func TestFaultControlPlane(t *testing.T) {
 	}{
 		{"istiod", "none, sidecar, ambient, waypoint", 3, "none-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: mesh none has no control-plane (its parts: none)"},
 		{"linkerd", "none, linkerd", 1, "none-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: mesh none has no control-plane (its parts: none)"},
+		{"real", "none, sidecar, ambient, linkerd", 3, "none-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: mesh none has no control-plane (its parts: none)"},
 		{"lab", "sidecar, linkerd", 0, "linkerd-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: control-plane of mesh linkerd: not with control plane lab (its stand-in control plane is not restarted by a supervisor); use control plane linkerd\n" +
 			"sidecar-static-x1-p0-http-pod-mtls-n1: fault kill:control-plane@1s: control-plane of mesh sidecar: the lab runs no istiod with control plane lab (its proxies' config comes from the topology, their certificates from the lab's CA); use control plane istiod"},
 	} {

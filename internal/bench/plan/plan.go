@@ -174,6 +174,9 @@ const (
 	// ControlPlaneLinkerd: Linkerd's own controllers configure the lab's
 	// Linkerd proxies (mode linkerd) instead of meshbench's stand-in.
 	ControlPlaneLinkerd = "linkerd"
+	// ControlPlaneReal: every mesh from its own real control plane
+	// (istiod for sidecar, ambient, waypoint; Linkerd's for linkerd).
+	ControlPlaneReal = "real"
 )
 
 // The local lab's substrates (Plan.Substrate).

@@ -85,7 +85,7 @@ func TestBadPlans(t *testing.T) {
 		// Who configures the sidecars: a name it does not know, and one on
 		// a cluster.
 		{"control plane", "control_plane: consul\n", []string{
-			`p.yaml:1: control_plane "consul": allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate)`,
+			`p.yaml:1: control_plane "consul": allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate), real (each mesh from its own: istiod for Istio's modes, Linkerd's controllers for linkerd; netns substrate)`,
 		}},
 		{"control plane on kube", "platform: kube\ncontrol_plane: istiod\naxes:\n  mesh: [none]\n", []string{
 			`p.yaml:2: control_plane "istiod": only on platform local (a cluster runs the mesh's own control plane)`,

@@ -35,6 +35,9 @@ import (
 const (
 	ControlPlaneLab    = "lab"
 	ControlPlaneIstiod = "istiod"
+	// ControlPlaneReal: every mesh from its own real control plane
+	// (Istio's modes from istiod, mode linkerd from Linkerd's controllers).
+	ControlPlaneReal = "real"
 )
 
 // istiod's ports: the xDS and CA port the sidecars dial at the fabric's

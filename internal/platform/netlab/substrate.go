@@ -149,6 +149,14 @@ func (s *Substrate) Supports(o topology.Options) error {
 		errs = append(errs, supportsIstiod(o)...)
 	case ControlPlaneLinkerd:
 		errs = append(errs, supportsLinkerdControllers(o)...)
+	case ControlPlaneReal:
+		switch o.Mode {
+		case topology.ModeLinkerd:
+			errs = append(errs, supportsLinkerdControllers(o)...)
+		case topology.ModeNone:
+		default:
+			errs = append(errs, supportsIstiod(o)...)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -463,13 +471,25 @@ func (u *upping) linkerd(ctx context.Context) error {
 // istiodSidecars: istiod configures this topology's sidecars (then the
 // lab renders and starts no Envoy: pilot-agent starts them).
 func (u *upping) istiodSidecars() bool {
-	return u.s.ControlPlane == ControlPlaneIstiod && u.t.Options.Mode == topology.ModeSidecar
+	return u.s.IstiodRuns() && u.t.Options.Mode == topology.ModeSidecar
 }
 
 // linkerdControllers: Linkerd's own controllers configure this
 // topology's proxies.
 func (u *upping) linkerdControllers() bool {
-	return u.s.ControlPlane == ControlPlaneLinkerd && u.t.Options.Mode == topology.ModeLinkerd
+	return u.s.LinkerdControllersRun() && u.t.Options.Mode == topology.ModeLinkerd
+}
+
+// IstiodRuns: istiod configures Istio's modes (sidecar, ambient,
+// waypoint) on this substrate (control plane istiod or real).
+func (s *Substrate) IstiodRuns() bool {
+	return s.ControlPlane == ControlPlaneIstiod || s.ControlPlane == ControlPlaneReal
+}
+
+// LinkerdControllersRun: Linkerd's own controllers configure mode
+// linkerd's proxies on this substrate (control plane linkerd or real).
+func (s *Substrate) LinkerdControllersRun() bool {
+	return s.ControlPlane == ControlPlaneLinkerd || s.ControlPlane == ControlPlaneReal
 }
 
 // istiodOn: istiod configures this topology's sidecars, or its
@@ -477,7 +497,7 @@ func (u *upping) linkerdControllers() bool {
 func (u *upping) istiodOn() bool {
 	switch u.t.Options.Mode {
 	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
-		return u.s.ControlPlane == ControlPlaneIstiod
+		return u.s.IstiodRuns()
 	}
 	return false
 }

@@ -115,7 +115,7 @@ func planKeys() map[string]*jsonschema.Schema {
 		"pss_every":                    integer("Read PSS every N sampling rounds (0: about every 5 s); local only.", 0, 2147483647),
 		"reuse_topology":               boolean("Keep a topology up across the cells that share it (local only)."),
 		"substrate":                    enum("auto: netns where possible; netns: network namespaces, the real ztunnel; loopback: 127.0.N.x (local only).", plan.SubstrateAuto, plan.SubstrateNetns, plan.SubstrateLoopback),
-		"control_plane":                enum("who configures the lab's proxies: lab: meshbench's hand-rendered configs and its stand-in for Linkerd's control plane; istiod: the real istiod against a lab API server (sidecar, ambient and waypoint cells); linkerd: Linkerd's real controllers against a lab API server (linkerd cells) (local netns only).", plan.ControlPlaneLab, plan.ControlPlaneIstiod, plan.ControlPlaneLinkerd),
+		"control_plane":                enum("who configures the lab's proxies: lab: meshbench's hand-rendered configs and its stand-in for Linkerd's control plane; istiod: the real istiod against a lab API server (sidecar, ambient and waypoint cells); linkerd: Linkerd's real controllers against a lab API server (linkerd cells); real: each mesh from its own, istiod for Istio's modes, Linkerd's controllers for linkerd (local netns only).", plan.ControlPlaneLab, plan.ControlPlaneIstiod, plan.ControlPlaneLinkerd, plan.ControlPlaneReal),
 		"workers":                      integer("Load generator pods (kube only).", 1, plan.MaxWorkers),
 		"generator":                    enum("One load generator, as plans before axes.generator wrote it.", gens...),
 		"baseline":                     str("The mesh mode the others are compared with; one of axes.mesh."),
