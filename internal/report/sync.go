@@ -35,7 +35,11 @@ func SyncTable(w io.Writer, rows []istio.SyncRow) error {
 			}
 			cells = append(cells, s)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Proxy, r.Type, r.Version, strings.Join(cells, "\t"))
+		v := r.Version
+		if v == "" {
+			v = "-" // the proxy reported none (a ztunnel built without version stamps)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Proxy, r.Type, v, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -65,9 +66,19 @@ func TestDoctorRBACForFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chk := rbacCheck(ctx, c); !chk.OK {
-		t.Errorf("RBAC row for a user granted rbacVerbs: %+v, want OK", chk)
+	// The API server's authorizer sees a new or changed role a moment
+	// later: wait for the grant before judging the rows.
+	eventually := func(what string, check func() DoctorCheck) {
+		t.Helper()
+		var chk DoctorCheck
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if chk = check(); chk.OK {
+				return
+			}
+		}
+		t.Errorf("%s: %+v, want OK within 20 s", what, chk)
 	}
+	eventually("RBAC row for a user granted rbacVerbs", func() DoctorCheck { return rbacCheck(ctx, c) })
 	chk := faultRBACCheck(ctx, c)
 	if chk.OK || !chk.Warn || !strings.Contains(chk.Detail, "delete pods") || !strings.Contains(chk.Detail, "create pods/portforward") ||
 		!strings.Contains(chk.Detail, "update pods/resize") || !strings.Contains(chk.Detail, "plans with faults cannot run") {
@@ -78,7 +89,5 @@ func TestDoctorRBACForFaults(t *testing.T) {
 	if _, err := cs.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if chk := faultRBACCheck(ctx, c); !chk.OK {
-		t.Errorf("faults row once granted: %+v, want OK", chk)
-	}
+	eventually("faults row once granted", func() DoctorCheck { return faultRBACCheck(ctx, c) })
 }
