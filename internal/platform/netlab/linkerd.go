@@ -375,7 +375,7 @@ func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, 
 		}
 		lines, invalid := podInboundCheck(in, sent)
 		mc.Lines, mc.Invalid = append(mc.Lines, lines...), append(mc.Invalid, invalid...)
-		mc.Derived["linkerd_controllers_inbound_mtls"], mc.Derived["linkerd_controllers_inbound_plain"] = in.InboundTLS, in.InboundPlain
+		mc.Derived["linkerd_controllers_inbound_tls"], mc.Derived["linkerd_controllers_inbound_plain"] = in.InboundTLS, in.InboundPlain
 		errs = append(errs, os.WriteFile(filepath.Join(rawDir, "linkerd-diagnostics.txt"), []byte(head+"\n"+table+strings.Join(lines, "\n")+"\n"), 0o644))
 	}
 	return mc, errs
