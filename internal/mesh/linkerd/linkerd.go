@@ -115,7 +115,21 @@ type Controllers struct {
 	// the identity controller (a TokenRequest with audience
 	// identity.l5d.io, as the injector's projected volume holds it).
 	Token func(ctx context.Context, p Pod) (string, error)
+	// DestinationPod, when valid, is the IP of the pod of the destination
+	// and policy controllers, which has a linkerd2-proxy of its own: the
+	// proxies reach destination and policy there (ControllerPorts) over
+	// TLS, verifying DestinationName, as on a cluster (where the
+	// address is a headless service's name; the lab has no DNS), and
+	// Up makes no forwarder for them. Identity is still reached through
+	// the pod's loopback.
+	DestinationPod netip.Addr
 }
+
+// DestinationName is the identity of Linkerd's destination and policy
+// controllers' pod (service account linkerd-destination), as Linkerd's
+// proxy injector names it in LINKERD2_PROXY_{DESTINATION,POLICY}_SVC_NAME
+// (edge-26.8.3's charts/partials/templates/_proxy.tpl).
+const DestinationName = "linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local"
 
 // ControllerPorts are the ports of Linkerd's controllers, as its chart
 // serves them: identity 8080, destination 8086, policy 8090. On a pod's
@@ -305,7 +319,11 @@ func (m *Mesh) upControllers(ctx context.Context) error {
 		if err := m.installCapture(p); err != nil {
 			return fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
 		}
-		for _, port := range []int{ControllerPorts.Identity, ControllerPorts.Destination, ControllerPorts.Policy} {
+		ports := []int{ControllerPorts.Identity, ControllerPorts.Destination, ControllerPorts.Policy}
+		if o.Controllers.DestinationPod.IsValid() {
+			ports = ports[:1]
+		}
+		for _, port := range ports {
 			if err := m.forwardController(ctx, p, port); err != nil {
 				return fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
 			}
@@ -430,6 +448,11 @@ func (m *Mesh) attach(p Pod) error {
 		spec.IdentityAddr = controllerAddr(ControllerPorts.Identity)
 		spec.DestinationAddr = controllerAddr(ControllerPorts.Destination)
 		spec.PolicyAddr = controllerAddr(ControllerPorts.Policy)
+		if ip := m.Opts.Controllers.DestinationPod; ip.IsValid() {
+			spec.DestinationAddr = netip.AddrPortFrom(ip, uint16(ControllerPorts.Destination))
+			spec.PolicyAddr = netip.AddrPortFrom(ip, uint16(ControllerPorts.Policy))
+			spec.DestinationSvcName, spec.PolicySvcName = DestinationName, DestinationName
+		}
 	}
 	pr, err := proxy.Start(spec)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
+	"github.com/meshbench/meshbench/internal/sys/netns"
 	"github.com/meshbench/meshbench/internal/sys/process"
 )
 
@@ -323,12 +324,28 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 // to the API server. It returns the control plane's kubeconfig (in dir),
 // naming that listener.
 func (l *Lab) forwardAPI(api *labapi.Server, dir string) (string, error) {
+	if err := l.forwardAPIIn(l.fabric, "the fabric", api); err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(api.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	fwd := strings.Replace(string(data), api.URL, "https://127.0.0.1:"+strconv.Itoa(apiForwardPort), 1)
+	return path, os.WriteFile(path, []byte(fwd), 0o600)
+}
+
+// forwardAPIIn listens on ns's 127.0.0.1:apiForwardPort (where
+// forwardAPI's kubeconfig points) and carries every connection to the
+// API server; the lab's Close stops it.
+func (l *Lab) forwardAPIIn(ns *netns.NS, where string, api *labapi.Server) error {
 	var lis net.Listener
-	if err := l.fabric.Do(func() (err error) {
+	if err := ns.Do(func() (err error) {
 		lis, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(apiForwardPort))
 		return err
 	}); err != nil {
-		return "", fmt.Errorf("API server forwarder in the fabric: %w", err)
+		return fmt.Errorf("API server forwarder in %s: %w", where, err)
 	}
 	target := strings.TrimPrefix(api.URL, "https://")
 	var conns sync.WaitGroup
@@ -347,18 +364,12 @@ func (l *Lab) forwardAPI(api *labapi.Server, dir string) (string, error) {
 			}()
 		}
 	}()
-	l.sub.OnClose("API server forwarder", func() error {
+	l.sub.OnClose("API server forwarder in "+where, func() error {
 		err := lis.Close()
 		<-done
 		return err
 	})
-	data, err := os.ReadFile(api.Kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	fwd := strings.Replace(string(data), api.URL, "https://127.0.0.1:"+strconv.Itoa(apiForwardPort), 1)
-	return path, os.WriteFile(path, []byte(fwd), 0o600)
+	return nil
 }
 
 // forward copies c to and from a new connection to target until either

@@ -155,6 +155,12 @@ func (ln *linkerdNet) targets() []sample.Target {
 		for _, p := range []*process.Child{c.proc("identity"), c.proc("destination"), c.proc("policy")} {
 			out = append(out, sample.Target{PID: p.PID, Name: p.Name, Component: LinkerdControllersComponent, Category: sample.CategoryControlPlane})
 		}
+		if c.PodProxy != nil {
+			if p := c.PodProxy.Proxies[destinationPod]; p != nil {
+				out = append(out, sample.Target{PID: p.PID(), Name: LinkerdControllersProxyName, Component: LinkerdControllersProxyComponent,
+					Category: sample.CategoryControlPlane})
+			}
+		}
 		etcd, api := ln.api.PIDs()
 		out = append(out,
 			sample.Target{PID: api, Name: "lab kube-apiserver", Component: LabAPIComponent, Category: sample.CategoryOverhead},
@@ -167,6 +173,14 @@ func (ln *linkerdNet) targets() []sample.Target {
 // controllers in results (processes linkerd-identity,
 // linkerd-destination, linkerd-policy).
 const LinkerdControllersComponent = "control plane (Linkerd's controllers)"
+
+// LinkerdControllersProxyName and LinkerdControllersProxyComponent name
+// the destination pod's own linkerd2-proxy in results: control plane, in
+// a row of its own.
+const (
+	LinkerdControllersProxyName      = "linkerd-destination-linkerd-proxy"
+	LinkerdControllersProxyComponent = "control plane (Linkerd's controllers' proxies)"
+)
 
 // ControlPlaneName and ControlPlaneComponent name the control plane's
 // process in results: the lab's stand-in, never Linkerd's.
@@ -239,8 +253,12 @@ func (ln *linkerdNet) manifest() map[string]any {
 // proxies with --control-plane linkerd.
 const LinkerdControllersWhat = "Linkerd's own identity, destination and policy controllers (" + release.Version +
 	") against the lab's API server: every proxy's certificate from the identity controller (TokenRequest token, audience identity.l5d.io), " +
-	"its endpoints and profiles from destination, its policies from the policy controller; the proxies reach them in plaintext through " +
-	"meshbench's forwarders on their pods' loopback (on a cluster: over mTLS through the controllers' own proxies)"
+	"its endpoints and profiles from destination, its policies from the policy controller. destination and policy run in a pod of their own " +
+	"(the lab's x.y.0.5, service account linkerd-destination) with their own linkerd2-proxy: the proxies reach them at that IP over TLS, " +
+	"verifying linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local (on a cluster the address is a headless service's name; " +
+	"the lab has no DNS), the pod's proxy terminating it (its inbound counters, per cell: every request over TLS, none in plaintext; " +
+	"the proxies' control clients present no client certificate there, client_id empty). Not yet as on a cluster: identity still runs in the " +
+	"fabric namespace and the proxies reach it in plaintext through meshbench's forwarders on their pods' loopback"
 
 // startInterval keeps every proxy's counters as the cell's base.
 func (ln *linkerdNet) startInterval(ctx context.Context) error {
@@ -300,11 +318,10 @@ func (ln *linkerdNet) check(ctx context.Context, rawDir string) (local.MeshCheck
 // again after a controller went away (a kill:control-plane's
 // reconnections).
 func controlRequests(mc *local.MeshCheck, cell map[string]proxy.Stats) {
-	addr := func(port int) string { return linkerd.ControllerAddr(port).String() }
 	var dst, pol float64
 	for _, s := range cell {
-		dst += s.Control[addr(linkerd.ControllerPorts.Destination)]
-		pol += s.Control[addr(linkerd.ControllerPorts.Policy)]
+		dst += controlTo(s, linkerd.ControllerPorts.Destination)
+		pol += controlTo(s, linkerd.ControllerPorts.Policy)
 	}
 	mc.Derived["linkerd_destination_requests"] = dst
 	mc.Derived["linkerd_policy_requests"] = pol
@@ -334,14 +351,33 @@ func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, 
 	for _, line := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
 		mc.Lines = append(mc.Lines, "  "+line)
 	}
-	mc.Invalid = append(mc.Invalid, diagnosticsInvalid(rows)...)
-	if certified < float64(len(rows)) {
-		mc.Invalid = append(mc.Invalid, fmt.Sprintf("Linkerd's identity controller issued %.0f certificates for %d proxies", certified, len(rows)))
+	mc.Invalid = append(mc.Invalid, diagnosticsInvalid(rows, ln.ctl.Pod != nil)...)
+	// The destination pod's own proxy has a certificate too.
+	want := float64(len(rows))
+	if ln.ctl.Pod != nil {
+		want++
+	}
+	if certified < want {
+		mc.Invalid = append(mc.Invalid, fmt.Sprintf("Linkerd's identity controller issued %.0f certificates for %.0f proxies", certified, want))
 	}
 	if mc.Derived == nil {
 		mc.Derived = map[string]float64{}
 	}
 	mc.Derived["linkerd_controller_certificates"] = certified
+	if ln.ctl.Pod != nil {
+		in, err := ln.ctl.PodInbound(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		var sent float64
+		for _, r := range rows {
+			sent += r.DestinationRequests + r.PolicyRequests
+		}
+		lines, invalid := podInboundCheck(in, sent)
+		mc.Lines, mc.Invalid = append(mc.Lines, lines...), append(mc.Invalid, invalid...)
+		mc.Derived["linkerd_controllers_inbound_tls"], mc.Derived["linkerd_controllers_inbound_plain"] = in.InboundTLS, in.InboundPlain
+		errs = append(errs, os.WriteFile(filepath.Join(rawDir, "linkerd-diagnostics.txt"), []byte(head+"\n"+table+strings.Join(lines, "\n")+"\n"), 0o644))
+	}
 	return mc, errs
 }
 

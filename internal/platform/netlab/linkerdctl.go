@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,21 @@ type LinkerdControllersOptions struct {
 	// cell's Server, AuthorizationPolicy and MeshTLSAuthentication
 	// objects.
 	Objects func() ([]runtime.Object, error)
+	// Proxy, when set, is the linkerd2-proxy binary: the destination and
+	// policy controllers then run in a pod of their own on the lab's
+	// fabric bridge with a linkerd2-proxy of its own, which the other
+	// proxies reach over mTLS (Controllers: DestinationPod), as on a
+	// cluster. Unset, they run in the fabric namespace and the proxies
+	// reach them through forwarders on their pods' loopback.
+	Proxy string
 }
+
+// The destination pod's name, service account and address on the
+// fabric bridge (x.y.0.5; the nodes' uplinks are .11…).
+const (
+	destinationSA     = "linkerd-destination"
+	destinationPodIdx = 5
+)
 
 // LinkerdControllers are Linkerd's identity, destination and policy
 // controllers running in the lab's fabric namespace against the lab's
@@ -102,6 +117,10 @@ type LinkerdControllers struct {
 	cmds  map[string]func() *exec.Cmd
 	ready map[string]string
 	mu    sync.Mutex
+	// Pod is the destination and policy controllers' pod (with
+	// Options.Proxy; nil without), PodProxy its linkerd2-proxy.
+	Pod      *Pod
+	PodProxy *linkerd.Mesh
 }
 
 // StartLinkerdControllers makes the lab's objects in o.API as Linkerd's
@@ -127,7 +146,12 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	if err != nil {
 		return nil, err
 	}
-	if err := o.API.Populate(ctx, l.linkerdObjects()); err != nil {
+	if o.Proxy != "" {
+		if c.Pod, err = l.destinationPod(o.API); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.API.Populate(ctx, l.linkerdObjects(c.Pod)); err != nil {
 		return nil, err
 	}
 	crds, err := release.CRDs(ctx, o.Build)
@@ -158,6 +182,11 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	if err := c.start(ctx, kubeconfig, issuerDir, anchorFile); err != nil {
 		return nil, err
 	}
+	if c.Pod != nil {
+		if err := c.upPodProxy(ctx); err != nil {
+			return nil, err
+		}
+	}
 	c.StartTime = time.Since(t0)
 	if l.Opts.Log != nil {
 		fmt.Fprintf(l.Opts.Log, "Linkerd's controllers ready in %v (identity %v, destination %v, policy %v after their start)\n",
@@ -172,9 +201,17 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 // (what makes destination hint mTLS and HTTP/2 to it), the identity
 // annotations, and a linkerd-proxy container whose environment holds the
 // proxy's listen addresses (destination reads the inbound port there).
-func (l *Lab) linkerdObjects() labapi.Objects {
+func (l *Lab) linkerdObjects(dst *Pod) labapi.Objects {
 	o := l.objects()
 	o.Namespaces = []string{linkerdNamespace}
+	if dst != nil {
+		// As Linkerd's chart labels the destination pod, with its
+		// controllers' containers and its proxy.
+		o.Pods = append(o.Pods, labapi.Pod{Name: dst.Spec.Name, Namespace: linkerdNamespace, ServiceAccount: destinationSA,
+			Node: l.Nodes[0].Name, IP: dst.IP,
+			Labels:     map[string]string{"linkerd.io/control-plane-component": "destination", "linkerd.io/control-plane-ns": linkerdNamespace},
+			Containers: []string{"destination", "policy", "linkerd-proxy"}})
+	}
 	for i := range o.Pods {
 		p := &o.Pods[i]
 		p.Labels["linkerd.io/control-plane-ns"] = linkerdNamespace
@@ -185,7 +222,9 @@ func (l *Lab) linkerdObjects() labapi.Objects {
 		p.Annotations["linkerd.io/identity-mode"] = "default"
 		p.Annotations["linkerd.io/proxy-version"] = release.ProxyVersion
 		p.Annotations["linkerd.io/created-by"] = "meshbench (the lab stands in for linkerd/proxy-injector " + release.Version + ")"
-		p.Containers = []string{"app", "linkerd-proxy"}
+		if p.Namespace != linkerdNamespace {
+			p.Containers = []string{"app", "linkerd-proxy"}
+		}
 		env := func(name string, port int) corev1.EnvVar {
 			return corev1.EnvVar{Name: name, Value: "0.0.0.0:" + strconv.Itoa(port)}
 		}
@@ -264,6 +303,13 @@ func (c *LinkerdControllers) start(ctx context.Context, kubeconfig, issuerDir, a
 	ctl := c.opts.Build.Path(release.Controller)
 	lo := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 	ports := linkerd.ControllerPorts
+	// In their own pod, destination and policy listen on every address,
+	// as the chart has them (":8086"): their proxy's inbound hands each
+	// connection on to its original destination, the pod's IP.
+	grpc := lo
+	if c.Pod != nil {
+		grpc = func(port int) string { return "0.0.0.0:" + strconv.Itoa(port) }
+	}
 	// identity reads the trust anchors at a fixed path: it starts in a
 	// mount namespace of its own with a tmpfs on /run holding them (the
 	// host's /run is untouched).
@@ -282,13 +328,13 @@ func (c *LinkerdControllers) start(ctx context.Context, kubeconfig, issuerDir, a
 			"-enable-endpoint-slices=true", "-cluster-domain=cluster.local", "-identity-trust-domain=cluster.local",
 			"-default-opaque-ports=25,587,3306,4444,5432,6379,9300,11211", "-enable-ipv6=false", "-enable-pprof=false",
 			`--meshed-http2-client-params={"keep_alive":{"interval":{"seconds":10},"timeout":{"seconds":3},"while_idle":true}}`,
-			"-addr="+lo(ports.Destination), "-metrics-addr="+lo(destinationAdminPort), "-kubeconfig="+kubeconfig)
+			"-addr="+grpc(ports.Destination), "-metrics-addr="+lo(destinationAdminPort), "-kubeconfig="+kubeconfig)
 	}
 	// The admission webhook is off: nothing calls it (no API server
 	// webhook configuration), and it would need a serving certificate.
 	policy := func() *exec.Cmd {
 		return exec.Command(c.opts.Build.Path(release.PolicyController),
-			"--admin-addr="+lo(policyAdminPort), "--control-plane-namespace="+linkerdNamespace, "--grpc-addr="+lo(ports.Policy),
+			"--admin-addr="+lo(policyAdminPort), "--control-plane-namespace="+linkerdNamespace, "--grpc-addr="+grpc(ports.Policy),
 			"--admission-controller-disabled",
 			"--cluster-networks="+l.Opts.Subnet.String(), "--identity-domain=cluster.local", "--cluster-domain=cluster.local",
 			"--default-policy=all-unauthenticated", "--log-level=info", "--log-format=plain",
@@ -349,14 +395,18 @@ func (c *LinkerdControllers) proc(name string) *process.Child {
 
 // run starts controller name's command and waits for its readiness.
 func (c *LinkerdControllers) run(ctx context.Context, name string) error {
-	p, err := process.StartLogged("linkerd-"+name, filepath.Join(c.dir, "logs"), c.cmds[name](), c.lab.fabric.Do)
+	ns := c.lab.fabric
+	if c.Pod != nil && name != "identity" {
+		ns = c.Pod.NS
+	}
+	p, err := process.StartLogged("linkerd-"+name, filepath.Join(c.dir, "logs"), c.cmds[name](), ns.Do)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	*c.field(name) = p
 	c.mu.Unlock()
-	if err := p.WaitHTTP(ctx, c.lab.fabric.HTTPClient(2*time.Second, false), c.ready[name], 90*time.Second); err != nil {
+	if err := p.WaitHTTP(ctx, ns.HTTPClient(2*time.Second, false), c.ready[name], 90*time.Second); err != nil {
 		return fmt.Errorf("linkerd's %s controller: %w", name, err)
 	}
 	return nil
@@ -367,28 +417,99 @@ func (c *LinkerdControllers) run(ctx context.Context, name string) error {
 // TokenRequest token (audience identity.l5d.io, bound to the pod), which
 // the identity controller reviews.
 func (c *LinkerdControllers) Controllers() *linkerd.Controllers {
-	return &linkerd.Controllers{
+	ctl := &linkerd.Controllers{
 		Dial: func(ctx context.Context, port int) (net.Conn, error) {
 			return c.lab.fabric.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
 		},
-		Token: func(ctx context.Context, p linkerd.Pod) (string, error) {
-			api := c.opts.API.Client.Core.CoreV1()
-			ns, sa := p.Identity.Namespace, p.Identity.ServiceAccount
-			pod, err := api.Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			expiry := int64(24 * 3600)
-			tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
-				Audiences: []string{identityAudience}, ExpirationSeconds: &expiry,
-				BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: pod.UID},
-			}}, metav1.CreateOptions{})
-			if err != nil {
-				return "", err
-			}
-			return tok.Status.Token, nil
-		},
+		Token: c.token,
 	}
+	if c.Pod != nil {
+		ctl.DestinationPod = c.Pod.IP
+	}
+	return ctl
+}
+
+// token is pod p's TokenRequest token (audience identity.l5d.io, bound
+// to the pod), which the identity controller reviews.
+func (c *LinkerdControllers) token(ctx context.Context, p linkerd.Pod) (string, error) {
+	api := c.opts.API.Client.Core.CoreV1()
+	ns, sa := p.Identity.Namespace, p.Identity.ServiceAccount
+	pod, err := api.Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	expiry := int64(24 * 3600)
+	tok, err := api.ServiceAccounts(ns).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		Audiences: []string{identityAudience}, ExpirationSeconds: &expiry,
+		BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: pod.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tok.Status.Token, nil
+}
+
+// destinationPod makes the destination and policy controllers' pod: a
+// namespace on the fabric bridge at x.y.0.5, routed to every node's pod
+// subnet through that node's uplink. The lab's Close removes it.
+func (l *Lab) destinationPod(api *labapi.Server) (*Pod, error) {
+	p := &Pod{Spec: PodSpec{Name: destinationPod, Identity: topology.Identity{Namespace: linkerdNamespace, ServiceAccount: destinationSA}},
+		IP: l.addr(0, destinationPodIdx), Node: l.Nodes[0]}
+	var err error
+	if p.NS, err = l.sub.Namespace("ld"); err != nil {
+		return nil, err
+	}
+	if err := l.sub.Veth(l.fbr, p.NS, "ldv", "eth0", netip.PrefixFrom(p.IP, 24), false); err != nil {
+		return nil, err
+	}
+	for j := range l.Nodes {
+		if err := p.NS.Route("eth0", netip.PrefixFrom(l.addr(j+1, 0), 24), l.addr(0, 10+j+1)); err != nil {
+			return nil, err
+		}
+	}
+	// The controllers reach the API server as in the fabric (on a
+	// cluster their proxies skip the API server's ports outbound).
+	return p, l.forwardAPIIn(p.NS, "the destination pod", api)
+}
+
+// upPodProxy starts the destination pod's linkerd2-proxy as Linkerd's
+// injector configures a controller pod's: proxy-init's capture, its
+// certificate from the identity controller (through the pod's loopback:
+// identity stays in the fabric namespace), and destination and policy
+// on the pod's own loopback, in plaintext (the chart's localhost.:8086
+// and :8090). Its inbound terminates the other proxies' mTLS to 8086 and
+// 8090 and hands the controllers plaintext.
+func (c *LinkerdControllers) upPodProxy(ctx context.Context) error {
+	tmp, err := os.MkdirTemp("", "meshbench-linkerd-dst-")
+	if err != nil {
+		return err
+	}
+	c.lab.sub.OnClose("the destination pod's proxy files", func() error { return os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	ports := linkerd.ControllerPorts
+	ctl := &linkerd.Controllers{
+		Dial: func(ctx context.Context, port int) (net.Conn, error) {
+			if port == ports.Identity {
+				return c.lab.fabric.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+			}
+			return c.Pod.NS.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+		},
+		Token: c.token,
+	}
+	pod := linkerd.Pod{Name: c.Pod.Spec.Name, Identity: c.Pod.Spec.Identity, IP: c.Pod.IP, NS: c.Pod.NS, Meshed: true,
+		Ports: []int{ports.Destination, ports.Policy}}
+	m, err := linkerd.Up(ctx, linkerd.Options{Proxy: c.opts.Proxy, Dir: tmp, CA: c.Anchor, Pods: []linkerd.Pod{pod},
+		ProfileNetworks: []netip.Prefix{c.lab.Opts.Subnet}, Controllers: ctl})
+	if m != nil {
+		c.lab.sub.OnClose("the destination pod's proxy", m.Close)
+	}
+	if err != nil {
+		return fmt.Errorf("the destination pod's proxy: %w", err)
+	}
+	c.PodProxy = m
+	return nil
 }
 
 // Died says which controller exited, except those named in except (being
@@ -403,6 +524,20 @@ func (c *LinkerdControllers) Died(except ...string) error {
 		}
 	}
 	return nil
+}
+
+// PodInbound are the destination pod's proxy's counters (with
+// Options.Proxy): its inbound requests, over mTLS by client identity or
+// in plaintext, are the proxies' requests to destination and policy.
+func (c *LinkerdControllers) PodInbound(ctx context.Context) (proxy.Stats, error) {
+	if c.PodProxy == nil {
+		return proxy.Stats{}, errors.New("linkerd's controllers have no pod of their own")
+	}
+	stats, err := c.PodProxy.Stats(ctx)
+	if err != nil {
+		return proxy.Stats{}, fmt.Errorf("the destination pod's proxy: %w", err)
+	}
+	return stats[destinationPod], nil
 }
 
 // Certified is how many certificates the identity controller issued: its
@@ -459,7 +594,7 @@ func startLinkerdControllers(ctx context.Context, l *Lab, t *topology.Topology, 
 		return nil, nil, err
 	}
 	l.sub.OnClose("lab API server", api.Close)
-	c, err := l.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: s.Linkerd, API: api, Objects: linkerdCellObjects(t)})
+	c, err := l.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: s.Linkerd, API: api, Objects: linkerdCellObjects(t), Proxy: s.LinkerdProxy})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,7 +95,7 @@ func TestLinkerdControllers(t *testing.T) {
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Close()
 
-	c, err := lab.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: b, API: api})
+	c, err := lab.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: b, API: api, Proxy: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,11 +159,33 @@ func TestLinkerdControllers(t *testing.T) {
 	for _, line := range diagnosticsLines(rows) {
 		t.Log(line)
 	}
-	if bad := diagnosticsInvalid(rows); len(bad) > 0 {
+	if bad := diagnosticsInvalid(rows, true); len(bad) > 0 {
 		t.Errorf("diagnostics: %v", bad)
 	}
-	if n, err := c.Certified(ctx); err != nil || n != 3 {
-		t.Errorf("the identity controller issued %v certificates (%v), want one per proxy (3)", n, err)
+	// Three proxies and the destination pod's own.
+	if n, err := c.Certified(ctx); err != nil || n != 4 {
+		t.Errorf("the identity controller issued %v certificates (%v), want one per proxy (4)", n, err)
+	}
+	// The proxies reached destination and policy over TLS only, verifying
+	// the pod's identity (their counters), and the destination pod's
+	// proxy received every request over TLS (its inbound counters).
+	in, err := c.PodInbound(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent float64
+	for _, r := range rows {
+		sent += r.DestinationRequests + r.PolicyRequests
+		if r.ControllersTLS < 1 || r.ControllersTLS < r.DestinationRequests+r.PolicyRequests {
+			t.Errorf("%s's proxy: %v requests to destination and policy, %v over TLS to %s", r.Pod, r.DestinationRequests+r.PolicyRequests, r.ControllersTLS, linkerd.DestinationName)
+		}
+	}
+	lines, invalid := podInboundCheck(in, sent)
+	for _, line := range lines {
+		t.Log(line)
+	}
+	if len(invalid) > 0 || sent < 3 {
+		t.Errorf("the destination pod's proxy: %v (%v requests over TLS, %v sent)", invalid, in.InboundTLS, sent)
 	}
 	clientID, serverID := controlplane.Name(topology.IdentityClient), controlplane.Name(topology.IdentityServer)
 	if s := stats["server-0"]; s.ClientIDs[clientID] < 5 || s.InboundPlain != 0 {
@@ -277,6 +300,11 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	t.Logf("kept with the cell:\n%s", diag)
+	// The proxies reached destination and policy over TLS only: the
+	// destination pod's proxy's inbound counters.
+	if !regexp.MustCompile(`received [1-9][0-9]* requests over TLS \(tls="true".*\) and 0 in plaintext`).Match(diag) {
+		t.Errorf("the diagnostics lack the destination pod's proxy's inbound TLS proof")
+	}
 	for _, pod := range []string{"client", "server-0", "server-1"} {
 		if !strings.Contains(string(diag), pod+" ") {
 			t.Errorf("the diagnostics table lacks %s", pod)
@@ -286,8 +314,8 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 	// the two endpoints destination resolved.
 	var client DiagnosticsRow
 	for _, line := range strings.Split(string(diag), "\n") {
-		if f := strings.Fields(line); len(f) > 7 && f[0] == "client" {
-			client.Endpoints, _ = strconv.ParseFloat(f[7], 64)
+		if f := strings.Fields(line); len(f) > 8 && f[0] == "client" {
+			client.Endpoints, _ = strconv.ParseFloat(f[8], 64)
 		}
 	}
 	if client.Endpoints != 2 {
@@ -298,7 +326,7 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 		names[p.Name] = p.Category
 	}
 	for name, cat := range map[string]string{"linkerd-identity": sample.CategoryControlPlane, "linkerd-destination": sample.CategoryControlPlane,
-		"linkerd-policy": sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead, "client-linkerd-proxy": sample.CategoryDataPlane} {
+		"linkerd-policy": sample.CategoryControlPlane, LinkerdControllersProxyName: sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead, "client-linkerd-proxy": sample.CategoryDataPlane} {
 		if names[name] != cat {
 			t.Errorf("process %s sampled as %q, want %q (processes %v)", name, names[name], cat, names)
 		}

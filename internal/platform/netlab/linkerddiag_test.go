@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/mesh/linkerd"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 )
 
@@ -36,12 +37,45 @@ func TestDiagnostics(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	bad := diagnosticsInvalid(rows)
+	bad := diagnosticsInvalid(rows, false)
 	if len(bad) != 2 || !strings.Contains(bad[0], "server-0's proxy got no identity from Linkerd's identity controller") ||
 		!strings.Contains(bad[1], "server-0's proxy asked Linkerd's policy controller nothing") {
 		t.Errorf("invalid %q, want server-0's missing identity and policy only", bad)
 	}
-	if bad := diagnosticsInvalid(rows[:1]); len(bad) != 0 {
+	if bad := diagnosticsInvalid(rows[:1], false); len(bad) != 0 {
 		t.Errorf("a proxy the controllers configured is invalid: %q", bad)
+	}
+
+	// With the controllers in a pod of their own: destination and policy
+	// at the pod's IP, over TLS to its verified identity; a request there
+	// not over TLS makes the cell invalid.
+	pod := good
+	pod.Control = map[string]float64{"127.0.0.1:18080": 1, "10.9.0.5:8086": 2, "10.9.0.5:8090": 3}
+	pod.ControlServerIDs = map[string]float64{linkerd.DestinationName: 5}
+	half := pod
+	half.ControlServerIDs = map[string]float64{linkerd.DestinationName: 4}
+	rows = diagnosticsRows(map[string]proxy.Stats{"client": pod, "server-0": half}, func(pod string) string { return pod + ".id" }, now)
+	if c := rows[0]; c.IdentityRequests != 1 || c.DestinationRequests != 2 || c.PolicyRequests != 3 || c.ControllersTLS != 5 {
+		t.Errorf("client's row with the controllers' pod %+v", c)
+	}
+	bad = diagnosticsInvalid(rows, true)
+	if len(bad) != 1 || !strings.Contains(bad[0], "server-0's proxy made 5 requests to Linkerd's destination and policy controllers, only 4 over TLS") {
+		t.Errorf("invalid %q, want server-0's request outside mTLS only", bad)
+	}
+	if !strings.Contains(diagnosticsTable(rows), "CONTROL TLS") {
+		t.Errorf("table lacks CONTROL TLS:\n%s", diagnosticsTable(rows))
+	}
+
+	// The destination pod's proxy's inbound counters: every request the
+	// proxies sent arrived over TLS, none in plaintext; else invalid.
+	in := proxy.Stats{InboundTLS: 7, ClientIDs: map[string]float64{"": 7}}
+	if lines, invalid := podInboundCheck(in, 7); len(invalid) != 0 || !strings.Contains(lines[0], "7 requests over TLS") ||
+		!strings.Contains(lines[0], "no client certificate: 7") {
+		t.Errorf("pod inbound %q %q", lines, invalid)
+	}
+	in = proxy.Stats{InboundTLS: 4, InboundPlain: 1, ClientIDs: map[string]float64{"client.id": 4}}
+	if _, invalid := podInboundCheck(in, 7); len(invalid) != 2 || !strings.Contains(invalid[0], "1 requests to Linkerd's controllers in plaintext") ||
+		!strings.Contains(invalid[1], "received 4 requests over TLS, the proxies sent 7") {
+		t.Errorf("pod inbound invalid %q, want the plaintext request and the missing ones", invalid)
 	}
 }

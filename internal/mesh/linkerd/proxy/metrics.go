@@ -47,12 +47,15 @@ type Stats struct {
 	// (control_request_total) by address: identity, destination and
 	// policy.
 	Control map[string]float64
+	// ControlServerIDs counts the control-plane requests made over mTLS
+	// (tls="true") by the server's identity the proxy verified.
+	ControlServerIDs map[string]float64
 }
 
 // ParseStats reads a Prometheus text exposition of linkerd2-proxy.
 func ParseStats(r io.Reader) (Stats, error) {
 	s := Stats{ClientIDs: map[string]float64{}, ServerIDs: map[string]float64{}, Denied: map[string]float64{}, Endpoints: map[string]float64{},
-		Control: map[string]float64{}}
+		Control: map[string]float64{}, ControlServerIDs: map[string]float64{}}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(r)
 	if err != nil {
@@ -100,7 +103,11 @@ func ParseStats(r io.Reader) (Stats, error) {
 		}
 	}
 	for _, m := range fams["control_request_total"].GetMetric() {
-		s.Control[labels(m)["addr"]] += m.GetCounter().GetValue()
+		l := labels(m)
+		s.Control[l["addr"]] += m.GetCounter().GetValue()
+		if l["tls"] == "true" {
+			s.ControlServerIDs[l["server_id"]] += m.GetCounter().GetValue()
+		}
 	}
 	for _, m := range fams["control_identity_cert_expiration_timestamp_seconds"].GetMetric() {
 		s.CertExpiry = m.GetGauge().GetValue()
@@ -155,5 +162,6 @@ func (s Stats) Sub(base Stats) Stats {
 		ClientIDs: sub(s.ClientIDs, base.ClientIDs), ServerIDs: sub(s.ServerIDs, base.ServerIDs),
 		Denied: sub(s.Denied, base.Denied), Endpoints: maps.Clone(s.Endpoints),
 		CertExpiry: s.CertExpiry, CertRefreshed: s.CertRefreshed, CertRefreshes: s.CertRefreshes, Control: sub(s.Control, base.Control),
+		ControlServerIDs: sub(s.ControlServerIDs, base.ControlServerIDs),
 	}
 }

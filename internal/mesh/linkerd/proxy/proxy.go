@@ -176,8 +176,9 @@ type Spec struct {
 	// e.g. 127.0.0.1:8090 (identity, destination and policy).
 	ControlAddr netip.AddrPort
 	// IdentityAddr, DestinationAddr and PolicyAddr, when set, are each
-	// API's own address on the pod's loopback instead of ControlAddr
-	// (Linkerd's controllers serve them on three ports).
+	// API's own address instead of ControlAddr (Linkerd's controllers
+	// serve them on three ports): on the pod's loopback (plaintext) or
+	// a controller pod's IP (TLS, with the *SvcName below).
 	IdentityAddr, DestinationAddr, PolicyAddr netip.AddrPort
 	// IdentitySvcName, DestinationSvcName and PolicySvcName, when set,
 	// are the identities the proxy verifies on each API's server

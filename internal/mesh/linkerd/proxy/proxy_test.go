@@ -46,7 +46,11 @@ func TestParseStats(t *testing.T) {
 		{"metrics-cluster-static.txt", func(s Stats) bool {
 			return s.InboundTLS == 243 && s.InboundPlain == 0 && s.Probes == 23 &&
 				s.ClientIDs["client.meshbench-load.serviceaccount.identity.linkerd.cluster.local"] == 243 && len(s.ClientIDs) == 1 &&
-				s.Denied["attacker.meshbench-load.serviceaccount.identity.linkerd.cluster.local"] == 7 && len(s.Denied) == 1
+				s.Denied["attacker.meshbench-load.serviceaccount.identity.linkerd.cluster.local"] == 7 && len(s.Denied) == 1 &&
+				// its control plane over TLS, each controller's identity
+				// verified: destination 1 + policy 2, identity 1
+				s.ControlServerIDs["linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local"] == 3 &&
+				s.ControlServerIDs["linkerd-identity.linkerd.serviceaccount.identity.linkerd.cluster.local"] == 1 && len(s.ControlServerIDs) == 2
 		}},
 		// server-0: inbound over mTLS from the client only (its own admin
 		// port's plaintext /ready checks left out), two refusals
@@ -57,7 +61,7 @@ func TestParseStats(t *testing.T) {
 				// its certificate, issued once for 24 h, and its control
 				// plane on the pod's loopback
 				s.CertExpiry == 1795603126 && s.CertExpiry-s.CertRefreshed > 86399 && s.CertRefreshes == 1 &&
-				s.Control["127.0.0.1:8090"] == 3 && len(s.Control) == 1
+				s.Control["127.0.0.1:8090"] == 3 && len(s.Control) == 1 && len(s.ControlServerIDs) == 0
 		}},
 	}
 	for _, tc := range tests {
