@@ -589,9 +589,15 @@ func captionStyle() text.Style {
 // wrap breaks s into lines no wider than width in sty, at spaces (a word
 // wider than width gets a line of its own).
 func wrap(sty text.Style, s string, width vg.Length) []string {
+	return fill(sty, strings.Fields(s), width)
+}
+
+// fill puts words into lines no wider than width in sty, a space between
+// two words of a line (a word wider than width gets a line of its own).
+func fill(sty text.Style, words []string, width vg.Length) []string {
 	var lines []string
 	line := ""
-	for _, w := range strings.Fields(s) {
+	for _, w := range words {
 		next := w
 		if line != "" {
 			next = line + " " + w
@@ -627,23 +633,7 @@ func wrapTitle(sty text.Style, s string, width vg.Length) []string {
 		}
 		words = append(words, part)
 	}
-	var lines []string
-	line := ""
-	for _, w := range words {
-		next := w
-		if line != "" {
-			next = line + " " + w
-		}
-		if line != "" && sty.Width(next) > width {
-			lines = append(lines, line)
-			next = w
-		}
-		line = next
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
+	return fill(sty, words, width)
 }
 
 // legendWidth is the width of the legend column: thumbnail, a space, and
