@@ -286,7 +286,7 @@ func NodeKernelTable(w io.Writer, rep *sample.NodeKernelReport, note string) err
 		}
 		WriteColumns(&b, table)
 		b.WriteString("Kernel CPU from meshbench's node readers (/proc/stat and the pods' cgroup on each node): Kernel is the machine's system + irq + softirq time; " +
-			"Pods_sys the system time of every pod on its nodes; Kernel_outside_pods the rest: the kubelet's, the container runtime's, kube-proxy's and the host's other kernel time, and softirq work charged to no pod.\n")
+			"Pods_sys the system time of every pod on its nodes; Kernel_outside_pods the rest: the kubelet's, the container runtime's, kube-proxy's and the rest of the host's kernel time, and softirq work charged to no pod.\n")
 		for _, m := range rep.Machines {
 			if len(m.Nodes) > 1 {
 				fmt.Fprintf(&b, "Nodes %s report one boot ID: their machine's figures are counted once, for all of them.\n", strings.Join(m.Nodes, ", "))
