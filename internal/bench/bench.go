@@ -282,7 +282,11 @@ func (b *benchRun) labLine(context.Context) error {
 	if b.onKube {
 		return nil
 	}
-	fmt.Fprintln(b.cfg.Stderr, "meshbench bench: "+LabLine(b.sub, planModes(b.order), b.bin))
+	line := "meshbench bench: " + LabLine(b.sub, planModes(b.order), b.bin)
+	if n := ControlPlaneNote(b.sub, b.p.ControlPlane, planModes(b.order)); n != "" {
+		line += "; " + n
+	}
+	fmt.Fprintln(b.cfg.Stderr, line)
 	if b.fellBack != "" {
 		fmt.Fprintln(b.cfg.Stderr, b.fellBack)
 	}

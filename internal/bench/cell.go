@@ -51,6 +51,9 @@ func RunCell(ctx context.Context, c Cell) (*local.Result, error) {
 	if err := UseControlPlane(sub, c.ControlPlane, []topology.Options{o.Mesh}, envoyPath, o.Hops); err != nil {
 		return nil, err
 	}
+	if n := ControlPlaneNote(sub, c.ControlPlane, []topology.Mode{o.Mesh.Mode}); n != "" {
+		fmt.Fprintln(c.Stderr, "meshbench run: "+n)
+	}
 	res, err := local.Run(ctx, o)
 	var pe *local.PrecheckError
 	if errors.As(err, &pe) {

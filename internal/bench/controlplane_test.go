@@ -10,6 +10,7 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
 // TestUseControlPlane: --control-plane istiod is refused, as a usage
@@ -240,5 +241,103 @@ func TestUseRealControlPlanes(t *testing.T) {
 	err = UseControlPlane(&netlab.Substrate{LinkerdProxy: "/proxy"}, ControlPlaneReal, []topology.Options{faces}, "", false)
 	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "app faces with control plane linkerd: not yet") {
 		t.Errorf("real with mesh linkerd and app faces: %v, want refused", err)
+	}
+}
+
+// TestUseAutoControlPlanes: --control-plane auto is never refused and
+// gives each mesh its real control plane only when all it needs is here:
+// on loopback every mesh keeps the lab's own (said); on netns, without
+// root, without a build or with a cell the real one cannot run yet
+// (--hops, app faces for Linkerd's controllers), that mesh keeps the
+// lab's own and the note says why; with everything here both run real.
+// No process starts (the builds are only looked at).
+func TestUseAutoControlPlanes(t *testing.T) {
+	none := topology.DefaultOptions()
+	sidecar, ambient, linkerd := none, none, none
+	sidecar.Mode, ambient.Mode, linkerd.Mode = topology.ModeSidecar, topology.ModeAmbient, topology.ModeLinkerd
+	all := []topology.Options{none, sidecar, ambient, linkerd}
+	modes := []topology.Mode{topology.ModeNone, topology.ModeSidecar, topology.ModeAmbient, topology.ModeLinkerd}
+	if err := UseControlPlane(nil, ControlPlaneAuto, all, "/envoy", false); err != nil {
+		t.Errorf("auto on loopback: %v, want accepted", err)
+	}
+	if n := ControlPlaneNote(nil, ControlPlaneAuto, modes); !strings.Contains(n, "meshbench's own for every mesh (the real control planes run only on the netns substrate)") {
+		t.Errorf("auto on loopback: note %q", n)
+	}
+	if n := ControlPlaneNote(nil, ControlPlaneAuto, []topology.Mode{topology.ModeNone}); n != "" {
+		t.Errorf("auto with mesh none only: note %q, want none", n)
+	}
+	if n := ControlPlaneNote(&netlab.Substrate{}, ControlPlaneLab, modes); n != "" {
+		t.Errorf("lab: note %q, want none", n)
+	}
+	auto := func(opts []topology.Options, hops, root bool) *netlab.Substrate {
+		t.Helper()
+		sub := &netlab.Substrate{Ztunnel: "ztunnel", LinkerdProxy: "/proxy"}
+		useAutoControlPlanes(sub, opts, "/envoy", hops, root)
+		if sub.ControlPlane != ControlPlaneAuto || ControlPlaneNote(sub, ControlPlaneAuto, modes) != sub.ControlPlaneWhy {
+			t.Errorf("substrate after auto: %+v", sub)
+		}
+		return sub
+	}
+	lab := func(name string, sub *netlab.Substrate, wants ...string) {
+		t.Helper()
+		if sub.IstiodRuns() || sub.LinkerdControllersRun() {
+			t.Errorf("%s: a real control plane runs: %+v", name, sub)
+		}
+		for _, want := range wants {
+			if !strings.Contains(sub.ControlPlaneWhy, want) {
+				t.Errorf("%s: note %q lacks %q", name, sub.ControlPlaneWhy, want)
+			}
+		}
+	}
+	lab("not root", auto(all, false, false), "sidecar, ambient: meshbench's own configs, not istiod's (not root",
+		"linkerd: the lab's stand-in for Linkerd's control plane (not root")
+	t.Run("missing builds", func(t *testing.T) {
+		t.Setenv(istio.EnvBuild, t.TempDir())
+		t.Setenv(release.EnvBuild, t.TempDir())
+		sub := auto(all, false, true)
+		if _, _, err := labapi.Check(); err == nil {
+			lab("no builds", sub, "sidecar, ambient: meshbench's own configs, not istiod's (no Istio build in ",
+				"linkerd: the lab's stand-in for Linkerd's control plane (no Linkerd build in ")
+		} else {
+			lab("no API server", sub, "no lab API server here")
+		}
+		if first := LabLine(sub, modes, nil); !strings.Contains(first, "istiod is not run") || !strings.Contains(first, "the lab's stand-in") {
+			t.Errorf("first line %q: want Istio's modes and linkerd from the lab's own", first)
+		}
+	})
+
+	if _, err := istio.Open(istio.DefaultDir()); err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	if _, err := release.Open(release.DefaultDir()); err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	sub := auto(all, false, true)
+	if !sub.IstiodRuns() || !sub.LinkerdControllersRun() || sub.Envoy != "/envoy" ||
+		sub.ControlPlaneWhy != "control plane auto: sidecar, ambient: the real istiod (built here); linkerd: Linkerd's real controllers (installed here)" {
+		t.Errorf("with every build: %+v", sub)
+	}
+	first := LabLine(sub, modes, nil)
+	if !strings.Contains(first, "certified by the real istiod") || !strings.Contains(first, "certified by Linkerd's real controllers") || strings.Contains(first, "stand-in") {
+		t.Errorf("first line %q: want both real control planes", first)
+	}
+	// Each mesh on its own: --hops keeps Istio's modes on the lab's own
+	// configs, app faces (not yet under Linkerd's controllers) linkerd
+	// on the stand-in; the other mesh still runs real.
+	sub = auto(all, true, true)
+	if sub.IstiodRuns() || !sub.LinkerdControllersRun() || !strings.Contains(sub.ControlPlaneWhy, "(with --hops,") {
+		t.Errorf("with --hops: %+v", sub)
+	}
+	faces := linkerd
+	faces.App = topology.AppFaces
+	sub = auto([]topology.Options{sidecar, faces}, false, true)
+	if !sub.IstiodRuns() || sub.LinkerdControllersRun() || !strings.Contains(sub.ControlPlaneWhy, "app faces with control plane linkerd: not yet") {
+		t.Errorf("with app faces for linkerd: %+v", sub)
+	}
+	if err := sub.Supports(faces); err != nil {
+		t.Errorf("auto, linkerd on the stand-in: the faces cell is refused: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
@@ -266,6 +267,11 @@ const (
 	// ControlPlaneReal: every mesh from its own real control plane,
 	// Istio's modes from istiod, mode linkerd from Linkerd's controllers.
 	ControlPlaneReal = netlab.ControlPlaneReal
+	// ControlPlaneAuto: each mesh from its own real control plane when
+	// everything it needs is here (root, the netns substrate, its builds
+	// and the lab API server's binaries), else the lab's own; the first
+	// line says which and why (ControlPlaneNote).
+	ControlPlaneAuto = netlab.ControlPlaneAuto
 )
 
 // UseControlPlane sets which control plane configures the lab's sidecars
@@ -284,11 +290,15 @@ func UseControlPlane(sub local.Substrate, choice string, opts []topology.Options
 		return useLinkerdControllers(sub, opts)
 	case ControlPlaneReal:
 		return useRealControlPlanes(sub, opts, envoyBin, hops)
+	case ControlPlaneAuto:
+		useAutoControlPlanes(sub, opts, envoyBin, hops, os.Geteuid() == 0)
+		return nil
 	default:
 		return usagef("--control-plane %q: allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), "+
 			"istiod (the real istiod against a lab API server; netns substrate, mesh sidecar, ambient or waypoint), "+
 			"linkerd (Linkerd's real controllers against a lab API server; netns substrate, mesh linkerd), "+
-			"real (each mesh from its own: istiod for sidecar, ambient and waypoint, Linkerd's controllers for linkerd; netns substrate)", choice)
+			"real (each mesh from its own: istiod for sidecar, ambient and waypoint, Linkerd's controllers for linkerd; netns substrate), "+
+			"auto (real for each mesh whose control plane is built here, as root on the netns substrate; else lab)", choice)
 	}
 	if hops {
 		return usagef("--control-plane istiod with --hops: not yet (hop timing reads the lab's own Envoys' access logs; istiod's sidecars log none); leave one out")
@@ -411,4 +421,105 @@ func useRealControlPlanes(sub local.Substrate, opts []topology.Options, envoyBin
 		return &UsageError{Err: errors.New(oneLine(errors.Join(bad...)))}
 	}
 	return nil
+}
+
+// useAutoControlPlanes is UseControlPlane's auto: real (as
+// useRealControlPlanes) for each mesh of opts whose real control plane
+// can configure every one of its cells here, the lab's own for the
+// others, never a refusal. On netns it sets sub's ControlPlane to auto,
+// the builds of the meshes that run real, and ControlPlaneWhy: per mesh,
+// which control plane and why. root is whether meshbench runs as root
+// (the lab API server and the control planes' service accounts need it).
+func useAutoControlPlanes(sub local.Substrate, opts []topology.Options, envoyBin string, hops, root bool) {
+	ns, ok := sub.(*netlab.Substrate)
+	if !ok {
+		return // loopback: the lab's own (ControlPlaneNote says why)
+	}
+	var istioModes []string
+	var istioOpts, linkerdOpts []topology.Options
+	for _, o := range opts {
+		switch o.Mode {
+		case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
+			if !slices.Contains(istioModes, string(o.Mode)) {
+				istioModes = append(istioModes, string(o.Mode))
+			}
+			istioOpts = append(istioOpts, o)
+		case topology.ModeLinkerd:
+			linkerdOpts = append(linkerdOpts, o)
+		}
+	}
+	ns.ControlPlane, ns.Envoy, ns.Istio, ns.Linkerd = ControlPlaneAuto, envoyBin, istio.Build{}, release.Build{}
+	if len(istioOpts) == 0 && len(linkerdOpts) == 0 {
+		ns.ControlPlaneWhy = ""
+		return
+	}
+	var apiErr error
+	if _, _, err := labapi.Check(); err != nil {
+		apiErr = err
+	}
+	// why is "" when the real control plane can configure every cell
+	// of cells: its build opened and every cell supported.
+	why := func(cells []topology.Options, open func() error, probe *netlab.Substrate) string {
+		switch {
+		case !root:
+			return "not root (the lab API server and the control planes run as root)"
+		case apiErr != nil:
+			return "no lab API server here: " + apiErr.Error()
+		}
+		if err := open(); err != nil {
+			return err.Error()
+		}
+		for _, o := range cells {
+			if err := probe.Supports(o); err != nil {
+				return oneLine(err)
+			}
+		}
+		return ""
+	}
+	var parts []string
+	if len(istioOpts) > 0 {
+		var b istio.Build
+		w := "with --hops, which reads the lab's own Envoys' access logs (istiod's sidecars log none)"
+		if !hops {
+			w = why(istioOpts, func() (err error) { b, err = istio.Open(istio.DefaultDir()); return err },
+				&netlab.Substrate{Ztunnel: "ztunnel", ControlPlane: ControlPlaneIstiod})
+		}
+		names := strings.Join(istioModes, ", ")
+		if w == "" {
+			ns.Istio = b
+			parts = append(parts, names+": the real istiod (built here)")
+		} else {
+			parts = append(parts, names+": meshbench's own configs, not istiod's ("+w+")")
+		}
+	}
+	if len(linkerdOpts) > 0 {
+		var b release.Build
+		w := why(linkerdOpts, func() (err error) { b, err = release.Open(release.DefaultDir()); return err },
+			&netlab.Substrate{LinkerdProxy: "linkerd2-proxy", ControlPlane: ControlPlaneLinkerd})
+		if w == "" {
+			ns.Linkerd = b
+			parts = append(parts, "linkerd: Linkerd's real controllers (installed here)")
+		} else {
+			parts = append(parts, "linkerd: the lab's stand-in for Linkerd's control plane ("+w+")")
+		}
+	}
+	ns.ControlPlaneWhy = "control plane auto: " + strings.Join(parts, "; ")
+}
+
+// ControlPlaneNote is what --control-plane choice chose on sub for the
+// plan's meshes, and why, "" unless choice is auto: the end of bench's
+// first line and a line of run's.
+func ControlPlaneNote(sub local.Substrate, choice string, modes []topology.Mode) string {
+	if choice != ControlPlaneAuto {
+		return ""
+	}
+	if ns, ok := sub.(*netlab.Substrate); ok {
+		return ns.ControlPlaneWhy
+	}
+	for _, m := range modes {
+		if m != topology.ModeNone {
+			return "control plane auto: meshbench's own for every mesh (the real control planes run only on the netns substrate)"
+		}
+	}
+	return ""
 }

@@ -123,7 +123,8 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.out, "out", "", "results directory to create (default results/bench-TIME)")
 	fl.StringVar(&f.envoyPath, "envoy", "", "Envoy binary (default: $MESHBENCH_ENVOY, .tools/envoy, PATH)")
 	fl.StringVar(&f.Substrate, "substrate", "", "the local lab's network: netns (namespaces, the real ztunnel for ambient and waypoint; root, or an unprivileged user namespace when given explicitly), loopback (Envoy stands in for ztunnel), auto (default: netns when it runs every cell, else loopback)")
-	fl.StringVar(&f.ControlPlane, "control-plane", "", "who configures the lab's sidecars and ztunnels: lab (default: meshbench renders their configs) or istiod (the real istiod against a lab API server; netns substrate, mesh none, sidecar, ambient or waypoint; the gateway with sidecar, ambient or waypoint, not with none)")
+	fl.StringVar(&f.ControlPlane, "control-plane", "", "who configures the lab's proxies: lab (default: meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate, mesh none, sidecar, ambient or waypoint; the gateway with sidecar, ambient or waypoint, not with none), "+
+		"linkerd (Linkerd's real controllers against that API server; mesh none or linkerd), real (each mesh from its own) or auto (real for each mesh whose control plane is built here, as root on the netns substrate, else lab; the first line says which and why)")
 	fl.StringVar(&f.BodySize, "body-size", "", "the static app's answer in bytes (default 615, nginx's welcome page; local platform)")
 	fl.StringVar(&f.ztunnelPath, "ztunnel", "", "ztunnel binary for the netns substrate (default: $MESHBENCH_ZTUNNEL, .tools/ztunnel/ztunnel, ../shared/bin/ztunnel)")
 	addLinkerdProxyFlag(fl, &f.linkerdProxyPath)

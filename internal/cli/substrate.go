@@ -40,7 +40,8 @@ func addControlPlaneFlag(fl *pflag.FlagSet, p *string) {
 		"its stand-in serves Linkerd's proxies), istiod "+
 		"(the real istiod from make istio-tools against a lab API server of etcd + kube-apiserver from make k8s-tools; sidecars are pilot-agent + Envoy, ztunnels take istiod's WDS and CA; netns substrate, mesh none, sidecar, ambient or waypoint; the gateway with sidecar, ambient or waypoint, not with none) "+
 		"linkerd (Linkerd's real identity, destination and policy controllers from make linkerd-tools against that API server; netns substrate, mesh none or linkerd, static app) "+
-		"or real (every mesh from its own real control plane in one plan: istiod for sidecar, ambient and waypoint, Linkerd's controllers for linkerd, none for none; needs only what the plan's meshes use)")
+		"real (every mesh from its own real control plane in one plan: istiod for sidecar, ambient and waypoint, Linkerd's controllers for linkerd, none for none; needs only what the plan's meshes use) "+
+		"or auto (real for each mesh whose control plane and the lab API server are built here, as root on the netns substrate; else lab; a line says which and why)")
 }
 
 // addLinkerdProxyFlag adds --linkerd-proxy, the binary of mode linkerd.

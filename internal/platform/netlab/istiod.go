@@ -39,6 +39,11 @@ const (
 	// ControlPlaneReal: every mesh from its own real control plane
 	// (Istio's modes from istiod, mode linkerd from Linkerd's controllers).
 	ControlPlaneReal = "real"
+	// ControlPlaneAuto: each mesh from its own real control plane where
+	// the Substrate holds its build (Istio for Istio's modes, Linkerd for
+	// mode linkerd), else the lab's own; the caller (bench) sets only the
+	// builds that are complete here and says why in ControlPlaneWhy.
+	ControlPlaneAuto = "auto"
 )
 
 // istiod's ports: the xDS and CA port the sidecars dial at the fabric's

@@ -69,10 +69,16 @@ type Substrate struct {
 	// own identity, destination and policy controllers (Linkerd, a build
 	// of make linkerd-tools) against a lab API server of the lab's own,
 	// instead of the lab's stand-in (linkerdctl.go).
-	ControlPlane string
-	Istio        istio.Build
-	Envoy        string
-	Linkerd      release.Build
+	//
+	// ControlPlaneAuto is ControlPlaneReal for the meshes whose build is
+	// set (Istio, Linkerd) and ControlPlaneLab for the others;
+	// ControlPlaneWhy then says, per mesh, which and why (the first line
+	// of bench, every cell's manifest).
+	ControlPlane    string
+	Istio           istio.Build
+	Envoy           string
+	Linkerd         release.Build
+	ControlPlaneWhy string
 
 	once      sync.Once
 	stale     sync.Once
@@ -149,13 +155,17 @@ func (s *Substrate) Supports(o topology.Options) error {
 		errs = append(errs, supportsIstiod(o)...)
 	case ControlPlaneLinkerd:
 		errs = append(errs, supportsLinkerdControllers(o)...)
-	case ControlPlaneReal:
+	case ControlPlaneReal, ControlPlaneAuto:
 		switch o.Mode {
 		case topology.ModeLinkerd:
-			errs = append(errs, supportsLinkerdControllers(o)...)
+			if s.LinkerdControllersRun() {
+				errs = append(errs, supportsLinkerdControllers(o)...)
+			}
 		case topology.ModeNone:
 		default:
-			errs = append(errs, supportsIstiod(o)...)
+			if s.IstiodRuns() {
+				errs = append(errs, supportsIstiod(o)...)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -448,6 +458,9 @@ func (u *upping) gateway(context.Context) error {
 func (u *upping) linkerd(ctx context.Context) error {
 	u.net = &network{lab: u.lab, sum: u.sum, version: u.version, bin: u.s.Ztunnel, topo: &u.nt,
 		sidecars: u.t.Options.Mode == topology.ModeSidecar}
+	if u.s.ControlPlane == ControlPlaneAuto {
+		u.net.cpWhy = u.s.ControlPlaneWhy
+	}
 	if u.t.Options.Mode != topology.ModeLinkerd {
 		return nil
 	}
@@ -481,15 +494,19 @@ func (u *upping) linkerdControllers() bool {
 }
 
 // IstiodRuns: istiod configures Istio's modes (sidecar, ambient,
-// waypoint) on this substrate (control plane istiod or real).
+// waypoint) on this substrate (control plane istiod or real; auto with
+// an Istio build).
 func (s *Substrate) IstiodRuns() bool {
-	return s.ControlPlane == ControlPlaneIstiod || s.ControlPlane == ControlPlaneReal
+	return s.ControlPlane == ControlPlaneIstiod || s.ControlPlane == ControlPlaneReal ||
+		s.ControlPlane == ControlPlaneAuto && s.Istio.Dir != ""
 }
 
 // LinkerdControllersRun: Linkerd's own controllers configure mode
-// linkerd's proxies on this substrate (control plane linkerd or real).
+// linkerd's proxies on this substrate (control plane linkerd or real;
+// auto with a Linkerd build).
 func (s *Substrate) LinkerdControllersRun() bool {
-	return s.ControlPlane == ControlPlaneLinkerd || s.ControlPlane == ControlPlaneReal
+	return s.ControlPlane == ControlPlaneLinkerd || s.ControlPlane == ControlPlaneReal ||
+		s.ControlPlane == ControlPlaneAuto && s.Linkerd.Dir != ""
 }
 
 // istiodOn: istiod configures this topology's sidecars, or its
@@ -533,6 +550,9 @@ type network struct {
 	// istiod is the control plane of sidecars or ztunnels configured by
 	// istiod (istiodnet.go), nil otherwise.
 	istiod *istiodNet
+	// cpWhy is the Substrate's ControlPlaneWhy under control plane auto
+	// (the manifest's control_plane_choice), "" otherwise.
+	cpWhy string
 	// base holds each ztunnel's scrape at the cell's start, by node name.
 	mu   sync.Mutex
 	base map[string]scrape
@@ -717,6 +737,11 @@ func (n *network) Manifest() map[string]any {
 		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "sidecars: Envoy configs rendered by meshbench from the topology, certificates from the lab's CA"}
 	} else if n.topo.Options.Mode == topology.ModeAmbient {
 		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "ztunnels: a local config file (LOCAL_XDS_PATH) rendered by meshbench from the topology, certificates from the lab's CA"}
+	}
+	if n.cpWhy != "" {
+		// What was asked and why each mesh got the control plane it got;
+		// control_plane (and linkerd.control_plane) say what ran.
+		m["control_plane_choice"] = map[string]any{"asked": ControlPlaneAuto, "why": n.cpWhy}
 	}
 	return m
 }
