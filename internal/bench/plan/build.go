@@ -152,8 +152,8 @@ func (b *builder) scalars() {
 	}
 	if it, ok := b.one("control_plane"); ok {
 		switch {
-		case it.text != ControlPlaneLab && it.text != ControlPlaneIstiod && it.text != ControlPlaneLinkerd && it.text != ControlPlaneReal:
-			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate), real (each mesh from its own: istiod for Istio's modes, Linkerd's controllers for linkerd; netns substrate)")
+		case !slices.Contains([]string{ControlPlaneLab, ControlPlaneIstiod, ControlPlaneLinkerd, ControlPlaneReal, ControlPlaneAuto}, it.text):
+			b.s.badItem("control_plane", it, "allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate), real (each mesh from its own: istiod for Istio's modes, Linkerd's controllers for linkerd; netns substrate), auto (real for each mesh whose control plane is built here, as root on netns; else lab)")
 		case kube:
 			b.s.badItem("control_plane", it, "only on platform local (a cluster runs the mesh's own control plane)")
 		default:
@@ -468,6 +468,11 @@ func (b *builder) axes() {
 			return f.String(), false
 		case b.p.Duration > 0 && f.Check(b.p.Duration) != nil:
 			b.s.badItem("axes.fault", it, fmt.Sprintf("allowed: @AT inside the %s measured window (duration)", b.p.Duration))
+			return f.String(), false
+		case b.p.ControlPlane == ControlPlaneAuto && f.Part == mesh.PartControlPlane:
+			// Which cells it skips depends on the control plane each
+			// mesh gets, known only when the plan starts.
+			b.s.badItem("axes.fault", it, "a fault on the control plane with control_plane auto: not allowed (whether it runs depends on what auto picks); use control_plane real, or lab, which skips it")
 			return f.String(), false
 		}
 		return f.String(), true

@@ -156,3 +156,23 @@ axes:
 		t.Errorf("skipped %+v, want vegeta's kill with the reason", sk)
 	}
 }
+
+// TestControlPlaneAuto: control_plane auto (--control-plane auto) is
+// read from a file and from flags alike, written back by the canonical
+// YAML, and its cells are the plan's (which control plane each mesh gets
+// is chosen when the plan starts, not here).
+func TestControlPlaneAuto(t *testing.T) {
+	p := mustParse(t, "a.yaml", "repetitions: 1\ncontrol_plane: auto\naxes:\n  mesh: [none, sidecar, linkerd]\n")
+	if p.ControlPlane != ControlPlaneAuto || len(p.Cells()) != 3 || len(p.Skipped()) != 0 {
+		t.Errorf("control_plane auto: %q, %d cells, %d skipped; want auto, 3, 0", p.ControlPlane, len(p.Cells()), len(p.Skipped()))
+	}
+	if y := string(p.YAML()); !strings.Contains(y, "\ncontrol_plane: auto\n") {
+		t.Errorf("canonical YAML lacks control_plane auto:\n%s", y)
+	} else if back := mustParse(t, "back.yaml", y); back.ControlPlane != ControlPlaneAuto {
+		t.Errorf("control_plane read back as %q", back.ControlPlane)
+	}
+	f, err := FromFlags(Flags{Mesh: "sidecar", ControlPlane: "auto"})
+	if err != nil || f.ControlPlane != ControlPlaneAuto {
+		t.Errorf("--control-plane auto: %v, %v", f, err)
+	}
+}

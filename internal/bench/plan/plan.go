@@ -52,8 +52,10 @@ type Plan struct {
 	// ControlPlane is who configures the lab's proxies: ControlPlaneLab
 	// (meshbench's hand-rendered Envoy configs, its stand-in for
 	// Linkerd's), ControlPlaneIstiod (the real istiod against a lab API
-	// server; netns substrate, sidecar cells) or ControlPlaneLinkerd
-	// (Linkerd's real controllers there; linkerd cells).
+	// server; netns substrate, sidecar cells), ControlPlaneLinkerd
+	// (Linkerd's real controllers there; linkerd cells), ControlPlaneReal
+	// (each mesh from its own) or ControlPlaneAuto (real where built here,
+	// else lab; chosen when the plan starts).
 	ControlPlane string
 	// Baseline is the mesh mode the others are compared with; one of
 	// Axes.Mesh, or "" for none: the default, none, where the mesh axis
@@ -177,6 +179,10 @@ const (
 	// ControlPlaneReal: every mesh from its own real control plane
 	// (istiod for sidecar, ambient, waypoint; Linkerd's for linkerd).
 	ControlPlaneReal = "real"
+	// ControlPlaneAuto: real for each mesh whose control plane is built
+	// here (as root, on the netns substrate), the lab's own for the
+	// others; the run's first line and manifests say which and why.
+	ControlPlaneAuto = "auto"
 )
 
 // The local lab's substrates (Plan.Substrate).

@@ -85,7 +85,15 @@ func TestBadPlans(t *testing.T) {
 		// Who configures the sidecars: a name it does not know, and one on
 		// a cluster.
 		{"control plane", "control_plane: consul\n", []string{
-			`p.yaml:1: control_plane "consul": allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate), real (each mesh from its own: istiod for Istio's modes, Linkerd's controllers for linkerd; netns substrate)`,
+			`p.yaml:1: control_plane "consul": allowed: lab (meshbench renders the sidecars' and ztunnels' configs, its stand-in serves Linkerd's proxies), istiod (the real istiod against a lab API server; netns substrate), linkerd (Linkerd's real controllers against a lab API server; netns substrate), real (each mesh from its own: istiod for Istio's modes, Linkerd's controllers for linkerd; netns substrate), auto (real for each mesh whose control plane is built here, as root on netns; else lab)`,
+		}},
+		{"control plane auto on kube", "platform: kube\ncontrol_plane: auto\naxes:\n  mesh: [none]\n", []string{
+			`p.yaml:2: control_plane "auto": only on platform local (a cluster runs the mesh's own control plane)`,
+		}},
+		// auto picks each mesh's control plane when the plan starts: a
+		// fault on it is refused (which cells it skips is not known yet).
+		{"control plane auto with a control-plane fault", "control_plane: auto\nduration: 5s\naxes:\n  fault: [\"kill:control-plane@1s\"]\n", []string{
+			`p.yaml:4: axes.fault "kill:control-plane@1s": a fault on the control plane with control_plane auto: not allowed (whether it runs depends on what auto picks); use control_plane real, or lab, which skips it`,
 		}},
 		{"control plane on kube", "platform: kube\ncontrol_plane: istiod\naxes:\n  mesh: [none]\n", []string{
 			`p.yaml:2: control_plane "istiod": only on platform local (a cluster runs the mesh's own control plane)`,
