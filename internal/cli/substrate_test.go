@@ -12,8 +12,12 @@ import (
 
 	"github.com/meshbench/meshbench/internal/bench"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
+	"github.com/meshbench/meshbench/internal/mesh/istio"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
+	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
@@ -226,5 +230,77 @@ func TestRunWaypointNetnsCLI(t *testing.T) {
 	}
 	if busy, err := netns.NamesInUse(prefix); err != nil || busy {
 		t.Errorf("after the run, names %s* are still in use (err %v)", prefix, err)
+	}
+}
+
+// TestBenchControlPlaneAuto: `meshbench bench --control-plane auto` on
+// the netns substrate with Istio's build absent (an empty
+// $MESHBENCH_ISTIO_BIN) and Linkerd's present: the sidecar cell runs on
+// meshbench's own configs, the linkerd cell on Linkerd's real controllers
+// (a lab API server and the three controllers start), the first line
+// says which and why, and each cell's manifest records what ran and
+// what was asked; nothing of the labs left.
+func TestBenchControlPlaneAuto(t *testing.T) {
+	testutil.RequireRoot(t, "needs root to make network namespaces")
+	wd, _ := os.Getwd()
+	repo := filepath.Join(wd, "..", "..")
+	eb, err := envoy.Find(envoy.FindOptions{ProjectDir: repo})
+	if err != nil {
+		testutil.SkipOrFail(t, fmt.Sprintf("%v (make envoy installs it)", err))
+	}
+	lp, err := proxy.Find("", repo)
+	if err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	if _, err := release.Open(release.DefaultDir()); err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	if _, _, err := labapi.Check(); err != nil {
+		testutil.SkipOrFail(t, err.Error())
+	}
+	out := filepath.Join(t.TempDir(), "plan")
+	cmd := exec.Command(testutil.BuildMeshbench(t), "bench", "--substrate", "netns", "--control-plane", "auto", "--mesh", "sidecar,linkerd",
+		"--rate", "50", "--repetitions", "1", "--duration", "1s", "--warmup", "200ms", "--drain", "200ms",
+		"--envoy", eb.Path, "--linkerd-proxy", lp, "--out", out)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), istio.EnvBuild+"="+t.TempDir())
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, b)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	for _, want := range []string{"meshbench bench: on the netns substrate", "in Istio's modes istiod is not run", "configured and certified by Linkerd's real controllers",
+		"; control plane auto: sidecar: meshbench's own configs, not istiod's (no Istio build in ", "; linkerd: Linkerd's real controllers (installed here)"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first line lacks %q:\n%s", want, first)
+		}
+	}
+	pm, err := results.ReadPlanManifest(out)
+	if err != nil || !pm.Complete || len(pm.Order) != 2 {
+		t.Fatalf("plan manifest %+v %v", pm, err)
+	}
+	var prefixes []string
+	for _, id := range pm.Order {
+		m, err := results.ReadManifest(results.CellDir(out, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, _ := m.Options["control_plane"].(map[string]any)
+		choice, _ := m.Options["control_plane_choice"].(map[string]any)
+		want := bench.ControlPlaneLab
+		if strings.HasPrefix(id, string(topology.ModeLinkerd)+"-") {
+			want = bench.ControlPlaneLinkerd
+		}
+		if cp["name"] != want || choice["asked"] != bench.ControlPlaneAuto || !strings.Contains(fmt.Sprint(choice["why"]), "no Istio build in") {
+			t.Errorf("cell %s: control_plane %v, control_plane_choice %v; want %s, asked auto", id, cp, choice, want)
+		}
+		if n, ok := m.Options["netns"].(map[string]any); ok {
+			prefixes = append(prefixes, fmt.Sprint(n["prefix"]))
+		}
+	}
+	for _, prefix := range prefixes {
+		if busy, err := netns.NamesInUse(prefix); err != nil || busy {
+			t.Errorf("after the plan, names %s* are still in use (err %v)", prefix, err)
+		}
 	}
 }
