@@ -295,12 +295,13 @@ func TestUseAutoControlPlanes(t *testing.T) {
 		t.Setenv(istio.EnvBuild, t.TempDir())
 		t.Setenv(release.EnvBuild, t.TempDir())
 		sub := auto(all, false, true)
-		if _, _, err := labapi.Check(); err == nil {
-			lab("no builds", sub, "sidecar, ambient: meshbench's own configs, not istiod's (no Istio build in ",
-				"linkerd: the lab's stand-in for Linkerd's control plane (no Linkerd build in ")
-		} else {
-			lab("no API server", sub, "no lab API server here")
-		}
+		lab("no builds", sub, "sidecar, ambient: meshbench's own configs, not istiod's (", "no Istio build in ",
+			"linkerd: the lab's stand-in for Linkerd's control plane (", "no Linkerd build in ")
+		// Without the API server's binaries too, each mesh's reason
+		// names both, so that one read says all to install.
+		t.Setenv(labapi.BinEnv, t.TempDir())
+		lab("no API server", auto(all, false, false), "(not root (the lab API server and the control planes run as root), and no lab API server here: ",
+			"kube-apiserver is missing (run `make k8s-tools`", ", and no Istio build in ", ", and no Linkerd build in ")
 		if first := LabLine(sub, modes, nil); !strings.Contains(first, "istiod is not run") || !strings.Contains(first, "the lab's stand-in") {
 			t.Errorf("first line %q: want Istio's modes and linkerd from the lab's own", first)
 		}

@@ -458,16 +458,22 @@ func useAutoControlPlanes(sub local.Substrate, opts []topology.Options, envoyBin
 		apiErr = err
 	}
 	// why is "" when the real control plane can configure every cell
-	// of cells: its build opened and every cell supported.
+	// of cells (root, the API server's binaries, its build opened, every
+	// cell supported), else all that is missing, so that one read says
+	// everything to install.
 	why := func(cells []topology.Options, open func() error, probe *netlab.Substrate) string {
-		switch {
-		case !root:
-			return "not root (the lab API server and the control planes run as root)"
-		case apiErr != nil:
-			return "no lab API server here: " + apiErr.Error()
+		var missing []string
+		if !root {
+			missing = append(missing, "not root (the lab API server and the control planes run as root)")
+		}
+		if apiErr != nil {
+			missing = append(missing, "no lab API server here: "+apiErr.Error())
 		}
 		if err := open(); err != nil {
-			return err.Error()
+			missing = append(missing, err.Error())
+		}
+		if len(missing) > 0 {
+			return strings.Join(missing, ", and ")
 		}
 		for _, o := range cells {
 			if err := probe.Supports(o); err != nil {
