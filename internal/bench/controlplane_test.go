@@ -300,7 +300,7 @@ func TestUseAutoControlPlanes(t *testing.T) {
 		// Without the API server's binaries too, each mesh's reason
 		// names both, so that one read says all to install.
 		t.Setenv(labapi.BinEnv, t.TempDir())
-		lab("no API server", auto(all, false, false), "(not root (the lab API server and the control planes run as root), and no lab API server here: ",
+		lab("no API server", auto(all, false, false), "(not root (the lab API server and the control planes run as root), and lab API server binaries not found: ",
 			"kube-apiserver is missing (run `make k8s-tools`", ", and no Istio build in ", ", and no Linkerd build in ")
 		if first := LabLine(sub, modes, nil); !strings.Contains(first, "istiod is not run") || !strings.Contains(first, "the lab's stand-in") {
 			t.Errorf("first line %q: want Istio's modes and linkerd from the lab's own", first)

@@ -467,7 +467,7 @@ func useAutoControlPlanes(sub local.Substrate, opts []topology.Options, envoyBin
 			missing = append(missing, "not root (the lab API server and the control planes run as root)")
 		}
 		if apiErr != nil {
-			missing = append(missing, "no lab API server here: "+apiErr.Error())
+			missing = append(missing, apiErr.Error())
 		}
 		if err := open(); err != nil {
 			missing = append(missing, err.Error())
