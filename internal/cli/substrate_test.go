@@ -21,6 +21,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
+	"github.com/meshbench/meshbench/internal/testkit/schemas"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 )
 
@@ -279,6 +280,8 @@ func TestBenchControlPlaneAuto(t *testing.T) {
 	if err != nil || !pm.Complete || len(pm.Order) != 2 {
 		t.Fatalf("plan manifest %+v %v", pm, err)
 	}
+	// plan.yaml (control_plane: auto) and the manifests match their schemas.
+	checkSchemas(t, out, "plan-manifest.v1.schema.json", "run-manifest.v1.schema.json", schemas.PlanFileSchema)
 	var prefixes []string
 	for _, id := range pm.Order {
 		m, err := results.ReadManifest(results.CellDir(out, id))
