@@ -214,6 +214,18 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	if c.DestinationProxy, err = c.upPodProxy(ctx, c.DestinationPod, destinationPodSpec); err != nil {
 		return nil, err
 	}
+	// Both pods' proxies stop together: each holds a connection to the
+	// other (identity's policy watches at destination's; destination's
+	// to identity's), and one stopped alone drains until its grace runs
+	// out (proxy.StopGrace) while the other's streams stay open. Each
+	// Mesh.Close is safe to call again.
+	c.lab.sub.OnClose("Linkerd's controllers' pods' proxies", func() error {
+		errs := make(chan error, 2)
+		for _, m := range []*linkerd.Mesh{c.IdentityProxy, c.DestinationProxy} {
+			go func() { errs <- m.Close() }()
+		}
+		return errors.Join(<-errs, <-errs)
+	})
 	c.StartTime = time.Since(t0)
 	if l.Opts.Log != nil {
 		fmt.Fprintf(l.Opts.Log, "Linkerd's controllers ready in %v (identity %v, destination %v, policy %v after their start)\n",
