@@ -144,13 +144,15 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 // B/A − 1 with its interval, the level its interval achieves (below the
 // nominal level with few runs) and the nominal level, whether it is
 // significant (its interval excludes 0; false without an interval or with
-// fewer than 3 runs a side) and the interval's method.
+// fewer than 3 runs a side), the interval's method, and who configured
+// the mesh's proxies (analysis.ControlPlaneOf: the same on both sides, the
+// mesh label carrying it).
 // Empty fields are values that could not be computed.
 func CompareCSV(w io.Writer, sc *analysis.SetComparison) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
 		"a_median", "a_lo", "a_hi", "a_n", "b_median", "b_lo", "b_hi", "b_n",
-		"diff", "diff_lo", "diff_hi", "level", "nominal_level", "significant", "method"})
+		"diff", "diff_lo", "diff_hi", "level", "nominal_level", "significant", "method", "control_plane"})
 	for _, d := range sc.Configs {
 		c := d.Config
 		for _, f := range analysis.CompareFigures {
@@ -163,7 +165,8 @@ func CompareCSV(w io.Writer, sc *analysis.SetComparison) error {
 				strconv.FormatBool(c.Gateway), strconv.FormatBool(c.MTLS), c.Mesh, f,
 				num(ia.Estimate), num(ia.Lo), num(ia.Hi), strconv.Itoa(ia.N),
 				num(ib.Estimate), num(ib.Lo), num(ib.Hi), strconv.Itoa(ib.N),
-				num(iv.Estimate), num(iv.Lo), num(iv.Hi), num(iv.Achieved()), num(iv.Level), strconv.FormatBool(iv.Significant()), iv.Method})
+				num(iv.Estimate), num(iv.Lo), num(iv.Hi), num(iv.Achieved()), num(iv.Level), strconv.FormatBool(iv.Significant()), iv.Method,
+				analysis.ControlPlaneOf(c.Mesh)})
 		}
 	}
 	cw.Flush()

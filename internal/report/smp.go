@@ -348,12 +348,18 @@ func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 	}
 	if known && d.SMPType != "" {
 		m.MeshType = &smpMeshType{Type: d.SMPType, Labels: maps.Clone(d.SMPLabels)}
-		// Only the local lab emulates a mesh: on a cluster the mesh is the
-		// real one.
-		if d.Emulates != "" && run.Local() {
+		// Only the local lab emulates a mesh, and only with its own
+		// configs: on a cluster, and on the lab with istiod, the mesh is
+		// the real one.
+		cp := analysis.ControlPlaneOf(c.Config.Mesh)
+		if d.Emulates != "" && run.Local() && cp != analysis.ControlPlaneIstiod {
 			m.MeshType.Annotations = map[string]string{
 				"meshbench.io/emulation": "meshbench's local Envoy emulation of the " + d.Emulates + " data plane, not " + d.Product + " itself"}
 		}
+	}
+	// Who configured the proxies, as the cell's manifest recorded it.
+	if cp := analysis.ControlPlaneOf(c.Config.Mesh); cp != "" {
+		m.Labels["meshbench.control_plane"] = cp
 	}
 	count := map[string]int32{}
 	for _, p := range run.Processes {
