@@ -47,15 +47,16 @@ const LinkerdConfigured = " (config from Linkerd's controllers)"
 // whose manifest records the lab's fast path as its control plane
 // (control_plane lab): meshbench's own Envoy configs
 // (internal/mesh/envoy/bootstrap) or ztunnel's local config file, not
-// what istiod would send: "sidecar (meshbench's own configs, not
-// istiod's)".
-const LabConfigured = " (meshbench's own configs, not istiod's)"
+// what istiod would send: "sidecar (meshbench's configs)", short as
+// the tables need it (ControlPlaneOf's longer words go in the reports'
+// headers and columns).
+const LabConfigured = " (meshbench's configs)"
 
 // LinkerdStandIn ends the mesh label of a linkerd cell whose manifest
 // records the lab's stand-in control plane
 // (internal/mesh/linkerd/controlplane): "linkerd (the lab's stand-in
-// control plane, not Linkerd's)".
-const LinkerdStandIn = " (the lab's stand-in control plane, not Linkerd's)"
+// control plane)".
+const LinkerdStandIn = " (the lab's stand-in control plane)"
 
 // meshLabelOf is MeshLabel for a cell's recorded settings, marked with
 // who configured its proxies as the manifest recorded it:

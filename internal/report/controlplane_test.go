@@ -60,7 +60,7 @@ func controlPlaneFixture(t *testing.T) *analysis.Plan {
 }
 
 const (
-	labSidecar    = "sidecar (meshbench's own configs, not istiod's)"
+	labSidecar    = "sidecar (meshbench's configs)"
 	istiodAmbient = "ambient (config from istiod)"
 )
 
@@ -69,8 +69,9 @@ const (
 // were, and for the others which real control plane, from the cells'
 // manifests: the text report (header line and table heads), both plan
 // CSVs (the mesh label; figures.csv's control_plane column), the HTML
-// report (header and tables), compare's text and CSV, the SMP export, and
-// the live view's line for the last cell; mode none says nothing.
+// report (header and tables; the summary chart's caption), compare's text
+// and CSV, the SMP export, and the live view's line for the last cell;
+// mode none says nothing.
 func TestControlPlaneLabelled(t *testing.T) {
 	p := controlPlaneFixture(t)
 	a := analysis.Analyze(p, analysis.Options{Level: 0.95, Seed: uint64(p.Manifest.Seed)})
@@ -100,7 +101,7 @@ func TestControlPlaneLabelled(t *testing.T) {
 		var lab, real, none int
 		for _, l := range lines[1:] {
 			switch {
-			case strings.Contains(l, `,"`+labSidecar+`",`) && strings.HasSuffix(l, ",meshbench's own configs (not istiod's)"):
+			case strings.Contains(l, ","+labSidecar+",") && strings.HasSuffix(l, ",meshbench's own configs (not istiod's)"):
 				lab++
 			case strings.Contains(l, ","+istiodAmbient+",") && strings.HasSuffix(l, ",istiod"):
 				real++
@@ -123,6 +124,26 @@ func TestControlPlaneLabelled(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Errorf("report.html lacks %q", want)
 			}
+		}
+	})
+	t.Run("chart", func(t *testing.T) {
+		// The summary chart's ticks are the bare modes (long labels
+		// rotated under four panels squeeze the plots); its caption says
+		// who configured each.
+		charts, err := SummaryCharts(a)
+		if err != nil || len(charts) == 0 {
+			t.Fatalf("summary charts: %v", err)
+		}
+		for _, c := range charts {
+			if !strings.Contains(c.Chart.Caption(), header+".") {
+				t.Errorf("%s's caption lacks %q: %s", c.Name, header, c.Chart.Caption())
+			}
+		}
+		if got := shortTicks([]string{"none", labSidecar, istiodAmbient}); strings.Join(got, ",") != "none,sidecar,ambient" {
+			t.Errorf("ticks %q", got)
+		}
+		if got := shortTicks([]string{labSidecar, "sidecar" + analysis.IstiodConfigured}); got[0] != labSidecar {
+			t.Errorf("ticks %q: two sidecars must keep their labels", got)
 		}
 	})
 	t.Run("compare", func(t *testing.T) {
