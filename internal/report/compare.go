@@ -60,6 +60,9 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 		fmt.Fprintf(bw, "  %s: %s: meshbench %s, Envoy %s, seed %d, %s host %s (%d CPUs, %s), %d cells (%d valid)\n",
 			side.name, side.a.Plan.Dir, m.MeshbenchVersion, envoy, m.Seed, m.Platform, m.Host.Hostname, m.Host.CPUs, m.Host.CPUModel,
 			len(side.a.Plan.Cells), len(side.a.Plan.Cells)-len(side.a.Invalid))
+		if line := ControlPlanesLine(side.a.Meshes); line != "" {
+			fmt.Fprintf(bw, "     %s\n", line)
+		}
 	}
 	for _, d := range sc.MethodDifferences {
 		fmt.Fprintf(bw, "WARNING: %s; a difference between A and B may come from this, not from the mesh\n", d)

@@ -149,7 +149,7 @@ func TestControlPlaneLabelled(t *testing.T) {
 	t.Run("compare", func(t *testing.T) {
 		sc := analysis.CompareSets(p, p, analysis.Options{Level: 0.95, Seed: uint64(p.Manifest.Seed)})
 		txt := render(func(b *bytes.Buffer) error { return CompareText(b, sc) })
-		if !strings.Contains(txt, labSidecar) || !strings.Contains(txt, istiodAmbient) {
+		if !strings.Contains(txt, labSidecar) || !strings.Contains(txt, istiodAmbient) || strings.Count(txt, "     "+header+"\n") != 2 {
 			t.Errorf("compare's text does not name the control planes:\n%s", txt)
 		}
 		cs := render(func(b *bytes.Buffer) error { return CompareCSV(b, sc) })
