@@ -191,9 +191,38 @@ func TestControlPlaneLabelled(t *testing.T) {
 				t.Errorf("%s: SMP control plane %q, emulation %q: want the lab's own configs, an emulation", c.ID, cp, emulation)
 			case mode == "ambient" && (cp != "istiod" || emulation != ""):
 				t.Errorf("%s: SMP control plane %q, emulation %q: want istiod, no emulation", c.ID, cp, emulation)
+			case mode == "sidecar" && !strings.HasPrefix(emulation, "meshbench's local Envoy emulation"):
+				t.Errorf("%s: SMP emulation %q", c.ID, emulation)
 			case mode == "none" && cp != "":
 				t.Errorf("%s: SMP control plane %q for mode none", c.ID, cp)
 			}
+		}
+		// An ambient cell on the fast path: the ztunnel is Istio's own,
+		// only its config is meshbench's.
+		for _, c := range p.Cells {
+			if analysis.MeshMode(c.Config.Mesh) != "ambient" {
+				continue
+			}
+			run, err := results.ReadManifest(c.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load, err := results.ReadFile(filepath.Join(c.Dir, results.LoadFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			run.Options["control_plane"] = map[string]any{"name": "lab"}
+			lc := *c
+			lc.Config.Mesh = "ambient" + analysis.LabConfigured
+			b, err := SMPResult(&lc, run, load)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"meshbench.io/emulation": "Istio's own ztunnel configured from meshbench's local config file, not by istiod`) ||
+				!strings.Contains(string(b), `"meshbench.control_plane": "meshbench's own configs (not istiod's)"`) {
+				t.Errorf("a fast-path ambient cell's SMP mesh config:\n%s", b)
+			}
+			break
 		}
 		if !seen["sidecar"] || !seen["ambient"] {
 			t.Errorf("modes seen %v", seen)

@@ -353,8 +353,14 @@ func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 		// the real one.
 		cp := analysis.ControlPlaneOf(c.Config.Mesh)
 		if d.Emulates != "" && run.Local() && cp != analysis.ControlPlaneIstiod {
-			m.MeshType.Annotations = map[string]string{
-				"meshbench.io/emulation": "meshbench's local Envoy emulation of the " + d.Emulates + " data plane, not " + d.Product + " itself"}
+			note := "meshbench's local Envoy emulation of the " + d.Emulates + " data plane, not " + d.Product + " itself"
+			if sub, _ := run.Options["substrate"].(string); sub == "netns" && d.Kind != mesh.KindSidecar {
+				// The netns substrate runs Istio's own ztunnel: only its
+				// configuration is meshbench's.
+				note = "Istio's own ztunnel configured from meshbench's local config file, not by istiod (a waypoint: Envoy with meshbench's config): " +
+					"meshbench's emulation of the " + d.Emulates + " control plane, not " + d.Product + " itself"
+			}
+			m.MeshType.Annotations = map[string]string{"meshbench.io/emulation": note}
 		}
 	}
 	// Who configured the proxies, as the cell's manifest recorded it.
