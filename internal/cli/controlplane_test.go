@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
@@ -53,5 +54,28 @@ func TestControlPlaneSaid(t *testing.T) {
 		if tc.cellLine != "" && !strings.HasSuffix(line, tc.cellLine) || tc.cellLine == "" && strings.Contains(line, "configs:") {
 			t.Errorf("%s: bench's cell line %q, want it to end %q", mesh, line, tc.cellLine)
 		}
+	}
+}
+
+// TestConfiguredApart: compare's "nothing to compare" says when the same
+// meshes ran with different control planes (their labels differ), and
+// nothing when the sides share no mesh or were configured alike.
+func TestConfiguredApart(t *testing.T) {
+	set := func(a, b []string) *analysis.SetComparison {
+		return &analysis.SetComparison{A: &analysis.Analysis{Meshes: a}, B: &analysis.Analysis{Meshes: b}}
+	}
+	lab, istiod := "sidecar"+analysis.LabConfigured, "sidecar"+analysis.IstiodConfigured
+	got := configuredApart(set([]string{"none", lab}, []string{"none", istiod}))
+	if want := "(A: sidecar: meshbench's own configs (not istiod's); B: sidecar: istiod)"; !strings.Contains(got, want) {
+		t.Errorf("lab vs istiod: %q, want it to say %q", got, want)
+	}
+	if got := configuredApart(set([]string{lab}, []string{"linkerd" + analysis.LinkerdConfigured})); got != "" {
+		t.Errorf("no mesh in common: %q", got)
+	}
+	if got := configuredApart(set([]string{lab}, []string{lab})); got != "" {
+		t.Errorf("configured alike: %q", got)
+	}
+	if got := configuredApart(set([]string{"sidecar"}, []string{istiod})); !strings.Contains(got, "(A: no record; B: sidecar: istiod)") {
+		t.Errorf("an old result vs istiod: %q", got)
 	}
 }
