@@ -29,6 +29,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -119,6 +120,9 @@ type Observer interface {
 // --fail-on conditions were met; invalid or failed cells are a plain error.
 func Run(ctx context.Context, cfg Config) error {
 	b := &benchRun{cfg: cfg, p: cfg.Plan, onKube: cfg.Plan.Platform == plan.PlatformKube}
+	// The plan's lab API server, if its labs started one: stopped once
+	// the cells ran, also when they failed or were interrupted.
+	defer b.closeSubstrate()
 	for _, step := range prepareSteps {
 		if err := step.do(b, ctx); err != nil {
 			return err
@@ -231,7 +235,21 @@ func (b *benchRun) chooseSubstrate(context.Context) error {
 	if sub != nil {
 		b.substrate = sub.Name()
 	}
+	if ns, ok := sub.(*netlab.Substrate); ok {
+		// One lab API server for the plan's labs, not one per topology.
+		ns.ShareAPI = true
+	}
 	return nil
+}
+
+// closeSubstrate stops what the plan's labs shared on the substrate (the
+// lab API server); an error is said, not returned: the results stand.
+func (b *benchRun) closeSubstrate() {
+	if ns, ok := b.sub.(*netlab.Substrate); ok {
+		if err := ns.Close(); err != nil {
+			fmt.Fprintf(b.cfg.Stderr, "meshbench bench: stopping the plan's lab API server: %v\n", err)
+		}
+	}
 }
 
 func (b *benchRun) connect(ctx context.Context) error {
