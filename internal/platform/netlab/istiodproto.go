@@ -81,7 +81,10 @@ func (in *istiodNet) checkProtocol(ctx context.Context, t *topology.Topology, mc
 			}
 		}
 		line := fmt.Sprintf("istiod holds %s:%d as %s (port %q)", host, s.Port, got, name)
-		if in.ambient && want == "TCP" {
+		switch {
+		case in.ambient && want == "TCP" && t.Options.Mode == topology.ModeWaypoint:
+			line += "; the waypoint carries it at L4 (its tcp_proxy), between the ztunnels' HBONE"
+		case in.ambient && want == "TCP":
 			line += "; ztunnel carries it at L4 as it does any port"
 		}
 		mc.Lines = append(mc.Lines, line+".")

@@ -56,9 +56,17 @@ func TestSubstrateRunIstiodTCPPlain(t *testing.T) {
 				t.Errorf("cell invalid: %v", res.Manifest.Invalid)
 			}
 			var held bool
+			// Who carries the port at L4: the waypoint where there is one,
+			// else ztunnel; a sidecar's line names neither.
+			carrier := map[topology.Mode]string{topology.ModeAmbient: "; ztunnel carries it at L4", topology.ModeWaypoint: "; the waypoint carries it at L4"}[tc.mode]
 			for _, l := range res.MeshCheck.Lines {
 				t.Log(l)
-				held = held || (strings.HasPrefix(l, "istiod holds server.default.svc.cluster.local:") && strings.Contains(l, ` as TCP (port "tcp-http")`))
+				if strings.HasPrefix(l, "istiod holds server.default.svc.cluster.local:") && strings.Contains(l, ` as TCP (port "tcp-http")`) {
+					held = true
+					if carrier != "" && !strings.Contains(l, carrier) || carrier == "" && strings.Contains(l, "carries it") {
+						t.Errorf("%q: want it to say %q", l, carrier)
+					}
+				}
 			}
 			if !held {
 				t.Errorf("no line saying istiod holds the service's port as TCP: %q", res.MeshCheck.Lines)
