@@ -1,13 +1,16 @@
 package bench
 
 import (
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 )
@@ -240,5 +243,54 @@ func TestUseRealControlPlanes(t *testing.T) {
 	err = UseControlPlane(&netlab.Substrate{LinkerdProxy: "/proxy"}, ControlPlaneReal, []topology.Options{faces}, "", false)
 	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "app faces with control plane linkerd: not yet") {
 		t.Errorf("real with mesh linkerd and app faces: %v, want refused", err)
+	}
+}
+
+// cellsPlatform records the cells it ran and its teardowns, in order
+// (no process: what apiUntil does around a platform).
+type cellsPlatform struct{ calls []string }
+
+func (p *cellsPlatform) Name() string { return "fake" }
+func (p *cellsPlatform) RunCell(_ context.Context, r platform.CellRun) (*platform.Result, error) {
+	p.calls = append(p.calls, r.Cell.ID)
+	return nil, nil
+}
+func (p *cellsPlatform) Teardown(string) { p.calls = append(p.calls, "teardown") }
+
+// TestAPIUntil: a plan's shared lab API server is stopped after the last
+// cell that needs one (its lab torn down first), not before and not
+// again after the others; a plan none of whose cells needs one, or a
+// control plane of the lab's own, leaves the platform as it is.
+func TestAPIUntil(t *testing.T) {
+	cell := func(id string, mode topology.Mode) platform.Cell {
+		o := topology.DefaultOptions()
+		o.Mode = mode
+		return platform.Cell{ID: id, Settings: platform.Settings{Mesh: o}, Topology: id}
+	}
+	cells := []platform.Cell{cell("none-1", topology.ModeNone), cell("sidecar-1", topology.ModeSidecar),
+		cell("linkerd-1", topology.ModeLinkerd), cell("none-2", topology.ModeNone)}
+	for _, tc := range []struct {
+		cp   string
+		want string
+	}{
+		{ControlPlaneReal, "none-1 sidecar-1 linkerd-1 teardown none-2"},
+		{ControlPlaneIstiod, "none-1 sidecar-1 teardown linkerd-1 none-2"},
+		{ControlPlaneLinkerd, "none-1 sidecar-1 linkerd-1 teardown none-2"},
+		{ControlPlaneLab, "none-1 sidecar-1 linkerd-1 none-2"},
+	} {
+		fp := &cellsPlatform{}
+		ns := &netlab.Substrate{ControlPlane: tc.cp, ShareAPI: true}
+		on := apiUntil(fp, ns, cells, io.Discard)
+		if tc.cp == ControlPlaneLab && on != platform.Platform(fp) {
+			t.Errorf("control plane lab: the platform wrapped, want it as it is")
+		}
+		for _, c := range cells {
+			if _, err := on.RunCell(context.Background(), platform.CellRun{Cell: c}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := strings.Join(fp.calls, " "); got != tc.want {
+			t.Errorf("control plane %s: %s, want %s", tc.cp, got, tc.want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 )
 
@@ -121,8 +122,22 @@ func (s *Substrate) sharedAPIFor(ctx context.Context, l *Lab, cidr netip.Prefix)
 	return apiUse{srv: srv, shared: true, lab: sh.labs}, true, nil
 }
 
+// NeedsAPI: a topology with options o runs its control plane against a
+// lab API server on this substrate (istiod for Istio's modes, Linkerd's
+// controllers for linkerd, as ControlPlane says).
+func (s *Substrate) NeedsAPI(o topology.Options) bool {
+	switch o.Mode {
+	case topology.ModeSidecar, topology.ModeAmbient, topology.ModeWaypoint:
+		return s.IstiodRuns()
+	case topology.ModeLinkerd:
+		return s.LinkerdControllersRun()
+	}
+	return false
+}
+
 // Close stops the plan's shared lab API server, if one runs (after the
-// plan's last cell, or when it stops early). Safe to call twice.
+// plan's last cell that needs it, or when the plan stops early). Safe to
+// call twice.
 func (s *Substrate) Close() error {
 	sh := &s.api
 	sh.mu.Lock()
