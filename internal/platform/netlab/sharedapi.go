@@ -108,7 +108,11 @@ func (s *Substrate) sharedAPIFor(ctx context.Context, l *Lab, cidr netip.Prefix)
 	l.sub.OnClose("the lab's objects on the plan's lab API server", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
+		t0 := time.Now()
 		err := srv.Reset(ctx)
+		if l.Opts.Log != nil && err == nil {
+			fmt.Fprintf(l.Opts.Log, "lab API server: the lab's objects deleted, back to its baseline in %v\n", time.Since(t0).Round(time.Millisecond))
+		}
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		sh.busy = false
