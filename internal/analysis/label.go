@@ -35,26 +35,92 @@ func MeshMode(label string) string {
 // cell whose proxies the real istiod configured on the lab
 // (--control-plane istiod): "sidecar (config from istiod)", "ambient
 // (config from istiod)", so every table, chart and export says
-// which control plane a figure came from; the lab's default,
-// hand-rendered configs keep the bare mode.
+// which control plane a figure came from.
 const IstiodConfigured = " (config from istiod)"
 
 // LinkerdConfigured ends the mesh label of a linkerd cell whose proxies
 // Linkerd's real controllers configured on the lab (--control-plane
-// linkerd): "linkerd (config from Linkerd's controllers)"; the lab's
-// stand-in keeps the bare mode.
+// linkerd): "linkerd (config from Linkerd's controllers)".
 const LinkerdConfigured = " (config from Linkerd's controllers)"
 
-// meshLabelOf is MeshLabel for a cell's recorded settings, with
-// IstiodConfigured where istiod configured its sidecars and
-// LinkerdConfigured where Linkerd's controllers configured its proxies.
+// LabConfigured ends the mesh label of a sidecar, ambient or waypoint cell
+// whose manifest records the lab's fast path as its control plane
+// (control_plane lab): meshbench's own Envoy configs
+// (internal/mesh/envoy/bootstrap) or ztunnel's local config file, not
+// what istiod would send: "sidecar (meshbench's configs)", short as
+// the tables need it (ControlPlaneOf's longer words go in the reports'
+// headers and columns).
+const LabConfigured = " (meshbench's configs)"
+
+// LinkerdStandIn ends the mesh label of a linkerd cell whose manifest
+// records the lab's stand-in control plane
+// (internal/mesh/linkerd/controlplane): "linkerd (the lab's stand-in
+// control plane)".
+const LinkerdStandIn = " (the lab's stand-in control plane)"
+
+// meshLabelOf is MeshLabel for a cell's recorded settings, marked with
+// who configured its proxies as the manifest recorded it:
+// IstiodConfigured, LinkerdConfigured, LabConfigured or LinkerdStandIn.
+// A cell with no record (a cluster, mesh none, results from before the
+// record) keeps MeshLabel's; so does an Envoy stand-in for ztunnel,
+// whose label already says it is meshbench's.
 func meshLabelOf(s results.CellSettings) string {
 	l := MeshLabel(s.Mesh, s.Substrate)
+	if s.ControlPlane == nil || strings.HasSuffix(l, EnvoyStandIn) {
+		return l
+	}
+	istio := s.Mesh == "sidecar" || s.Mesh == "ambient" || s.Mesh == "waypoint"
 	switch {
-	case s.ControlPlane != nil && s.ControlPlane.Name == "istiod" && (s.Mesh == "sidecar" || s.Mesh == "ambient" || s.Mesh == "waypoint"):
+	case s.ControlPlane.Name == "istiod" && istio:
 		l += IstiodConfigured
-	case s.ControlPlane != nil && s.ControlPlane.Name == "linkerd" && s.Mesh == "linkerd":
+	case s.ControlPlane.Name == "linkerd" && s.Mesh == "linkerd":
 		l += LinkerdConfigured
+	case s.ControlPlane.Name == "lab" && istio:
+		l += LabConfigured
+	case s.ControlPlane.Name == "lab" && s.Mesh == "linkerd":
+		l += LinkerdStandIn
 	}
 	return l
+}
+
+// ControlPlaneOf's answers for the real control planes.
+const (
+	ControlPlaneIstiod  = "istiod"
+	ControlPlaneLinkerd = "Linkerd's controllers"
+)
+
+// ControlPlaneOf says who configured a cell's proxies from its mesh label
+// (which meshLabelOf made from the manifest's record): "istiod",
+// "Linkerd's controllers", "meshbench's own configs (not istiod's)",
+// "the lab's stand-in (not Linkerd's)", "meshbench's own configs (Envoy
+// stand-in for ztunnel)"; "" where nothing was recorded. The CSV column
+// and the HTML report's per-cell line are this.
+func ControlPlaneOf(meshLabel string) string {
+	switch {
+	case strings.HasSuffix(meshLabel, IstiodConfigured):
+		return ControlPlaneIstiod
+	case strings.HasSuffix(meshLabel, LinkerdConfigured):
+		return ControlPlaneLinkerd
+	case strings.HasSuffix(meshLabel, LabConfigured):
+		return "meshbench's own configs (not istiod's)"
+	case strings.HasSuffix(meshLabel, LinkerdStandIn):
+		return "the lab's stand-in (not Linkerd's)"
+	case strings.HasSuffix(meshLabel, EnvoyStandIn):
+		return "meshbench's own configs (Envoy stand-in for ztunnel)"
+	}
+	return ""
+}
+
+// CellControlPlane is ControlPlaneOf for a cell's manifest: who
+// configured its proxies as the manifest recorded it, "" without a record
+// (or an unreadable one).
+func CellControlPlane(m *results.RunManifest) string {
+	if m == nil {
+		return ""
+	}
+	s, err := m.Settings()
+	if err != nil {
+		return ""
+	}
+	return ControlPlaneOf(meshLabelOf(s))
 }

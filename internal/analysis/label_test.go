@@ -44,9 +44,12 @@ func TestConfigOfSubstrate(t *testing.T) {
 	}
 }
 
-// TestMeshLabelIstiod: a sidecar cell istiod configured says so in its
-// label; the lab's hand-rendered sidecars, other modes and results
-// without the record keep theirs.
+// TestMeshLabelIstiod: a cell says in its label who configured its
+// proxies, as its manifest recorded it: istiod, Linkerd's controllers,
+// the lab's own configs, the lab's stand-in for Linkerd; mode none, the
+// loopback's Envoy stand-in (already said) and results without the record
+// keep theirs; ControlPlaneOf reads it back for the CSV column and the
+// reports' headers.
 func TestMeshLabelIstiod(t *testing.T) {
 	for _, tc := range []struct {
 		s    results.CellSettings
@@ -54,19 +57,36 @@ func TestMeshLabelIstiod(t *testing.T) {
 	}{
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "sidecar (config from istiod)"},
 		{results.CellSettings{Mesh: "ambient", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "ambient (config from istiod)"},
-		{results.CellSettings{Mesh: "ambient", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "ambient"},
+		{results.CellSettings{Mesh: "ambient", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "ambient (meshbench's configs)"},
+		{results.CellSettings{Mesh: "waypoint", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "waypoint (meshbench's configs)"},
+		{results.CellSettings{Mesh: "sidecar", Substrate: "loopback", ControlPlane: &results.ControlPlane{Name: "lab"}}, "sidecar (meshbench's configs)"},
+		{results.CellSettings{Mesh: "waypoint", Substrate: "loopback", ControlPlane: &results.ControlPlane{Name: "lab"}}, "waypoint (Envoy stand-in for ztunnel)"},
 		{results.CellSettings{Mesh: "waypoint", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "waypoint (config from istiod)"},
-		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "sidecar"},
+		{results.CellSettings{Mesh: "sidecar", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "sidecar (meshbench's configs)"},
+		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "none"},
 		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "istiod"}}, "none"},
 		{results.CellSettings{Mesh: "sidecar", Substrate: "netns"}, "sidecar"},
 		{results.CellSettings{Mesh: "linkerd", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "linkerd"}}, "linkerd (config from Linkerd's controllers)"},
-		{results.CellSettings{Mesh: "linkerd", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "linkerd"},
+		{results.CellSettings{Mesh: "linkerd", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "lab"}}, "linkerd (the lab's stand-in control plane)"},
 		{results.CellSettings{Mesh: "linkerd", Substrate: "netns"}, "linkerd"},
 		{results.CellSettings{Mesh: "none", Substrate: "netns", ControlPlane: &results.ControlPlane{Name: "linkerd"}}, "none"},
 		{results.CellSettings{Mesh: "ambient", Substrate: "loopback"}, "ambient (Envoy stand-in for ztunnel)"},
 	} {
 		if got := meshLabelOf(tc.s); got != tc.want {
 			t.Errorf("meshLabelOf(%+v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+	for label, want := range map[string]string{
+		"sidecar (config from istiod)":                "istiod",
+		"linkerd (config from Linkerd's controllers)": "Linkerd's controllers",
+		"ambient (meshbench's configs)":               "meshbench's own configs (not istiod's)",
+		"linkerd (the lab's stand-in control plane)":  "the lab's stand-in (not Linkerd's)",
+		"ambient (Envoy stand-in for ztunnel)":        "meshbench's own configs (Envoy stand-in for ztunnel)",
+		"sidecar":                                     "",
+		"none":                                        "",
+	} {
+		if got := ControlPlaneOf(label); got != want {
+			t.Errorf("ControlPlaneOf(%q) = %q, want %q", label, got, want)
 		}
 	}
 }

@@ -396,6 +396,13 @@ func cellEndText(ev runner.Event, loopback bool) string {
 	if mode := ev.Cell.Settings.Mesh.Mode; loopback {
 		if label := analysis.MeshLabel(string(mode), bench.SubstrateLoopback); label != string(mode) {
 			line += " [" + label + "]"
+			return line
+		}
+	}
+	// Who configured the proxies, as the cell's manifest recorded it.
+	if ev.Result != nil {
+		if cp := analysis.CellControlPlane(ev.Result.Manifest); cp != "" {
+			line += " [configs: " + cp + "]"
 		}
 	}
 	return line

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -73,8 +74,8 @@ B's relative to A's with an interval.`,
 			b.Settings = plan.MethodSettings("B/plan.yaml", b.PlanYAML)
 			sc := analysis.CompareSets(a, b, analysis.Options{Level: f.confidence, Seed: uint64(a.Manifest.Seed)})
 			if len(sc.Configs) == 0 {
-				return fmt.Errorf("nothing to compare: no config (mesh and scenario) has a valid cell in both %s (%d configs) and %s (%d configs)",
-					args[0], len(sc.OnlyA), args[1], len(sc.OnlyB))
+				return fmt.Errorf("nothing to compare: no config (mesh and scenario) has a valid cell in both %s (%d configs) and %s (%d configs)%s",
+					args[0], len(sc.OnlyA), args[1], len(sc.OnlyB), configuredApart(sc))
 			}
 			var text, csv bytes.Buffer
 			if err := report.CompareText(&text, sc); err != nil {
@@ -107,4 +108,30 @@ B's relative to A's with an interval.`,
 	cmd.Flags().StringVar(&f.failOnRegression, "fail-on-regression", "", `exit 99 when B is significantly worse than A by more than this margin in any config ("10%"; "0%" when given bare): latency, CPU or memory higher, achieved rate lower, the whole interval beyond the margin`)
 	cmd.Flags().Lookup("fail-on-regression").NoOptDefVal = "0%"
 	return cmd
+}
+
+// configuredApart explains an empty comparison whose sides share mesh
+// modes whose proxies different control planes configured (the labels
+// differ: "sidecar (meshbench's configs)", "sidecar (config from
+// istiod)"): compare pairs only cells configured alike. "" otherwise.
+func configuredApart(sc *analysis.SetComparison) string {
+	modes := map[string]bool{}
+	for _, m := range sc.A.Meshes {
+		modes[analysis.MeshMode(m)] = true
+	}
+	shared := false
+	for _, m := range sc.B.Meshes {
+		shared = shared || modes[analysis.MeshMode(m)]
+	}
+	la, lb := report.ControlPlanesLine(sc.A.Meshes), report.ControlPlanesLine(sc.B.Meshes)
+	if !shared || la == lb {
+		return ""
+	}
+	say := func(l string) string {
+		if l == "" {
+			return "no record"
+		}
+		return strings.TrimPrefix(l, "Proxies configured by: ")
+	}
+	return fmt.Sprintf("; the same meshes' proxies were configured by different control planes (A: %s; B: %s), and compare pairs only cells configured alike", say(la), say(lb))
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/bench/runner"
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/report"
@@ -28,6 +29,9 @@ const liveRedrawEvery = 250 * time.Millisecond
 // lastOf extracts a finished cell's figures from the runner's event.
 func lastOf(ev runner.Event) *report.LiveLast {
 	l := &report.LiveLast{ID: ev.Cell.ID}
+	if ev.Result != nil {
+		l.ControlPlane = analysis.CellControlPlane(ev.Result.Manifest)
+	}
 	if ev.Status != nil {
 		if ev.Status.State == "failed" {
 			l.Error = ev.Status.Error

@@ -78,11 +78,12 @@ func substrateNote(m *results.RunManifest) string {
 			stamp, _ := cp["istio"].(string)
 			out += " (" + who + " configured by the real istiod, " + strings.TrimPrefix(stamp, "istio=") + ", on the lab's API server)"
 		case bench.ControlPlaneLab:
-			how := "Envoy configs"
-			if who == "ztunnels" {
-				how = "local config file"
+			// Linkerd's stand-in is said with the proxy below.
+			how := map[string]string{"sidecars": "Envoy configs", "ztunnels": "local config file",
+				"ztunnels and the waypoint": "local config file and waypoint Envoy config"}[who]
+			if how != "" {
+				out += " (" + who + " configured by meshbench's hand-rendered " + how + ", not istiod)"
 			}
-			out += " (" + who + " configured by meshbench's hand-rendered " + how + ", not istiod)"
 		case bench.ControlPlaneLinkerd:
 			v, _ := cp["linkerd"].(string)
 			out += " (Linkerd's proxies configured by Linkerd's real controllers, " + v + ", on the lab's API server)"

@@ -60,6 +60,9 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 		fmt.Fprintf(bw, "  %s: %s: meshbench %s, Envoy %s, seed %d, %s host %s (%d CPUs, %s), %d cells (%d valid)\n",
 			side.name, side.a.Plan.Dir, m.MeshbenchVersion, envoy, m.Seed, m.Platform, m.Host.Hostname, m.Host.CPUs, m.Host.CPUModel,
 			len(side.a.Plan.Cells), len(side.a.Plan.Cells)-len(side.a.Invalid))
+		if line := ControlPlanesLine(side.a.Meshes); line != "" {
+			fmt.Fprintf(bw, "     %s\n", line)
+		}
 	}
 	for _, d := range sc.MethodDifferences {
 		fmt.Fprintf(bw, "WARNING: %s; a difference between A and B may come from this, not from the mesh\n", d)
@@ -144,13 +147,15 @@ func CompareText(w io.Writer, sc *analysis.SetComparison) error {
 // B/A − 1 with its interval, the level its interval achieves (below the
 // nominal level with few runs) and the nominal level, whether it is
 // significant (its interval excludes 0; false without an interval or with
-// fewer than 3 runs a side) and the interval's method.
+// fewer than 3 runs a side), the interval's method, and who configured
+// the mesh's proxies (analysis.ControlPlaneOf: the same on both sides, the
+// mesh label carrying it).
 // Empty fields are values that could not be computed.
 func CompareCSV(w io.Writer, sc *analysis.SetComparison) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
 		"a_median", "a_lo", "a_hi", "a_n", "b_median", "b_lo", "b_hi", "b_n",
-		"diff", "diff_lo", "diff_hi", "level", "nominal_level", "significant", "method"})
+		"diff", "diff_lo", "diff_hi", "level", "nominal_level", "significant", "method", "control_plane"})
 	for _, d := range sc.Configs {
 		c := d.Config
 		for _, f := range analysis.CompareFigures {
@@ -163,7 +168,8 @@ func CompareCSV(w io.Writer, sc *analysis.SetComparison) error {
 				strconv.FormatBool(c.Gateway), strconv.FormatBool(c.MTLS), c.Mesh, f,
 				num(ia.Estimate), num(ia.Lo), num(ia.Hi), strconv.Itoa(ia.N),
 				num(ib.Estimate), num(ib.Lo), num(ib.Hi), strconv.Itoa(ib.N),
-				num(iv.Estimate), num(iv.Lo), num(iv.Hi), num(iv.Achieved()), num(iv.Level), strconv.FormatBool(iv.Significant()), iv.Method})
+				num(iv.Estimate), num(iv.Lo), num(iv.Hi), num(iv.Achieved()), num(iv.Level), strconv.FormatBool(iv.Significant()), iv.Method,
+				analysis.ControlPlaneOf(c.Mesh)})
 		}
 	}
 	cw.Flush()

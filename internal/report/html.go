@@ -81,7 +81,8 @@ ul.verdicts{padding-left:1.2em}ul.verdicts li{margin:.25em 0}
 .answer .chart{flex:0 0 760px}.answer .side{flex:1 1 320px;min-width:280px}.answer h3{margin:.2em 0 .4em}
 </style></head><body>
 <h1>meshbench report</h1>
-<p>{{.Summary}}</p>
+<p>{{.Summary}}</p>{{if .ControlPlanes}}
+<p class="controlplanes">{{.ControlPlanes}}</p>{{end}}
 {{if .Incomplete}}<p class="bad">{{.Incomplete}}</p>{{end}}
 <h2 id="verdicts">The meshes compared</h2>
 {{range .Scenarios}}<div class="answer">{{if .Chart}}<div class="chart">{{.Chart}}</div>{{end}}<div class="side"><h3>{{.Name}}</h3>
@@ -147,6 +148,7 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	m := a.Plan.Manifest
 	data := struct {
 		Summary, Incomplete, Text, Plan string
+		ControlPlanes                   string
 		Scenarios                       []htmlScenario
 		Axes                            []axisSection
 		Plots                           []htmlPlot
@@ -156,7 +158,8 @@ func PlanHTML(w io.Writer, a *analysis.Analysis, charts []NamedChart) error {
 	}{
 		Summary: fmt.Sprintf("%d cells (%d valid), seed %d, confidence %.0f%%, %s; created %s.",
 			len(a.Plan.Cells), len(a.Plan.Cells)-len(a.Invalid), m.Seed, a.Level*100, baselineText(a), m.Created.Format("2006-01-02 15:04 UTC")),
-		Text: text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform, cellSources(a.Plan.Cells)...), Axes: axisSections(a),
+		ControlPlanes: ControlPlanesLine(a.Meshes),
+		Text:          text.String(), Plan: string(a.Plan.PlanYAML), Method: MethodNotesFor(a.Plan.Manifest.Platform, cellSources(a.Plan.Cells)...), Axes: axisSections(a),
 	}
 	if len(a.Plan.Missing) > 0 {
 		data.Incomplete = fmt.Sprintf("Incomplete: %d of %d cells not run yet.", len(a.Plan.Missing), len(m.Order))

@@ -76,6 +76,9 @@ type LiveLast struct {
 	// SuccessRatio is from 0 to 1.
 	SuccessRatio float64
 	RatePerSec   float64
+	// ControlPlane is who configured the cell's proxies, as its manifest
+	// recorded it (analysis.CellControlPlane); "" without a record.
+	ControlPlane string
 }
 
 // LiveFrame draws one frame of bench's live view, each line at most width-1
@@ -155,6 +158,9 @@ func LiveFrame(s LiveState, width int) string {
 					DurNs(l.P50Ns), DurNs(l.P99Ns), l.SuccessRatio*100)
 			} else {
 				line += "no latency recorded"
+			}
+			if l.ControlPlane != "" {
+				line += "  configs: " + l.ControlPlane
 			}
 			if len(l.Invalid) > 0 {
 				line += "  INVALID: " + strings.Join(l.Invalid, "; ")

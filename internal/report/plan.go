@@ -246,6 +246,24 @@ func baselineText(a *analysis.Analysis) string {
 	return "baseline " + a.Baseline
 }
 
+// ControlPlanesLine says who configured each mesh's proxies, as its cells'
+// manifests recorded it (analysis.ControlPlaneOf of the mesh labels):
+// "Proxies configured by: sidecar: meshbench's own configs (not
+// istiod's); linkerd: Linkerd's controllers". "" when no mesh has a
+// record (a cluster, mesh none alone, results from before the record).
+func ControlPlanesLine(meshes []string) string {
+	var parts []string
+	for _, m := range meshes {
+		if cp := analysis.ControlPlaneOf(m); cp != "" {
+			parts = append(parts, analysis.MeshMode(m)+": "+cp)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Proxies configured by: " + strings.Join(parts, "; ")
+}
+
 // PlanText writes the comparison of a plan: per scenario a table with one
 // column per mesh (median over valid repetitions and its interval), the
 // relative differences against the baseline, and a one-line verdict per
@@ -262,6 +280,9 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 		fmt.Fprintf(bw, "INCOMPLETE: %d of %d cells not run yet (resume with meshbench bench --resume %s)\n", len(a.Plan.Missing), len(m.Order), a.Plan.Dir)
 	}
 	fmt.Fprintln(bw, "Each figure: median over the valid repetitions [bootstrap interval]; latencies from the client, from the intended send time.")
+	if line := ControlPlanesLine(a.Meshes); line != "" {
+		fmt.Fprintln(bw, line)
+	}
 	splits, hopErrs := analysis.HopSplits(a)
 	if len(splits) > 0 {
 		fmt.Fprintln(bw, "Hop timing was on (hops: true): every Envoy logged each request, which costs proxy CPU; the CPU figures include it.")
@@ -425,11 +446,13 @@ func NighthawkCSV(w io.Writer, a *analysis.Analysis) error {
 // coverage the interval achieves where it is known exactly — 0.75 for the
 // range of 3 runs — else the nominal level), nominal_level, n (valid
 // repetitions), cells, method, generator, then the later axes'
-// (paramColumns: empty where a set does not vary them).
+// (paramColumns: empty where a set does not vary them), then
+// control_plane (who configured the mesh's proxies, as the cells'
+// manifests recorded it: analysis.ControlPlaneOf; empty for no record).
 func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(append([]string{"app", "rate", "replicas", "policies", "protocol", "gateway", "mtls", "mesh", "figure",
-		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method", "generator"}, paramColumns...))
+		"median", "lo", "hi", "level", "nominal_level", "n", "cells", "method", "generator"}, append(paramColumns, "control_plane")...))
 	for _, s := range a.Scenarios {
 		for _, mesh := range a.Meshes {
 			g := a.Group(mesh, s)
@@ -441,7 +464,7 @@ func TidyCSV(w io.Writer, a *analysis.Analysis) error {
 				_ = cw.Write(append([]string{s.App, s.Rate, strconv.Itoa(s.Replicas), strconv.Itoa(s.Policies), s.Protocol,
 					strconv.FormatBool(s.Gateway), strconv.FormatBool(s.MTLS), mesh, f, num(iv.Estimate), num(iv.Lo), num(iv.Hi),
 					num(iv.Achieved()), num(iv.Level), strconv.Itoa(iv.N), strconv.Itoa(len(g.Cells)), iv.Method, generatorName(s.Generator)},
-					paramValues(s.Params)...))
+					append(paramValues(s.Params), analysis.ControlPlaneOf(mesh))...))
 			}
 		}
 	}

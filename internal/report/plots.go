@@ -3,7 +3,9 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/stats"
@@ -206,14 +208,39 @@ func SummaryCharts(a *analysis.Analysis) ([]NamedChart, error) {
 		if note := coverageNote(a.Level, medians, nil); note != "" {
 			caption += " " + note
 		}
+		ticks := shortTicks(meshes)
+		if line := ControlPlanesLine(meshes); line != "" && !slices.Equal(ticks, meshes) {
+			caption += " " + line + "."
+		}
 		title := s.String()
-		c, err := plot.Panels(plot.ChartOptions{Title: title, Caption: caption}, meshes, panels)
+		c, err := plot.Panels(plot.ChartOptions{Title: title, Caption: caption}, ticks, panels)
 		if err != nil {
 			return nil, fmt.Errorf("plot scenario-%d-meshes: %w", i+1, err)
 		}
 		out = append(out, NamedChart{Name: fmt.Sprintf("scenario-%d-meshes", i+1), Title: "the meshes compared (" + title + ")", Chart: c, Scenario: title})
 	}
 	return out, nil
+}
+
+// shortTicks are the summary chart's category names: each mesh label
+// without its control-plane words (analysis.IstiodConfigured, …), which
+// rotated under four narrow panels squeeze the plots to a sliver; the
+// caption then says them (ControlPlanesLine). Labels that would no
+// longer be told apart stay whole.
+func shortTicks(meshes []string) []string {
+	out := make([]string, len(meshes))
+	seen := map[string]bool{}
+	for i, m := range meshes {
+		out[i] = m
+		for _, suffix := range []string{analysis.IstiodConfigured, analysis.LinkerdConfigured, analysis.LabConfigured, analysis.LinkerdStandIn} {
+			out[i] = strings.TrimSuffix(out[i], suffix)
+		}
+		if seen[out[i]] {
+			return meshes
+		}
+		seen[out[i]] = true
+	}
+	return out
 }
 
 // OverTimeCharts draws each cell's latency over time: p50 and p99 per

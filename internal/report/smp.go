@@ -348,12 +348,24 @@ func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {
 	}
 	if known && d.SMPType != "" {
 		m.MeshType = &smpMeshType{Type: d.SMPType, Labels: maps.Clone(d.SMPLabels)}
-		// Only the local lab emulates a mesh: on a cluster the mesh is the
-		// real one.
-		if d.Emulates != "" && run.Local() {
-			m.MeshType.Annotations = map[string]string{
-				"meshbench.io/emulation": "meshbench's local Envoy emulation of the " + d.Emulates + " data plane, not " + d.Product + " itself"}
+		// Only the local lab emulates a mesh, and only with its own
+		// configs: on a cluster, and on the lab with istiod, the mesh is
+		// the real one.
+		cp := analysis.ControlPlaneOf(c.Config.Mesh)
+		if d.Emulates != "" && run.Local() && cp != analysis.ControlPlaneIstiod {
+			note := "meshbench's local Envoy emulation of the " + d.Emulates + " data plane, not " + d.Product + " itself"
+			if sub, _ := run.Options["substrate"].(string); sub == "netns" && d.Kind != mesh.KindSidecar {
+				// The netns substrate runs Istio's own ztunnel: only its
+				// configuration is meshbench's.
+				note = "Istio's own ztunnel configured from meshbench's local config file, not by istiod (a waypoint: Envoy with meshbench's config): " +
+					"meshbench's emulation of the " + d.Emulates + " control plane, not " + d.Product + " itself"
+			}
+			m.MeshType.Annotations = map[string]string{"meshbench.io/emulation": note}
 		}
+	}
+	// Who configured the proxies, as the cell's manifest recorded it.
+	if cp := analysis.ControlPlaneOf(c.Config.Mesh); cp != "" {
+		m.Labels["meshbench.control_plane"] = cp
 	}
 	count := map[string]int32{}
 	for _, p := range run.Processes {

@@ -83,8 +83,11 @@ type CellSettings struct {
 }
 
 // ControlPlane is the netns substrate's record of who configured a
-// cell's sidecars: Name "lab" (meshbench's hand-rendered Envoy configs)
-// or "istiod" (the real istiod on the lab's API server).
+// cell's proxies: Name "lab" (the fast path: meshbench's own Envoy
+// configs, ztunnel's local config file, the lab's stand-in for Linkerd's
+// control plane), "istiod" or "linkerd" (the real control plane on the
+// lab's API server). Every output's label is made from it
+// (analysis.ControlPlaneOf).
 type ControlPlane struct {
 	Name string `json:"name"`
 }

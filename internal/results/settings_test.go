@@ -118,3 +118,48 @@ func TestCellSettingsStoredManifests(t *testing.T) {
 		}
 	}
 }
+
+// TestCellSettingsControlPlaneSchema: the control_plane record the netns
+// substrate writes (lab, istiod, linkerd, with what configured which
+// proxies and keys of its own) validates against
+// schema/cell-settings.v1.schema.json and reads back; a record without a
+// name, another name, or a bare string does not validate.
+func TestCellSettingsControlPlaneSchema(t *testing.T) {
+	sch, err := jsonschema.NewCompiler().Compile("../../schema/cell-settings.v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cp, valid := range map[string]bool{
+		`{"name": "lab", "what": "Linkerd's proxies: the lab's stand-in"}`:                            true,
+		`{"name": "istiod", "what": "sidecars: …", "istio": "istio=1.31", "api_server_ready_s": 1.5}`: true,
+		`{"name": "linkerd", "linkerd": "edge-26.8.3"}`:                                               true,
+		`{"name": "other"}`:    false,
+		`{"what": "sidecars"}`: false,
+		`"lab"`:                false,
+	} {
+		base, err := json.Marshal(CellSettings{Mesh: "linkerd", App: "static", Replicas: 1, Nodes: 1, Protocol: "http", Rate: "100",
+			Duration: "2s", Warmup: "1s", Connections: 16, SampleInterval: "1s", Drain: "1s", Substrate: "netns"}.Options(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := strings.TrimSuffix(string(base), "}") + `, "control_plane": ` + cp + `}`
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); (err == nil) != valid {
+			t.Errorf("control_plane %s: validation error %v, want valid %v", cp, err, valid)
+		}
+		if !valid {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(opts), &m); err != nil {
+			t.Fatal(err)
+		}
+		s, err := (&RunManifest{Options: m}).Settings()
+		if err != nil || s.ControlPlane == nil || !strings.Contains(cp, `"`+s.ControlPlane.Name+`"`) {
+			t.Errorf("control_plane %s read back as %+v (%v)", cp, s.ControlPlane, err)
+		}
+	}
+}

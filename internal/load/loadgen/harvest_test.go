@@ -2,9 +2,11 @@ package loadgen
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/testkit/testutil"
 	"github.com/meshbench/meshbench/internal/workload"
 )
 
@@ -116,5 +118,35 @@ func TestKernelTimeNotBeforeAnswer(t *testing.T) {
 	}
 	if low := time.Duration(res.Latency.MinNs()); low < hold {
 		t.Errorf("shortest latency %v: shorter than the %v the server held every answer", low, hold)
+	}
+}
+
+// TestDueRequestBeforeReads: at a pacer wake-up the due request leaves
+// before the parked connections read what arrived while it slept. At
+// 125/s (an 8-ms pacer period, answers read at its wake-ups) each answer
+// here costs its connection 2 ms of CPU after it is read (a busy
+// OnRequest) on one engine thread (load's --cpus 1), so were the reads
+// first, every request would leave 2 ms late; the schedule lag shows it.
+func TestDueRequestBeforeReads(t *testing.T) {
+	testutil.Timing(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const busy = 2 * time.Millisecond
+	static := startApp(t, workload.Config{Kind: workload.KindStatic})
+	cfg := baseConfig(targets(t, false, "http://"+static+"/"), 125, time.Second)
+	cfg.Connections = 4
+	cfg.OnRequest = func(RequestRecord) {
+		for t0 := time.Now(); time.Since(t0) < busy; {
+		}
+	}
+	before := lazyAnswers.Load()
+	res := mustRun(t, cfg)
+	lazy := lazyAnswers.Load() - before
+	if res.Success != 125 || lazy < res.Success/2 {
+		t.Fatalf("%d answers, %d of them read at the pacer's wake-ups: want 125, most", res.Success, lazy)
+	}
+	p50 := time.Duration(res.ScheduleLag.Percentile(50))
+	t.Logf("%d answers, %d read at the pacer's wake-ups; schedule lag p50 %v", res.Success, lazy, p50)
+	if p50 > busy/2 {
+		t.Errorf("schedule lag p50 %v with %v spent on each answer read: the reads went before the due request", p50, busy)
 	}
 }

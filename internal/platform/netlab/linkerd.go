@@ -247,9 +247,15 @@ func (ln *linkerdNet) manifest() map[string]any {
 			cp[name+"_ready_s"] = d.Seconds()
 		}
 		m["control_plane"] = cp
+	} else {
+		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": LinkerdStandInWhat}
 	}
 	return m
 }
+
+// LinkerdStandInWhat says in the manifest what configured the proxies
+// with --control-plane lab: the lab's stand-in, not Linkerd's controllers.
+const LinkerdStandInWhat = "Linkerd's proxies: the lab's stand-in for Linkerd's control plane (meshbench's internal/mesh/linkerd/controlplane: identity, destination and policy from the topology), not Linkerd's controllers"
 
 // LinkerdControllersWhat says in the manifest what configured the
 // proxies with --control-plane linkerd.

@@ -722,6 +722,8 @@ func (n *network) Manifest() map[string]any {
 		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "sidecars: Envoy configs rendered by meshbench from the topology, certificates from the lab's CA"}
 	} else if n.topo.Options.Mode == topology.ModeAmbient {
 		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "ztunnels: a local config file (LOCAL_XDS_PATH) rendered by meshbench from the topology, certificates from the lab's CA"}
+	} else if n.topo.Options.Mode == topology.ModeWaypoint {
+		m["control_plane"] = map[string]any{"name": ControlPlaneLab, "what": "ztunnels and the waypoint: a local config file (LOCAL_XDS_PATH) and the waypoint's Envoy config rendered by meshbench from the topology, certificates from the lab's CA"}
 	}
 	return m
 }
