@@ -103,43 +103,58 @@ type Options struct {
 }
 
 // Controllers are Linkerd's own identity, destination and policy
-// controllers, which the caller runs. Every meshed pod's proxy reaches
-// each on the pod's loopback (ControllerPorts: plaintext, as the proxy
-// speaks to loopback addresses), where Up listens and carries every
-// connection to the controller through Dial.
+// controllers, which the caller runs in two pods of their own, each with
+// a linkerd2-proxy, as Linkerd's chart does: the identity pod and the
+// destination pod (destination and policy). Every meshed pod's proxy
+// reaches each controller at its pod's IP (ControllerPorts) over TLS,
+// verifying the pod's identity (IdentityName, DestinationName), as on a
+// cluster, where the address is a headless service's name (the lab has
+// no DNS); a controller pod's own proxy reaches its own controllers on
+// its loopback in plaintext (Loopback), as the chart's localhost.:PORT.
 type Controllers struct {
-	// Dial connects to the controller serving port (one of
-	// ControllerPorts).
-	Dial func(ctx context.Context, port int) (net.Conn, error)
 	// Token is pod's service-account token, which the proxy presents to
 	// the identity controller (a TokenRequest with audience
 	// identity.l5d.io, as the injector's projected volume holds it).
 	Token func(ctx context.Context, p Pod) (string, error)
-	// DestinationPod, when valid, is the IP of the pod of the destination
-	// and policy controllers, which has a linkerd2-proxy of its own: the
-	// proxies reach destination and policy there (ControllerPorts) over
-	// TLS, verifying DestinationName, as on a cluster (where the
-	// address is a headless service's name; the lab has no DNS), and
-	// Up makes no forwarder for them. Identity is still reached through
-	// the pod's loopback.
-	DestinationPod netip.Addr
+	// IdentityPod and DestinationPod are the IPs of the controllers'
+	// pods.
+	IdentityPod, DestinationPod netip.Addr
+	// Loopback are the ports (of ControllerPorts) the proxies reach on
+	// their own pod's loopback, in plaintext: set for a controller pod's
+	// own proxy (the identity pod's 8080; the destination pod's 8086 and
+	// 8090), as Linkerd's injector configures a control-plane pod's.
+	Loopback []int
+	// DefaultInboundPolicy and RequireTLSPorts are the proxies'
+	// (proxy.Spec's): a controller pod's, as Linkerd's chart sets them
+	// (all-unauthenticated; the identity pod's 8080 TLS only).
+	DefaultInboundPolicy string
+	RequireTLSPorts      []int
 }
 
-// DestinationName is the identity of Linkerd's destination and policy
-// controllers' pod (service account linkerd-destination), as Linkerd's
-// proxy injector names it in LINKERD2_PROXY_{DESTINATION,POLICY}_SVC_NAME
+// IdentityName and DestinationName are the identities of Linkerd's
+// identity pod (service account linkerd-identity) and of its destination
+// and policy controllers' pod (service account linkerd-destination), as
+// Linkerd's proxy injector names them in LINKERD2_PROXY_*_SVC_NAME
 // (edge-26.8.3's charts/partials/templates/_proxy.tpl).
-const DestinationName = "linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local"
+const (
+	IdentityName    = "linkerd-identity.linkerd.serviceaccount.identity.linkerd.cluster.local"
+	DestinationName = "linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local"
+)
 
 // ControllerPorts are the ports of Linkerd's controllers, as its chart
-// serves them: identity 8080, destination 8086, policy 8090. On a pod's
-// loopback Up listens on them plus ControllerPortOffset (the lab's app
-// has 8080).
+// serves them: identity 8080, destination 8086, policy 8090.
 var ControllerPorts = struct{ Identity, Destination, Policy int }{8080, 8086, 8090}
 
-// ControllerPortOffset moves the controllers' ports on a pod's loopback
-// clear of the app's.
-const ControllerPortOffset = 10000
+// address is where a proxy reaches the controller serving port at pod
+// (its pod's IP, verifying name over TLS), or on its own loopback in
+// plaintext when port is one of c's Loopback ports (no name: the proxy
+// speaks plaintext to loopback).
+func (c *Controllers) address(pod netip.Addr, port int, name string) (netip.AddrPort, string) {
+	if slices.Contains(c.Loopback, port) {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)), ""
+	}
+	return netip.AddrPortFrom(pod, uint16(port)), name
+}
 
 // Mesh is a running mesh.
 type Mesh struct {
@@ -180,8 +195,8 @@ func (o Options) validate() error {
 	if o.Cores < 0 {
 		errs = append(errs, fmt.Errorf("linkerd: proxy cores %d: allowed 0 (the proxy's default) or more", o.Cores))
 	}
-	if c := o.Controllers; c != nil && (c.Dial == nil || c.Token == nil) {
-		errs = append(errs, errors.New("linkerd: Linkerd's controllers given without a dialer or a token source"))
+	if c := o.Controllers; c != nil && (c.Token == nil || !c.IdentityPod.IsValid() || !c.DestinationPod.IsValid()) {
+		errs = append(errs, errors.New("linkerd: Linkerd's controllers given without a token source or their pods' addresses"))
 	}
 	for _, p := range o.Pods {
 		if p.Meshed && p.NS == nil {
@@ -301,8 +316,7 @@ func (m *Mesh) startProxies(ctx context.Context) error {
 }
 
 // upControllers meshes the pods with Linkerd's own controllers: the
-// capture and the loopback listeners in every meshed pod, each proxy's
-// token, then the proxies.
+// capture in every meshed pod and each proxy's token, then the proxies.
 func (m *Mesh) upControllers(ctx context.Context) error {
 	o := m.Opts
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
@@ -319,15 +333,6 @@ func (m *Mesh) upControllers(ctx context.Context) error {
 		if err := m.installCapture(p); err != nil {
 			return fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
 		}
-		ports := []int{ControllerPorts.Identity, ControllerPorts.Destination, ControllerPorts.Policy}
-		if o.Controllers.DestinationPod.IsValid() {
-			ports = ports[:1]
-		}
-		for _, port := range ports {
-			if err := m.forwardController(ctx, p, port); err != nil {
-				return fmt.Errorf("linkerd proxy for %s: %w", p.Name, err)
-			}
-		}
 		tok, err := o.Controllers.Token(ctx, p)
 		if err != nil {
 			return fmt.Errorf("linkerd proxy for %s: its token: %w", p.Name, err)
@@ -335,62 +340,6 @@ func (m *Mesh) upControllers(ctx context.Context) error {
 		m.tokens[controlplane.Workload{Name: p.Name, Identity: p.Identity}.Ref()] = tok
 	}
 	return m.startProxies(ctx)
-}
-
-// forwardController listens on port+ControllerPortOffset on p's loopback
-// and carries every connection to the controller serving port.
-func (m *Mesh) forwardController(ctx context.Context, p Pod, port int) error {
-	var lis net.Listener
-	if err := p.NS.Do(func() (err error) {
-		lis, err = net.Listen("tcp", controllerAddr(port).String())
-		return err
-	}); err != nil {
-		return fmt.Errorf("controller listener: %w", err)
-	}
-	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				up, err := m.Opts.Controllers.Dial(fctx, port)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				stop := context.AfterFunc(fctx, func() { c.Close(); up.Close() })
-				defer stop()
-				done := make(chan struct{}, 2)
-				go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-				go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-				<-done
-			}()
-		}
-	}()
-	m.onClose(func() error {
-		err := lis.Close()
-		cancel()
-		wg.Wait()
-		return err
-	})
-	return nil
-}
-
-// ControllerAddr is where a proxy reaches the controller serving port
-// (one of ControllerPorts): on its pod's loopback, as its metrics name it.
-func ControllerAddr(port int) netip.AddrPort { return controllerAddr(port) }
-
-// controllerAddr is where a proxy reaches the controller serving port.
-func controllerAddr(port int) netip.AddrPort {
-	return netip.AddrPortFrom(controlAddr.Addr(), uint16(port+ControllerPortOffset))
 }
 
 // controlAddr is the control plane's address on every meshed pod's
@@ -444,15 +393,11 @@ func (m *Mesh) attach(p Pod) error {
 		TrustAnchorsPEM: string(m.Opts.CA.CertPEM()), Identity: ids, InboundPorts: p.Ports,
 		ProfileNetworks: m.Opts.ProfileNetworks, Cores: m.Opts.Cores, Log: logf,
 	}
-	if m.Opts.Controllers != nil {
-		spec.IdentityAddr = controllerAddr(ControllerPorts.Identity)
-		spec.DestinationAddr = controllerAddr(ControllerPorts.Destination)
-		spec.PolicyAddr = controllerAddr(ControllerPorts.Policy)
-		if ip := m.Opts.Controllers.DestinationPod; ip.IsValid() {
-			spec.DestinationAddr = netip.AddrPortFrom(ip, uint16(ControllerPorts.Destination))
-			spec.PolicyAddr = netip.AddrPortFrom(ip, uint16(ControllerPorts.Policy))
-			spec.DestinationSvcName, spec.PolicySvcName = DestinationName, DestinationName
-		}
+	if c := m.Opts.Controllers; c != nil {
+		spec.IdentityAddr, spec.IdentitySvcName = c.address(c.IdentityPod, ControllerPorts.Identity, IdentityName)
+		spec.DestinationAddr, spec.DestinationSvcName = c.address(c.DestinationPod, ControllerPorts.Destination, DestinationName)
+		spec.PolicyAddr, spec.PolicySvcName = c.address(c.DestinationPod, ControllerPorts.Policy, DestinationName)
+		spec.DefaultInboundPolicy, spec.RequireTLSPorts = c.DefaultInboundPolicy, c.RequireTLSPorts
 	}
 	pr, err := proxy.Start(spec)
 	if err != nil {

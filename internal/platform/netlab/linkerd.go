@@ -156,9 +156,12 @@ func (ln *linkerdNet) targets() []sample.Target {
 		for _, p := range []*process.Child{c.proc("identity"), c.proc("destination"), c.proc("policy")} {
 			out = append(out, sample.Target{PID: p.PID, Name: p.Name, Component: LinkerdControllersComponent, Category: sample.CategoryControlPlane})
 		}
-		if c.PodProxy != nil {
-			if p := c.PodProxy.Proxies[destinationPod]; p != nil {
-				out = append(out, sample.Target{PID: p.PID(), Name: LinkerdControllersProxyName, Component: LinkerdControllersProxyComponent,
+		for _, pp := range []struct {
+			m         *linkerd.Mesh
+			pod, name string
+		}{{c.IdentityProxy, identityPod, LinkerdIdentityProxyName}, {c.DestinationProxy, destinationPod, LinkerdControllersProxyName}} {
+			if p := pp.m.Proxies[pp.pod]; p != nil {
+				out = append(out, sample.Target{PID: p.PID(), Name: pp.name, Component: LinkerdControllersProxyComponent,
 					Category: sample.CategoryControlPlane})
 			}
 		}
@@ -175,10 +178,12 @@ func (ln *linkerdNet) targets() []sample.Target {
 // linkerd-destination, linkerd-policy).
 const LinkerdControllersComponent = "control plane (Linkerd's controllers)"
 
-// LinkerdControllersProxyName and LinkerdControllersProxyComponent name
-// the destination pod's own linkerd2-proxy in results: control plane, in
-// a row of its own.
+// LinkerdIdentityProxyName, LinkerdControllersProxyName and
+// LinkerdControllersProxyComponent name the identity pod's and the
+// destination pod's own linkerd2-proxies in results: control plane, in
+// rows of their own.
 const (
+	LinkerdIdentityProxyName         = "linkerd-identity-linkerd-proxy"
 	LinkerdControllersProxyName      = "linkerd-destination-linkerd-proxy"
 	LinkerdControllersProxyComponent = "control plane (Linkerd's controllers' proxies)"
 )
@@ -261,12 +266,13 @@ const LinkerdStandInWhat = "Linkerd's proxies: the lab's stand-in for Linkerd's 
 // proxies with --control-plane linkerd.
 const LinkerdControllersWhat = "Linkerd's own identity, destination and policy controllers (" + release.Version +
 	") against the lab's API server: every proxy's certificate from the identity controller (TokenRequest token, audience identity.l5d.io), " +
-	"its endpoints and profiles from destination, its policies from the policy controller. destination and policy run in a pod of their own " +
-	"(the lab's x.y.0.5, service account linkerd-destination) with their own linkerd2-proxy: the proxies reach them at that IP over TLS, " +
-	"verifying linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local (on a cluster the address is a headless service's name; " +
-	"the lab has no DNS), the pod's proxy terminating it (its inbound counters, per cell: every request over TLS, none in plaintext; " +
-	"the proxies' control clients present no client certificate there, client_id empty). Not yet as on a cluster: identity still runs in the " +
-	"fabric namespace and the proxies reach it in plaintext through meshbench's forwarders on their pods' loopback"
+	"its endpoints and profiles from destination, its policies from the policy controller. The controllers run in two pods of their own as " +
+	"Linkerd's chart has them, each with its own linkerd2-proxy: identity at the lab's x.y.0.4 (service account linkerd-identity; its proxy " +
+	"certified by its own controller on the pod's loopback, as the chart's localhost.:8080), destination and policy at x.y.0.5 (service account " +
+	"linkerd-destination). Every proxy reaches them at those IPs over TLS, verifying linkerd-identity.linkerd.serviceaccount.identity.linkerd.cluster.local " +
+	"and linkerd-destination.linkerd.serviceaccount.identity.linkerd.cluster.local (on a cluster the addresses are headless services' names; the lab " +
+	"has no DNS); the pods' proxies terminate that TLS (their inbound counters, per cell: every request over TLS, none in plaintext). " +
+	"Client identities: " + ClientIDNote
 
 // startInterval keeps every proxy's counters as the cell's base.
 func (ln *linkerdNet) startInterval(ctx context.Context) error {
@@ -354,17 +360,13 @@ func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, 
 		errs = append(errs, err)
 	}
 	head := fmt.Sprintf("Linkerd's controllers configured the proxies (each proxy's own metrics; the identity controller issued %.0f certificates):", certified)
-	errs = append(errs, os.WriteFile(filepath.Join(rawDir, "linkerd-diagnostics.txt"), []byte(head+"\n"+table), 0o644))
 	mc.Lines = append(mc.Lines, head)
 	for _, line := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
 		mc.Lines = append(mc.Lines, "  "+line)
 	}
-	mc.Invalid = append(mc.Invalid, diagnosticsInvalid(rows, ln.ctl.Pod != nil)...)
-	// The destination pod's own proxy has a certificate too.
-	want := float64(len(rows))
-	if ln.ctl.Pod != nil {
-		want++
-	}
+	mc.Invalid = append(mc.Invalid, diagnosticsInvalid(rows)...)
+	// The controllers' pods' own proxies have certificates too.
+	want := float64(len(rows)) + 2
 	if certified < want {
 		mc.Invalid = append(mc.Invalid, fmt.Sprintf("Linkerd's identity controller issued %.0f certificates for %.0f proxies", certified, want))
 	}
@@ -372,20 +374,21 @@ func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, 
 		mc.Derived = map[string]float64{}
 	}
 	mc.Derived["linkerd_controller_certificates"] = certified
-	if ln.ctl.Pod != nil {
-		in, err := ln.ctl.PodInbound(ctx)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		var sent float64
-		for _, r := range rows {
-			sent += r.DestinationRequests + r.PolicyRequests
-		}
-		lines, invalid := podInboundCheck(in, sent)
-		mc.Lines, mc.Invalid = append(mc.Lines, lines...), append(mc.Invalid, invalid...)
-		mc.Derived["linkerd_controllers_inbound_tls"], mc.Derived["linkerd_controllers_inbound_plain"] = in.InboundTLS, in.InboundPlain
-		errs = append(errs, os.WriteFile(filepath.Join(rawDir, "linkerd-diagnostics.txt"), []byte(head+"\n"+table+strings.Join(lines, "\n")+"\n"), 0o644))
+	// The controllers' pods' proxies' metrics are kept with the cell.
+	texts, err := ln.ctl.PodsMetrics(ctx)
+	errs = append(errs, err)
+	for pod, text := range texts {
+		errs = append(errs, os.WriteFile(filepath.Join(rawDir, pod+"-linkerd-proxy.end.txt"), []byte(text), 0o644))
 	}
+	pods, err := PodsInbound(texts)
+	errs = append(errs, err)
+	proof := controllersProof(pods, rows)
+	mc.Lines, mc.Invalid = append(mc.Lines, proof.Lines...), append(mc.Invalid, proof.Invalid...)
+	mc.Derived["linkerd_controllers_inbound_tls"] = proof.InboundTLS[destinationPod]
+	mc.Derived["linkerd_controllers_inbound_plain"] = proof.InboundPlain[destinationPod]
+	mc.Derived["linkerd_identity_inbound_tls"] = proof.InboundTLS[identityPod]
+	mc.Derived["linkerd_identity_inbound_plain"] = proof.InboundPlain[identityPod]
+	errs = append(errs, os.WriteFile(filepath.Join(rawDir, "linkerd-diagnostics.txt"), []byte(head+"\n"+table+strings.Join(proof.Lines, "\n")+"\n"), 0o644))
 	return mc, errs
 }
 

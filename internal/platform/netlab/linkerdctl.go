@@ -5,7 +5,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -46,17 +45,22 @@ const ControlPlaneLinkerd = "linkerd"
 // linkerdNamespace is where Linkerd's chart installs its control plane.
 const linkerdNamespace = "linkerd"
 
-// The controllers' admin ports (readiness, metrics) on the fabric's
-// loopback; their gRPC ports are linkerd.ControllerPorts there.
+// The controllers' admin ports (readiness, metrics) on their pods'
+// loopback; their gRPC ports are linkerd.ControllerPorts on every address
+// of their pods.
 const (
 	identityAdminPort    = 9990
 	destinationAdminPort = 9996
 	policyAdminPort      = 9997
 )
 
-// destinationPod is the name the destination and policy controllers
-// take as their pod's (HOSTNAME: their leases' holder).
-const destinationPod = "linkerd-destination-lab"
+// identityPod and destinationPod are the controllers' pods' names (the
+// destination and policy controllers take theirs as HOSTNAME: their
+// leases' holder).
+const (
+	identityPod    = "linkerd-identity-lab"
+	destinationPod = "linkerd-destination-lab"
+)
 
 // identityTrustRoots is where Linkerd's identity controller reads the
 // trust anchors (a fixed path in its code: k8s.MountPathTrustRootsPEM,
@@ -77,25 +81,42 @@ type LinkerdControllersOptions struct {
 	// cell's Server, AuthorizationPolicy and MeshTLSAuthentication
 	// objects.
 	Objects func() ([]runtime.Object, error)
-	// Proxy, when set, is the linkerd2-proxy binary: the destination and
-	// policy controllers then run in a pod of their own on the lab's
-	// fabric bridge with a linkerd2-proxy of its own, which the other
-	// proxies reach over mTLS (Controllers: DestinationPod), as on a
-	// cluster. Unset, they run in the fabric namespace and the proxies
-	// reach them through forwarders on their pods' loopback.
+	// Proxy is the linkerd2-proxy binary of the controllers' pods.
 	Proxy string
 }
 
-// The destination pod's name, service account and address on the
-// fabric bridge (x.y.0.5; the nodes' uplinks are .11…).
-const (
-	destinationSA     = "linkerd-destination"
-	destinationPodIdx = 5
+// controllerPod is one of the controllers' pods as Linkerd's chart makes
+// it: its name, service account, component label and containers, and
+// here its address on the fabric bridge (x.y.0.idx; the nodes' uplinks
+// are .11…) and the names of its namespace and veth.
+type controllerPod struct {
+	name, sa, component string
+	containers          []string
+	idx                 int
+	ns, veth            string
+	// loopback are the controllers' ports its proxy reaches on its own
+	// loopback (the chart's localhost.:PORT), also the inbound ports its
+	// proxy watches; requireTLS its proxy's
+	// LINKERD2_PROXY_INBOUND_PORTS_REQUIRE_TLS (the chart's identity pod:
+	// 8080, since it "cannot discover policies" before it is certified).
+	loopback, requireTLS []int
+}
+
+// The identity pod (the identity controller) and the destination pod
+// (the destination and policy controllers).
+var (
+	identityPodSpec = controllerPod{name: identityPod, sa: "linkerd-identity", component: "identity",
+		containers: []string{"identity", "linkerd-proxy"}, idx: 4, ns: "li", veth: "liv",
+		loopback: []int{linkerd.ControllerPorts.Identity}, requireTLS: []int{linkerd.ControllerPorts.Identity}}
+	destinationPodSpec = controllerPod{name: destinationPod, sa: "linkerd-destination", component: "destination",
+		containers: []string{"destination", "policy", "linkerd-proxy"}, idx: 5, ns: "ld", veth: "ldv",
+		loopback: []int{linkerd.ControllerPorts.Destination, linkerd.ControllerPorts.Policy}}
 )
 
 // LinkerdControllers are Linkerd's identity, destination and policy
-// controllers running in the lab's fabric namespace against the lab's
-// API server, as Linkerd's chart runs them (its arguments), each proxy's
+// controllers against the lab's API server, as Linkerd's chart runs them
+// (its arguments): identity in a pod of its own, destination and policy
+// in another, each pod with its own linkerd2-proxy; each proxy's
 // certificate from the identity controller's issuer.
 type LinkerdControllers struct {
 	Identity, Destination, Policy *process.Child
@@ -120,10 +141,10 @@ type LinkerdControllers struct {
 	cmds  map[string]func() *exec.Cmd
 	ready map[string]string
 	mu    sync.Mutex
-	// Pod is the destination and policy controllers' pod (with
-	// Options.Proxy; nil without), PodProxy its linkerd2-proxy.
-	Pod      *Pod
-	PodProxy *linkerd.Mesh
+	// IdentityPod and DestinationPod are the controllers' pods,
+	// IdentityProxy and DestinationProxy their linkerd2-proxies.
+	IdentityPod, DestinationPod     *Pod
+	IdentityProxy, DestinationProxy *linkerd.Mesh
 }
 
 // StartLinkerdControllers makes the lab's objects in o.API as Linkerd's
@@ -131,7 +152,8 @@ type LinkerdControllers struct {
 // plane's namespace, its linkerd-proxy container with the proxy's listen
 // addresses), Linkerd's CRDs from its own install, the cell's policy
 // objects, and starts the identity, destination and policy controllers
-// in the fabric namespace with the arguments Linkerd's chart gives them.
+// in their pods with the arguments Linkerd's chart gives them, and the
+// pods' proxies (identity's first: it certifies itself on its loopback).
 // What it starts is stopped by the lab's Close. Controllers then lets
 // linkerd.Up mesh the pods with them.
 func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersOptions) (*LinkerdControllers, error) {
@@ -149,12 +171,16 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	if err != nil {
 		return nil, err
 	}
-	if o.Proxy != "" {
-		if c.Pod, err = l.destinationPod(o.API); err != nil {
-			return nil, err
-		}
+	if o.Proxy == "" {
+		return nil, errors.New("linkerd's controllers: no linkerd2-proxy binary for their pods")
 	}
-	if err := o.API.Populate(ctx, l.linkerdObjects(c.Pod)); err != nil {
+	if c.IdentityPod, err = l.controllerPod(o.API, identityPodSpec); err != nil {
+		return nil, err
+	}
+	if c.DestinationPod, err = l.controllerPod(o.API, destinationPodSpec); err != nil {
+		return nil, err
+	}
+	if err := o.API.Populate(ctx, l.linkerdObjects([]controllerPod{identityPodSpec, destinationPodSpec}, []*Pod{c.IdentityPod, c.DestinationPod})); err != nil {
 		return nil, err
 	}
 	crds, err := release.CRDs(ctx, o.Build)
@@ -186,11 +212,24 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	if err := c.start(ctx, kubeconfig, issuerDir, anchorFile); err != nil {
 		return nil, err
 	}
-	if c.Pod != nil {
-		if err := c.upPodProxy(ctx); err != nil {
-			return nil, err
-		}
+	if c.IdentityProxy, err = c.upPodProxy(ctx, c.IdentityPod, identityPodSpec); err != nil {
+		return nil, err
 	}
+	if c.DestinationProxy, err = c.upPodProxy(ctx, c.DestinationPod, destinationPodSpec); err != nil {
+		return nil, err
+	}
+	// Both pods' proxies stop together: each holds a connection to the
+	// other (identity's policy watches at destination's; destination's
+	// to identity's), and one stopped alone drains until its grace runs
+	// out (proxy.StopGrace) while the other's streams stay open. Each
+	// Mesh.Close is safe to call again.
+	c.lab.sub.OnClose("Linkerd's controllers' pods' proxies", func() error {
+		errs := make(chan error, 2)
+		for _, m := range []*linkerd.Mesh{c.IdentityProxy, c.DestinationProxy} {
+			go func() { errs <- m.Close() }()
+		}
+		return errors.Join(<-errs, <-errs)
+	})
 	c.StartTime = time.Since(t0)
 	if l.Opts.Log != nil {
 		fmt.Fprintf(l.Opts.Log, "Linkerd's controllers ready in %v (identity %v, destination %v, policy %v after their start)\n",
@@ -205,16 +244,18 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 // (what makes destination hint mTLS and HTTP/2 to it), the identity
 // annotations, and a linkerd-proxy container whose environment holds the
 // proxy's listen addresses (destination reads the inbound port there).
-func (l *Lab) linkerdObjects(dst *Pod) labapi.Objects {
+// The controllers' pods (specs[i] made pods[i]) are there as Linkerd's
+// chart labels them, with their controllers' containers and their
+// proxies.
+func (l *Lab) linkerdObjects(specs []controllerPod, pods []*Pod) labapi.Objects {
 	o := l.objects()
 	o.Namespaces = []string{linkerdNamespace}
-	if dst != nil {
-		// As Linkerd's chart labels the destination pod, with its
-		// controllers' containers and its proxy.
-		o.Pods = append(o.Pods, labapi.Pod{Name: dst.Spec.Name, Namespace: linkerdNamespace, ServiceAccount: destinationSA,
-			Node: l.Nodes[0].Name, IP: dst.IP,
-			Labels:     map[string]string{"linkerd.io/control-plane-component": "destination", "linkerd.io/control-plane-ns": linkerdNamespace},
-			Containers: []string{"destination", "policy", "linkerd-proxy"}})
+	for i, spec := range specs {
+		pod := pods[i]
+		o.Pods = append(o.Pods, labapi.Pod{Name: spec.name, Namespace: linkerdNamespace, ServiceAccount: spec.sa,
+			Node: l.Nodes[0].Name, IP: pod.IP,
+			Labels:     map[string]string{"linkerd.io/control-plane-component": spec.component, "linkerd.io/control-plane-ns": linkerdNamespace},
+			Containers: spec.containers})
 	}
 	for i := range o.Pods {
 		p := &o.Pods[i]
@@ -299,24 +340,23 @@ func (c *LinkerdControllers) certs() (issuerDir, anchorFile string, err error) {
 	return issuerDir, anchorFile, nil
 }
 
-// start starts the three controllers in the fabric namespace, each with
-// the arguments Linkerd's chart (edge-26.8.3's `linkerd install`) gives
-// it, its ports on the fabric's loopback, and waits for their readiness.
+// start starts the three controllers in their pods, each with the
+// arguments Linkerd's chart (edge-26.8.3's `linkerd install`) gives it,
+// and waits for their readiness.
 func (c *LinkerdControllers) start(ctx context.Context, kubeconfig, issuerDir, anchorFile string) error {
 	l := c.lab
 	ctl := c.opts.Build.Path(release.Controller)
 	lo := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 	ports := linkerd.ControllerPorts
-	// In their own pod, destination and policy listen on every address,
-	// as the chart has them (":8086"): their proxy's inbound hands each
-	// connection on to its original destination, the pod's IP.
-	grpc := lo
-	if c.Pod != nil {
-		grpc = func(port int) string { return "0.0.0.0:" + strconv.Itoa(port) }
-	}
+	// The controllers listen on every address of their pods, as the
+	// chart has them (":8080", ":8086"): their proxy's inbound hands each
+	// connection on to its original destination, the pod's IP, and their
+	// proxy reaches them on the pod's loopback. Their admin ports are on
+	// the loopback only.
+	grpc := func(port int) string { return "0.0.0.0:" + strconv.Itoa(port) }
 	// identity reads the trust anchors at a fixed path: it starts in a
 	// mount namespace of its own with a tmpfs on /run holding them (the
-	// host's /run is untouched).
+	// host's /run is untouched), inside its pod's network namespace.
 	identity := func() *exec.Cmd {
 		return exec.Command("/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
 			`mount -t tmpfs -o mode=0755 lab-linkerd /run && mkdir -p "$(dirname "$2")" && cp "$1" "$2" && shift 2 && exec "$@"`,
@@ -324,7 +364,7 @@ func (c *LinkerdControllers) start(ctx context.Context, kubeconfig, issuerDir, a
 			ctl, "identity", "-log-level=info", "-log-format=plain", "-controller-namespace="+linkerdNamespace,
 			"-identity-trust-domain=cluster.local", "-identity-issuance-lifetime=24h0m0s", "-identity-clock-skew-allowance=20s",
 			"-identity-scheme=linkerd.io/tls", "-enable-pprof=false", "-kube-apiclient-qps=100", "-kube-apiclient-burst=200",
-			"-addr="+lo(ports.Identity), "-admin-addr="+lo(identityAdminPort), "-issuer="+issuerDir, "-kubeconfig="+kubeconfig)
+			"-addr="+grpc(ports.Identity), "-admin-addr="+lo(identityAdminPort), "-issuer="+issuerDir, "-kubeconfig="+kubeconfig)
 	}
 	destination := func() *exec.Cmd {
 		return exec.Command(ctl, "destination", "-controller-namespace="+linkerdNamespace,
@@ -399,9 +439,9 @@ func (c *LinkerdControllers) proc(name string) *process.Child {
 
 // run starts controller name's command and waits for its readiness.
 func (c *LinkerdControllers) run(ctx context.Context, name string) error {
-	ns := c.lab.fabric
-	if c.Pod != nil && name != "identity" {
-		ns = c.Pod.NS
+	ns := c.DestinationPod.NS
+	if name == "identity" {
+		ns = c.IdentityPod.NS
 	}
 	p, err := process.StartLogged("linkerd-"+name, filepath.Join(c.dir, "logs"), c.cmds[name](), ns.Do)
 	if err != nil {
@@ -417,20 +457,11 @@ func (c *LinkerdControllers) run(ctx context.Context, name string) error {
 }
 
 // Controllers are what linkerd.Up needs to mesh the lab's pods with the
-// controllers: a dialer to each in the fabric namespace, and each pod's
-// TokenRequest token (audience identity.l5d.io, bound to the pod), which
-// the identity controller reviews.
+// controllers: their pods' addresses and each pod's TokenRequest token
+// (audience identity.l5d.io, bound to the pod), which the identity
+// controller reviews.
 func (c *LinkerdControllers) Controllers() *linkerd.Controllers {
-	ctl := &linkerd.Controllers{
-		Dial: func(ctx context.Context, port int) (net.Conn, error) {
-			return c.lab.fabric.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
-		},
-		Token: c.token,
-	}
-	if c.Pod != nil {
-		ctl.DestinationPod = c.Pod.IP
-	}
-	return ctl
+	return &linkerd.Controllers{Token: c.token, IdentityPod: c.IdentityPod.IP, DestinationPod: c.DestinationPod.IP}
 }
 
 // token is pod p's TokenRequest token (audience identity.l5d.io, bound
@@ -453,17 +484,19 @@ func (c *LinkerdControllers) token(ctx context.Context, p linkerd.Pod) (string, 
 	return tok.Status.Token, nil
 }
 
-// destinationPod makes the destination and policy controllers' pod: a
-// namespace on the fabric bridge at x.y.0.5, routed to every node's pod
-// subnet through that node's uplink. The lab's Close removes it.
-func (l *Lab) destinationPod(api *labapi.Server) (*Pod, error) {
-	p := &Pod{Spec: PodSpec{Name: destinationPod, Identity: topology.Identity{Namespace: linkerdNamespace, ServiceAccount: destinationSA}},
-		IP: l.addr(0, destinationPodIdx), Node: l.Nodes[0]}
+// controllerPod makes one of the controllers' pods: a namespace on the
+// fabric bridge at x.y.0.idx, routed to every node's pod subnet through
+// that node's uplink, with a forwarder to the API server on its loopback
+// (on a cluster the controllers' proxies skip the API server's ports
+// outbound). The lab's Close removes it.
+func (l *Lab) controllerPod(api *labapi.Server, spec controllerPod) (*Pod, error) {
+	p := &Pod{Spec: PodSpec{Name: spec.name, Identity: topology.Identity{Namespace: linkerdNamespace, ServiceAccount: spec.sa}},
+		IP: l.addr(0, spec.idx), Node: l.Nodes[0]}
 	var err error
-	if p.NS, err = l.sub.Namespace("ld"); err != nil {
+	if p.NS, err = l.sub.Namespace(spec.ns); err != nil {
 		return nil, err
 	}
-	if err := l.sub.Veth(l.fbr, p.NS, "ldv", "eth0", netip.PrefixFrom(p.IP, 24), false); err != nil {
+	if err := l.sub.Veth(l.fbr, p.NS, spec.veth, "eth0", netip.PrefixFrom(p.IP, 24), false); err != nil {
 		return nil, err
 	}
 	for j := range l.Nodes {
@@ -471,49 +504,39 @@ func (l *Lab) destinationPod(api *labapi.Server) (*Pod, error) {
 			return nil, err
 		}
 	}
-	// The controllers reach the API server as in the fabric (on a
-	// cluster their proxies skip the API server's ports outbound).
-	return p, l.forwardAPIIn(p.NS, "the destination pod", api)
+	return p, l.forwardAPIIn(p.NS, "pod "+spec.name, api)
 }
 
-// upPodProxy starts the destination pod's linkerd2-proxy as Linkerd's
-// injector configures a controller pod's: proxy-init's capture, its
-// certificate from the identity controller (through the pod's loopback:
-// identity stays in the fabric namespace), and destination and policy
-// on the pod's own loopback, in plaintext (the chart's localhost.:8086
-// and :8090). Its inbound terminates the other proxies' mTLS to 8086 and
-// 8090 and hands the controllers plaintext.
-func (c *LinkerdControllers) upPodProxy(ctx context.Context) error {
-	tmp, err := os.MkdirTemp("", "meshbench-linkerd-dst-")
+// upPodProxy starts controller pod p's linkerd2-proxy as Linkerd's
+// injector configures a control-plane pod's: proxy-init's capture, its
+// certificate from the identity controller, and its own controllers on
+// its loopback in plaintext (spec.loopback: the chart's localhost.:PORT;
+// the identity pod's proxy so certifies itself), the other pod's at its
+// IP over TLS, verifying its identity. Its inbound terminates the other
+// proxies' TLS to its controllers' ports and hands them plaintext.
+func (c *LinkerdControllers) upPodProxy(ctx context.Context, p *Pod, spec controllerPod) (*linkerd.Mesh, error) {
+	tmp, err := os.MkdirTemp("", "meshbench-"+spec.name+"-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.lab.sub.OnClose("the destination pod's proxy files", func() error { return os.RemoveAll(tmp) })
+	c.lab.sub.OnClose(spec.name+"'s proxy files", func() error { return os.RemoveAll(tmp) })
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	ports := linkerd.ControllerPorts
-	ctl := &linkerd.Controllers{
-		Dial: func(ctx context.Context, port int) (net.Conn, error) {
-			if port == ports.Identity {
-				return c.lab.fabric.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
-			}
-			return c.Pod.NS.Dial(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
-		},
-		Token: c.token,
-	}
-	pod := linkerd.Pod{Name: c.Pod.Spec.Name, Identity: c.Pod.Spec.Identity, IP: c.Pod.IP, NS: c.Pod.NS, Meshed: true,
-		Ports: []int{ports.Destination, ports.Policy}}
+	ctl := c.Controllers()
+	// The chart's proxy settings for its controllers' pods: inbound
+	// all-unauthenticated until the policy controller answers.
+	ctl.Loopback, ctl.DefaultInboundPolicy, ctl.RequireTLSPorts = spec.loopback, "all-unauthenticated", spec.requireTLS
+	pod := linkerd.Pod{Name: p.Spec.Name, Identity: p.Spec.Identity, IP: p.IP, NS: p.NS, Meshed: true, Ports: spec.loopback}
 	m, err := linkerd.Up(ctx, linkerd.Options{Proxy: c.opts.Proxy, Dir: tmp, CA: c.Anchor, Pods: []linkerd.Pod{pod},
 		ProfileNetworks: []netip.Prefix{c.lab.Opts.Subnet}, Controllers: ctl})
 	if m != nil {
-		c.lab.sub.OnClose("the destination pod's proxy", m.Close)
+		c.lab.sub.OnClose(spec.name+"'s proxy", m.Close)
 	}
 	if err != nil {
-		return fmt.Errorf("the destination pod's proxy: %w", err)
+		return nil, fmt.Errorf("%s's proxy: %w", spec.name, err)
 	}
-	c.PodProxy = m
-	return nil
+	return m, nil
 }
 
 // Died says which controller exited, except those named in except (being
@@ -530,18 +553,41 @@ func (c *LinkerdControllers) Died(except ...string) error {
 	return nil
 }
 
-// PodInbound are the destination pod's proxy's counters (with
-// Options.Proxy): its inbound requests, over mTLS by client identity or
-// in plaintext, are the proxies' requests to destination and policy.
-func (c *LinkerdControllers) PodInbound(ctx context.Context) (proxy.Stats, error) {
-	if c.PodProxy == nil {
-		return proxy.Stats{}, errors.New("linkerd's controllers have no pod of their own")
+// PodsMetrics are the controllers' pods' proxies' admin /metrics, by
+// pod name (identityPod, destinationPod).
+func (c *LinkerdControllers) PodsMetrics(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	var errs []error
+	for _, m := range []*linkerd.Mesh{c.IdentityProxy, c.DestinationProxy} {
+		for pod, p := range m.Proxies {
+			text, err := p.Metrics(ctx)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s's proxy: %w", pod, err))
+				continue
+			}
+			out[pod] = text
+		}
 	}
-	stats, err := c.PodProxy.Stats(ctx)
-	if err != nil {
-		return proxy.Stats{}, fmt.Errorf("the destination pod's proxy: %w", err)
+	return out, errors.Join(errs...)
+}
+
+// PodsInbound are the controllers' pods' proxies' counters (PodsMetrics
+// parsed), by pod name: their inbound requests, over TLS by client
+// identity or in plaintext, are the proxies' requests to the
+// controllers; their outbound control requests, those to the other
+// pod's controllers.
+func PodsInbound(metrics map[string]string) (map[string]proxy.Stats, error) {
+	out := map[string]proxy.Stats{}
+	var errs []error
+	for pod, text := range metrics {
+		s, err := proxy.ParseStats(strings.NewReader(text))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s's proxy: %w", pod, err))
+			continue
+		}
+		out[pod] = s
 	}
-	return stats[destinationPod], nil
+	return out, errors.Join(errs...)
 }
 
 // Certified is how many certificates the identity controller issued: its
@@ -549,7 +595,7 @@ func (c *LinkerdControllers) PodInbound(ctx context.Context) (proxy.Stats, error
 func (c *LinkerdControllers) Certified(ctx context.Context) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	text, err := probe.Get(ctx, c.lab.fabric.HTTPClient(5*time.Second, false), "http://127.0.0.1:"+strconv.Itoa(identityAdminPort)+"/metrics", 8<<20)
+	text, err := probe.Get(ctx, c.IdentityPod.NS.HTTPClient(5*time.Second, false), "http://127.0.0.1:"+strconv.Itoa(identityAdminPort)+"/metrics", 8<<20)
 	if err != nil {
 		return 0, fmt.Errorf("linkerd's identity controller's metrics: %w", err)
 	}

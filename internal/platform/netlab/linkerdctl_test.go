@@ -159,33 +159,46 @@ func TestLinkerdControllers(t *testing.T) {
 	for _, line := range diagnosticsLines(rows) {
 		t.Log(line)
 	}
-	if bad := diagnosticsInvalid(rows, true); len(bad) > 0 {
+	if bad := diagnosticsInvalid(rows); len(bad) > 0 {
 		t.Errorf("diagnostics: %v", bad)
 	}
-	// Three proxies and the destination pod's own.
-	if n, err := c.Certified(ctx); err != nil || n != 4 {
-		t.Errorf("the identity controller issued %v certificates (%v), want one per proxy (4)", n, err)
+	// Three proxies and the controllers' pods' own two.
+	if n, err := c.Certified(ctx); err != nil || n != 5 {
+		t.Errorf("the identity controller issued %v certificates (%v), want one per proxy (5)", n, err)
 	}
-	// The proxies reached destination and policy over TLS only, verifying
-	// the pod's identity (their counters), and the destination pod's
-	// proxy received every request over TLS (its inbound counters).
-	in, err := c.PodInbound(ctx)
+	// The proxies reached identity, destination and policy over TLS only,
+	// verifying the pods' identities (their counters), and the pods'
+	// proxies received every request over TLS (their inbound counters):
+	// the Certify calls at the identity pod, destination's and policy's
+	// at the destination pod.
+	texts, err := c.PodsMetrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sent float64
-	for _, r := range rows {
-		sent += r.DestinationRequests + r.PolicyRequests
-		if r.ControllersTLS < 1 || r.ControllersTLS < r.DestinationRequests+r.PolicyRequests {
-			t.Errorf("%s's proxy: %v requests to destination and policy, %v over TLS to %s", r.Pod, r.DestinationRequests+r.PolicyRequests, r.ControllersTLS, linkerd.DestinationName)
+	pods, err := PodsInbound(texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(texts[destinationPod], "\n") {
+		if strings.HasPrefix(line, `request_total{direction="inbound"`) {
+			t.Log(line)
 		}
 	}
-	lines, invalid := podInboundCheck(in, sent)
-	for _, line := range lines {
+	for _, r := range rows {
+		if n := r.IdentityRequests + r.DestinationRequests + r.PolicyRequests; r.IdentityRequests < 1 || r.ControllersTLS < n {
+			t.Errorf("%s's proxy: %v requests to the controllers (%v to identity), %v over TLS to their pods' identities", r.Pod, n, r.IdentityRequests, r.ControllersTLS)
+		}
+	}
+	proof := controllersProof(pods, rows)
+	for _, line := range proof.Lines {
 		t.Log(line)
 	}
-	if len(invalid) > 0 || sent < 3 {
-		t.Errorf("the destination pod's proxy: %v (%v requests over TLS, %v sent)", invalid, in.InboundTLS, sent)
+	for _, pod := range []string{identityPod, destinationPod} {
+		t.Logf("%s's proxy: inbound by client_id %v; its control requests %v (server_id %v)", pod, pods[pod].ClientIDs, pods[pod].Control, pods[pod].ControlServerIDs)
+	}
+	// Three Certify calls and the destination pod's proxy's.
+	if len(proof.Invalid) > 0 || proof.InboundTLS[identityPod] < 4 || proof.InboundTLS[destinationPod] < 3 {
+		t.Errorf("the controllers' pods' proxies: %v (over TLS %v)", proof.Invalid, proof.InboundTLS)
 	}
 	clientID, serverID := controlplane.Name(topology.IdentityClient), controlplane.Name(topology.IdentityServer)
 	if s := stats["server-0"]; s.ClientIDs[clientID] < 5 || s.InboundPlain != 0 {
@@ -222,7 +235,8 @@ func TestLinkerdControllers(t *testing.T) {
 		t.Errorf("server-0's proxy denied %v, want the attacker's identity %s", stats["server-0"].Denied, attackerID)
 	}
 
-	pids := []int{c.Identity.PID, c.Destination.PID, c.Policy.PID}
+	pids := []int{c.Identity.PID, c.Destination.PID, c.Policy.PID,
+		c.IdentityProxy.Proxies[identityPod].PID(), c.DestinationProxy.Proxies[destinationPod].PID()}
 	for _, p := range m.Proxies {
 		pids = append(pids, p.PID())
 	}
@@ -288,8 +302,12 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 	if d["linkerd_mtls_requests"] < 2*float64(lr.Completed) || d["linkerd_plaintext_requests"] != 0 {
 		t.Errorf("derived mTLS %v plaintext %v, want ≥ %d and 0", d["linkerd_mtls_requests"], d["linkerd_plaintext_requests"], 2*lr.Completed)
 	}
-	if d["linkerd_controller_certificates"] < 3 {
-		t.Errorf("the identity controller issued %v certificates, want one per proxy (3)", d["linkerd_controller_certificates"])
+	if d["linkerd_controller_certificates"] < 5 {
+		t.Errorf("the identity controller issued %v certificates, want one per proxy (3, and the controllers' pods' 2)", d["linkerd_controller_certificates"])
+	}
+	if d["linkerd_identity_inbound_tls"] < 4 || d["linkerd_identity_inbound_plain"] != 0 || d["linkerd_controllers_inbound_plain"] != 0 {
+		t.Errorf("the controllers' pods' proxies' inbound: identity %v over TLS, %v in plaintext; destination %v in plaintext; want ≥ 4, 0, 0",
+			d["linkerd_identity_inbound_tls"], d["linkerd_identity_inbound_plain"], d["linkerd_controllers_inbound_plain"])
 	}
 	cp, _ := res.Manifest.Options["control_plane"].(map[string]any)
 	if cp["name"] != ControlPlaneLinkerd {
@@ -300,10 +318,12 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	t.Logf("kept with the cell:\n%s", diag)
-	// The proxies reached destination and policy over TLS only: the
-	// destination pod's proxy's inbound counters.
-	if !regexp.MustCompile(`received [1-9][0-9]* requests over TLS \(tls="true".*\) and 0 in plaintext`).Match(diag) {
-		t.Errorf("the diagnostics lack the destination pod's proxy's inbound TLS proof")
+	// The proxies reached identity, destination and policy over TLS
+	// only: the controllers' pods' proxies' inbound counters.
+	for _, pod := range []string{"identity", "destination"} {
+		if !regexp.MustCompile(`The ` + pod + ` pod's proxy .* received [1-9][0-9]* requests over TLS \(tls="true".*\) and 0 in plaintext`).Match(diag) {
+			t.Errorf("the diagnostics lack the %s pod's proxy's inbound TLS proof", pod)
+		}
 	}
 	for _, pod := range []string{"client", "server-0", "server-1"} {
 		if !strings.Contains(string(diag), pod+" ") {
@@ -326,7 +346,8 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 		names[p.Name] = p.Category
 	}
 	for name, cat := range map[string]string{"linkerd-identity": sample.CategoryControlPlane, "linkerd-destination": sample.CategoryControlPlane,
-		"linkerd-policy": sample.CategoryControlPlane, LinkerdControllersProxyName: sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead, "client-linkerd-proxy": sample.CategoryDataPlane} {
+		"linkerd-policy": sample.CategoryControlPlane, LinkerdControllersProxyName: sample.CategoryControlPlane,
+		LinkerdIdentityProxyName: sample.CategoryControlPlane, "lab kube-apiserver": sample.CategoryOverhead, "client-linkerd-proxy": sample.CategoryDataPlane} {
 		if names[name] != cat {
 			t.Errorf("process %s sampled as %q, want %q (processes %v)", name, names[name], cat, names)
 		}

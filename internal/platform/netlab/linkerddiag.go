@@ -28,8 +28,8 @@ type DiagnosticsRow struct {
 	// proxy's requests to each controller.
 	IdentityRequests, DestinationRequests, PolicyRequests float64
 	// ControllersTLS are its control-plane requests over TLS (tls="true")
-	// to the destination pod's identity (linkerd.DestinationName), which
-	// the proxy verified (server_id).
+	// to the controllers' pods' identities (linkerd.IdentityName,
+	// linkerd.DestinationName), which the proxy verified (server_id).
 	ControllersTLS float64
 	// Endpoints are the ready endpoints of its outbound balancers.
 	Endpoints float64
@@ -61,7 +61,7 @@ func diagnosticsRows(stats map[string]proxy.Stats, identity func(pod string) str
 		s := stats[pod]
 		r := DiagnosticsRow{Pod: pod, Identity: identity(pod), CertRefreshes: s.CertRefreshes,
 			IdentityRequests: controlTo(s, ports.Identity), DestinationRequests: controlTo(s, ports.Destination),
-			PolicyRequests: controlTo(s, ports.Policy), ControllersTLS: s.ControlServerIDs[linkerd.DestinationName]}
+			PolicyRequests: controlTo(s, ports.Policy), ControllersTLS: s.ControlServerIDs[linkerd.IdentityName] + s.ControlServerIDs[linkerd.DestinationName]}
 		if s.CertExpiry > 0 {
 			r.CertLeft = time.Unix(int64(s.CertExpiry), 0).Sub(now)
 		}
@@ -86,10 +86,9 @@ func diagnosticsRows(stats map[string]proxy.Stats, identity func(pod string) str
 }
 
 // controlTo is how many requests s's proxy made to the controller
-// serving port (one of linkerd.ControllerPorts): to the controllers'
-// pod (its IP and port) or through the forwarder on its own loopback
-// (port plus linkerd.ControllerPortOffset; the stand-in's loopback
-// address is neither).
+// serving port (one of linkerd.ControllerPorts) at its pod's IP; not
+// those on its own loopback (a controller pod's proxy to its own
+// controllers; the stand-in's address).
 func controlTo(s proxy.Stats, port int) float64 {
 	var n float64
 	for addr, v := range s.Control {
@@ -97,8 +96,7 @@ func controlTo(s proxy.Stats, port int) float64 {
 		if err != nil {
 			continue
 		}
-		p := int(a.Port())
-		if a.Addr().IsLoopback() && p == port+linkerd.ControllerPortOffset || !a.Addr().IsLoopback() && p == port {
+		if !a.Addr().IsLoopback() && int(a.Port()) == port {
 			n += v
 		}
 	}
@@ -134,15 +132,14 @@ func diagnosticsTable(rows []DiagnosticsRow) string {
 
 // diagnosticsInvalid says what makes the cell invalid: a proxy with no
 // certificate from the identity controller, or no policy from the policy
-// controller; with the controllers in a pod of their own (podMTLS), a
-// request to destination or policy not over TLS to the pod's verified
-// identity.
-func diagnosticsInvalid(rows []DiagnosticsRow, podMTLS bool) []string {
+// controller, or a request to a controller not over TLS to its pod's
+// verified identity.
+func diagnosticsInvalid(rows []DiagnosticsRow) []string {
 	var out []string
 	for _, r := range rows {
-		if n := r.DestinationRequests + r.PolicyRequests; podMTLS && r.ControllersTLS < n {
-			out = append(out, fmt.Sprintf("%s's proxy made %.0f requests to Linkerd's destination and policy controllers, only %.0f over TLS to %s",
-				r.Pod, n, r.ControllersTLS, linkerd.DestinationName))
+		if n := r.IdentityRequests + r.DestinationRequests + r.PolicyRequests; r.ControllersTLS < n {
+			out = append(out, fmt.Sprintf("%s's proxy made %.0f requests to Linkerd's controllers, only %.0f over TLS to %s or %s",
+				r.Pod, n, r.ControllersTLS, linkerd.IdentityName, linkerd.DestinationName))
 		}
 		if r.CertLeft <= 0 || r.CertRefreshes < 1 || r.IdentityRequests < 1 {
 			out = append(out, fmt.Sprintf("%s's proxy got no identity from Linkerd's identity controller (certificate valid %v, certified %.0f times, %.0f requests to it)",
@@ -155,15 +152,83 @@ func diagnosticsInvalid(rows []DiagnosticsRow, podMTLS bool) []string {
 	return out
 }
 
-// podInboundCheck is the proof, from the destination pod's own proxy's
-// inbound counters (in), that the proxies' requests to Linkerd's
-// destination and policy controllers (sent: their control_request_total
-// to them) all arrived over TLS (tls="true"), none in plaintext: its
-// lines, and what makes the cell invalid. The client identities are
-// those the counters name; linkerd2-proxy's control clients present no
-// certificate here (client_id=""), so the proof is TLS with the server's
-// identity verified by each client, not a client identity per request.
-func podInboundCheck(in proxy.Stats, sent float64) (lines, invalid []string) {
+// ControllersProof is the proof, from the controllers' pods' own
+// proxies' counters, that every request to Linkerd's controllers came
+// over TLS.
+type ControllersProof struct {
+	Lines, Invalid []string
+	// InboundTLS and InboundPlain are the pods' proxies' inbound
+	// requests over TLS and in plaintext, by pod.
+	InboundTLS, InboundPlain map[string]float64
+}
+
+// ClientIDNote says why the controllers' pods' proxies count most
+// control-plane requests without a client identity (client_id=""), from
+// linkerd2-proxy's source at v2.366.0 (edge-26.8.3's proxy).
+const ClientIDNote = "A proxy's TLS client presents a certificate only once its own identity is certified " +
+	"(linkerd/meshtls/src/creds.rs: with_no_client_auth until store.rs publishes a config with its certificate), and each " +
+	"connection takes the config current when it is made (linkerd/meshtls/src/client.rs). The control clients connect at " +
+	"start-up, alongside the Certify call (linkerd/app/core/src/control.rs: the endpoint is driven ready by the balancer's " +
+	"queue worker without a request), and keep that HTTP/2 connection for every later request: so the data-plane proxies' " +
+	"requests to destination and policy carry client_id=\"\" (their Certify calls cannot carry one), while the identity pod's " +
+	"proxy, whose connection to the destination pod can only succeed after it is certified, is named on every request. " +
+	"The proof is TLS terminated by the controllers' proxies with each server's identity verified by the client, and a client " +
+	"identity per request only where the proxy presents one."
+
+// controllersProof checks the controllers' pods' proxies' inbound
+// counters (pods, by pod name: identityPod, destinationPod) against what
+// the proxies sent each (rows: the data plane's; and the pods' proxies'
+// requests to the other pod): every request arrived over TLS, none in
+// plaintext, and the identity pod's proxy's requests to the destination
+// pod all named it (client_id): it can connect there only after it is
+// certified. The data-plane proxies' requests carry no client identity
+// (ClientIDNote).
+func controllersProof(pods map[string]proxy.Stats, rows []DiagnosticsRow) ControllersProof {
+	var toIdentity, toDestination float64
+	for _, r := range rows {
+		toIdentity += r.IdentityRequests
+		toDestination += r.DestinationRequests + r.PolicyRequests
+	}
+	ports := linkerd.ControllerPorts
+	for _, s := range pods {
+		toIdentity += controlTo(s, ports.Identity)
+		toDestination += controlTo(s, ports.Destination) + controlTo(s, ports.Policy)
+	}
+	p := ControllersProof{InboundTLS: map[string]float64{}, InboundPlain: map[string]float64{}}
+	for _, c := range []struct {
+		pod, who string
+		sent     float64
+	}{
+		{identityPod, "The identity pod's proxy (Linkerd's identity controller)", toIdentity},
+		{destinationPod, "The destination pod's proxy (Linkerd's destination and policy controllers)", toDestination},
+	} {
+		in, ok := pods[c.pod]
+		if !ok {
+			p.Invalid = append(p.Invalid, fmt.Sprintf("no counters from %s's proxy", c.pod))
+			continue
+		}
+		lines, invalid := podInboundCheck(c.who, in, c.sent)
+		p.Lines, p.Invalid = append(p.Lines, lines...), append(p.Invalid, invalid...)
+		p.InboundTLS[c.pod], p.InboundPlain[c.pod] = in.InboundTLS, in.InboundPlain
+	}
+	if id, ok := pods[identityPod]; ok {
+		sent := controlTo(id, ports.Destination) + controlTo(id, ports.Policy)
+		named := pods[destinationPod].ClientIDs[linkerd.IdentityName]
+		p.Lines = append(p.Lines, fmt.Sprintf("Client identities: the destination pod's proxy named %s on %.0f of the %.0f requests the identity pod's proxy sent it; the data-plane proxies' came without a client certificate. %s",
+			linkerd.IdentityName, named, sent, ClientIDNote))
+		if named < sent {
+			p.Invalid = append(p.Invalid, fmt.Sprintf("the destination pod's proxy named %s on %.0f of the %.0f requests the identity pod's proxy sent it", linkerd.IdentityName, named, sent))
+		}
+	}
+	return p
+}
+
+// podInboundCheck is the proof, from a controller pod's own proxy's
+// inbound counters (in), that the proxies' requests to its controllers
+// (sent: their control_request_total to them) all arrived over TLS
+// (tls="true"), none in plaintext: its line (who names the pod's proxy),
+// and what makes the cell invalid.
+func podInboundCheck(who string, in proxy.Stats, sent float64) (lines, invalid []string) {
 	var seen []string
 	for _, id := range slices.Sorted(maps.Keys(in.ClientIDs)) {
 		name := id
@@ -172,13 +237,13 @@ func podInboundCheck(in proxy.Stats, sent float64) (lines, invalid []string) {
 		}
 		seen = append(seen, fmt.Sprintf("%s: %.0f", name, in.ClientIDs[id]))
 	}
-	lines = append(lines, fmt.Sprintf("The destination pod's proxy (Linkerd's destination and policy controllers) received %.0f requests over TLS (tls=\"true\"; %s) and %.0f in plaintext; the proxies sent %.0f to them (its inbound counters, theirs).",
-		in.InboundTLS, strings.Join(seen, ", "), in.InboundPlain, sent))
+	lines = append(lines, fmt.Sprintf("%s received %.0f requests over TLS (tls=\"true\"; %s) and %.0f in plaintext; the proxies sent %.0f to it (its inbound counters, theirs).",
+		who, in.InboundTLS, strings.Join(seen, ", "), in.InboundPlain, sent))
 	if in.InboundPlain > 0 {
-		invalid = append(invalid, fmt.Sprintf("the destination pod's proxy received %.0f requests to Linkerd's controllers in plaintext", in.InboundPlain))
+		invalid = append(invalid, fmt.Sprintf("%s received %.0f requests in plaintext", who, in.InboundPlain))
 	}
 	if in.InboundTLS < sent {
-		invalid = append(invalid, fmt.Sprintf("the destination pod's proxy received %.0f requests over TLS, the proxies sent %.0f to destination and policy", in.InboundTLS, sent))
+		invalid = append(invalid, fmt.Sprintf("%s received %.0f requests over TLS, the proxies sent %.0f", who, in.InboundTLS, sent))
 	}
 	return lines, invalid
 }

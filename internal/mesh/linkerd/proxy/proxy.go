@@ -14,6 +14,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -194,6 +195,15 @@ type Spec struct {
 	// InboundPorts are the app's ports whose inbound policy the proxy
 	// watches at start.
 	InboundPorts []int
+	// DefaultInboundPolicy is LINKERD2_PROXY_INBOUND_DEFAULT_POLICY, the
+	// policy of a port until the policy controller's answer: ""
+	// is all-authenticated; Linkerd's chart gives its controllers' pods
+	// all-unauthenticated.
+	DefaultInboundPolicy string
+	// RequireTLSPorts are LINKERD2_PROXY_INBOUND_PORTS_REQUIRE_TLS: ports
+	// that refuse plaintext whatever the policy (the chart's identity
+	// pod: 8080).
+	RequireTLSPorts []int
 	// ProfileNetworks are where IP targets get a service profile lookup.
 	ProfileNetworks []netip.Prefix
 	// Cores is LINKERD2_PROXY_CORES: 0 leaves the proxy's default (one
@@ -232,7 +242,7 @@ func (s Spec) Env() []string {
 		"LINKERD2_PROXY_DESTINATION_SVC_ADDR=" + addr(s.DestinationAddr),
 		"LINKERD2_PROXY_POLICY_SVC_ADDR=" + addr(s.PolicyAddr),
 		"LINKERD2_PROXY_POLICY_WORKLOAD=" + s.Workload,
-		"LINKERD2_PROXY_INBOUND_DEFAULT_POLICY=all-authenticated",
+		"LINKERD2_PROXY_INBOUND_DEFAULT_POLICY=" + cmp.Or(s.DefaultInboundPolicy, "all-authenticated"),
 	}
 	for _, n := range []struct{ api, name string }{
 		{"IDENTITY", s.IdentitySvcName}, {"DESTINATION", s.DestinationSvcName}, {"POLICY", s.PolicySvcName},
@@ -241,12 +251,17 @@ func (s Spec) Env() []string {
 			env = append(env, "LINKERD2_PROXY_"+n.api+"_SVC_NAME="+n.name)
 		}
 	}
-	if len(s.InboundPorts) > 0 {
-		var ps []string
-		for _, p := range s.InboundPorts {
-			ps = append(ps, strconv.Itoa(p))
+	for _, ports := range []struct {
+		name  string
+		ports []int
+	}{{"LINKERD2_PROXY_INBOUND_PORTS", s.InboundPorts}, {"LINKERD2_PROXY_INBOUND_PORTS_REQUIRE_TLS", s.RequireTLSPorts}} {
+		if len(ports.ports) > 0 {
+			var ps []string
+			for _, p := range ports.ports {
+				ps = append(ps, strconv.Itoa(p))
+			}
+			env = append(env, ports.name+"="+strings.Join(ps, ","))
 		}
-		env = append(env, "LINKERD2_PROXY_INBOUND_PORTS="+strings.Join(ps, ","))
 	}
 	if len(s.ProfileNetworks) > 0 {
 		var ns []string

@@ -274,13 +274,14 @@ func TestEnv(t *testing.T) {
 		"LINKERD2_PROXY_OUTBOUND_LISTEN_ADDR=127.0.0.1:4140",
 		"LINKERD2_PROXY_INBOUND_LISTEN_ADDR=0.0.0.0:4143",
 		"LINKERD2_PROXY_ADMIN_LISTEN_ADDR=0.0.0.0:4191",
+		"LINKERD2_PROXY_INBOUND_DEFAULT_POLICY=all-authenticated",
 	} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s", want)
 		}
 	}
 	for _, absent := range []string{"LINKERD2_PROXY_CORES", "LINKERD2_PROXY_INBOUND_PORTS", "LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS",
-		"_SVC_NAME="} {
+		"_SVC_NAME=", "_REQUIRE_TLS"} {
 		if strings.Contains(env, absent) {
 			t.Errorf("env has %s unasked", absent)
 		}
@@ -292,12 +293,16 @@ func TestEnv(t *testing.T) {
 			t.Errorf("env lacks %s", want)
 		}
 	}
-	// Linkerd's own controllers: one address per API.
-	s.IdentityAddr, s.DestinationAddr, s.PolicyAddr = netip.MustParseAddrPort("127.0.0.1:18080"),
-		netip.MustParseAddrPort("127.0.0.1:18086"), netip.MustParseAddrPort("127.0.0.1:18090")
+	// Linkerd's own controllers: one address per API; a controller
+	// pod's proxy as the chart has it (all-unauthenticated, identity's
+	// port TLS only).
+	s.IdentityAddr, s.DestinationAddr, s.PolicyAddr = netip.MustParseAddrPort("127.0.0.1:8080"),
+		netip.MustParseAddrPort("10.98.0.5:8086"), netip.MustParseAddrPort("10.98.0.5:8090")
+	s.DefaultInboundPolicy, s.RequireTLSPorts = "all-unauthenticated", []int{8080}
 	env = strings.Join(s.Env(), "\n")
-	for _, want := range []string{"LINKERD2_PROXY_IDENTITY_SVC_ADDR=127.0.0.1:18080", "LINKERD2_PROXY_DESTINATION_SVC_ADDR=127.0.0.1:18086",
-		"LINKERD2_PROXY_POLICY_SVC_ADDR=127.0.0.1:18090"} {
+	for _, want := range []string{"LINKERD2_PROXY_IDENTITY_SVC_ADDR=127.0.0.1:8080", "LINKERD2_PROXY_DESTINATION_SVC_ADDR=10.98.0.5:8086",
+		"LINKERD2_PROXY_POLICY_SVC_ADDR=10.98.0.5:8090", "LINKERD2_PROXY_INBOUND_DEFAULT_POLICY=all-unauthenticated",
+		"LINKERD2_PROXY_INBOUND_PORTS_REQUIRE_TLS=8080"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s", want)
 		}
