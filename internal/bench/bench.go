@@ -29,6 +29,7 @@ import (
 	"github.com/meshbench/meshbench/internal/platform/kube"
 	"github.com/meshbench/meshbench/internal/platform/kube/install"
 	"github.com/meshbench/meshbench/internal/platform/local"
+	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/results"
 )
 
@@ -119,6 +120,9 @@ type Observer interface {
 // --fail-on conditions were met; invalid or failed cells are a plain error.
 func Run(ctx context.Context, cfg Config) error {
 	b := &benchRun{cfg: cfg, p: cfg.Plan, onKube: cfg.Plan.Platform == plan.PlatformKube}
+	// The plan's lab API server, if its labs started one: stopped once
+	// the cells ran, also when they failed or were interrupted.
+	defer b.closeSubstrate()
 	for _, step := range prepareSteps {
 		if err := step.do(b, ctx); err != nil {
 			return err
@@ -231,7 +235,61 @@ func (b *benchRun) chooseSubstrate(context.Context) error {
 	if sub != nil {
 		b.substrate = sub.Name()
 	}
+	if ns, ok := sub.(*netlab.Substrate); ok {
+		// One lab API server for the plan's labs, not one per topology.
+		ns.ShareAPI = true
+	}
 	return nil
+}
+
+// apiUntil is on, stopping the plan's shared lab API server (ns's) once
+// the last of cells that needs one has run: the cells after it (mesh
+// none, or a lab's own control plane) run without it beside them.
+func apiUntil(on platform.Platform, ns *netlab.Substrate, cells []platform.Cell, warn io.Writer) platform.Platform {
+	last := ""
+	for _, c := range cells {
+		if ns.NeedsAPI(c.Settings.Mesh) {
+			last = c.ID
+		}
+	}
+	if last == "" {
+		return on
+	}
+	return &apiClosing{Platform: on, ns: ns, last: last, warn: warn}
+}
+
+// apiClosing is a platform whose cell last is the plan's last to need
+// the shared lab API server.
+type apiClosing struct {
+	platform.Platform
+	ns   *netlab.Substrate
+	last string
+	warn io.Writer
+}
+
+// RunCell runs r's cell; after the last that needs the API server, it
+// stops that cell's lab (which gives the server back: a failed reset is
+// in the plan manifest's lab record) and the server (a failure to stop
+// it is said, the cell stands).
+func (p *apiClosing) RunCell(ctx context.Context, r platform.CellRun) (*platform.Result, error) {
+	res, err := p.Platform.RunCell(ctx, r)
+	if r.Cell.ID == p.last && ctx.Err() == nil {
+		p.Platform.Teardown("")
+		if cerr := p.ns.Close(); cerr != nil && p.warn != nil {
+			fmt.Fprintf(p.warn, "meshbench bench: stopping the plan's lab API server: %v\n", cerr)
+		}
+	}
+	return res, err
+}
+
+// closeSubstrate stops what the plan's labs shared on the substrate (the
+// lab API server); an error is said, not returned: the results stand.
+func (b *benchRun) closeSubstrate() {
+	if ns, ok := b.sub.(*netlab.Substrate); ok {
+		if err := ns.Close(); err != nil {
+			fmt.Fprintf(b.cfg.Stderr, "meshbench bench: stopping the plan's lab API server: %v\n", err)
+		}
+	}
 }
 
 func (b *benchRun) connect(ctx context.Context) error {
@@ -421,6 +479,9 @@ func (b *benchRun) runCells(ctx context.Context) error {
 		ro.On = &kube.Platform{Options: cfg.kubeOptions(b.istio, b.linkerd, obs), Installs: b.installs, IstioProfile: b.istioProfile}
 	} else {
 		ro.On = local.NewPlatform(cfg.labOptions(b.bin, b.sub, obs))
+		if ns, ok := b.sub.(*netlab.Substrate); ok {
+			ro.On = apiUntil(ro.On, ns, b.rcells, cfg.Stderr)
+		}
 	}
 	_, runErr := runner.Run(ctx, ro)
 	if rerr := b.restoreZtunnel(); rerr != nil && runErr == nil {

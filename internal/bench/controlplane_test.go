@@ -1,13 +1,16 @@
 package bench
 
 import (
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform"
 	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/netlab"
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
@@ -340,5 +343,65 @@ func TestUseAutoControlPlanes(t *testing.T) {
 	}
 	if err := sub.Supports(faces); err != nil {
 		t.Errorf("auto, linkerd on the stand-in: the faces cell is refused: %v", err)
+	}
+}
+
+// cellsPlatform records the cells it ran and its teardowns, in order
+// (no process: what apiUntil does around a platform).
+type cellsPlatform struct{ calls []string }
+
+func (p *cellsPlatform) Name() string { return "fake" }
+func (p *cellsPlatform) RunCell(_ context.Context, r platform.CellRun) (*platform.Result, error) {
+	p.calls = append(p.calls, r.Cell.ID)
+	return nil, nil
+}
+func (p *cellsPlatform) Teardown(string) { p.calls = append(p.calls, "teardown") }
+
+// TestAPIUntil: a plan's shared lab API server is stopped after the last
+// cell that needs one (its lab torn down first), not before and not
+// again after the others; a plan none of whose cells needs one, or a
+// control plane of the lab's own, leaves the platform as it is.
+func TestAPIUntil(t *testing.T) {
+	cell := func(id string, mode topology.Mode) platform.Cell {
+		o := topology.DefaultOptions()
+		o.Mode = mode
+		return platform.Cell{ID: id, Settings: platform.Settings{Mesh: o}, Topology: id}
+	}
+	cells := []platform.Cell{cell("none-1", topology.ModeNone), cell("sidecar-1", topology.ModeSidecar),
+		cell("linkerd-1", topology.ModeLinkerd), cell("none-2", topology.ModeNone)}
+	for _, tc := range []struct {
+		cp   string
+		want string
+	}{
+		{ControlPlaneReal, "none-1 sidecar-1 linkerd-1 teardown none-2"},
+		{ControlPlaneIstiod, "none-1 sidecar-1 teardown linkerd-1 none-2"},
+		{ControlPlaneLinkerd, "none-1 sidecar-1 linkerd-1 teardown none-2"},
+		{ControlPlaneLab, "none-1 sidecar-1 linkerd-1 none-2"},
+		// auto: only the meshes it gave a build to need the server.
+		{ControlPlaneAuto + " istio", "none-1 sidecar-1 teardown linkerd-1 none-2"},
+		{ControlPlaneAuto + " linkerd", "none-1 sidecar-1 linkerd-1 teardown none-2"},
+		{ControlPlaneAuto, "none-1 sidecar-1 linkerd-1 none-2"},
+	} {
+		fp := &cellsPlatform{}
+		cp, build, _ := strings.Cut(tc.cp, " ")
+		ns := &netlab.Substrate{ControlPlane: cp, ShareAPI: true}
+		switch build {
+		case "istio":
+			ns.Istio.Dir = "/istio"
+		case "linkerd":
+			ns.Linkerd.Dir = "/linkerd"
+		}
+		on := apiUntil(fp, ns, cells, io.Discard)
+		if (tc.cp == ControlPlaneLab || tc.cp == ControlPlaneAuto) && on != platform.Platform(fp) {
+			t.Errorf("control plane %s: the platform wrapped, want it as it is", tc.cp)
+		}
+		for _, c := range cells {
+			if _, err := on.RunCell(context.Background(), platform.CellRun{Cell: c}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := strings.Join(fp.calls, " "); got != tc.want {
+			t.Errorf("control plane %s: %s, want %s", tc.cp, got, tc.want)
+		}
 	}
 }

@@ -143,8 +143,10 @@ type Istiod struct {
 	// bridge's address, port 15012.
 	Addr netip.AddrPort
 	// StartTime is from the start of StartIstiod to istiod's /ready;
-	// SidecarsTime from then to every sidecar's readiness.
-	StartTime, SidecarsTime time.Duration
+	// SidecarsTime from then to every sidecar's readiness; ObjectsTime
+	// the part of StartTime before istiod's own start (the lab's objects,
+	// CRDs and policies in the API server).
+	StartTime, SidecarsTime, ObjectsTime time.Duration
 	// Agents are the pilot-agents by pod name.
 	Agents map[string]*process.Child
 	// Ztunnels is how many node ztunnels istiod configures (ambient:
@@ -274,6 +276,7 @@ func (l *Lab) StartIstiod(ctx context.Context, o IstiodOptions) (*Istiod, error)
 			return nil, err
 		}
 	}
+	d.ObjectsTime = time.Since(t0)
 	if err := d.startIstiod(ctx, kubeconfig); err != nil {
 		return nil, err
 	}

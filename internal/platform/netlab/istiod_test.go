@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,6 +215,12 @@ func (w testLog) Write(b []byte) (int, error) {
 // ACKed; the sidecars (Envoy and pilot-agent), istiod and the lab's API
 // server are sampled under their names; the manifest names istiod as the
 // control plane; nothing is left after the run.
+//
+// The substrate shares its API server as a plan's does (ShareAPI): after
+// the cell its objects are gone but Istio's CRDs (labapi's Clean), and a
+// second topology (one replica, no policies) runs on the same API server
+// (the same PIDs and start in both manifests) with an ACK table of its
+// own pods only; the substrate's Close stops it.
 func TestSubstrateRunIstiod(t *testing.T) {
 	testutil.RequireRoot(t, "netlab: needs root to make network namespaces")
 	if testing.Short() {
@@ -224,7 +231,8 @@ func TestSubstrateRunIstiod(t *testing.T) {
 	mb := testutil.BuildMeshbench(t)
 	mo := topology.DefaultOptions()
 	mo.Mode, mo.Policies, mo.Replicas = topology.ModeSidecar, 4, 2
-	sub := &Substrate{ControlPlane: ControlPlaneIstiod, Istio: b, Envoy: bin.Path}
+	sub := &Substrate{ControlPlane: ControlPlaneIstiod, Istio: b, Envoy: bin.Path, ShareAPI: true}
+	t.Cleanup(func() { _ = sub.Close() })
 	// A results directory relative to where meshbench runs, as a user's
 	// results/TIME-MESH is: istiod and the pilot-agents run in their own
 	// directories and must still find their files.
@@ -285,6 +293,68 @@ func TestSubstrateRunIstiod(t *testing.T) {
 	if per, all := d["data_plane_pss_mib_per_proxy"], d["data_plane_pss_mib_avg"]; all > 0 && math.Abs(per*3-all) > 0.01 {
 		t.Errorf("PSS per proxy %.2f MiB of %.2f: want it per sidecar (3), pilot-agent with its Envoy", per, all)
 	}
+
+	// The next topology of a plan, on the same API server.
+	first := apiServerRecord(t, res.Manifest)
+	srv := sub.api.srv
+	if srv == nil {
+		t.Fatal("the substrate holds no shared API server after the cell")
+	}
+	kept, err := srv.Clean(context.Background())
+	if err != nil {
+		t.Errorf("after the first topology: %v", err)
+	}
+	if len(kept) == 0 {
+		t.Errorf("after the first topology: no CRD kept for the next lab, want Istio's")
+	}
+	mo.Policies, mo.Replicas = 0, 1
+	o.Settings.Mesh, o.OutDir = mo, "run2"
+	t0 := time.Now()
+	res2, _ := runCell(t, o, checkRunGone)
+	t.Logf("the second topology's cell on the shared API server: %v", time.Since(t0).Round(time.Millisecond))
+	wantAllOK(t, res2.Load, 100)
+	if len(res2.Manifest.Invalid) > 0 {
+		t.Errorf("second topology's cell invalid: %v", res2.Manifest.Invalid)
+	}
+	second := apiServerRecord(t, res2.Manifest)
+	for _, k := range []string{"shared", "started", "etcd_pid", "kube_apiserver_pid"} {
+		if fmt.Sprint(first[k]) != fmt.Sprint(second[k]) {
+			t.Errorf("api_server %s: %v then %v, want one API server for both topologies", k, first[k], second[k])
+		}
+	}
+	if first["shared"] != true || fmt.Sprint(first["lab"], second["lab"]) != "1 2" {
+		t.Errorf("api_server records %v then %v: want shared, labs 1 then 2", first, second)
+	}
+	acks2, err := os.ReadFile(filepath.Join("run2", results.NodeProxyDir, "istiod-acks.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(acks2), "server-0.default") || strings.Contains(string(acks2), "server-1.default") {
+		t.Errorf("second topology's ACK table, want its own pods only (server-0, not the first's server-1):\n%s", acks2)
+	}
+	etcd, api := srv.PIDs()
+	if err := sub.Close(); err != nil {
+		t.Error(err)
+	}
+	for _, pid := range []int{etcd, api} {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("the shared API server's process %d outlived the substrate's Close", pid)
+		}
+	}
+	if _, err := os.Stat(srv.Dir); !os.IsNotExist(err) {
+		t.Errorf("the shared API server's directory %s is still there: %v", srv.Dir, err)
+	}
+}
+
+// apiServerRecord is the manifest's control_plane.api_server.
+func apiServerRecord(t *testing.T, m *results.RunManifest) map[string]any {
+	t.Helper()
+	cp, _ := m.Options["control_plane"].(map[string]any)
+	rec, _ := cp["api_server"].(map[string]any)
+	if rec == nil {
+		t.Fatalf("manifest's control_plane %v has no api_server", cp)
+	}
+	return rec
 }
 
 // requireIstiod is the istiod build (make istio-tools) and the lab API

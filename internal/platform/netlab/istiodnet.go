@@ -70,7 +70,9 @@ func supportsIstiod(o topology.Options) []error {
 // Close.
 type istiodNet struct {
 	api *labapi.Server
-	d   *Istiod
+	// apiUse is how the lab got api (its own, or the plan's shared one).
+	apiUse apiUse
+	d      *Istiod
 	// ambient: istiod configures the nodes' ztunnels, not sidecars.
 	ambient bool
 	// envoys are each sidecar's Envoy (pilot-agent's child) by pod.
@@ -99,11 +101,11 @@ type istiodNet struct {
 // from it, with the cell's PeerAuthentication and AuthorizationPolicies
 // as on a cluster (policy.MeshObjects, policy.PolicyObjects).
 func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, dir string) (*istiodNet, error) {
-	api, err := labapi.Start(ctx, labapi.Options{Dir: filepath.Join(dir, "labapi"), ServiceCIDR: ServiceCIDR(l.Opts.Subnet), Log: l.Opts.Log})
+	use, err := s.labAPI(ctx, l, dir)
 	if err != nil {
 		return nil, err
 	}
-	l.sub.OnClose("lab API server", api.Close)
+	api := use.srv
 	opts := IstiodOptions{Build: s.Istio, Envoy: s.Envoy, API: api, Objects: cellObjects(t), Concurrency: t.Options.ProxyThreads, Protocol: t.Options.Protocol}
 	for _, svc := range t.Services {
 		if svc.Protocol == topology.AppGRPC {
@@ -123,7 +125,7 @@ func upIstiod(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, d
 	if err != nil {
 		return nil, err
 	}
-	in := &istiodNet{api: api, d: d, ambient: l.Opts.ZtunnelsFromXDS, gateway: opts.Gateway != nil, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
+	in := &istiodNet{api: api, apiUse: use, d: d, ambient: l.Opts.ZtunnelsFromXDS, gateway: opts.Gateway != nil, envoys: map[string]int{}, names: map[string]string{}, components: map[string]string{}, stamp: s.Istio.Stamp}
 	for pod, a := range d.Agents {
 		pid, err := childPID(a.PID, "envoy")
 		if err != nil {
@@ -253,7 +255,7 @@ func (in *istiodNet) manifest() map[string]any {
 	return map[string]any{"control_plane": map[string]any{
 		"name": ControlPlaneIstiod, "istio": in.stamp, "what": what,
 		"api_server_ready_s": in.api.StartTime.Seconds(), "istiod_ready_s": in.d.StartTime.Seconds(), ready: in.d.SidecarsTime.Seconds(),
-		"api_server_rss_bytes": etcdRSS + apiRSS,
+		"objects_s": in.d.ObjectsTime.Seconds(), "api_server_rss_bytes": etcdRSS + apiRSS, "api_server": in.apiUse.record(),
 	}}
 }
 

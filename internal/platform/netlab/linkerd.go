@@ -44,8 +44,9 @@ type linkerdNet struct {
 	// ctl and api are Linkerd's own controllers and the lab's API server
 	// (Substrate ControlPlane linkerd; the lab's Close stops them), nil
 	// with the lab's stand-in.
-	ctl *LinkerdControllers
-	api *labapi.Server
+	ctl    *LinkerdControllers
+	api    *labapi.Server
+	apiUse apiUse
 
 	mu   sync.Mutex
 	base map[string]proxy.Stats
@@ -57,7 +58,7 @@ type linkerdNet struct {
 // upLinkerd meshes every pod of lab with Linkerd for topology t: with
 // Linkerd's own controllers when ctl is set (api is then the lab's API
 // server they run against), else with the lab's stand-in.
-func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshbench, dir string, log io.Writer, ctl *LinkerdControllers, api *labapi.Server) (_ *linkerdNet, err error) {
+func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshbench, dir string, log io.Writer, ctl *LinkerdControllers, use apiUse) (_ *linkerdNet, err error) {
 	tmp, err := os.MkdirTemp("", "meshbench-linkerd-")
 	if err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshben
 		return nil, errors.Join(err, os.RemoveAll(tmp))
 	}
 	ln := &linkerdNet{dir: tmp, logDir: filepath.Join(dir, "linkerd"), bin: bin, components: map[string]string{},
-		expectIn: map[string][]string{}, expectOut: map[string][]string{}, ctl: ctl, api: api}
+		expectIn: map[string][]string{}, expectOut: map[string][]string{}, ctl: ctl, api: use.srv, apiUse: use}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, os.RemoveAll(tmp))
@@ -245,7 +246,8 @@ func (ln *linkerdNet) manifest() map[string]any {
 		cp := map[string]any{"name": ControlPlaneLinkerd, "linkerd": release.Version, "build": c.opts.Build.Describe(),
 			"what":               LinkerdControllersWhat,
 			"api_server_ready_s": ln.api.StartTime.Seconds(), "controllers_ready_s": c.StartTime.Seconds(),
-			"proxies_ready_s": ln.mesh.ReadyIn.Seconds(), "api_server_rss_bytes": etcdRSS + apiRSS}
+			"proxies_ready_s": ln.mesh.ReadyIn.Seconds(), "api_server_rss_bytes": etcdRSS + apiRSS,
+			"objects_s": c.ObjectsTime.Seconds(), "api_server": ln.apiUse.record()}
 		for name, d := range c.Ready {
 			cp[name+"_ready_s"] = d.Seconds()
 		}

@@ -128,9 +128,12 @@ type LinkerdControllers struct {
 	// Ready each controller's own time from its start to its readiness.
 	StartTime time.Duration
 	Ready     map[string]time.Duration
-	lab       *Lab
-	opts      LinkerdControllersOptions
-	dir       string
+	// ObjectsTime is the part of StartTime before the controllers' start
+	// (the lab's objects, CRDs and policies in the API server).
+	ObjectsTime time.Duration
+	lab         *Lab
+	opts        LinkerdControllersOptions
+	dir         string
 	// cmds make each controller's command again, ready its readiness
 	// URL (a restart: the same arguments, as a kubelet restarts a
 	// container); mu guards them and the three processes, which a
@@ -205,6 +208,7 @@ func (l *Lab) StartLinkerdControllers(ctx context.Context, o LinkerdControllersO
 	}
 	// The issuer's key is not kept with the results.
 	l.sub.OnClose("Linkerd's identity issuer", func() error { return os.RemoveAll(issuerDir) })
+	c.ObjectsTime = time.Since(t0)
 	if err := c.start(ctx, kubeconfig, issuerDir, anchorFile); err != nil {
 		return nil, err
 	}
@@ -634,17 +638,16 @@ func supportsLinkerdControllers(o topology.Options) []error {
 // controllers for topology t, with the cell's ALLOW rules as Server,
 // AuthorizationPolicy and MeshTLSAuthentication objects, as a cluster
 // cell applies them (policy.PolicyObjects). The lab's Close stops them.
-func startLinkerdControllers(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, dir string) (*labapi.Server, *LinkerdControllers, error) {
-	api, err := labapi.Start(ctx, labapi.Options{Dir: filepath.Join(dir, "labapi"), ServiceCIDR: ServiceCIDR(l.Opts.Subnet), Log: l.Opts.Log})
+func startLinkerdControllers(ctx context.Context, l *Lab, t *topology.Topology, s *Substrate, dir string) (apiUse, *LinkerdControllers, error) {
+	use, err := s.labAPI(ctx, l, dir)
 	if err != nil {
-		return nil, nil, err
+		return use, nil, err
 	}
-	l.sub.OnClose("lab API server", api.Close)
-	c, err := l.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: s.Linkerd, API: api, Objects: linkerdCellObjects(t), Proxy: s.LinkerdProxy})
+	c, err := l.StartLinkerdControllers(ctx, LinkerdControllersOptions{Build: s.Linkerd, API: use.srv, Objects: linkerdCellObjects(t), Proxy: s.LinkerdProxy})
 	if err != nil {
-		return nil, nil, err
+		return use, nil, err
 	}
-	return api, c, nil
+	return use, c, nil
 }
 
 // linkerdCellObjects are the cell's Linkerd policy objects as a cluster

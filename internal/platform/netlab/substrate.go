@@ -22,7 +22,6 @@ import (
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/release"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/mesh/ztunnel"
-	"github.com/meshbench/meshbench/internal/platform/kube/labapi"
 	"github.com/meshbench/meshbench/internal/platform/local"
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/sys/netns"
@@ -79,6 +78,12 @@ type Substrate struct {
 	Envoy           string
 	Linkerd         release.Build
 	ControlPlaneWhy string
+	// ShareAPI: the labs share one lab API server (a plan's: bench sets
+	// it), started for the first lab whose control plane needs one, its
+	// objects deleted at each lab's end, stopped by Close (sharedapi.go);
+	// false: each lab starts and stops its own (a run).
+	ShareAPI bool
+	api      sharedAPI
 
 	once      sync.Once
 	stale     sync.Once
@@ -466,7 +471,7 @@ func (u *upping) linkerd(ctx context.Context) error {
 	}
 	var err error
 	var ctl *LinkerdControllers
-	var api *labapi.Server
+	var api apiUse
 	if u.linkerdControllers() {
 		api, ctl, err = startLinkerdControllers(ctx, u.lab, u.t, u.s, u.dir)
 	}

@@ -32,7 +32,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
+
+	"k8s.io/client-go/dynamic"
 
 	"github.com/meshbench/meshbench/internal/measure/sample"
 	"github.com/meshbench/meshbench/internal/platform/kube/client"
@@ -99,11 +102,19 @@ type Server struct {
 	URL        string // https://127.0.0.1:PORT
 	CAPEM      []byte // the API server's CA
 	Client     *client.Client
-	// StartTime is from Start's call to the API server's /readyz.
+	// StartTime is from Start's call to the API server's /readyz;
+	// Started when Start was called.
 	StartTime time.Duration
+	Started   time.Time
 
 	etcd, api *process.Child
 	log       io.Writer
+	// base is the server's Snapshot (nil: none taken).
+	base *Baseline
+	// quietDyn is quiet's client, made once.
+	quietOnce sync.Once
+	quietDyn  dynamic.Interface
+	quietErr  error
 }
 
 // Start brings up etcd and kube-apiserver and returns once the API server
@@ -120,7 +131,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	s := &Server{Dir: o.Dir, Kubeconfig: filepath.Join(o.Dir, "kubeconfig"), log: o.Log}
+	s := &Server{Dir: o.Dir, Kubeconfig: filepath.Join(o.Dir, "kubeconfig"), Started: t0.UTC(), log: o.Log}
 	defer func() {
 		if err != nil {
 			err = errors.Join(fmt.Errorf("lab API server (files in %s): %w", o.Dir, err), s.Close())

@@ -15,6 +15,8 @@ import (
 	"github.com/meshbench/meshbench/internal/testkit/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -44,9 +46,17 @@ func TestLabAPIServer(t *testing.T) {
 	}
 	t.Logf("ready in %v; RSS etcd %.0f MiB, kube-apiserver %.0f MiB", s.StartTime.Round(time.Millisecond), float64(etcdRSS)/(1<<20), float64(apiRSS)/(1<<20))
 
+	base, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("baseline: %d objects", base.Objects())
+
 	labels := map[string]string{"app": "server"}
 	o := Objects{
-		Nodes: []string{"node1", "node2"},
+		Namespaces:      []string{"istio-system"},
+		NamespaceLabels: map[string]map[string]string{"default": {"istio.io/use-waypoint": "waypoint"}},
+		Nodes:           []string{"node1", "node2"},
 		Pods: []Pod{
 			{Name: "client", Namespace: "default", ServiceAccount: "client", Node: "node1", IP: netip.MustParseAddr("10.98.1.10"), Labels: map[string]string{"app": "client"}},
 			{Name: "server-0", Namespace: "default", ServiceAccount: "server", Node: "node2", IP: netip.MustParseAddr("10.98.2.10"), Labels: labels},
@@ -100,8 +110,53 @@ func TestLabAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d Istio CRDs established in %v", len(crds), time.Since(start).Round(time.Millisecond))
-	if _, err := s.Client.Dynamic.Resource(schema.GroupVersionResource{Group: "security.istio.io", Version: "v1", Resource: "authorizationpolicies"}).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil {
+	apGVR := schema.GroupVersionResource{Group: "security.istio.io", Version: "v1", Resource: "authorizationpolicies"}
+	if _, err := s.Client.Dynamic.Resource(apGVR).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("listing AuthorizationPolicies: %v", err)
+	}
+	ap := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+		"metadata": map[string]any{"name": "allow-client", "namespace": "default"}, "spec": map[string]any{"action": "ALLOW"}}}
+	if err := s.Client.Apply(ctx, []runtime.Object{ap}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A plan's next topology gets the server as it was before this one,
+	// but for the CRDs, which its own ApplyCRDs makes its own.
+	start = time.Now()
+	if err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reset to the baseline in %v", time.Since(start).Round(time.Millisecond))
+	kept, err := s.Clean(ctx)
+	if err != nil {
+		t.Error(err)
+	}
+	if len(kept) != len(crds) {
+		t.Errorf("after Reset: CRDs %v kept, want Istio's %d", kept, len(crds))
+	}
+	if pods, err := core.Pods("default").List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		t.Errorf("after Reset: pods %v, %v; want none", pods, err)
+	}
+	if _, err := core.Namespaces().Get(ctx, "istio-system", metav1.GetOptions{}); err == nil {
+		t.Error("after Reset: namespace istio-system still there")
+	}
+	if ns, err := core.Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil || ns.Labels["istio.io/use-waypoint"] != "" {
+		t.Errorf("after Reset: namespace default %v, labels %v; want its own labels only", err, ns.Labels)
+	}
+	if aps, err := s.Client.Dynamic.Resource(apGVR).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil || len(aps.Items) != 0 {
+		t.Errorf("after Reset: AuthorizationPolicies %v, %v; want none", aps, err)
+	}
+	// The next lab takes one of the CRDs only: the others go.
+	start = time.Now()
+	if err := s.ApplyCRDs(ctx, crds[:1]); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the next lab's one CRD in %v", time.Since(start).Round(time.Millisecond))
+	if kept, err = s.Clean(ctx); err != nil || len(kept) != 1 || kept[0] != crds[0].(*unstructured.Unstructured).GetName() {
+		t.Errorf("after ApplyCRDs of one: CRDs %v (%v), want %s only", kept, err, crds[0].(*unstructured.Unstructured).GetName())
+	}
+	if err := s.Populate(ctx, o); err != nil {
+		t.Fatalf("the same lab again after Reset: %v", err)
 	}
 
 	etcdPID, apiPID := s.PIDs()

@@ -302,8 +302,16 @@ func sortedKeys(m map[string]bool) []string {
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
 // ApplyCRDs applies crds (CustomResourceDefinitions, e.g. a mesh's from
-// its install manifests) and waits until every one is Established.
+// its install manifests) and waits until every one is Established. On a
+// server with a Snapshot (shared by a plan's labs) it first deletes the
+// CRDs an earlier lab left that crds do not name, so the server holds
+// exactly this lab's.
 func (s *Server) ApplyCRDs(ctx context.Context, crds []runtime.Object) error {
+	if s.base != nil {
+		if err := s.pruneCRDs(ctx, crds); err != nil {
+			return err
+		}
+	}
 	if err := s.Client.Apply(ctx, crds); err != nil {
 		return err
 	}
