@@ -14,7 +14,7 @@
 # line before the plan says so and how to get their real control planes
 # (istiod; Linkerd's controllers; each against a lab API server): from
 # empty caches building them costs more than the whole set-up, and with
-# them the plan takes minutes more than the first hour allows
+# them the plan takes longer than the first hour allows
 # (docs/getting-started.md, docs/platforms/netns.md).
 #
 # Env: MAKE (make), BIN (bin/meshbench).
@@ -39,7 +39,7 @@ quick="--app static --rate 50,200 --replicas 1 --policies 0 --repetitions 3 --du
 plan_start=$(now)
 status=0
 if [ "$(id -u)" = 0 ]; then
-	echo "make demo: each mesh configured by meshbench (control_plane lab), not by its own control plane: istiod and Linkerd's controllers on a lab API server need make k8s-tools istio-tools linkerd-tools (about 20 min from empty caches on 2 shared cores) and add minutes to this plan; once built, control_plane auto (or --control-plane auto) runs each mesh from its own (docs/platforms/netns.md)"
+	echo "make demo: each mesh configured by meshbench (control_plane lab), not by its own control plane: istiod and Linkerd's controllers on a lab API server need make k8s-tools istio-tools linkerd-tools (about 20 min from empty caches on 2 shared cores) and add about a minute to this plan; once built, control_plane auto (or --control-plane auto) runs each mesh from its own (docs/platforms/netns.md)"
 	"$BIN" bench examples/quick.yaml || status=$?
 elif [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" != 0 ]; then
 	echo "make demo: not root: none, ambient and waypoint run in an unprivileged user namespace; left out: sidecar and linkerd (their proxies run as uid 1337 and 2102, which a user namespace of yours cannot map): run make demo as root for them"
