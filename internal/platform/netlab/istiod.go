@@ -81,6 +81,9 @@ const (
 	// inboundHandshakes counts the TLS handshakes a sidecar accepted on
 	// Istio's virtualInbound listener.
 	inboundHandshakes = "listener.0.0.0.0_15006.ssl.handshake"
+	// inboundConnections counts the connections that listener accepted,
+	// TLS or not (with STRICT, each one a handshake when all is well).
+	inboundConnections = "listener.0.0.0.0_15006.downstream_cx_total"
 	// inboundTCP begins the stats of a sidecar's inbound TCP proxies
 	// (stat prefix inbound|PORT||): a port Istio keeps at L4.
 	inboundTCP = "tcp.inbound|"
@@ -639,8 +642,8 @@ func (d *Istiod) startSidecar(ctx context.Context, p *Pod) error {
 		// proxyStatsMatcher (Istio's own knob, as the proxy.istio.io/config
 		// annotation sets it) adds the counters the lab's verdicts read
 		// (mTLS handshakes, requests) to the few Istio's bootstrap keeps.
-		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q, %q, %q], inclusionSuffixes: [%q]}}",
-			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, gatewayHandshakes, inboundTCP, waypointTCP, requestsCompleted),
+		fmt.Sprintf("PROXY_CONFIG={binaryPath: %q, discoveryAddress: %q, configPath: ./etc/istio/proxy, concurrency: %d, proxyStatsMatcher: {inclusionPrefixes: [%q, %q, %q, %q, %q], inclusionSuffixes: [%q]}}",
+			d.opts.Envoy, d.Addr.String(), d.opts.Concurrency, inboundHandshakes, inboundConnections, gatewayHandshakes, inboundTCP, waypointTCP, requestsCompleted),
 	}
 	switch {
 	case isIngress(p):

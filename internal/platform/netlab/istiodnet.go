@@ -264,8 +264,9 @@ func (in *istiodNet) manifest() map[string]any {
 // on Istio's virtualInbound listener, 0.0.0.0:15006), the requests its
 // inbound HTTP connection managers completed, the connections its
 // inbound TCP proxies took (a port Istio keeps at L4) and the requests
-// its outbound HTTP connection managers completed (the app's calls).
-type podCounters struct{ tls, http, tcp, out float64 }
+// its outbound HTTP connection managers completed (the app's calls), and
+// the connections the inbound listener accepted, TLS or not (cx).
+type podCounters struct{ tls, http, tcp, out, cx float64 }
 
 // since is c since base; a counter that went down (its Envoy restarted by
 // a fault) counts from 0.
@@ -276,12 +277,12 @@ func (c podCounters) since(base podCounters) podCounters {
 		}
 		return v - b
 	}
-	return podCounters{tls: d(c.tls, base.tls), http: d(c.http, base.http), tcp: d(c.tcp, base.tcp), out: d(c.out, base.out)}
+	return podCounters{tls: d(c.tls, base.tls), http: d(c.http, base.http), tcp: d(c.tcp, base.tcp), out: d(c.out, base.out), cx: d(c.cx, base.cx)}
 }
 
 // add is c plus o.
 func (c podCounters) add(o podCounters) podCounters {
-	return podCounters{tls: c.tls + o.tls, http: c.http + o.http, tcp: c.tcp + o.tcp, out: c.out + o.out}
+	return podCounters{tls: c.tls + o.tls, http: c.http + o.http, tcp: c.tcp + o.tcp, out: c.out + o.out, cx: c.cx + o.cx}
 }
 
 // counters are each sidecar's podCounters.
@@ -291,12 +292,13 @@ func (in *istiodNet) counters(ctx context.Context, l *Lab) (map[string]podCounte
 	for _, pod := range in.pods() {
 		p := l.Pod(pod)
 		var c podCounters
-		var e1, e2, e3, e4 error
+		var e1, e2, e3, e4, e5 error
 		c.tls, e1 = envoyCounter(ctx, p, inboundHandshakes)
+		c.cx, e5 = envoyCounter(ctx, p, inboundConnections)
 		c.http, e2 = envoySum(ctx, p, `^http\.inbound_.*\.`+requestsCompleted+`$`)
 		c.tcp, e3 = envoySum(ctx, p, `^`+regexp.QuoteMeta(inboundTCP)+`.*\.downstream_cx_total$`)
 		c.out, e4 = envoySum(ctx, p, `^http\.outbound_.*\.`+requestsCompleted+`$`)
-		if err := errors.Join(e1, e2, e3, e4); err != nil {
+		if err := errors.Join(e1, e2, e3, e4, e5); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", pod, err))
 			continue
 		}
@@ -546,11 +548,12 @@ func (in *istiodNet) check(ctx context.Context, l *Lab, t *topology.Topology, ra
 	if err != nil {
 		return mc, err
 	}
-	var d podCounters
+	var d, life podCounters
 	for _, p := range t.ServicePods(t.Service.Name) {
 		d = d.add(end[p.Name].since(in.base[p.Name]))
+		life = life.add(end[p.Name])
 	}
-	in.serverVerdict(t.Options, d, &mc)
+	serverVerdict(t.Options, d, life, &mc)
 	if t.Options.App == topology.AppFaces {
 		facesVerdict(t, in.base, end, &mc)
 	}
@@ -591,20 +594,32 @@ func facesVerdict(t *topology.Topology, base, end map[string]podCounters, mc *lo
 }
 
 // serverVerdict says what the server sidecars' counters over the cell
-// (d) show of the cell's mTLS and protocol, and makes the cell invalid
-// where they contradict them: with mTLS on, TLS handshakes (STRICT
-// refuses plaintext), with it off none (PeerAuthentication DISABLE:
-// auto-mTLS sends plaintext); over HTTP requests at L7, over TCP none,
-// connections at L4 instead.
-func (in *istiodNet) serverVerdict(o topology.Options, d podCounters, mc *local.MeshCheck) {
+// (d) and since their Envoys started (life) show of the cell's mTLS and
+// protocol, and makes the cell invalid where they contradict them: with
+// mTLS on, TLS handshakes (STRICT refuses plaintext) — over the cell, or,
+// when the cell's requests all rode connections opened before it (in its
+// warm-up or an earlier cell on the same lab: the client sidecar pools
+// them), a handshake for every connection the inbound listener ever
+// accepted; with it off none (PeerAuthentication DISABLE: auto-mTLS sends
+// plaintext); over HTTP requests at L7, over TCP none, connections at L4
+// instead.
+func serverVerdict(o topology.Options, d, life podCounters, mc *local.MeshCheck) {
 	mc.Derived["istiod_server_tls_handshakes"] = d.tls
 	mc.Derived["istiod_server_http_requests"] = d.http
 	mc.Derived["istiod_server_tcp_connections"] = d.tcp
 	if o.MTLS {
-		if d.tls <= 0 {
-			mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell")
+		switch {
+		case d.tls > 0:
+			mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", d.tls))
+		case life.cx > 0 && life.tls >= life.cx:
+			mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted no new connection over the cell (its requests rode pooled connections opened before it); every one of the %.0f connections their inbound listener accepted since it started was a TLS handshake (STRICT PeerAuthentication: istiod's config refuses plaintext).", life.cx))
+		case life.cx == 0:
+			mc.Invalid = append(mc.Invalid, "the server sidecars accepted no TLS handshake over the cell, and no connection since they started")
+			mc.Lines = append(mc.Lines, "mTLS: the server sidecars accepted no connection since they started.")
+		default:
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("the server sidecars accepted no TLS handshake over the cell, and %.0f of the %.0f connections their inbound listener accepted since it started were not TLS handshakes", life.cx-life.tls, life.cx))
+			mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted no TLS handshake over the cell; %.0f handshakes for %.0f connections since they started.", life.tls, life.cx))
 		}
-		mc.Lines = append(mc.Lines, fmt.Sprintf("mTLS: the server sidecars accepted %.0f TLS handshakes over the cell (STRICT PeerAuthentication: istiod's config refuses plaintext).", d.tls))
 	} else {
 		if d.tls > 0 {
 			mc.Invalid = append(mc.Invalid, fmt.Sprintf("mtls false: the server sidecars accepted %.0f TLS handshakes over the cell, want none", d.tls))

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
+	"github.com/meshbench/meshbench/internal/mesh/topology"
+	"github.com/meshbench/meshbench/internal/platform/local"
 )
 
 // TestVerdict: Linkerd's per-cell mTLS verdict from the proxies'
@@ -55,6 +57,45 @@ func TestVerdict(t *testing.T) {
 			verified := strings.Contains(strings.Join(v.Lines, "\n"), "mTLS verified")
 			if verified != (tc.invalid == "") {
 				t.Errorf("printed verdict %v with reasons %q:\n%s", verified, reasons, strings.Join(v.Lines, "\n"))
+			}
+		})
+	}
+}
+
+// TestIstiodServerVerdict: the istiod sidecars' mTLS verdict from the
+// server sidecars' counters, over the cell (d) and since their Envoys
+// started (life). A cell whose requests rode connections pooled before it
+// (its warm-up, an earlier cell on the lab) is valid when every connection
+// the inbound listener ever accepted was a TLS handshake, and only then.
+func TestIstiodServerVerdict(t *testing.T) {
+	on := topology.DefaultOptions()
+	on.MTLS = true
+	off := on
+	off.MTLS = false
+	for _, tc := range []struct {
+		name    string
+		o       topology.Options
+		d, life podCounters
+		invalid string // "" valid; else a substring of a reason
+		line    string // a substring of a line
+	}{
+		{"handshakes in the cell", on, podCounters{tls: 3, cx: 3, http: 100}, podCounters{tls: 3, cx: 3, http: 100}, "", "accepted 3 TLS handshakes over the cell"},
+		{"pooled connections, all TLS", on, podCounters{http: 100}, podCounters{tls: 16, cx: 16, http: 900}, "", "every one of the 16 connections"},
+		{"pooled connections, one not TLS", on, podCounters{http: 100}, podCounters{tls: 15, cx: 16, http: 900}, "1 of the 16 connections", ""},
+		{"no connection ever", on, podCounters{http: 100}, podCounters{http: 100}, "no connection since they started", ""},
+		{"mtls off, handshakes", off, podCounters{tls: 2, cx: 2, http: 100}, podCounters{tls: 2, cx: 2, http: 100}, "want none", ""},
+		{"mtls off, plaintext", off, podCounters{cx: 2, http: 100}, podCounters{cx: 2, http: 100}, "", "accepted 0 TLS handshakes"},
+		{"no request", on, podCounters{tls: 1, cx: 1}, podCounters{tls: 1, cx: 1}, "completed no request", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mc := local.MeshCheck{Derived: map[string]float64{}}
+			serverVerdict(tc.o, tc.d, tc.life, &mc)
+			got := strings.Join(mc.Invalid, "; ")
+			if tc.invalid == "" && got != "" || tc.invalid != "" && !strings.Contains(got, tc.invalid) {
+				t.Errorf("invalid %q, want %q", got, tc.invalid)
+			}
+			if lines := strings.Join(mc.Lines, "\n"); tc.line != "" && !strings.Contains(lines, tc.line) {
+				t.Errorf("lines %q, want one with %q", lines, tc.line)
 			}
 		})
 	}
