@@ -294,6 +294,10 @@ func TestUseAutoControlPlanes(t *testing.T) {
 	}
 	lab("not root", auto(all, false, false), "sidecar, ambient: meshbench's own configs, not istiod's (not root",
 		"linkerd: the lab's stand-in for Linkerd's control plane (not root")
+	// The cells come in the plan's seeded order; the line names Istio's
+	// modes in their own.
+	lab("not root, cells shuffled", auto([]topology.Options{linkerd, ambient, none, sidecar}, false, false),
+		"sidecar, ambient: meshbench's own configs, not istiod's (not root")
 	t.Run("missing builds", func(t *testing.T) {
 		t.Setenv(istio.EnvBuild, t.TempDir())
 		t.Setenv(release.EnvBuild, t.TempDir())

@@ -490,6 +490,10 @@ func useAutoControlPlanes(sub local.Substrate, opts []topology.Options, envoyBin
 			w = why(istioOpts, func() (err error) { b, err = istio.Open(istio.DefaultDir()); return err },
 				&netlab.Substrate{Ztunnel: "ztunnel", ControlPlane: ControlPlaneIstiod})
 		}
+		// In the meshes' own order, not the cells' (which the plan's seed
+		// shuffles), so the line reads the same on every run.
+		order := []string{string(topology.ModeSidecar), string(topology.ModeAmbient), string(topology.ModeWaypoint)}
+		slices.SortFunc(istioModes, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 		names := strings.Join(istioModes, ", ")
 		if w == "" {
 			ns.Istio = b
