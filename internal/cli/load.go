@@ -38,6 +38,7 @@ type loadFlags struct {
 	// open loop's requests.
 	perConn     int
 	arrivals    string
+	sendTick    time.Duration
 	seed        uint64
 	duration    time.Duration
 	warmup      time.Duration
@@ -139,6 +140,7 @@ func bindLoadFlags(fl *pflag.FlagSet, f *loadFlags) {
 	fl.BoolVar(&f.bulk, "bulk", false, "bulk throughput (netperf's TCP_STREAM, server to client): each connection reads one endless answer, e.g. serve static's "+loadgen.StreamPath+"; reports bytes per second of the window")
 	fl.IntVar(&f.perConn, "requests-per-connection", 0, "requests each connection carries before a new one is opened (http/1.1, tcp): 1 is a connection per request (netperf's TCP_CRR); 0 keeps every connection")
 	fl.StringVar(&f.arrivals, "arrivals", string(loadgen.ArrivalsConstant), "open-loop spacing: constant (every 1/rate) or poisson (exponential gaps, the same mean rate)")
+	fl.DurationVar(&f.sendTick, "send-tick", 0, "open loop: wake at most once per `DURATION` (100µs to 10ms) and send every request due by then together, as oha does with 1ms; latency still counts from each intended send time. 0: each request at its own time")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of --arrivals poisson (a worker of --workers adds its index)")
 	fl.DurationVarP(&f.duration, "duration", "d", 10*time.Second, "measured duration (after the warm-up)")
 	fl.DurationVar(&f.warmup, "warmup", time.Second, "load sent before the measured window, not counted (0 to skip)")
@@ -220,6 +222,12 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 		errs = append(errs, fmt.Errorf("--%w", err))
 	}
 	cfg.Arrivals, cfg.Seed = arrivals, f.seed
+	if err := loadgen.ValidateSendTick(f.sendTick); err != nil {
+		errs = append(errs, fmt.Errorf("--%w", err))
+	} else if f.sendTick > 0 && (f.max || f.bulk) {
+		errs = append(errs, errors.New("--send-tick applies to an open loop (--rate), not to --max or --bulk"))
+	}
+	cfg.SendTick = f.sendTick
 	switch {
 	case f.perConn < 0:
 		errs = append(errs, fmt.Errorf("--requests-per-connection %d: allowed: 0 (keep every connection) or more", f.perConn))

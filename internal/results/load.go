@@ -191,6 +191,11 @@ type LoadResult struct {
 	RequestsPerConnection int    `json:"requests_per_connection,omitempty"`
 	Arrivals              string `json:"arrivals,omitempty"`
 	Seed                  uint64 `json:"seed,omitempty"`
+	// SendTickNs is the open loop's send tick (loadgen.Config.SendTick):
+	// requests due within a tick left together, up to one tick after
+	// their intended time (counted in latency and schedule lag); omitted
+	// for exact spacing. Added within v1.
+	SendTickNs int64 `json:"send_tick_ns,omitempty"`
 
 	// Intervals holds the three histograms per interval of the measured
 	// window (one second with meshbench's engine), by answer time, from
@@ -306,6 +311,7 @@ func FromRun(r *loadgen.Result, version string) (*LoadResult, error) {
 		out.NotSentReason = loadgen.NotSentReason
 	}
 	out.RequestsPerConnection = r.Config.RequestsPerConnection
+	out.SendTickNs = int64(r.Config.SendTick)
 	if r.Config.Arrivals == loadgen.ArrivalsPoisson {
 		out.Arrivals, out.Seed = string(r.Config.Arrivals), r.Config.Seed
 	}

@@ -54,6 +54,10 @@ type Config struct {
 	// schedule can be replayed).
 	Arrivals Arrivals
 	Seed     uint64
+	// SendTick, when > 0, lets an open loop's pacer wake at most once per
+	// tick and send every request due by then together (see Pacer.Tick);
+	// 0 (the default) sends each request at its own time.
+	SendTick time.Duration
 
 	// Progress, if set, is called from a separate goroutine every
 	// ProgressInterval (default 1 s) with figures so far.
@@ -128,6 +132,11 @@ func (c *Config) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("arrivals %q: allowed: %s", c.Arrivals, strings.Join(ArrivalsNames, ", ")))
+	}
+	if err := ValidateSendTick(c.SendTick); err != nil {
+		errs = append(errs, err)
+	} else if c.SendTick > 0 && (c.Load.Closed() || c.Load.Bulk()) {
+		errs = append(errs, errors.New("send-tick: applies to an open loop's schedule, not to a closed loop or bulk"))
 	}
 	if c.MaxQueue < 0 {
 		errs = append(errs, fmt.Errorf("max-queue %d: must be >= 0", c.MaxQueue))
@@ -326,7 +335,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// dropped only when `outstanding` (queued + in flight) reaches it.
 		limit := int64(cfg.MaxQueue + cfg.Connections)
 		queue = make(chan ticket, limit)
-		pacer := Pacer{Rate: cfg.Load.Rate(), Duration: measureEnd}
+		pacer := Pacer{Rate: cfg.Load.Rate(), Duration: measureEnd, Tick: cfg.SendTick}
 		warmPacer := Pacer{Rate: cfg.Load.Rate(), Duration: warm}
 		if cfg.Arrivals == ArrivalsPoisson {
 			pacer.Poisson, warmPacer.Poisson = NewPoissonSchedule(cfg.Seed), NewPoissonSchedule(cfg.Seed)
@@ -464,7 +473,13 @@ func pace(ctx context.Context, p Pacer, queue chan ticket, outstanding *atomic.I
 		if stop {
 			return
 		}
-		if early := comp.early(); wait > early {
+		early := comp.early()
+		if p.Tick > 0 {
+			// The tick's lag dwarfs the timer's wake-up delay: waking a
+			// little late keeps every request at or after its due time.
+			early = 0
+		}
+		if wait > early {
 			// Sleep at most one chunk, then ask the pacer again: a late
 			// wake-up is never compounded and cancellation is noticed.
 			// The sleep ends `early` before the due time, the timer's

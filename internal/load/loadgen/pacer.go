@@ -131,6 +131,27 @@ type Pacer struct {
 	// mean 1/Rate drawn from its seed (ArrivalsPoisson) instead of exactly
 	// 1/Rate apart; the schedule is still a function of n alone.
 	Poisson *PoissonSchedule
+	// Tick, when > 0, is the send granularity: the pacer wakes at most once
+	// per Tick (at multiples of Tick from the start) and sends every request
+	// due by then back to back. A request then leaves up to one Tick after
+	// its intended time, never before it; its latency is still counted from
+	// the intended time, so the lag is paid in the figures. 0 sends each
+	// request at its own time (one wake-up per request).
+	Tick time.Duration
+}
+
+// Send ticks allowed besides 0 (exact spacing).
+const (
+	MinSendTick = 100 * time.Microsecond
+	MaxSendTick = 10 * time.Millisecond
+)
+
+// ValidateSendTick checks a send tick: 0, or MinSendTick … MaxSendTick.
+func ValidateSendTick(d time.Duration) error {
+	if d == 0 || (d >= MinSendTick && d <= MaxSendTick) {
+		return nil
+	}
+	return fmt.Errorf("send-tick %v: allowed: 0 (exact spacing) or %v to %v", d, MinSendTick, MaxSendTick)
 }
 
 // Intended returns the intended send time of request n (0-based) relative to
@@ -170,6 +191,12 @@ func (p Pacer) Pace(elapsed time.Duration, sent uint64) (wait time.Duration, sto
 	}
 	if due <= elapsed {
 		return 0, false
+	}
+	if p.Tick > 0 && due <= math.MaxInt64-p.Tick {
+		// Wake at the first tick boundary at or after the due time.
+		if r := due % p.Tick; r != 0 {
+			due += p.Tick - r
+		}
 	}
 	return due - elapsed, false
 }

@@ -145,3 +145,70 @@ func FuzzParseRate(f *testing.F) {
 		}
 	})
 }
+
+// TestPacerTick walks a ticked schedule as the pacer would (wake when told,
+// send what is due): every request leaves at the first tick boundary at or
+// after its intended time (never early, at most one tick late), the
+// requests of a tick leave together, none is lost and the exact path is
+// untouched.
+func TestPacerTick(t *testing.T) {
+	for _, tt := range []struct {
+		rate Rate
+		tick time.Duration
+	}{
+		{Rate{Freq: 5000, Per: time.Second}, time.Millisecond},             // oha's granularity at bench/loadgen's rate
+		{Rate{Freq: 7, Per: 3 * time.Millisecond}, 300 * time.Microsecond}, // spacing not a divisor of the tick
+		{Rate{Freq: 100, Per: time.Second}, 10 * time.Millisecond},         // a tick longer than the spacing's half
+	} {
+		exact := Pacer{Rate: tt.rate, Duration: 3 * time.Second}
+		p := exact
+		p.Tick = tt.tick
+		var now time.Duration
+		var sent, wakes uint64
+		for {
+			wait, stop := p.Pace(now, sent)
+			if stop {
+				break
+			}
+			if wait > 0 {
+				now += wait
+				wakes++
+				if now%tt.tick != 0 {
+					t.Fatalf("%v tick %v: woke at %v, not on a tick", tt.rate, tt.tick, now)
+				}
+				continue
+			}
+			due, _ := p.Intended(sent)
+			if now < due || now-due >= tt.tick {
+				t.Fatalf("%v tick %v: request %d due %v left at %v", tt.rate, tt.tick, sent, due, now)
+			}
+			sent++
+		}
+		if sent != exact.Total() {
+			t.Errorf("%v tick %v: sent %d, schedule holds %d", tt.rate, tt.tick, sent, exact.Total())
+		}
+		// One wake-up per tick that has a request due, not one per request.
+		perTick := float64(tt.tick) * tt.rate.PerSecond() / float64(time.Second)
+		if want := float64(sent) / max(perTick, 1); float64(wakes) > want+2 {
+			t.Errorf("%v tick %v: %d wake-ups for %d requests, want about %.0f", tt.rate, tt.tick, wakes, sent, want)
+		}
+		// Tick 0 is the exact schedule.
+		if w, _ := exact.Pace(150*time.Microsecond, 1); tt.rate.Freq == 5000 && w != 50*time.Microsecond {
+			t.Errorf("exact pacer waits %v for request 1 at 150µs, want 50µs", w)
+		}
+	}
+}
+
+func TestValidateSendTick(t *testing.T) {
+	for _, tt := range []struct {
+		d  time.Duration
+		ok bool
+	}{
+		{0, true}, {100 * time.Microsecond, true}, {time.Millisecond, true}, {10 * time.Millisecond, true},
+		{99 * time.Microsecond, false}, {11 * time.Millisecond, false}, {-time.Millisecond, false},
+	} {
+		if err := ValidateSendTick(tt.d); (err == nil) != tt.ok {
+			t.Errorf("ValidateSendTick(%v) = %v, want ok %v", tt.d, err, tt.ok)
+		}
+	}
+}
