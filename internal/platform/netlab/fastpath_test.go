@@ -27,7 +27,7 @@ import (
 // 0.38 vs 0.48 ms); 1.7 leaves a third again over the widest for a
 // 4-s window on a shared CI machine, and still fails a config that
 // doubles a proxy's cost (2×). The waypoint is held by the same bound:
-// three back-to-back shared pairs read istiod's at 0.79–1.03× the lab's
+// four back-to-back shared pairs read istiod's at 0.79–1.03× the lab's
 // CPU per request and 0.69–1.03× its p50 (docs/platforms/netns.md, "The
 // waypoint: istiod's is not twice the lab's").
 const fastPathBound = 1.7
