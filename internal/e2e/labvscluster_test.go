@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/mesh/envoy"
 	"github.com/meshbench/meshbench/internal/mesh/istio"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
@@ -153,9 +154,10 @@ func labHalf(t *testing.T, plan, cp, out string, extra ...string) string {
 	if _, err := fmt.Sscanf(string(report), "meshbench plan: %d cells (%d valid)", &cells, &valid); err != nil || cells == 0 || valid != cells {
 		t.Errorf("the lab's half: %d of %d cells valid (%v)", valid, cells, err)
 	}
+	want := map[string]string{"istiod": analysis.ControlPlaneIstiod, "linkerd": analysis.ControlPlaneLinkerd}[cp]
 	for k, got := range readFigures(t, out).cp {
-		if k != "none" && got != cp {
-			t.Errorf("the lab's half: mesh %s configured by %q, want %s", k, got, cp)
+		if k != "none" && got != want {
+			t.Errorf("the lab's half: mesh %s configured by %q, want %q", k, got, want)
 		}
 	}
 	return out
