@@ -119,9 +119,9 @@ var istioLabVsCluster = []lvcBound{
 }
 
 // labHalf runs examples/PLAN on the lab (its netns substrate) with the
-// meshes' real control planes (--control-plane cp) into out, as `sudo
-// meshbench bench examples/PLAN --control-plane CP --seed 7` does, and
-// returns out. Every cell must be valid and configured by cp.
+// meshes' real control planes (control_plane: cp) into out, as `sudo
+// meshbench bench PLAN --seed 7` does with that line added, and returns
+// out. Every cell must be valid and configured by cp.
 func labHalf(t *testing.T, plan, cp, out string, extra ...string) string {
 	t.Helper()
 	testutil.RequireRoot(t, "the lab's half needs root to make network namespaces")
@@ -132,7 +132,17 @@ func labHalf(t *testing.T, plan, cp, out string, extra ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"bench", filepath.Join(repo, "examples", plan), "--control-plane", cp, "--seed", "7", "--out", out}
+	// The plan's copy names the control plane (a plan's settings and the
+	// flags do not mix).
+	src, err := os.ReadFile(filepath.Join(repo, "examples", plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), plan)
+	if err := os.WriteFile(file, append(src, []byte("\ncontrol_plane: "+cp+"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"bench", file, "--seed", "7", "--out", out}
 	if zb, err := ztunnel.Find("", repo); err == nil {
 		args = append(args, "--ztunnel", zb)
 	}
