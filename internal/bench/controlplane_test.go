@@ -138,8 +138,9 @@ func TestUseControlPlane(t *testing.T) {
 
 // TestUseLinkerdControllers: --control-plane linkerd is refused, as a
 // usage error of one line, on loopback and for cells it does not
-// configure (sidecar, the faces app), and accepted for linkerd and none
-// cells on the netns substrate, which it then configures with the build.
+// configure (sidecar), and accepted for linkerd cells (the static and the
+// faces app) and none cells on the netns substrate, which it then
+// configures with the build.
 func TestUseLinkerdControllers(t *testing.T) {
 	linkerd := topology.DefaultOptions()
 	linkerd.Mode = topology.ModeLinkerd
@@ -162,7 +163,6 @@ func TestUseLinkerdControllers(t *testing.T) {
 		want string
 	}{
 		{sidecar, "mesh sidecar with control plane linkerd: Linkerd's controllers configure mesh linkerd only"},
-		{faces, "app faces with control plane linkerd: not yet"},
 	} {
 		err := UseControlPlane(&netlab.Substrate{LinkerdProxy: "/proxy"}, ControlPlaneLinkerd, []topology.Options{tc.opts}, "", false)
 		var ue *UsageError
@@ -171,7 +171,7 @@ func TestUseLinkerdControllers(t *testing.T) {
 		}
 	}
 	sub := &netlab.Substrate{LinkerdProxy: "/proxy"}
-	if err := UseControlPlane(sub, ControlPlaneLinkerd, []topology.Options{linkerd, topology.DefaultOptions()}, "", false); err != nil {
+	if err := UseControlPlane(sub, ControlPlaneLinkerd, []topology.Options{linkerd, faces, topology.DefaultOptions()}, "", false); err != nil {
 		t.Fatal(err)
 	}
 	if sub.ControlPlane != ControlPlaneLinkerd || sub.Linkerd.Dir == "" {
@@ -184,8 +184,8 @@ func TestUseLinkerdControllers(t *testing.T) {
 // refused in one line naming both (and only what the plan's meshes
 // need: mesh none alone needs nothing); with both, a plan of none,
 // sidecar, ambient and linkerd is accepted, istiod then runs for Istio's
-// modes and Linkerd's controllers for linkerd, and a linkerd cell
-// Linkerd's controllers cannot run yet (app faces) is still refused.
+// modes and Linkerd's controllers for linkerd, the faces app's linkerd
+// cells too.
 func TestUseRealControlPlanes(t *testing.T) {
 	none := topology.DefaultOptions()
 	sidecar, ambient, linkerd := none, none, none
@@ -241,9 +241,9 @@ func TestUseRealControlPlanes(t *testing.T) {
 	}
 	faces := linkerd
 	faces.App = topology.AppFaces
-	err = UseControlPlane(&netlab.Substrate{LinkerdProxy: "/proxy"}, ControlPlaneReal, []topology.Options{faces}, "", false)
-	if ue := (*UsageError)(nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "app faces with control plane linkerd: not yet") {
-		t.Errorf("real with mesh linkerd and app faces: %v, want refused", err)
+	sub = &netlab.Substrate{LinkerdProxy: "/proxy"}
+	if err := UseControlPlane(sub, ControlPlaneReal, []topology.Options{faces}, "", false); err != nil || !sub.LinkerdControllersRun() {
+		t.Errorf("real with mesh linkerd and app faces: %v (controllers run %v), want accepted, Linkerd's controllers", err, sub.LinkerdControllersRun())
 	}
 }
 
@@ -251,7 +251,7 @@ func TestUseRealControlPlanes(t *testing.T) {
 // gives each mesh its real control plane only when all it needs is here:
 // on loopback every mesh keeps the lab's own (said); on netns, without
 // root, without a build or with a cell the real one cannot run yet
-// (--hops, app faces for Linkerd's controllers), that mesh keeps the
+// (--hops for istiod), that mesh keeps the
 // lab's own and the note says why; with everything here both run real.
 // No process starts (the builds are only looked at).
 func TestUseAutoControlPlanes(t *testing.T) {
@@ -333,8 +333,8 @@ func TestUseAutoControlPlanes(t *testing.T) {
 		t.Errorf("first line %q: want both real control planes", first)
 	}
 	// Each mesh on its own: --hops keeps Istio's modes on the lab's own
-	// configs, app faces (not yet under Linkerd's controllers) linkerd
-	// on the stand-in; the other mesh still runs real.
+	// configs; linkerd still runs real. App faces runs under both real
+	// control planes.
 	sub = auto(all, true, true)
 	if sub.IstiodRuns() || !sub.LinkerdControllersRun() || !strings.Contains(sub.ControlPlaneWhy, "(with --hops,") {
 		t.Errorf("with --hops: %+v", sub)
@@ -342,11 +342,11 @@ func TestUseAutoControlPlanes(t *testing.T) {
 	faces := linkerd
 	faces.App = topology.AppFaces
 	sub = auto([]topology.Options{sidecar, faces}, false, true)
-	if !sub.IstiodRuns() || sub.LinkerdControllersRun() || !strings.Contains(sub.ControlPlaneWhy, "app faces with control plane linkerd: not yet") {
-		t.Errorf("with app faces for linkerd: %+v", sub)
+	if !sub.IstiodRuns() || !sub.LinkerdControllersRun() || strings.Contains(sub.ControlPlaneWhy, "stand-in") {
+		t.Errorf("with app faces for linkerd: %+v, want Linkerd's real controllers", sub)
 	}
 	if err := sub.Supports(faces); err != nil {
-		t.Errorf("auto, linkerd on the stand-in: the faces cell is refused: %v", err)
+		t.Errorf("auto, linkerd with Linkerd's controllers: the faces cell is refused: %v", err)
 	}
 }
 

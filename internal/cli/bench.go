@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/meshbench/meshbench/internal/analysis"
 	"github.com/meshbench/meshbench/internal/analysis/threshold"
@@ -172,8 +173,9 @@ func runBench(ctx context.Context, env *Env, cmd *cobra.Command, f *benchFlags, 
 		}
 		dir = f.resume
 	case len(args) == 1:
-		if n := flagCount(cmd, append(benchRunFlags, "out", "seed")...); cmd.Flags().NFlag() > n {
-			return usagef("%s: give the axes in the plan file or as flags, not both", args[0])
+		if extra := flagsBut(cmd, append(benchRunFlags, "out", "seed")...); len(extra) > 0 {
+			return usagef("%s: give the axes and settings in the plan file or as flags, not both (%s: set it in the plan file, docs/plans.md; beside a plan file only --out, --seed and the run flags)",
+				args[0], strings.Join(extra, ", "))
 		}
 		data, err := os.ReadFile(args[0])
 		if err != nil {
@@ -271,6 +273,18 @@ func flagCount(cmd *cobra.Command, names ...string) int {
 		}
 	}
 	return n
+}
+
+// flagsBut lists the flags given on cmd's command line other than names,
+// as "--name".
+func flagsBut(cmd *cobra.Command, names ...string) []string {
+	var out []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !slices.Contains(names, f.Name) {
+			out = append(out, "--"+f.Name)
+		}
+	})
+	return out
 }
 
 // plainView is the plain lines of a running plan (bench.Observer): one

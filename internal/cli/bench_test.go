@@ -36,8 +36,12 @@ func TestBenchBadPlan(t *testing.T) {
 		t.Error("results directory created for a bad plan")
 	}
 	// Axes in a file and as flags at once: one line, exit 2.
-	if inv := runCLI(t, nil, "bench", planFile, "--rate", "5"); inv.code != ExitUsage || !strings.Contains(inv.stderr, "not both") {
+	if inv := runCLI(t, nil, "bench", planFile, "--rate", "5"); inv.code != ExitUsage || !strings.Contains(inv.stderr, "not both (--rate: set it in the plan file") {
 		t.Errorf("plan and axis flags: exit %d, %s", inv.code, inv.stderr)
+	}
+	// A setting that is no axis is refused the same way, named.
+	if inv := runCLI(t, nil, "bench", planFile, "--control-plane", "istiod", "--seed", "3"); inv.code != ExitUsage || !strings.Contains(inv.stderr, "(--control-plane: set it in the plan file") {
+		t.Errorf("plan and --control-plane: exit %d, %s", inv.code, inv.stderr)
 	}
 }
 

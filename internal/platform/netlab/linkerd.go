@@ -40,6 +40,8 @@ type linkerdNet struct {
 	// components are the pods' components in results ("client sidecar",
 	// "server sidecar"), by pod name.
 	components map[string]string
+	// topo is the cell's topology (faces: who calls which backend).
+	topo *topology.Topology
 
 	// ctl and api are Linkerd's own controllers and the lab's API server
 	// (Substrate ControlPlane linkerd; the lab's Close stops them), nil
@@ -67,7 +69,7 @@ func upLinkerd(ctx context.Context, lab *Lab, t *topology.Topology, bin, meshben
 		return nil, errors.Join(err, os.RemoveAll(tmp))
 	}
 	ln := &linkerdNet{dir: tmp, logDir: filepath.Join(dir, "linkerd"), bin: bin, components: map[string]string{},
-		expectIn: map[string][]string{}, expectOut: map[string][]string{}, ctl: ctl, api: use.srv, apiUse: use}
+		expectIn: map[string][]string{}, expectOut: map[string][]string{}, ctl: ctl, api: use.srv, apiUse: use, topo: t}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, os.RemoveAll(tmp))
@@ -319,6 +321,9 @@ func (ln *linkerdNet) check(ctx context.Context, rawDir string) (local.MeshCheck
 		cell[pod] = s.Sub(base[pod])
 	}
 	mc := Verdict(cell, ln.expectIn, ln.expectOut)
+	if ln.topo != nil && ln.topo.Options.App == topology.AppFaces {
+		facesLinkerd(ln.topo, cell, &mc)
+	}
 	if ln.ctl != nil {
 		mc, errs = ln.controllersCheck(ctx, mc, end, rawDir, errs)
 		controlRequests(&mc, cell)
@@ -390,6 +395,40 @@ func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, 
 	mc.Derived["linkerd_identity_inbound_plain"] = proof.InboundPlain[identityPod]
 	errs = append(errs, os.WriteFile(filepath.Join(rawDir, "linkerd-diagnostics.txt"), []byte(head+"\n"+table+strings.Join(proof.Lines, "\n")+"\n"), 0o644))
 	return mc, errs
+}
+
+// facesLinkerd says what the faces app's calls did over the cell from
+// the proxies' own counters: per backend, the requests the entry
+// service's proxies sent it over mTLS (to its pods' identities) and the
+// requests its proxies took over mTLS from the callers' identities, and
+// what they took in plaintext. A backend that took nothing over mTLS, or
+// anything in plaintext, makes the cell invalid.
+func facesLinkerd(t *topology.Topology, cell map[string]proxy.Stats, mc *local.MeshCheck) {
+	callers := t.ServicePods(t.Service.Name)
+	var parts []string
+	for _, b := range t.Svc(t.Service.Name).Backends {
+		var sent, took, plain float64
+		for _, q := range t.ServicePods(b) {
+			s := cell[q.Name]
+			plain += s.InboundPlain
+			for _, c := range callers {
+				sent += cell[c.Name].ServerIDs[controlplane.Name(q.Identity)]
+				took += s.ClientIDs[controlplane.Name(c.Identity)]
+			}
+		}
+		mc.Derived["linkerd_faces_"+b+"_sent"] = sent
+		mc.Derived["linkerd_faces_"+b+"_took"] = took
+		mc.Derived["linkerd_faces_"+b+"_plain"] = plain
+		parts = append(parts, fmt.Sprintf("%s's proxies sent %s %.0f requests over mTLS, %s's proxies took %.0f from %s's identity over mTLS and %.0f in plaintext",
+			t.Service.Name, b, sent, b, took, t.Service.Name, plain))
+		if took <= 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("faces: %s's proxies took no request from %s over mTLS in the cell", b, t.Service.Name))
+		}
+		if plain > 0 {
+			mc.Invalid = append(mc.Invalid, fmt.Sprintf("faces: %s's proxies took %.0f requests in plaintext", b, plain))
+		}
+	}
+	mc.Lines = append(mc.Lines, "faces: "+strings.Join(parts, "; ")+".")
 }
 
 // Verdict is the cell's mTLS check from every proxy's counters over the

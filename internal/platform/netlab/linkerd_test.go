@@ -11,6 +11,7 @@ import (
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/measure/sample"
+	"github.com/meshbench/meshbench/internal/mesh/linkerd/controlplane"
 	"github.com/meshbench/meshbench/internal/mesh/linkerd/proxy"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform"
@@ -257,5 +258,46 @@ func TestSubstrateFaces(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFacesLinkerdVerdict: the faces proof from counters (no proxy
+// needed: the counters are the input, as parsed from the proxies'
+// metrics): a cell where face's proxy reached both backends and they
+// took face's requests over mTLS is valid; a backend that took nothing
+// from face, or anything in plaintext, makes it invalid.
+func TestFacesLinkerdVerdict(t *testing.T) {
+	o := topology.DefaultOptions()
+	o.Mode, o.App = topology.ModeLinkerd, topology.AppFaces
+	topo, err := topology.Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(pod string) string { return controlplane.Name(topo.Pod(pod).Identity) }
+	cell := func(colorTook, smileyPlain float64) map[string]proxy.Stats {
+		return map[string]proxy.Stats{
+			"face-0":   {ServerIDs: map[string]float64{id("smiley-0"): 10, id("color-0"): 10}},
+			"smiley-0": {ClientIDs: map[string]float64{id("face-0"): 10}, InboundPlain: smileyPlain},
+			"color-0":  {ClientIDs: map[string]float64{id("face-0"): colorTook}},
+		}
+	}
+	for _, tc := range []struct {
+		name                   string
+		colorTook, smileyPlain float64
+		invalid                string
+	}{
+		{"valid", 10, 0, ""},
+		{"color took nothing", 0, 0, "faces: color's proxies took no request from face over mTLS"},
+		{"smiley took plaintext", 10, 3, "faces: smiley's proxies took 3 requests in plaintext"},
+	} {
+		mc := local.MeshCheck{Derived: map[string]float64{}}
+		facesLinkerd(topo, cell(tc.colorTook, tc.smileyPlain), &mc)
+		got := strings.Join(mc.Invalid, "; ")
+		if tc.invalid == "" && got != "" || tc.invalid != "" && !strings.Contains(got, tc.invalid) {
+			t.Errorf("%s: invalid %q, want %q", tc.name, got, tc.invalid)
+		}
+		if mc.Derived["linkerd_faces_smiley_sent"] != 10 || !strings.Contains(strings.Join(mc.Lines, "\n"), "face's proxies sent smiley 10 requests over mTLS") {
+			t.Errorf("%s: derived %v lines %q", tc.name, mc.Derived, mc.Lines)
+		}
 	}
 }

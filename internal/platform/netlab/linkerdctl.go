@@ -618,18 +618,17 @@ func (c *LinkerdControllers) Certified(ctx context.Context) (float64, error) {
 }
 
 // supportsLinkerdControllers returns why Linkerd's controllers cannot
-// configure a topology with options o yet (nil: they can): mode linkerd
-// with the static app (mode none needs no control plane; Linkerd's
-// modes' own limits are supportsLinkerd's).
+// configure a topology with options o yet (nil: they can): mode linkerd,
+// static or faces (faces' calls go to its backends' VIPs, which the
+// caller's proxy-init capture hands to its proxy: destination resolves
+// them as on a cluster); mode none needs no control plane; Linkerd's
+// modes' own limits are supportsLinkerd's.
 func supportsLinkerdControllers(o topology.Options) []error {
 	var errs []error
 	switch o.Mode {
 	case topology.ModeNone, topology.ModeLinkerd:
 	default:
 		errs = append(errs, fmt.Errorf("mesh %s with control plane linkerd: Linkerd's controllers configure mesh linkerd only (and none); use --control-plane lab or istiod", o.Mode))
-	}
-	if o.Mode == topology.ModeLinkerd && o.App == topology.AppFaces {
-		errs = append(errs, errors.New("app faces with control plane linkerd: not yet (its calls go to the pod's own loopback); use app static or --control-plane lab"))
 	}
 	return errs
 }

@@ -362,3 +362,55 @@ func TestSubstrateRunLinkerd(t *testing.T) {
 		t.Errorf("the identity controller's log is not kept: %v", err)
 	}
 }
+
+// TestSubstrateRunLinkerdFaces: a faces cell (face calling smiley over
+// HTTP and color over gRPC, two replicas each, policies 5) configured
+// and certified by Linkerd's controllers on the lab API server, which
+// holds the three Services and their pods: face's calls go to the
+// backends' VIPs, its pod's capture hands them to its proxy, which
+// destination tells where the backends' pods are; the cell is valid,
+// every backend took face's requests over mTLS with face's identity and
+// none in plaintext, face's proxies sent each backend at least as many
+// as the load completed, and the
+// policy objects (Server, AuthorizationPolicy, MeshTLSAuthentication)
+// allowed them (nothing denied).
+func TestSubstrateRunLinkerdFaces(t *testing.T) {
+	bin := linkerdProxy(t)
+	if testing.Short() {
+		t.Skip("a faces cell with an API server, Linkerd's controllers and seven proxies (~20 s)")
+	}
+	b := linkerdBuild(t)
+	mb := testutil.BuildMeshbench(t)
+	mo := topology.DefaultOptions()
+	mo.Mode, mo.App, mo.Policies, mo.Replicas = topology.ModeLinkerd, topology.AppFaces, 5, 2
+	sub := &Substrate{LinkerdProxy: bin, Meshbench: mb, ControlPlane: ControlPlaneLinkerd, Linkerd: b}
+	t.Chdir(t.TempDir())
+	o := local.Options{Settings: platform.Settings{Mesh: mo, Load: loadgen.OpenLoopPerSecond(100), Duration: 2 * time.Second},
+		OutDir: "run", Meshbench: mb, Substrate: sub}
+	res, log := runCell(t, o, checkLinkerdGone)
+	lr := res.Load
+	wantAllOK(t, lr, 150)
+	if len(res.Manifest.Invalid) > 0 {
+		t.Errorf("cell invalid: %v\n%s", res.Manifest.Invalid, log.String())
+	}
+	d := res.Manifest.Derived
+	for _, b := range []string{"smiley", "color"} {
+		sent, took, plain := d["linkerd_faces_"+b+"_sent"], d["linkerd_faces_"+b+"_took"], d["linkerd_faces_"+b+"_plain"]
+		if took < float64(lr.Completed) || sent < float64(lr.Completed) || plain != 0 {
+			t.Errorf("%s: face's proxies sent %v over mTLS, %s's took %v from face's identity and %v in plaintext; want both ≥ %d, and 0",
+				b, sent, b, took, plain, lr.Completed)
+		}
+	}
+	if d["linkerd_denied_requests"] != 0 || d["linkerd_plaintext_requests"] != 0 {
+		t.Errorf("denied %v, plaintext %v, want 0", d["linkerd_denied_requests"], d["linkerd_plaintext_requests"])
+	}
+	// One identity per proxy: client, 2 face, 2 smiley, 2 color, and the
+	// controllers' pods' 2.
+	if d["linkerd_controller_certificates"] < 9 {
+		t.Errorf("the identity controller issued %v certificates, want ≥ 9", d["linkerd_controller_certificates"])
+	}
+	cp, _ := res.Manifest.Options["control_plane"].(map[string]any)
+	if cp["name"] != ControlPlaneLinkerd {
+		t.Errorf("manifest's control_plane %v, want linkerd", cp)
+	}
+}
