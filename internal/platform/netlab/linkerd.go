@@ -404,16 +404,32 @@ func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, 
 // what they took in plaintext. A backend that took nothing over mTLS, or
 // anything in plaintext, makes the cell invalid.
 func facesLinkerd(t *topology.Topology, cell map[string]proxy.Stats, mc *local.MeshCheck) {
+	// A service's replicas share its identity: each counter is read once
+	// per pod and per distinct peer identity, never once per peer pod.
 	callers := t.ServicePods(t.Service.Name)
+	ids := func(pods []topology.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			if n := controlplane.Name(p.Identity); !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
 	var parts []string
 	for _, b := range t.Svc(t.Service.Name).Backends {
 		var sent, took, plain float64
-		for _, q := range t.ServicePods(b) {
+		backends := t.ServicePods(b)
+		for _, q := range backends {
 			s := cell[q.Name]
 			plain += s.InboundPlain
-			for _, c := range callers {
-				sent += cell[c.Name].ServerIDs[controlplane.Name(q.Identity)]
-				took += s.ClientIDs[controlplane.Name(c.Identity)]
+			for _, id := range ids(callers) {
+				took += s.ClientIDs[id]
+			}
+		}
+		for _, c := range callers {
+			for _, id := range ids(backends) {
+				sent += cell[c.Name].ServerIDs[id]
 			}
 		}
 		mc.Derived["linkerd_faces_"+b+"_sent"] = sent

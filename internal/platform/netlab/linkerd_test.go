@@ -300,4 +300,33 @@ func TestFacesLinkerdVerdict(t *testing.T) {
 			t.Errorf("%s: derived %v lines %q", tc.name, mc.Derived, mc.Lines)
 		}
 	}
+
+	// Two replicas each: the replicas of a service share its identity,
+	// so each pod's counter for a peer identity counts once (not once
+	// per peer pod).
+	o.Replicas = 2
+	two, err := topology.Plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2 := func(pod string) string { return controlplane.Name(two.Pod(pod).Identity) }
+	cell2 := map[string]proxy.Stats{}
+	for _, f := range two.ServicePods("face") {
+		cell2[f.Name] = proxy.Stats{ServerIDs: map[string]float64{id2("smiley-0"): 10, id2("color-0"): 10}}
+	}
+	for _, b := range []string{"smiley", "color"} {
+		for _, q := range two.ServicePods(b) {
+			cell2[q.Name] = proxy.Stats{ClientIDs: map[string]float64{id2("face-0"): 10}}
+		}
+	}
+	mc := local.MeshCheck{Derived: map[string]float64{}}
+	facesLinkerd(two, cell2, &mc)
+	if len(two.ServicePods("face")) != 2 || len(two.ServicePods("smiley")) != 2 {
+		t.Fatalf("replicas 2: %d face pods, %d smiley pods", len(two.ServicePods("face")), len(two.ServicePods("smiley")))
+	}
+	for _, k := range []string{"linkerd_faces_smiley_sent", "linkerd_faces_smiley_took", "linkerd_faces_color_sent", "linkerd_faces_color_took"} {
+		if mc.Derived[k] != 20 {
+			t.Errorf("replicas 2: %s = %v, want 20 (10 per pod)", k, mc.Derived[k])
+		}
+	}
 }
