@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/meshbench/meshbench/internal/load/latency"
 	"github.com/meshbench/meshbench/internal/load/loadgen"
@@ -276,6 +277,9 @@ type Cell struct {
 	// Fault is what the cell's fault cost (faultcost.go), nil without
 	// one; its figures are in Figures too (FaultFigures).
 	Fault *FaultCost `json:"fault,omitempty"`
+	// SendTick is the load engine's send tick (its result's send_tick_ns;
+	// 0: each request at its own time).
+	SendTick time.Duration `json:"send_tick,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.
@@ -288,7 +292,8 @@ func ReadCell(dir, id string) (*Cell, error) {
 	if err != nil {
 		return nil, &CellError{ID: id, File: results.LoadFile, Err: err}
 	}
-	c := &Cell{ID: id, Dir: dir, Valid: m.Valid, Invalid: m.Invalid, Figures: map[string]float64{}, Errors: lr.Errors}
+	c := &Cell{ID: id, Dir: dir, Valid: m.Valid, Invalid: m.Invalid, Figures: map[string]float64{}, Errors: lr.Errors,
+		SendTick: time.Duration(lr.SendTickNs)}
 	settings, err := m.Settings()
 	if err != nil {
 		return nil, &CellError{ID: id, File: results.ManifestFile, Err: err}

@@ -14,6 +14,8 @@ type PlanSettings struct {
 	Duration, Warmup, Drain, SampleInterval time.Duration
 	Connections, Nodes                      int
 	ReuseTopology                           bool
+	// SendTick is the plan's send_tick (0: none).
+	SendTick time.Duration
 }
 
 // methodDifferences lists what differs between two result sets besides
@@ -39,6 +41,7 @@ func methodDifferences(a, b *Plan) []string {
 		diff("sample_interval", d(pa.SampleInterval), d(pb.SampleInterval))
 		diff("nodes", strconv.Itoa(pa.Nodes), strconv.Itoa(pb.Nodes))
 		diff("reuse_topology", strconv.FormatBool(pa.ReuseTopology), strconv.FormatBool(pb.ReuseTopology))
+		diff("send_tick", d(pa.SendTick), d(pb.SendTick))
 	} else {
 		out = append(out, "the plans could not both be read, so their settings were not compared")
 	}

@@ -110,6 +110,7 @@ examples/faces.yaml, examples/saturation.yaml, examples/kube.yaml.`,
 	fl.StringVar(&f.RequestsPerConnection, "requests-per-connection", "", "requests per load connection before a new one, an axis: 0 keeps every connection (default), 1 is one per request (TCP_CRR)")
 	fl.StringVar(&f.Placement, "placement", "", "where the client runs, an axis: cross-node (default: a node of its own), same-node (beside the app's first pod; local)")
 	fl.StringVar(&f.Arrivals, "arrivals", "", "open-loop spacing, an axis: constant (default), poisson (exponential gaps at the same mean rate, seeded per repetition)")
+	fl.StringVar(&f.SendTick, "send-tick", "", "open loop, meshbench's engine: wake at most once per tick (100µs to 10ms) and send every request due by then together, as oha does with 1ms; latency still counts from each intended send time (default 0: each request at its own time)")
 	fl.StringVar(&f.SampleInterval, "sample-interval", "", "resource sampling period (default 1s; kube: the metrics.k8s.io polling period, default 10s)")
 	fl.StringVar(&f.Workers, "workers", "", "load generator pods per cell, the rate split among them (kube platform; default 1)")
 	fl.StringVar(&f.Fault, "fault", "", "faults, an axis: none (default), "+fault.Syntax+" (local lab; kube: kill and cpu-limit only; a fault that means nothing for a mesh is skipped with the reason)")

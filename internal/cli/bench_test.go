@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshbench/meshbench/internal/results"
 	"github.com/meshbench/meshbench/internal/testkit/schemas"
@@ -113,12 +114,30 @@ func TestBenchRunAndResume(t *testing.T) {
 			t.Errorf("plot %s: %v", f, err)
 		}
 	}
-	// --components: the whole frame, every component's row.
-	_, stderr = run("bench", "--mesh", "none", "--rate", "50", "--repetitions", "1", "--duration", "1s",
-		"--warmup", "200ms", "--drain", "200ms", "--out", filepath.Join(t.TempDir(), "components"), "--loopback-net", "62", "--components")
+	// --components: the whole frame, every component's row; with
+	// --send-tick, which reaches the cell's load and is recorded.
+	ticked := filepath.Join(t.TempDir(), "components")
+	stdout, stderr = run("bench", "--mesh", "none", "--rate", "50", "--repetitions", "1", "--duration", "1s",
+		"--warmup", "200ms", "--drain", "200ms", "--out", ticked, "--loopback-net", "62", "--components", "--send-tick", "2ms")
+	if !strings.Contains(stdout, "Send tick 2ms (send_tick) in 1 of 1 cells") {
+		t.Errorf("--send-tick: the report does not say so:\n%s", stdout)
+	}
 	for _, want := range []string{"\napp static ", "\nMesh CPU ratio:                  - (no mesh)"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("--components: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if tm, err := results.ReadPlanManifest(ticked); err != nil || len(tm.Order) != 1 {
+		t.Errorf("--send-tick plan manifest %+v %v", tm, err)
+	} else {
+		dir := results.CellDir(ticked, tm.Order[0])
+		rm, err := results.ReadManifest(dir)
+		lr, lerr := results.ReadFile(filepath.Join(dir, results.LoadFile))
+		switch {
+		case err != nil || lerr != nil:
+			t.Errorf("--send-tick cell: %v %v", err, lerr)
+		case rm.Options["send_tick"] != "2ms" || lr.SendTickNs != int64(2*time.Millisecond):
+			t.Errorf("--send-tick 2ms: manifest send_tick %v, load result send_tick_ns %d", rm.Options["send_tick"], lr.SendTickNs)
 		}
 	}
 	// Every JSON file of the plan's directory matches its schema.

@@ -127,6 +127,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	load, loadErrs := checkLoadFlags(f.rate, f.connections, false)
 	errs = append(errs, loadErrs...)
+	errs = append(errs, checkSendTick(f.sendTick, f.kube.generator)...)
 	if f.bodySizeSet {
 		switch {
 		case f.bodySize < 1 || f.bodySize > workload.MaxBodySize:
@@ -152,7 +153,7 @@ func runKube(ctx context.Context, env *Env, f *runFlags) error {
 	// default, 2s, is the lab's).
 	p := &plan.Plan{Platform: plan.PlatformKube, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout,
 		Connections: f.connections, Workers: f.kube.workers, SampleInterval: f.kube.kubeSampleInterval,
-		Drain: plan.KubeDrain(f.kube.kubeSampleInterval)}
+		Drain: plan.KubeDrain(f.kube.kubeSampleInterval), SendTick: f.sendTick}
 	if f.drain > 0 && f.drainSet {
 		p.Drain = f.drain
 	}

@@ -33,6 +33,7 @@ type runFlags struct {
 	rate                    string
 	duration, warmup, drain time.Duration
 	timeout                 time.Duration
+	sendTick                time.Duration
 	sampleInterval          time.Duration
 	pssEvery                int
 	connections             int
@@ -103,6 +104,7 @@ plane; on the netns substrate only, as root).`,
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured duration")
 	fl.DurationVar(&f.warmup, "warmup", 2*time.Second, "load before the measured window, not counted")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-request timeout; the load ends at most this long after its window")
+	fl.DurationVar(&f.sendTick, "send-tick", 0, sendTickHelp)
 	fl.DurationVar(&f.drain, "drain", 2*time.Second, "sampling after the load ends (kube platform: the most, 60s unless set; it stops once the app is idle again)")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", time.Second, "/proc sampling period")
 	fl.IntVar(&f.pssEvery, "pss-every", 0, "read PSS (/proc/PID/smaps_rollup) every N sampling rounds; CPU and RSS are read every round. "+
@@ -155,6 +157,7 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	}
 	load, loadErrs := checkLoadFlags(f.rate, f.connections, true)
 	errs = append(errs, loadErrs...)
+	errs = append(errs, checkSendTick(f.sendTick, f.kube.generator)...)
 	if f.hops && mo.Mode == topology.ModeLinkerd {
 		errs = append(errs, errors.New("--hops: times the Envoys' hops; mesh linkerd's proxies keep no per-request timing log"))
 	}
@@ -186,7 +189,8 @@ func runRun(ctx context.Context, env *Env, f *runFlags) error {
 	// Run is a plan of one cell: its flags are the plan's settings.
 	p := &plan.Plan{Platform: plan.PlatformLocal, Duration: f.duration, Warmup: f.warmup, Timeout: f.timeout,
 		Connections: f.connections, SampleInterval: f.sampleInterval, PSSEvery: f.pssEvery, Drain: f.drain,
-		AppConcurrency: appCfg.Concurrency, AppServiceTime: appCfg.ServiceTime, AppFaults: appCfg.Faults, Hops: f.hops}
+		AppConcurrency: appCfg.Concurrency, AppServiceTime: appCfg.ServiceTime, AppFaults: appCfg.Faults, Hops: f.hops,
+		SendTick: f.sendTick}
 	if f.bodySize != workload.DefaultBodySize {
 		p.BodySize = f.bodySize
 	}
@@ -228,6 +232,22 @@ func checkLoadFlags(rate string, connections int, local bool) (loadgen.Load, []e
 		}
 	}
 	return loadgen.OpenLoop(r), errs
+}
+
+// sendTickHelp is --send-tick's help, the same for run and bench.
+const sendTickHelp = "open loop, meshbench's engine: wake at most once per `DURATION` (100µs to 10ms) and send every request due by then together, as oha does with 1ms; latency still counts from each intended send time. 0: each request at its own time"
+
+// checkSendTick checks run's --send-tick (run's load is an open loop):
+// 0 or loadgen.MinSendTick to loadgen.MaxSendTick, with meshbench's own
+// engine.
+func checkSendTick(tick time.Duration, generator string) []error {
+	if err := loadgen.ValidateSendTick(tick); err != nil {
+		return []error{fmt.Errorf("--%w", err)}
+	}
+	if tick > 0 && generator != "" && generator != extgen.Meshbench {
+		return []error{fmt.Errorf("--send-tick %v: only with meshbench's own engine (--generator meshbench); %s paces by itself", tick, generator)}
+	}
+	return nil
 }
 
 func printRun(env *Env, res *local.Result) {

@@ -47,6 +47,11 @@ type Settings struct {
 	// every mesh of a repetition, so they meet the same bursts.
 	Arrivals     loadgen.Arrivals
 	ArrivalsSeed uint64
+	// SendTick lets the open loop's pacer of meshbench's engine wake at
+	// most once per tick (loadgen.Config.SendTick, `meshbench load
+	// --send-tick`); 0: each request at its own time. Set only on cells
+	// it applies to (plan.Plan.Settings).
+	SendTick time.Duration
 	// Workers is the number of load pods on a cluster (a Job's
 	// parallelism; 0: 1); the rate and connections are split among them.
 	// The lab runs one load generator.
@@ -118,8 +123,16 @@ func (s Settings) Record(m topology.Options) results.CellSettings {
 		Connections: s.Connections, SampleInterval: s.SampleInterval.String(), Drain: s.Drain.String(),
 		Fault: faultText(s.Fault),
 		Bulk:  s.Load.Bulk(), Payload: s.BodySize, ProxyThreads: m.ProxyThreads, Placement: string(m.Placement),
-		RequestsPerConnection: s.RequestsPerConnection, Arrivals: string(s.Arrivals),
+		RequestsPerConnection: s.RequestsPerConnection, Arrivals: string(s.Arrivals), SendTick: durationText(s.SendTick),
 	}
+}
+
+// durationText is d as recorded, "" for 0.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // faultText is f as recorded, "" for none.

@@ -156,6 +156,9 @@ func Headline(r *results.LoadResult) string {
 		if r.Arrivals != "" {
 			fmt.Fprintf(&b, "; %s arrivals (seed %d)", r.Arrivals, r.Seed)
 		}
+		if r.SendTickNs > 0 {
+			fmt.Fprintf(&b, "; sent in %v ticks (each tick's lag counted)", time.Duration(r.SendTickNs))
+		}
 	}
 	fmt.Fprintf(&b, "; %s; %d connection", r.Protocol, r.Connections)
 	if r.Connections != 1 {

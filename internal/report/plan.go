@@ -268,6 +268,26 @@ func ControlPlanesLine(meshes []string) string {
 // column per mesh (median over valid repetitions and its interval), the
 // relative differences against the baseline, and a one-line verdict per
 // comparison; then the scaling fits and the invalid cells.
+// SendTickLine says that meshbench's engine sent in ticks (send_tick) in
+// the cells that did, and how coarse; "" when none did.
+func SendTickLine(cells []*analysis.Cell) string {
+	var ticks []string
+	n := 0
+	for _, c := range cells {
+		if c.SendTick > 0 {
+			n++
+			if t := c.SendTick.String(); !slices.Contains(ticks, t) {
+				ticks = append(ticks, t)
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Send tick %s (send_tick) in %d of %d cells: meshbench's engine sent each request up to a tick late, a lag counted in the latencies.",
+		strings.Join(ticks, ", "), n, len(cells))
+}
+
 func PlanText(w io.Writer, a *analysis.Analysis) error {
 	bw := &errWriter{w: w}
 	m := a.Plan.Manifest
@@ -280,6 +300,9 @@ func PlanText(w io.Writer, a *analysis.Analysis) error {
 		fmt.Fprintf(bw, "INCOMPLETE: %d of %d cells not run yet (resume with meshbench bench --resume %s)\n", len(a.Plan.Missing), len(m.Order), a.Plan.Dir)
 	}
 	fmt.Fprintln(bw, "Each figure: median over the valid repetitions [bootstrap interval]; latencies from the client, from the intended send time.")
+	if line := SendTickLine(a.Plan.Cells); line != "" {
+		fmt.Fprintln(bw, line)
+	}
 	if line := ControlPlanesLine(a.Meshes); line != "" {
 		fmt.Fprintln(bw, line)
 	}

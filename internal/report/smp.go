@@ -327,10 +327,19 @@ func testConfig(c *analysis.Cell, run *results.RunManifest, l *results.LoadResul
 			RPS:           int64(math.Round(l.TargetRatePerSec)),
 			EndpointURLs:  l.Targets,
 			AdditionalOptions: fmt.Sprintf("model=%s warmup=%s timeout=%s max_queue=%d", l.Model,
-				time.Duration(l.WarmupNs), time.Duration(l.TimeoutNs), l.MaxQueue),
+				time.Duration(l.WarmupNs), time.Duration(l.TimeoutNs), l.MaxQueue) + sendTickOption(l.SendTickNs),
 		}},
 		Duration: time.Duration(l.DurationNs).String(),
 	}
+}
+
+// sendTickOption is the engine's send tick in the client's options, ""
+// without one.
+func sendTickOption(ns int64) string {
+	if ns <= 0 {
+		return ""
+	}
+	return " send_tick=" + time.Duration(ns).String()
 }
 
 func meshConfig(c *analysis.Cell, run *results.RunManifest) smpMeshConfig {

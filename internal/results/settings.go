@@ -14,7 +14,8 @@ const CellSettingsSchema = "meshbench.cell-settings/v1"
 // 2's settings (bulk, payload, proxy_threads, placement,
 // requests_per_connection, arrivals), so earlier readers still read it,
 // and version 2 otherwise, which they refuse instead of misreading (a
-// bulk cell taken for an open loop, say).
+// bulk cell taken for an open loop, say). send_tick, added later, is a
+// version 2 setting too.
 const CellSettingsVersion = 2
 
 // CellSettings are the settings of one cell that every platform records in
@@ -73,13 +74,16 @@ type CellSettings struct {
 	// the platform's defaults). Placement is the client's placement
 	// ("cross-node", "same-node"; "": the platform's default, cross-node).
 	// RequestsPerConnection: 0 kept every connection, N opened a new one
-	// every N requests. Arrivals: "" or "constant", "poisson".
+	// every N requests. Arrivals: "" or "constant", "poisson". SendTick is
+	// the open loop's send tick as a Go duration ("1ms", `meshbench load
+	// --send-tick`); "": each request sent at its own time.
 	Bulk                  bool   `json:"bulk,omitempty"`
 	Payload               int    `json:"payload,omitempty"`
 	ProxyThreads          int    `json:"proxy_threads,omitempty"`
 	Placement             string `json:"placement,omitempty"`
 	RequestsPerConnection int    `json:"requests_per_connection,omitempty"`
 	Arrivals              string `json:"arrivals,omitempty"`
+	SendTick              string `json:"send_tick,omitempty"`
 }
 
 // ControlPlane is the netns substrate's record of who configured a
@@ -111,7 +115,7 @@ func (s CellSettings) Options(extra map[string]any) map[string]any {
 		m["fault"] = s.Fault
 	}
 	for k, v := range map[string]any{"bulk": s.Bulk, "payload": s.Payload, "proxy_threads": s.ProxyThreads, "placement": s.Placement,
-		"requests_per_connection": s.RequestsPerConnection, "arrivals": s.Arrivals} {
+		"requests_per_connection": s.RequestsPerConnection, "arrivals": s.Arrivals, "send_tick": s.SendTick} {
 		if v != false && v != 0 && v != "" {
 			m[k] = v
 			m["settings_version"] = CellSettingsVersion

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meshbench/meshbench/internal/load/loadgen"
 	"github.com/meshbench/meshbench/internal/mesh"
 	"github.com/meshbench/meshbench/internal/mesh/topology"
 	"github.com/meshbench/meshbench/internal/platform/fault"
@@ -42,6 +43,7 @@ func build(s *source) (*Plan, error) {
 	b.laterAxes()
 	b.bodySize()
 	b.loadModel()
+	b.sendTick()
 	b.compare()
 	b.matrix()
 	if err := s.ps.err(); err != nil {
@@ -60,6 +62,38 @@ func (b *builder) bodySize() {
 			b.s.badItem("body_size", it, "applies to the static app only (faces answers what its callers ask for): drop faces from axes.app")
 			p.BodySize = 0
 		}
+	}
+}
+
+// sendTick reads send_tick, once the rates, load models and generators
+// are known: it applies to the open-loop cells of meshbench's engine, so
+// a plan with none of them is refused rather than run without it.
+func (b *builder) sendTick() {
+	it, ok := b.one("send_tick")
+	if !ok {
+		return
+	}
+	want := fmt.Sprintf("allowed: 0 (each request at its own time) or a duration from %v to %v such as 1ms", loadgen.MinSendTick, loadgen.MaxSendTick)
+	d, err := time.ParseDuration(it.text)
+	if it.text == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || loadgen.ValidateSendTick(d) != nil {
+		b.s.badItem("send_tick", it, want)
+		return
+	}
+	if d == 0 || b.axisBad {
+		return
+	}
+	open := slices.ContainsFunc(b.p.Axes.Rate, Rate.open) || b.p.Search != nil
+	engine := slices.ContainsFunc(b.p.Axes.Generator, func(g string) bool { return g == "" || g == DefaultGenerator })
+	switch {
+	case !open:
+		b.s.badItem("send_tick", it, "applies to an open loop's schedule: this plan has no open-loop rate (axes.rate max and load_model closed or bulk have none)")
+	case !engine:
+		b.s.badItem("send_tick", it, "applies to meshbench's own engine: axes.generator has only external tools, which pace by themselves")
+	default:
+		b.p.SendTick = d
 	}
 }
 

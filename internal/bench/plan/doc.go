@@ -28,6 +28,7 @@
 //	warmup: 2s               # load before the window, not counted
 //	drain: 2s                # sampling after the load
 //	connections: 16          # load generator connections, at least 1
+//	send_tick: 0             # open loop, meshbench's engine: wake at most once per tick (100us to 10ms) and send what is due; 0: each request at its own time
 //	sample_interval: 1s      # /proc sampling period, above 0
 //	pss_every: 0             # read PSS every N sampling rounds; 0: about every 5 s
 //	substrate: auto          # netns (namespaces, the real ztunnel), loopback (Envoy stands in for ztunnel), auto

@@ -35,6 +35,7 @@ type Flags struct {
 	Warmup         string // --warmup
 	Drain          string // --drain
 	Connections    string // --connections
+	SendTick       string // --send-tick, e.g. "1ms"
 	SampleInterval string // --sample-interval
 	PSSEvery       string // --pss-every
 	ReuseTopology  string // --reuse-topology
@@ -111,6 +112,7 @@ func FromFlags(f Flags) (*Plan, error) {
 	} else {
 		set("connections", f.Connections)
 	}
+	set("send_tick", f.SendTick)
 	set("axes.payload", f.Payload)
 	set("axes.proxy_threads", f.ProxyThreads)
 	set("axes.requests_per_connection", f.RequestsPerConnection)

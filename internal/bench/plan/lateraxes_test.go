@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshbench/meshbench/internal/load/loadgen"
 )
@@ -191,5 +193,55 @@ axes:
 	}
 	if want := 2 * 3; len(ids) != want || !slices.Contains(ids, "sidecar-static-rbulk-x1-p0-http-pod-mtls-k0-rep1") || !slices.Contains(ids, "sidecar-static-rmax-x1-p0-http-pod-mtls-k1-rep1") {
 		t.Errorf("cells %v: want bulk on kept connections and the closed loop on both, per mesh", ids)
+	}
+}
+
+// TestSendTick: send_tick reaches the settings of the cells it applies
+// to (open loop, meshbench's engine) and no others, is recorded only
+// there, and the plan reads back the same; a plan it cannot apply to is
+// refused, as is a tick out of range.
+func TestSendTick(t *testing.T) {
+	p := mustParse(t, "p.yaml", `repetitions: 1
+send_tick: 1ms
+axes:
+  mesh: [none]
+  rate: [1000, max]
+  generator: [meshbench, oha]
+`)
+	ticked := map[string]string{}
+	for _, c := range p.Cells() {
+		s := p.Settings(c)
+		ticked[c.ID] = s.SendTick.String()
+		if got, want := s.Record(s.Mesh).SendTick, map[bool]string{true: "1ms", false: ""}[s.SendTick > 0]; got != want {
+			t.Errorf("%s: recorded send_tick %q, want %q", c.ID, got, want)
+		}
+	}
+	want := map[string]string{
+		"none-static-r1000-x1-p0-http-pod-mtls-rep1": "1ms", "none-static-r1000-x1-p0-http-pod-mtls-goha-rep1": "0s",
+		"none-static-rmax-x1-p0-http-pod-mtls-rep1": "0s", "none-static-rmax-x1-p0-http-pod-mtls-goha-rep1": "0s",
+	}
+	if !maps.Equal(ticked, want) {
+		t.Errorf("send ticks by cell %v\nwant %v", ticked, want)
+	}
+	back := mustParse(t, "back.yaml", string(p.YAML()))
+	if back.SendTick != time.Millisecond {
+		t.Errorf("written back: send_tick %v\n%s", back.SendTick, p.YAML())
+	}
+	if none := mustParse(t, "p.yaml", "axes:\n  mesh: [none]\n"); strings.Contains(string(none.YAML()), "send_tick") {
+		t.Errorf("a plan without send_tick writes it:\n%s", none.YAML())
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"too long", "send_tick: 20ms\n", `send_tick "20ms": allowed: 0 (each request at its own time) or a duration from 100µs to 10ms`},
+		{"too short", "send_tick: 50us\n", `send_tick "50us": allowed`},
+		{"not a duration", "send_tick: often\n", `send_tick "often": allowed`},
+		{"closed only", "send_tick: 1ms\naxes:\n  rate: [max]\n", `send_tick "1ms": applies to an open loop's schedule`},
+		{"external only", "send_tick: 1ms\naxes:\n  generator: [oha]\n", `send_tick "1ms": applies to meshbench's own engine`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant it to say %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -12,6 +12,6 @@ func MethodSettings(name string, data []byte) *analysis.PlanSettings {
 	}
 	return &analysis.PlanSettings{
 		Duration: p.Duration, Warmup: p.Warmup, Drain: p.Drain, SampleInterval: p.SampleInterval,
-		Connections: p.Connections, Nodes: p.Nodes, ReuseTopology: p.ReuseTopology,
+		Connections: p.Connections, Nodes: p.Nodes, ReuseTopology: p.ReuseTopology, SendTick: p.SendTick,
 	}
 }

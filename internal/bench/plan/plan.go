@@ -95,6 +95,13 @@ type Plan struct {
 	// Hops turns hop timing on in every cell (`run --hops`): per-hop
 	// waterfalls at a measured CPU cost. Local only.
 	Hops bool
+	// SendTick lets the open loop's pacer of meshbench's engine wake at
+	// most once per tick and send every request due by then together
+	// (send_tick, `--send-tick`; loadgen.Config.SendTick): 0 (the
+	// default) or loadgen.MinSendTick to loadgen.MaxSendTick. It applies
+	// to the cells it can (open loop, meshbench's engine); the others run
+	// without it, and only the cells it applied to record it.
+	SendTick time.Duration
 	// Timeout is every request's timeout: `run --timeout` in the plan of
 	// run's one cell. Plan files have no key for it: 0, the platforms'
 	// 10 s, or a capacity search's ProbeTimeout.

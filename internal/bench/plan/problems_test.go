@@ -19,7 +19,7 @@ func TestBadPlans(t *testing.T) {
 	}{
 		// A typo in a key: the line, and the likely key.
 		{"unknown key", "durtion: 5s\naxes:\n  rates: [20]\n", []string{
-			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, control_plane, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
+			`p.yaml:1: durtion: unknown key (did you mean duration?); allowed: schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, send_tick, sample_interval, pss_every, reuse_topology, substrate, control_plane, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops`,
 			`p.yaml:3: axes.rates: unknown key (did you mean rate?); allowed: mesh, app, rate, load_model, replicas, policies, protocol, gateway, mtls, generator, fault, connections, payload, proxy_threads, requests_per_connection, placement, arrivals`,
 		}},
 		// A plan file of another format version: named, with the one this
@@ -189,7 +189,7 @@ thresholds: 0.5
 			`p.yaml:2: duration: given twice (first on line 1)`,
 		}},
 		{"not a mapping", "- a\n- b\n", []string{
-			`p.yaml:1: a plan is a mapping of keys (schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, sample_interval, pss_every, reuse_topology, substrate, control_plane, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops), not [...]`,
+			`p.yaml:1: a plan is a mapping of keys (schema, name, platform, seed, repetitions, axes, nodes, duration, warmup, drain, connections, send_tick, sample_interval, pss_every, reuse_topology, substrate, control_plane, workers, generator, baseline, compare, thresholds, confidence, search, app_concurrency, app_service_time, body_size, app_delay, app_delay_dist, app_error_ratio, app_error_status, app_stall_every, app_stall_for, app_seed, hops), not [...]`,
 		}},
 		// YAML syntax: the library's message and line. (yaml.v3 puts an
 		// unclosed flow list at the line where the list's key began.)

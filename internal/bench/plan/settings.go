@@ -28,6 +28,9 @@ func (p *Plan) Settings(c Cell) platform.Settings {
 		Hops:                  p.Hops,
 		RequestsPerConnection: c.Load.RequestsPerConnection, Arrivals: c.Load.Arrivals,
 	}
+	if p.SendTick > 0 && c.Rate.open() && (c.Generator == "" || c.Generator == DefaultGenerator) {
+		s.SendTick = p.SendTick
+	}
 	if c.Load.Connections > 0 {
 		s.Connections = c.Load.Connections
 	}

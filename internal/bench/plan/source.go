@@ -42,6 +42,7 @@ var schema = []setting{
 	{key: "warmup", flag: "warmup"},
 	{key: "drain", flag: "drain"},
 	{key: "connections", flag: "connections"},
+	{key: "send_tick", flag: "send-tick"},
 	{key: "sample_interval", flag: "sample-interval"},
 	{key: "pss_every", flag: "pss-every"},
 	{key: "reuse_topology", flag: "reuse-topology"},

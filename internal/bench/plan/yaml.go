@@ -83,6 +83,9 @@ func (p *Plan) YAML() []byte {
 	if len(p.Axes.Connections) == 0 {
 		add(root, "connections", plain(strconv.Itoa(p.Connections)))
 	}
+	if p.SendTick > 0 { // written only when given: plans from before the key read back the same
+		add(root, "send_tick", plain(dur(p.SendTick)))
+	}
 	add(root, "sample_interval", plain(dur(p.SampleInterval)))
 	if p.Platform != PlatformKube {
 		add(root, "pss_every", plain(strconv.Itoa(p.PSSEvery)))

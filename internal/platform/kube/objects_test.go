@@ -139,6 +139,9 @@ func TestObjectsGolden(t *testing.T) {
 		// worker adds its index in `meshbench load`).
 		{"load-none-w2-k1-poisson", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: loadjob.Spec{Load: testLoad(t, "200"), Workers: 2, Duration: 10 * time.Second,
 			RequestsPerConnection: 1, Arrivals: loadgen.ArrivalsPoisson, Seed: 3}}},
+		// A 1-ms send tick (meshbench's engine's open loop).
+		{"load-none-tick1ms", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0), Work: loadjob.Spec{Load: testLoad(t, "5000"), Workers: 1, Duration: 10 * time.Second,
+			SendTick: time.Millisecond}}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			job, err := LoadJob(tt.ls)
@@ -717,6 +720,12 @@ func TestLoadJobInvalid(t *testing.T) {
 			[]string{"arrivals poisson: only an open loop has a schedule to space"}},
 		{"poisson with oha", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, Arrivals: loadgen.ArrivalsPoisson, Generator: "oha"}},
 			[]string{"worker 0 of 1: --arrivals poisson"}},
+		{"send tick too long", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, SendTick: time.Second}},
+			[]string{"send-tick 1s: allowed: 0 (exact spacing) or 100µs to 10ms"}},
+		{"send tick closed loop", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.ClosedLoop, Workers: 1, Duration: time.Second, SendTick: time.Millisecond}},
+			[]string{"send-tick 1ms: only an open loop has a schedule to tick"}},
+		{"send tick with oha", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, SendTick: time.Millisecond, Generator: "oha"}},
+			[]string{"send-tick 1ms: only with meshbench's own engine (oha paces by itself)"}},
 		{"requests per connection negative", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, RequestsPerConnection: -1}},
 			[]string{"requests-per-connection -1: allowed: 0 (keep every connection) or more"}},
 		{"body size with an app image", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize, s.AppImage = 1024, "nginx" }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},

@@ -267,7 +267,7 @@ func (o *Options) defaults() error {
 	o.Spec = o.Spec.WithDefaults()
 	if err := o.Spec.Validate(); err != nil {
 		errs = append(errs, err)
-	} else if (o.Generator != "" || o.RequestsPerConnection != 0 || o.Arrivals != "" || o.Load.Bulk()) && o.Workers > 0 && o.Duration > 0 {
+	} else if (o.Generator != "" || o.RequestsPerConnection != 0 || o.Arrivals != "" || o.SendTick != 0 || o.Load.Bulk()) && o.Workers > 0 && o.Duration > 0 {
 		// What the generator or the load's shape cannot do, before
 		// anything is deployed.
 		if err := o.loadSpec().Validate(); err != nil {
@@ -281,14 +281,15 @@ func (o *Options) defaults() error {
 }
 
 // loadSpec is the cell's load: its workers' load (the rate, window,
-// connections, requests per connection, arrivals and generator) against
+// connections, requests per connection, arrivals, send tick and
+// generator) against
 // the app's entry service (LoadSpec's default target: the endless answer
 // for bulk).
 func (o Options) loadSpec() LoadSpec {
 	return LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
 		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator,
 		RequestsPerConnection: o.RequestsPerConnection, Arrivals: o.Arrivals, Seed: o.ArrivalsSeed,
-		Interval: o.loadInterval()}}
+		SendTick: o.SendTick, Interval: o.loadInterval()}}
 }
 
 // loadInterval is the load result's interval length: fault.LoadInterval

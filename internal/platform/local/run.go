@@ -559,7 +559,7 @@ func (c *cell) waitIdle(ctx context.Context) error {
 }
 
 // loadShapeArgs are the `meshbench load` flags of the cell's requests
-// per connection and arrivals (none at their defaults).
+// per connection, arrivals and send tick (none at their defaults).
 func (c *cell) loadShapeArgs() []string {
 	var args []string
 	if c.opts.RequestsPerConnection > 0 {
@@ -567,6 +567,9 @@ func (c *cell) loadShapeArgs() []string {
 	}
 	if c.opts.Arrivals == loadgen.ArrivalsPoisson {
 		args = append(args, "--arrivals", string(loadgen.ArrivalsPoisson), "--seed", strconv.FormatUint(c.opts.ArrivalsSeed, 10))
+	}
+	if c.opts.SendTick > 0 {
+		args = append(args, "--send-tick", c.opts.SendTick.String())
 	}
 	return args
 }

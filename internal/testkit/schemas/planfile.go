@@ -111,6 +111,7 @@ func planKeys() map[string]*jsonschema.Schema {
 		"warmup":                       duration("Load before the measured window.", true),
 		"drain":                        duration("Time after the measured window before the next phase.", true),
 		"connections":                  integer("Client connections.", 1, 2147483647),
+		"send_tick":                    duration("The open loop's send tick of meshbench's engine, 100us to 10ms: its pacer wakes at most once per tick and sends every request due by then together (oha's is 1ms); latency still counts from each intended send time. 0 (the default): each request at its own time.", true),
 		"sample_interval":              duration("Resource sampling interval.", false),
 		"pss_every":                    integer("Read PSS every N sampling rounds (0: about every 5 s); local only.", 0, 2147483647),
 		"reuse_topology":               boolean("Keep a topology up across the cells that share it (local only)."),

@@ -70,6 +70,10 @@ type Spec struct {
 	// workers draw W schedules, the same ones for every mesh).
 	Arrivals loadgen.Arrivals
 	Seed     uint64
+	// SendTick lets each worker's pacer wake at most once per tick
+	// (`--send-tick`, meshbench's engine's open loop only); 0: each
+	// request at its own time.
+	SendTick time.Duration
 }
 
 // Problems lists every problem with the fields of s (the generator's
@@ -114,6 +118,14 @@ func (s Spec) Problems() []error {
 		bad("arrivals", string(s.Arrivals), "allowed: constant, poisson")
 	} else if s.Arrivals == loadgen.ArrivalsPoisson && (s.Load.Closed() || s.Load.Bulk()) {
 		bad("arrivals", string(s.Arrivals), "only an open loop has a schedule to space")
+	}
+	switch {
+	case loadgen.ValidateSendTick(s.SendTick) != nil:
+		bad("send-tick", s.SendTick.String(), fmt.Sprintf("allowed: 0 (exact spacing) or %v to %v", loadgen.MinSendTick, loadgen.MaxSendTick))
+	case s.SendTick > 0 && (s.Load.Closed() || s.Load.Bulk()):
+		bad("send-tick", s.SendTick.String(), "only an open loop has a schedule to tick")
+	case s.SendTick > 0 && s.External():
+		bad("send-tick", s.SendTick.String(), "only with meshbench's own engine ("+s.Generator+" paces by itself)")
 	}
 	if s.Target != "" {
 		if _, err := loadgen.ParseTarget(s.Target, false); err != nil {
@@ -183,6 +195,9 @@ func Args(s Spec, index string) []string {
 	}
 	if s.Arrivals == loadgen.ArrivalsPoisson {
 		args = append(args, "--arrivals", string(loadgen.ArrivalsPoisson), "--seed", strconv.FormatUint(s.Seed, 10))
+	}
+	if s.SendTick > 0 {
+		args = append(args, "--send-tick", s.SendTick.String())
 	}
 	if s.External() {
 		args = append(args, "--generator", s.Generator)
