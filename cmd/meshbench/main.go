@@ -34,6 +34,12 @@ func main() {
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// A closed stdout or stderr (`meshbench run | head`) must not kill
+	// the process mid-run, before it takes its lab down: with SIGPIPE
+	// notified (and the notices dropped), such a write fails with EPIPE
+	// and the run goes on to its end and its clean-up. Unlike ignoring
+	// SIGPIPE, this leaves the children's default in place.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	env := &cli.Env{
 		Stdin:       os.Stdin,
 		Stdout:      os.Stdout,
