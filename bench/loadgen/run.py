@@ -654,7 +654,7 @@ def medians(results: list[Result]) -> list[Result]:
             notes[0] += f"; CPU/1000 {min(per1k):.1f}–{max(per1k):.1f}"
         if len(ok) < len(rs):
             notes.append(f"{len(rs) - len(ok)} failed")
-        notes += sorted({r.note for r in ok if r.note})
+        notes += collapse_lag_notes(r.note for r in ok if r.note)
         reqs = med(lambda r: r.requests)
         out.append(Result(target=target, mode=mode, tool=tool, rate=rate, achieved=med(lambda r: r.achieved),
                           requests=None if reqs is None else int(reqs), errors=max(r.errors or 0 for r in ok),
@@ -662,6 +662,27 @@ def medians(results: list[Result]) -> list[Result]:
                           cpu_ms=med(lambda r: r.cpu_ms), per_1k=statistics.median(per1k) if per1k else None,
                           server_busy=med(lambda r: r.server_busy),
                           runs=len(ok), note="; ".join(notes), cmd=ok[0].cmd))
+    return out
+
+
+LAG_NOTE = re.compile(r"own schedule lag p99 (\d+) µs")
+
+
+def collapse_lag_notes(notes) -> list[str]:
+    """The runs' distinct notes, their "own schedule lag p99 N µs" parts
+    as one range over the runs rather than one note per run."""
+    lags, rest = [], set()
+    for note in notes:
+        for part in note.split("; "):
+            m = LAG_NOTE.fullmatch(part)
+            if m:
+                lags.append(int(m.group(1)))
+            elif part:
+                rest.add(part)
+    out = sorted(rest)
+    if lags:
+        lo, hi = min(lags), max(lags)
+        out.append(f"own schedule lag p99 {lo} µs" if lo == hi else f"own schedule lag p99 {lo}–{hi} µs ({len(lags)} runs)")
     return out
 
 
