@@ -31,12 +31,16 @@ func TestParseNodeFiles(t *testing.T) {
 	}
 	checked := 0
 	// The root cgroup holds every task: its user + system time is the
-	// machine's user + nice + system time, bar tick rounding and the
-	// interrupt time /proc/stat keeps apart (a tenth, loosely).
+	// machine's user + nice + system time, bar the interrupt time
+	// /proc/stat keeps apart (a tenth below, loosely) and /proc/stat's
+	// tick sampling with tickless idle, which misses bursts shorter than
+	// a tick that end in idle while the cgroup counts the scheduler's
+	// exact run time: after a day of short bursts (benchmarks) the
+	// cgroup read 11 % above /proc/stat here, so up to a quarter above.
 	near := func(name string, c CgroupCPU) {
 		machine := float64(st.User+st.Nice+st.System) * 1e9 / ClockTicksPerSecond
 		got := float64(c.UserNs + c.SystemNs)
-		if c.SystemNs == 0 || math.Abs(got-machine) > 0.1*machine {
+		if c.SystemNs == 0 || got < 0.9*machine || got > 1.25*machine {
 			t.Errorf("%s: %+v (%.0f s) beside /proc/stat's user + nice + system %.0f s", name, c, got/1e9, machine/1e9)
 		}
 		checked++
