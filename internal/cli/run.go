@@ -234,7 +234,8 @@ func checkLoadFlags(rate string, connections int, local bool) (loadgen.Load, []e
 	return loadgen.OpenLoop(r), errs
 }
 
-// sendTickHelp is --send-tick's help, the same for run and bench.
+// sendTickHelp is run's --send-tick help (bench's flag is a string,
+// like its other plan settings).
 const sendTickHelp = "open loop, meshbench's engine: wake at most once per `DURATION` (100µs to 10ms) and send every request due by then together, as oha does with 1ms; latency still counts from each intended send time. 0: each request at its own time"
 
 // checkSendTick checks run's --send-tick (run's load is an open loop):

@@ -75,9 +75,6 @@ func (b *builder) sendTick() {
 	}
 	want := fmt.Sprintf("allowed: 0 (each request at its own time) or a duration from %v to %v such as 1ms", loadgen.MinSendTick, loadgen.MaxSendTick)
 	d, err := time.ParseDuration(it.text)
-	if it.text == "0" {
-		d, err = 0, nil
-	}
 	if err != nil || loadgen.ValidateSendTick(d) != nil {
 		b.s.badItem("send_tick", it, want)
 		return
