@@ -227,6 +227,9 @@ axes:
 	if back.SendTick != time.Millisecond {
 		t.Errorf("written back: send_tick %v\n%s", back.SendTick, p.YAML())
 	}
+	if zero := mustParse(t, "p.yaml", "send_tick: 0\naxes:\n  rate: [max]\n"); zero.SendTick != 0 {
+		t.Errorf("send_tick 0: %v", zero.SendTick)
+	}
 	if none := mustParse(t, "p.yaml", "axes:\n  mesh: [none]\n"); strings.Contains(string(none.YAML()), "send_tick") {
 		t.Errorf("a plan without send_tick writes it:\n%s", none.YAML())
 	}
