@@ -279,7 +279,7 @@ type Cell struct {
 	Fault *FaultCost `json:"fault,omitempty"`
 	// SendTick is the load engine's send tick (its result's send_tick_ns;
 	// 0: each request at its own time).
-	SendTick time.Duration `json:"send_tick,omitempty"`
+	SendTick time.Duration `json:"send_tick_ns,omitempty"`
 }
 
 // ReadCell reads one cell's results directory.

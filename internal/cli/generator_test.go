@@ -23,7 +23,7 @@ func TestLoadGeneratorBadInput(t *testing.T) {
 	}{
 		{"unknown generator", []string{"load", "--generator", "hey", url}, `--generator "hey": allowed: meshbench, oha, wrk2, vegeta, fortio`},
 		{"tcp with oha", []string{"load", "--generator", "oha", "tcp://" + addr}, "--generator oha is used for HTTP/1.1 only"},
-		{"send tick with oha", []string{"load", "--generator", "oha", "--send-tick", "1ms", url}, "--send-tick: only with meshbench's own engine (--generator meshbench); oha paces by itself"},
+		{"send tick with oha", []string{"load", "--generator", "oha", "--send-tick", "1ms", url}, "--send-tick 1ms: --generator oha paces by itself; use --generator meshbench"},
 		{"h2 with oha", []string{"load", "--generator", "oha", "--http2", url}, "speaks h2"},
 		{"fractional rate with wrk2", []string{"load", "--generator", "wrk2", "--rate", "33.3", url}, "wrk2 takes whole requests per second"},
 		{"worker share not whole with wrk2", []string{"load", "--generator", "wrk2", "--rate", "100", "--workers", "3", "--worker-index", "0", url},

@@ -314,9 +314,6 @@ func buildLoadConfig(cmd *cobra.Command, f *loadFlags, args []string) (loadgen.C
 	if err := checkGenerator(f, cfg); err != nil {
 		errs = append(errs, err)
 	}
-	if f.sendTick > 0 && f.generator != extgen.Meshbench {
-		errs = append(errs, fmt.Errorf("--send-tick: only with meshbench's own engine (--generator meshbench); %s paces by itself", f.generator))
-	}
 	if f.hlog != "" {
 		if f.generator != extgen.Meshbench {
 			errs = append(errs, fmt.Errorf("--hlog: only with meshbench's own engine (--generator meshbench)"))

@@ -264,10 +264,6 @@ func ControlPlanesLine(meshes []string) string {
 	return "Proxies configured by: " + strings.Join(parts, "; ")
 }
 
-// PlanText writes the comparison of a plan: per scenario a table with one
-// column per mesh (median over valid repetitions and its interval), the
-// relative differences against the baseline, and a one-line verdict per
-// comparison; then the scaling fits and the invalid cells.
 // SendTickLine says that meshbench's engine sent in ticks (send_tick) in
 // the cells that did, and how coarse; "" when none did.
 func SendTickLine(cells []*analysis.Cell) string {
@@ -288,6 +284,10 @@ func SendTickLine(cells []*analysis.Cell) string {
 		strings.Join(ticks, ", "), n, len(cells))
 }
 
+// PlanText writes the comparison of a plan: per scenario a table with one
+// column per mesh (median over valid repetitions and its interval), the
+// relative differences against the baseline, and a one-line verdict per
+// comparison; then the scaling fits and the invalid cells.
 func PlanText(w io.Writer, a *analysis.Analysis) error {
 	bw := &errWriter{w: w}
 	m := a.Plan.Manifest

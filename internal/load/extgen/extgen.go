@@ -135,6 +135,9 @@ func (c *Config) Validate() error {
 	if l.Arrivals == loadgen.ArrivalsPoisson {
 		errs = append(errs, fmt.Errorf("--arrivals poisson: --generator %s spaces requests evenly; use --generator meshbench", name))
 	}
+	if l.SendTick > 0 {
+		errs = append(errs, fmt.Errorf("--send-tick %v: --generator %s paces by itself; use --generator meshbench", l.SendTick, name))
+	}
 	if l.RequestsPerConnection > 1 {
 		errs = append(errs, fmt.Errorf("--requests-per-connection %d: --generator %s either keeps its connections or opens one per request (1); use --generator meshbench", l.RequestsPerConnection, name))
 	}

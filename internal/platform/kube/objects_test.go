@@ -725,7 +725,7 @@ func TestLoadJobInvalid(t *testing.T) {
 		{"send tick closed loop", LoadSpec{Spec: s, Work: loadjob.Spec{Load: loadgen.ClosedLoop, Workers: 1, Duration: time.Second, SendTick: time.Millisecond}},
 			[]string{"send-tick 1ms: only an open loop has a schedule to tick"}},
 		{"send tick with oha", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, SendTick: time.Millisecond, Generator: "oha"}},
-			[]string{"send-tick 1ms: only with meshbench's own engine (oha paces by itself)"}},
+			[]string{"worker 0 of 1: --send-tick 1ms: --generator oha paces by itself"}},
 		{"requests per connection negative", LoadSpec{Spec: s, Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second, RequestsPerConnection: -1}},
 			[]string{"requests-per-connection -1: allowed: 0 (keep every connection) or more"}},
 		{"body size with an app image", LoadSpec{Spec: spec(topology.ModeNone, topology.AppStatic, 0, func(s *Spec) { s.BodySize, s.AppImage = 1024, "nginx" }), Work: loadjob.Spec{Load: testLoad(t, "10"), Workers: 1, Duration: time.Second}},

@@ -282,9 +282,8 @@ func (o *Options) defaults() error {
 
 // loadSpec is the cell's load: its workers' load (the rate, window,
 // connections, requests per connection, arrivals, send tick and
-// generator) against
-// the app's entry service (LoadSpec's default target: the endless answer
-// for bulk).
+// generator) against the app's entry service (LoadSpec's default target:
+// the endless answer for bulk).
 func (o Options) loadSpec() LoadSpec {
 	return LoadSpec{Spec: o.Spec, Work: loadjob.Spec{Load: o.Load, Workers: o.Workers, Duration: o.Duration,
 		Warmup: o.Warmup, Timeout: o.Timeout, Connections: o.Connections, Generator: o.Generator,

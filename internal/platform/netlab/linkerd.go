@@ -406,7 +406,6 @@ func (ln *linkerdNet) controllersCheck(ctx context.Context, mc local.MeshCheck, 
 func facesLinkerd(t *topology.Topology, cell map[string]proxy.Stats, mc *local.MeshCheck) {
 	// A service's replicas share its identity: each counter is read once
 	// per pod and per distinct peer identity, never once per peer pod.
-	callers := t.ServicePods(t.Service.Name)
 	ids := func(pods []topology.Pod) []string {
 		var out []string
 		for _, p := range pods {
@@ -416,6 +415,8 @@ func facesLinkerd(t *topology.Topology, cell map[string]proxy.Stats, mc *local.M
 		}
 		return out
 	}
+	callers := t.ServicePods(t.Service.Name)
+	callerIDs := ids(callers)
 	var parts []string
 	for _, b := range t.Svc(t.Service.Name).Backends {
 		var sent, took, plain float64
@@ -423,7 +424,7 @@ func facesLinkerd(t *topology.Topology, cell map[string]proxy.Stats, mc *local.M
 		for _, q := range backends {
 			s := cell[q.Name]
 			plain += s.InboundPlain
-			for _, id := range ids(callers) {
+			for _, id := range callerIDs {
 				took += s.ClientIDs[id]
 			}
 		}

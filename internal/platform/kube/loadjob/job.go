@@ -124,8 +124,6 @@ func (s Spec) Problems() []error {
 		bad("send-tick", s.SendTick.String(), fmt.Sprintf("allowed: 0 (exact spacing) or %v to %v", loadgen.MinSendTick, loadgen.MaxSendTick))
 	case s.SendTick > 0 && (s.Load.Closed() || s.Load.Bulk()):
 		bad("send-tick", s.SendTick.String(), "only an open loop has a schedule to tick")
-	case s.SendTick > 0 && s.External():
-		bad("send-tick", s.SendTick.String(), "only with meshbench's own engine ("+s.Generator+" paces by itself)")
 	}
 	if s.Target != "" {
 		if _, err := loadgen.ParseTarget(s.Target, false); err != nil {
@@ -159,7 +157,7 @@ func (s Spec) CheckGenerator() error {
 		c := extgen.Config{Generator: s.Generator, Load: loadgen.Config{Targets: []loadgen.Target{t}, Load: s.Load,
 			Duration: s.Duration, Warmup: s.Warmup, Timeout: cmp.Or(s.Timeout, 30*time.Second),
 			Connections:           max(loadgen.WorkerConnections(conns, s.Workers, i), 1),
-			RequestsPerConnection: s.RequestsPerConnection, Arrivals: s.Arrivals, Seed: s.Seed}}
+			RequestsPerConnection: s.RequestsPerConnection, Arrivals: s.Arrivals, Seed: s.Seed, SendTick: s.SendTick}}
 		if !s.Load.Closed() {
 			r, err := loadgen.WorkerRate(s.Load.Rate(), s.Workers, i)
 			if err != nil {
